@@ -1,0 +1,42 @@
+# Helpers shared by every CMakeLists.txt of the project.
+
+# stagecraft_set_warnings(TARGET): the project's warning set on one target.
+function(stagecraft_set_warnings target)
+  target_compile_options(${target} PRIVATE -Wall -Wextra -Wpedantic -Wshadow)
+  if(STAGECRAFT_WERROR)
+    target_compile_options(${target} PRIVATE -Werror)
+  endif()
+  if(STAGECRAFT_SANITIZE)
+    target_compile_options(${target} PRIVATE -fsanitize=address,undefined -fno-omit-frame-pointer
+                                             -fno-sanitize-recover=undefined)
+    target_link_options(${target} PRIVATE -fsanitize=address,undefined)
+  endif()
+endfunction()
+
+# stagecraft_add_module(NAME SOURCES... DEPS ...): one library target per module (DESIGN.md §6),
+# aliased as stagecraft::NAME, with src/ on the include path.
+function(stagecraft_add_module name)
+  cmake_parse_arguments(ARG "" "" "SOURCES;DEPS" ${ARGN})
+  add_library(stagecraft_${name} STATIC ${ARG_SOURCES})
+  add_library(stagecraft::${name} ALIAS stagecraft_${name})
+  target_include_directories(stagecraft_${name} PUBLIC ${PROJECT_SOURCE_DIR}/src
+                                                       ${PROJECT_SOURCE_DIR}/include)
+  target_link_libraries(stagecraft_${name} PUBLIC ${ARG_DEPS})
+  if(STAGECRAFT_SANITIZE)
+    target_link_options(stagecraft_${name} PUBLIC -fsanitize=address,undefined)
+  endif()
+  stagecraft_set_warnings(stagecraft_${name})
+endfunction()
+
+# stagecraft_add_test(NAME SOURCES... DEPS ...): one GoogleTest executable registered with ctest.
+function(stagecraft_add_test name)
+  cmake_parse_arguments(ARG "" "" "SOURCES;DEPS" ${ARGN})
+  if(NOT STAGECRAFT_BUILD_TESTS)
+    return()
+  endif()
+  add_executable(${name} ${ARG_SOURCES})
+  target_link_libraries(${name} PRIVATE ${ARG_DEPS} GTest::gtest GTest::gtest_main)
+  stagecraft_set_warnings(${name})
+  include(GoogleTest)
+  gtest_discover_tests(${name} DISCOVERY_TIMEOUT 60)
+endfunction()

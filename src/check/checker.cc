@@ -1,0 +1,264 @@
+#include "check/checker.h"
+
+#include <algorithm>
+#include <map>
+#include <set>
+#include <tuple>
+
+namespace stagecraft {
+namespace {
+
+struct Position {
+  int32_t rank = -1;
+  size_t index = 0;
+};
+
+// Where each action sits: [stage][microbatch][kind] → every (rank, position) holding it.
+class ActionIndex {
+ public:
+  explicit ActionIndex(const Schedule& schedule) : schedule_(schedule) {
+    slots_.resize(static_cast<size_t>(schedule.num_stages) * schedule.num_microbatches * 4);
+    for (size_t rank = 0; rank < schedule.rank_actions.size(); ++rank) {
+      const auto& actions = schedule.rank_actions[rank];
+      for (size_t index = 0; index < actions.size(); ++index) {
+        slots_[Slot(actions[index])].push_back({static_cast<int32_t>(rank), index});
+      }
+    }
+  }
+  const std::vector<Position>& At(int32_t stage, ActionKind kind, int32_t microbatch) const {
+    return slots_[Slot(Action{StageId(stage), kind, MicrobatchId(microbatch)})];
+  }
+
+ private:
+  size_t Slot(const Action& action) const {
+    return (static_cast<size_t>(action.stage.value()) * schedule_.num_microbatches +
+            action.microbatch.value()) * 4 + static_cast<size_t>(action.kind);
+  }
+  const Schedule& schedule_;
+  std::vector<std::vector<Position>> slots_;
+};
+
+std::string Name(int32_t stage, ActionKind kind, int32_t microbatch) {
+  return FormatAction(Action{StageId(stage), kind, MicrobatchId(microbatch)});
+}
+
+void CheckShape(const Schedule& schedule, std::vector<Violation>& out) {
+  if (schedule.num_ranks > 0 && schedule.num_stages % schedule.num_ranks != 0) {
+    out.push_back({ViolationKind::kShape, -1, "",
+                   std::to_string(schedule.num_stages) + " stages cannot be spread evenly over " +
+                       std::to_string(schedule.num_ranks) + " ranks",
+                   "every rank must hold the same number of stages (pp * vpp stages)"});
+  }
+}
+
+void CheckStagePlacement(const Schedule& schedule, std::vector<Violation>& out) {
+  std::vector<std::set<int32_t>> ranks(static_cast<size_t>(schedule.num_stages));
+  for (size_t rank = 0; rank < schedule.rank_actions.size(); ++rank) {
+    for (const Action& action : schedule.rank_actions[rank]) {
+      ranks[action.stage.value()].insert(static_cast<int32_t>(rank));
+    }
+  }
+  for (int32_t stage = 0; stage < schedule.num_stages; ++stage) {
+    if (ranks[stage].size() <= 1) continue;
+    std::string list;
+    for (int32_t rank : ranks[stage]) list += (list.empty() ? "" : ", ") + std::to_string(rank);
+    out.push_back({ViolationKind::kStageOnTwoRanks, *std::next(ranks[stage].begin()),
+                   "", "stage " + std::to_string(stage) + " is placed on ranks " + list,
+                   "a stage's weights live on one rank: move all of its actions to rank " +
+                       std::to_string(*ranks[stage].begin())});
+  }
+}
+
+void CheckDuplicates(const ActionIndex& index, int32_t stage, int32_t microbatch,
+                     std::vector<Violation>& out) {
+  for (ActionKind kind : {ActionKind::kForward, ActionKind::kBackward, ActionKind::kInputGrad,
+                          ActionKind::kWeightGrad}) {
+    const auto& positions = index.At(stage, kind, microbatch);
+    for (size_t copy = 1; copy < positions.size(); ++copy) {
+      out.push_back({ViolationKind::kDuplicateAction, positions[copy].rank,
+                     Name(stage, kind, microbatch),
+                     "action " + Name(stage, kind, microbatch) + " appears more than once",
+                     "keep one copy"});
+    }
+  }
+}
+
+void CheckCompleteness(const ActionIndex& index, const std::vector<int32_t>& stage_ranks,
+                       int32_t stage, int32_t microbatch, std::vector<Violation>& out) {
+  const int32_t rank = stage_ranks[stage];
+  const std::string where = rank >= 0 ? "rank " + std::to_string(rank) + "'s row" : "a rank's row";
+  const bool forward = !index.At(stage, ActionKind::kForward, microbatch).empty();
+  const bool full = !index.At(stage, ActionKind::kBackward, microbatch).empty();
+  const bool input = !index.At(stage, ActionKind::kInputGrad, microbatch).empty();
+  const bool weight = !index.At(stage, ActionKind::kWeightGrad, microbatch).empty();
+  auto missing = [&](ActionKind kind, const std::string& what) {
+    const std::string name = Name(stage, kind, microbatch);
+    out.push_back({ViolationKind::kMissingAction, rank, name,
+                   "microbatch " + std::to_string(microbatch) + " has no " + what +
+                       " on stage " + std::to_string(stage) + " (" + name + ")",
+                   "add " + name + " to " + where});
+  };
+  if (!forward) missing(ActionKind::kForward, "forward");
+  if (full && (input || weight)) {
+    out.push_back({ViolationKind::kMixedBackward, rank, Name(stage, ActionKind::kBackward, microbatch),
+                   "microbatch " + std::to_string(microbatch) + " on stage " +
+                       std::to_string(stage) + " has both a full backward (B) and split I/W",
+                   "use either B or the pair I + W"});
+  } else if (!full && !input && !weight) {
+    missing(ActionKind::kBackward, "backward");
+  } else if (input && !weight) {
+    missing(ActionKind::kWeightGrad, "weight-gradient backward");
+  } else if (weight && !input) {
+    missing(ActionKind::kInputGrad, "input-gradient backward");
+  }
+}
+
+// B/I after its own F, W after its I — on the same rank, in program order.
+void CheckOrder(const ActionIndex& index, int32_t stage, int32_t microbatch,
+                std::vector<Violation>& out) {
+  auto before = [&](ActionKind first, ActionKind second, ViolationKind kind, const char* what) {
+    const auto& a = index.At(stage, first, microbatch);
+    const auto& b = index.At(stage, second, microbatch);
+    if (a.empty() || b.empty() || a[0].rank != b[0].rank || a[0].index < b[0].index) return;
+    const std::string later = Name(stage, first, microbatch);
+    const std::string earlier = Name(stage, second, microbatch);
+    out.push_back({kind, b[0].rank, earlier,
+                   earlier + " (position " + std::to_string(b[0].index) + ") runs before " +
+                       later + " (position " + std::to_string(a[0].index) + "): " + what,
+                   "move " + later + " before " + earlier + " in rank " +
+                       std::to_string(b[0].rank) + "'s row"});
+  };
+  before(ActionKind::kForward, ActionKind::kBackward, ViolationKind::kBackwardBeforeForward,
+         "a backward needs its forward's activations");
+  before(ActionKind::kForward, ActionKind::kInputGrad, ViolationKind::kBackwardBeforeForward,
+         "a backward needs its forward's activations");
+  before(ActionKind::kInputGrad, ActionKind::kWeightGrad, ViolationKind::kWeightBeforeInput,
+         "the weight gradient needs the output gradient that I receives");
+}
+
+void CheckDeadlocks(const Schedule& schedule, const std::vector<StageCost>& costs,
+                    const CheckOptions& options, std::vector<Violation>& out) {
+  for (P2pMode mode : {P2pMode::kAsync, P2pMode::kRendezvous}) {
+    if ((mode == P2pMode::kAsync && !options.check_async) ||
+        (mode == P2pMode::kRendezvous && !options.check_rendezvous)) {
+      continue;
+    }
+    LowerOptions lower = options.lower;
+    lower.mode = mode;
+    auto graph = Lower(schedule, costs, lower);
+    if (!graph.ok()) {
+      out.push_back({ViolationKind::kMissingAction, -1, "", graph.error().message, ""});
+      return;
+    }
+    const auto deadlock = FindDeadlock(graph.value());
+    if (!deadlock) continue;
+    const std::string stuck =
+        deadlock->blocked.empty() ? "" : FormatAction(graph.value().tasks[deadlock->blocked.front().head].action);
+    out.push_back({ViolationKind::kDeadlock, deadlock->blocked.empty() ? -1 : deadlock->blocked.front().rank,
+                   stuck,
+                   std::string("deadlock with ") + P2pModeName(mode) +
+                       " point-to-point: no action can run and work remains\n" +
+                       FormatDeadlock(graph.value(), *deadlock),
+                   mode == P2pMode::kRendezvous
+                       ? "order each rank's actions so that a send's receiver reaches the "
+                         "matching action without first waiting on the sender"
+                       : "reorder the actions in the cycle so each input is produced before "
+                         "the rank that needs it blocks on it"});
+  }
+}
+
+}  // namespace
+
+const char* ViolationKindName(ViolationKind kind) {
+  switch (kind) {
+    case ViolationKind::kShape: return "shape";
+    case ViolationKind::kDuplicateAction: return "duplicate-action";
+    case ViolationKind::kMissingAction: return "missing-action";
+    case ViolationKind::kMixedBackward: return "mixed-backward";
+    case ViolationKind::kStageOnTwoRanks: return "stage-on-two-ranks";
+    case ViolationKind::kBackwardBeforeForward: return "backward-before-forward";
+    case ViolationKind::kWeightBeforeInput: return "weight-before-input";
+    case ViolationKind::kDeadlock: return "deadlock";
+  }
+  return "unknown";
+}
+
+std::vector<Violation> CheckSchedule(const Schedule& schedule,
+                                     const std::vector<StageCost>& stage_costs,
+                                     const CheckOptions& options) {
+  std::vector<Violation> violations;
+  CheckShape(schedule, violations);
+  CheckStagePlacement(schedule, violations);
+  const ActionIndex index(schedule);
+  const std::vector<int32_t> stage_ranks = StageRanks(schedule);
+  for (int32_t stage = 0; stage < schedule.num_stages; ++stage) {
+    for (int32_t microbatch = 0; microbatch < schedule.num_microbatches; ++microbatch) {
+      CheckDuplicates(index, stage, microbatch, violations);
+      CheckCompleteness(index, stage_ranks, stage, microbatch, violations);
+      CheckOrder(index, stage, microbatch, violations);
+    }
+  }
+  std::stable_sort(violations.begin(), violations.end(), [](const Violation& a, const Violation& b) {
+    return std::tuple(static_cast<int>(a.kind), a.rank) < std::tuple(static_cast<int>(b.kind), b.rank);
+  });
+  if (violations.empty() && static_cast<int32_t>(stage_costs.size()) == schedule.num_stages) {
+    CheckDeadlocks(schedule, stage_costs, options, violations);
+  }
+  return violations;
+}
+
+std::optional<Deadlock> FindDeadlock(const TaskGraph& graph) {
+  const size_t num_tasks = graph.num_tasks();
+  std::vector<uint32_t> missing(num_tasks);
+  std::vector<uint8_t> done(num_tasks, 0);
+  std::vector<size_t> next(graph.programs.size(), 0);
+  std::vector<uint32_t> ready;  // tasks whose dependencies are met
+  for (uint32_t task = 0; task < num_tasks; ++task) {
+    missing[task] = graph.num_preds(task);
+    if (missing[task] == 0) ready.push_back(task);
+  }
+  std::vector<uint8_t> dependencies_met(num_tasks, 0);
+  std::vector<uint32_t> runnable;
+  size_t finished = 0;
+  auto finish = [&](uint32_t task) {
+    done[task] = 1;
+    ++finished;
+    for (uint32_t index = graph.succ_begin[task]; index < graph.succ_begin[task + 1]; ++index) {
+      if (--missing[graph.succs[index]] == 0) ready.push_back(graph.succs[index]);
+    }
+  };
+  while (!ready.empty()) {
+    const uint32_t task = ready.back();
+    ready.pop_back();
+    const Task& info = graph.tasks[task];
+    if (info.kind == TaskKind::kTransfer) {
+      finish(task);
+      continue;
+    }
+    dependencies_met[task] = 1;
+    // Run the rank's program as far as its dependencies allow.
+    const auto& program = graph.programs[info.rank];
+    while (next[info.rank] < program.size() && dependencies_met[program[next[info.rank]]]) {
+      finish(program[next[info.rank]++]);
+    }
+  }
+  if (finished == num_tasks) return std::nullopt;
+  return AnalyzeDeadlock(graph, done);
+}
+
+std::string FormatViolations(const std::vector<Violation>& violations) {
+  std::string text;
+  for (const Violation& violation : violations) {
+    text += "error[";
+    text += ViolationKindName(violation.kind);
+    text += "]";
+    if (violation.rank >= 0) text += " rank " + std::to_string(violation.rank);
+    if (!violation.action.empty()) text += " " + violation.action;
+    text += ": " + violation.message;
+    if (!text.empty() && text.back() != '\n') text += "\n";
+    if (!violation.hint.empty()) text += "  hint: " + violation.hint + "\n";
+  }
+  return text;
+}
+
+}  // namespace stagecraft

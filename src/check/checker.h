@@ -1,0 +1,57 @@
+// The schedule checker behind `stagecraft check`: every violation, not the first — missing or
+// doubled actions, backward before forward, W before I, a stage on two ranks, and deadlocks
+// under either point-to-point mode (with the wait-for cycle).
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "lower/lower.h"
+#include "lower/wait_for.h"
+#include "model/model_spec.h"
+#include "schedule/schedule.h"
+
+namespace stagecraft {
+
+enum class ViolationKind : uint8_t {
+  kShape,                  // stage count does not fit the ranks, out-of-range ids
+  kDuplicateAction,        // the same action twice
+  kMissingAction,          // a forward or backward of some (stage, microbatch) is absent
+  kMixedBackward,          // both B and I/W for one (stage, microbatch)
+  kStageOnTwoRanks,        // a stage's actions are spread over ranks
+  kBackwardBeforeForward,  // B or I ordered before its own F on the rank
+  kWeightBeforeInput,      // W ordered before its I
+  kDeadlock,               // no action can run and work remains
+};
+const char* ViolationKindName(ViolationKind kind);
+
+struct Violation {
+  ViolationKind kind = ViolationKind::kShape;
+  int32_t rank = -1;    // the rank where it shows, or -1 for the whole schedule
+  std::string action;   // the action concerned ("2B3"), or ""
+  std::string message;  // what is wrong, and what it waits for
+  std::string hint;     // how to fix it
+};
+
+struct CheckOptions {
+  LowerOptions lower;        // costs and links do not change the verdict, only the report
+  bool check_async = true;   // look for deadlocks under async point-to-point
+  bool check_rendezvous = true;
+};
+
+// Structural checks always; deadlock checks only when the structure is sound (a deadlock
+// analysis of a broken schedule would be noise). Violations are ordered by check, then rank.
+std::vector<Violation> CheckSchedule(const Schedule& schedule,
+                                     const std::vector<StageCost>& stage_costs,
+                                     const CheckOptions& options);
+
+// Timing-free deadlock search on a lowered graph: runs every task whose dependencies and
+// program order allow, to a fixed point. Returns the analysis when work remains.
+std::optional<Deadlock> FindDeadlock(const TaskGraph& graph);
+
+// "rank 1 1B0: ... (hint: ...)" lines, one per violation.
+std::string FormatViolations(const std::vector<Violation>& violations);
+
+}  // namespace stagecraft

@@ -1,0 +1,88 @@
+#include "cli/app.h"
+
+#include <CLI/CLI.hpp>
+
+#include "analysis/metrics.h"
+#include "cli/commands.h"
+
+namespace stagecraft {
+namespace {
+
+constexpr const char* kTimeHelp = "(ns, us, ms, s; a bare number means ms)";
+
+void AddRunFlags(CLI::App& command, RunFlags& flags) {
+  command.add_option("config", flags.config_path,
+                     "YAML config (doc/config.md); none = the bundled example");
+  command.add_option("--schedule", flags.schedule, "schedule generator (stagecraft list schedules)");
+  command.add_option("--pp", flags.pp, "pipeline-parallel ranks P");
+  command.add_option("--vpp", flags.vpp, "chunks (virtual stages) per rank V");
+  command.add_option("--microbatches", flags.microbatches, "microbatches per iteration M");
+  command.add_option("--group-size", flags.group_size,
+                     "interleaved-1f1b microbatch group size (default P)");
+  command.add_option("--cost-forward", flags.cost_forward,
+                     std::string("forward time of one microbatch on one rank; each of V chunks "
+                                 "costs T/V ") + kTimeHelp);
+  command.add_option("--cost-input-grad", flags.cost_input_grad,
+                     std::string("input-gradient backward time, same unit ") + kTimeHelp);
+  command.add_option("--cost-weight-grad", flags.cost_weight_grad,
+                     std::string("weight-gradient backward time; full backward = input-grad + "
+                                 "weight-grad ") + kTimeHelp);
+  command.add_option("--cost-p2p", flags.cost_p2p,
+                     std::string("fixed time added to every transfer between two ranks ") + kTimeHelp);
+  command.add_option("--p2p", flags.p2p, "point-to-point semantics: async (default) or rendezvous");
+  command.add_option("--schedule-csv", flags.schedule_csv,
+                     "load the schedule from a torch.distributed.pipelining compute-only CSV");
+}
+
+int UsageError(const CLI::ParseError& error, std::ostream& err) {
+  err << "stagecraft: error: " << error.what()
+      << "\nRun 'stagecraft --help' or 'stagecraft COMMAND --help' for usage.\n";
+  return kExitBadInput;
+}
+
+}  // namespace
+
+int RunCli(int argc, const char* const* argv, std::ostream& out, std::ostream& err) {
+  CLI::App app{"stagecraft: plan, simulate and check pipeline-parallel training schedules"};
+  app.require_subcommand(1);
+  app.footer(MetricDefinitions());
+  RunFlags flags;
+  OutputFlags output;
+  bool derive_json = false;
+  std::string list_what;
+
+  CLI::App* simulate = app.add_subcommand("simulate", "simulate one training iteration");
+  AddRunFlags(*simulate, flags);
+  simulate->add_flag("--json", output.json, "print one JSON object instead of the table");
+  simulate->add_flag("--timeline", output.timeline, "draw an ASCII timeline (small cases)");
+  simulate->add_option("--trace", output.trace_path, "write a Chrome/Perfetto trace to FILE");
+  simulate->add_option("--write-schedule-csv", output.write_schedule_csv,
+                       "write the simulated schedule as a compute-only CSV to FILE");
+
+  CLI::App* check = app.add_subcommand("check", "validate a config or a schedule CSV: every "
+                                                "violation, deadlocks in both p2p modes");
+  AddRunFlags(*check, flags);
+
+  CLI::App* derive = app.add_subcommand("derive", "closed-form bubble next to the simulated value");
+  AddRunFlags(*derive, flags);
+  derive->add_flag("--json", derive_json, "print one JSON object");
+
+  CLI::App* list = app.add_subcommand("list", "list the choices: schedules, placements, p2p, metrics");
+  list->add_option("what", list_what, "schedules | placements | p2p | metrics")->required();
+
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::CallForHelp& help) {
+    return app.exit(help, out, err);
+  } catch (const CLI::CallForAllHelp& help) {
+    return app.exit(help, out, err);
+  } catch (const CLI::ParseError& error) {
+    return UsageError(error, err);
+  }
+  if (*simulate) return RunSimulate(flags, output, out, err);
+  if (*check) return RunCheck(flags, out, err);
+  if (*derive) return RunDerive(flags, derive_json, out, err);
+  return RunList(list_what, out, err);
+}
+
+}  // namespace stagecraft

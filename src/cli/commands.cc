@@ -1,0 +1,147 @@
+#include "cli/commands.h"
+
+#include "analysis/closed_form.h"
+#include "analysis/metrics.h"
+#include "check/checker.h"
+#include "core/suggest.h"
+#include "core/units.h"
+#include "report/chrome_trace.h"
+#include "report/json_writer.h"
+#include "report/summary.h"
+#include "report/timeline.h"
+#include "schedule/generator.h"
+#include "schedule/schedule_csv.h"
+#include "sim/simulator.h"
+
+namespace stagecraft {
+namespace {
+
+int Fail(std::ostream& err, const Error& error, int code = kExitBadInput) {
+  err << "stagecraft: error: " << error.message << "\n";
+  return code;
+}
+
+RunInfo MakeRunInfo(const PreparedRun& run) {
+  RunInfo info;
+  info.config = run.label;
+  info.model = run.config.model.name;
+  info.schedule = run.schedule.name;
+  info.pp = run.schedule.num_ranks;
+  info.vpp = run.schedule.chunks_per_rank();
+  info.microbatches = run.schedule.num_microbatches;
+  info.p2p = run.lower.mode;
+  info.cost_p2p = run.lower.cost_p2p;
+  info.cluster_given = run.lower.cluster.given;
+  info.forward = run.config.model.forward;
+  info.input_grad = run.config.model.input_grad;
+  info.weight_grad = run.config.model.weight_grad;
+  return info;
+}
+
+// The structural check every run passes before simulating (deadlocks are found by the run).
+bool StructureIsSound(const PreparedRun& run, std::ostream& err) {
+  CheckOptions options;
+  options.lower = run.lower;
+  options.check_async = options.check_rendezvous = false;
+  const auto violations = CheckSchedule(run.schedule, run.stage_costs, options);
+  if (violations.empty()) return true;
+  err << FormatViolations(violations);
+  err << "stagecraft: the schedule is broken (" << violations.size()
+      << " violations); run 'stagecraft check' for the full diagnosis\n";
+  return false;
+}
+
+}  // namespace
+
+int SimulateRun(const PreparedRun& run, Simulated& result, std::ostream& err) {
+  if (!StructureIsSound(run, err)) return kExitViolations;
+  auto graph = Lower(run.schedule, run.stage_costs, run.lower);
+  if (!graph.ok()) return Fail(err, graph.error(), kExitViolations);
+  result.graph = std::move(graph).value();
+  result.trace = Simulate(result.graph);
+  if (result.trace.deadlock) {
+    err << "stagecraft: error: deadlock with " << P2pModeName(run.lower.mode)
+        << " point-to-point: no action can run and work remains\n"
+        << FormatDeadlock(result.graph, *result.trace.deadlock);
+    return kExitViolations;
+  }
+  result.metrics = ComputeMetrics(run.schedule, run.stage_costs, result.graph, result.trace);
+  return kExitOk;
+}
+
+int RunSimulate(const RunFlags& flags, const OutputFlags& output, std::ostream& out,
+                std::ostream& err) {
+  auto run = PrepareRun(flags);
+  if (!run.ok()) return Fail(err, run.error());
+  if (!output.write_schedule_csv.empty()) {
+    const Status written = WriteTextFile(output.write_schedule_csv, WriteScheduleCsv(run.value().schedule));
+    if (!written.ok()) return Fail(err, written.error());
+  }
+  Simulated simulated;
+  const int code = SimulateRun(run.value(), simulated, err);
+  if (code != kExitOk) return code;
+  if (!output.trace_path.empty()) {
+    const Status written = WriteTextFile(output.trace_path, FormatChromeTrace(simulated.graph, simulated.trace));
+    if (!written.ok()) return Fail(err, written.error());
+  }
+  const RunInfo info = MakeRunInfo(run.value());
+  if (output.json) {
+    out << FormatMetricsJson(info, simulated.metrics);
+  } else {
+    if (flags.config_path.empty()) out << "no config given: running the " << run.value().label << "\n";
+    out << FormatSummary(info, simulated.metrics);
+  }
+  if (output.timeline) out << "\n" << FormatTimeline(simulated.graph, simulated.trace, simulated.metrics);
+  return kExitOk;
+}
+
+int RunCheck(const RunFlags& flags, std::ostream& out, std::ostream& err) {
+  auto run = PrepareRun(flags);
+  if (!run.ok()) return Fail(err, run.error());
+  CheckOptions options;
+  options.lower = run.value().lower;
+  const auto violations = CheckSchedule(run.value().schedule, run.value().stage_costs, options);
+  const Schedule& schedule = run.value().schedule;
+  if (violations.empty()) {
+    out << "check: ok: " << schedule.num_actions() << " actions on " << schedule.num_ranks
+        << " ranks, " << schedule.num_stages << " stages, " << schedule.num_microbatches
+        << " microbatches; no deadlock under async or rendezvous point-to-point\n";
+    return kExitOk;
+  }
+  out << FormatViolations(violations);
+  out << "check: " << violations.size() << (violations.size() == 1 ? " violation" : " violations")
+      << " in " << run.value().label << "\n";
+  return kExitViolations;
+}
+
+int RunList(const std::string& what, std::ostream& out, std::ostream& err) {
+  if (what == "schedules") {
+    for (const ScheduleGenerator& generator : ScheduleGenerators()) {
+      std::string name = generator.name;
+      name.resize(std::max<size_t>(name.size(), 18), ' ');
+      out << name << "  " << generator.description << "\n";
+    }
+    return kExitOk;
+  }
+  if (what == "placements") {
+    out << "loop                stage s on rank s mod p\n"
+        << "v                   stage s < p on rank s, else on rank 2p-1-s (two chunks per rank)\n";
+    return kExitOk;
+  }
+  if (what == "p2p") {
+    out << "async               a send is posted when its producer ends; the receiver never "
+           "blocks the sender\n"
+        << "rendezvous          a send completes only once its receive is posted (receives in "
+           "program order); exposes ordering deadlocks\n";
+    return kExitOk;
+  }
+  if (what == "metrics") {
+    out << MetricDefinitions();
+    return kExitOk;
+  }
+  const std::vector<std::string> choices = {"schedules", "placements", "p2p", "metrics"};
+  return Fail(err, Error{"cannot list '" + what + "'" + DidYouMean(what, choices) +
+                         " (expected " + JoinChoices(choices) + ")"});
+}
+
+}  // namespace stagecraft

@@ -1,0 +1,43 @@
+// The subcommands behind the CLI: each takes parsed flags and the output streams, returns the
+// exit code.
+#pragma once
+
+#include <ostream>
+#include <string>
+
+#include "analysis/metrics.h"
+#include "cli/run_setup.h"
+#include "lower/task_graph.h"
+#include "sim/simulator.h"
+
+namespace stagecraft {
+
+constexpr int kExitOk = 0;
+constexpr int kExitViolations = 1;
+constexpr int kExitBadInput = 2;
+
+struct OutputFlags {
+  bool json = false;                  // --json
+  bool timeline = false;              // --timeline
+  std::string trace_path;             // --trace FILE
+  std::string write_schedule_csv;     // --write-schedule-csv FILE
+};
+
+// A finished simulation.
+struct Simulated {
+  TaskGraph graph;
+  Trace trace;
+  Metrics metrics;
+};
+
+// Checks the schedule's structure, lowers and simulates it. On a broken schedule or a deadlock
+// prints the diagnosis to `err` and returns kExitViolations.
+int SimulateRun(const PreparedRun& run, Simulated& result, std::ostream& err);
+
+int RunSimulate(const RunFlags& flags, const OutputFlags& output, std::ostream& out,
+                std::ostream& err);
+int RunCheck(const RunFlags& flags, std::ostream& out, std::ostream& err);
+int RunDerive(const RunFlags& flags, bool json, std::ostream& out, std::ostream& err);
+int RunList(const std::string& what, std::ostream& out, std::ostream& err);
+
+}  // namespace stagecraft

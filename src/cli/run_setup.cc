@@ -1,0 +1,180 @@
+#include "cli/run_setup.h"
+
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+
+#include "cli/bundled_config.h"
+#include "core/suggest.h"
+#include "core/units.h"
+#include "model/model_spec.h"
+#include "schedule/generator.h"
+#include "schedule/schedule_csv.h"
+
+namespace stagecraft {
+namespace {
+
+std::string BaseName(const std::string& path) {
+  return std::filesystem::path(path).filename().string();
+}
+
+Status ApplyDuration(const std::optional<std::string>& flag, const char* name, bool positive,
+                     Time& field) {
+  if (!flag) return Status::Ok();
+  auto parsed = ParseDuration(*flag);
+  if (!parsed.ok()) return Error{std::string(name) + ": " + parsed.error().message};
+  if (parsed.value().ns() < 0 || (positive && parsed.value().ns() == 0)) {
+    return Error{std::string(name) + ": '" + *flag + "' must be " +
+                 (positive ? "positive" : "zero or more") +
+                 " (expected a duration such as '1.5ms'; a bare number means ms)"};
+  }
+  field = parsed.value();
+  return Status::Ok();
+}
+
+Status ApplyCount(const std::optional<int>& flag, const char* name, int32_t& field) {
+  if (!flag) return Status::Ok();
+  if (*flag < 1) {
+    return Error{std::string(name) + ": must be at least 1, got " + std::to_string(*flag)};
+  }
+  field = *flag;
+  return Status::Ok();
+}
+
+Status ApplyFlags(const RunFlags& flags, Config& config) {
+  if (flags.schedule) config.schedule.name = *flags.schedule;
+  STAGECRAFT_RETURN_IF_ERROR(ApplyCount(flags.pp, "--pp", config.parallel.pp));
+  STAGECRAFT_RETURN_IF_ERROR(ApplyCount(flags.vpp, "--vpp", config.parallel.vpp));
+  STAGECRAFT_RETURN_IF_ERROR(
+      ApplyCount(flags.microbatches, "--microbatches", config.parallel.microbatches));
+  STAGECRAFT_RETURN_IF_ERROR(ApplyCount(flags.group_size, "--group-size", config.schedule.group_size));
+  STAGECRAFT_RETURN_IF_ERROR(ApplyDuration(flags.cost_forward, "--cost-forward", true, config.model.forward));
+  STAGECRAFT_RETURN_IF_ERROR(
+      ApplyDuration(flags.cost_input_grad, "--cost-input-grad", true, config.model.input_grad));
+  STAGECRAFT_RETURN_IF_ERROR(
+      ApplyDuration(flags.cost_weight_grad, "--cost-weight-grad", false, config.model.weight_grad));
+  STAGECRAFT_RETURN_IF_ERROR(ApplyDuration(flags.cost_p2p, "--cost-p2p", false, config.schedule.cost_p2p));
+  if (flags.p2p) {
+    if (*flags.p2p == "async") {
+      config.schedule.p2p = P2pMode::kAsync;
+    } else if (*flags.p2p == "rendezvous") {
+      config.schedule.p2p = P2pMode::kRendezvous;
+    } else {
+      return Error{"--p2p: unknown mode '" + *flags.p2p + "'" +
+                   DidYouMean(*flags.p2p, {"async", "rendezvous"}) +
+                   " (expected 'async' or 'rendezvous')"};
+    }
+  }
+  if (flags.schedule_csv) config.schedule.csv = *flags.schedule_csv;
+  return Status::Ok();
+}
+
+// A CSV schedule fixes pp and the stage count; flags that disagree are errors.
+Result<Schedule> LoadCsvSchedule(const std::string& path, const RunFlags& flags) {
+  auto text = ReadTextFile(path);
+  if (!text.ok()) return text.error();
+  auto schedule = ParseScheduleCsv(text.value(), BaseName(path));
+  if (!schedule.ok()) return schedule.error();
+  Schedule loaded = std::move(schedule).value();
+  if (flags.pp && *flags.pp != loaded.num_ranks) {
+    return Error{"--pp " + std::to_string(*flags.pp) + " disagrees with " + BaseName(path) +
+                 ", which has " + std::to_string(loaded.num_ranks) +
+                 " rows (one per rank); drop --pp or fix the CSV"};
+  }
+  if (flags.microbatches) {
+    if (*flags.microbatches < loaded.num_microbatches) {
+      return Error{"--microbatches " + std::to_string(*flags.microbatches) + " is less than the " +
+                   std::to_string(loaded.num_microbatches) + " microbatches " + BaseName(path) +
+                   " uses"};
+    }
+    loaded.num_microbatches = *flags.microbatches;  // missing ones show up in the check
+  }
+  return loaded;
+}
+
+Status CheckLayout(const Config& config, const Schedule& schedule) {
+  const int32_t layers = config.model.num_layers;
+  if (layers > 0 && schedule.num_stages > layers) {
+    return Error{"the pipeline has " + std::to_string(schedule.num_stages) + " stages (pp " +
+                 std::to_string(schedule.num_ranks) + " x vpp " +
+                 std::to_string(schedule.chunks_per_rank()) + ") but the model has only " +
+                 std::to_string(layers) + " layers (expected at most one stage per layer; "
+                 "lower --pp or --vpp)"};
+  }
+  if (config.cluster.given && schedule.num_ranks > config.cluster.num_devices()) {
+    return Error{"pp = " + std::to_string(schedule.num_ranks) + " needs " +
+                 std::to_string(schedule.num_ranks) + " devices but the cluster has " +
+                 std::to_string(config.cluster.num_devices()) + " (" +
+                 std::to_string(config.cluster.nodes) + " nodes x " +
+                 std::to_string(config.cluster.devices_per_node) +
+                 " devices per node); lower --pp or add nodes"};
+  }
+  return Status::Ok();
+}
+
+Result<Config> LoadConfig(const RunFlags& flags, std::string& label) {
+  if (flags.config_path.empty()) {
+    label = std::string("bundled example '") + BundledConfigName() + "'";
+    return ParseConfig(BundledConfigText(), BundledConfigName());
+  }
+  label = BaseName(flags.config_path);
+  auto text = ReadTextFile(flags.config_path);
+  if (!text.ok()) return text.error();
+  return ParseConfig(text.value(), BaseName(flags.config_path));
+}
+
+}  // namespace
+
+Result<std::string> ReadTextFile(const std::string& path) {
+  std::ifstream stream(path, std::ios::binary);
+  if (!stream) {
+    return Error{"cannot read '" + path + "': no such file or not readable (check the path)"};
+  }
+  std::ostringstream buffer;
+  buffer << stream.rdbuf();
+  return buffer.str();
+}
+
+Status WriteTextFile(const std::string& path, const std::string& text) {
+  std::ofstream stream(path, std::ios::binary | std::ios::trunc);
+  if (!stream) return Error{"cannot write '" + path + "' (check that its folder exists)"};
+  stream << text;
+  if (!stream) return Error{"failed writing '" + path + "'"};
+  return Status::Ok();
+}
+
+Result<PreparedRun> PrepareRun(const RunFlags& flags) {
+  PreparedRun run;
+  auto config = LoadConfig(flags, run.label);
+  if (!config.ok()) return config.error();
+  run.config = std::move(config).value();
+  STAGECRAFT_RETURN_IF_ERROR(ApplyFlags(flags, run.config));
+  const Config& c = run.config;
+  if (!c.schedule.csv.empty()) {
+    std::string path = c.schedule.csv;
+    if (!flags.schedule_csv && !flags.config_path.empty()) {  // relative to the config file
+      path = (std::filesystem::path(flags.config_path).parent_path() / path).string();
+    }
+    auto schedule = LoadCsvSchedule(path, flags);
+    if (!schedule.ok()) return schedule.error();
+    run.schedule = std::move(schedule).value();
+  } else {
+    auto generator = FindScheduleGenerator(c.schedule.name);
+    if (!generator.ok()) return generator.error();
+    GeneratorParams params{c.parallel.pp, c.parallel.vpp, c.parallel.microbatches,
+                           c.schedule.group_size};
+    auto schedule = generator.value()->generate(params);
+    if (!schedule.ok()) return schedule.error();
+    run.schedule = std::move(schedule).value();
+  }
+  STAGECRAFT_RETURN_IF_ERROR(CheckLayout(c, run.schedule));
+  const int32_t chunks = std::max(1, run.schedule.chunks_per_rank());
+  run.stage_costs = UniformStageCosts(c.model, std::max(1, run.schedule.num_stages), chunks);
+  run.stage_costs.resize(static_cast<size_t>(run.schedule.num_stages), run.stage_costs.front());
+  run.lower.mode = c.schedule.p2p;
+  run.lower.cost_p2p = c.schedule.cost_p2p;
+  run.lower.cluster = c.cluster;
+  return run;
+}
+
+}  // namespace stagecraft

@@ -1,0 +1,48 @@
+// From command line to a ready-to-simulate run: read the config (or the bundled one), apply the
+// flags, build or load the schedule, and compute the stage costs. Every user error comes back
+// as an Error naming the file or flag.
+#pragma once
+
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "core/result.h"
+#include "io/config.h"
+#include "lower/lower.h"
+#include "schedule/schedule.h"
+
+namespace stagecraft {
+
+// The flags shared by simulate, check and derive. Unset optionals leave the config alone.
+struct RunFlags {
+  std::string config_path;                      // positional CONFIG; "" = the bundled example
+  std::optional<std::string> schedule;          // --schedule NAME
+  std::optional<int> pp;                        // --pp P
+  std::optional<int> vpp;                       // --vpp V
+  std::optional<int> microbatches;              // --microbatches M
+  std::optional<int> group_size;                // --group-size G
+  std::optional<std::string> cost_forward;      // --cost-forward T
+  std::optional<std::string> cost_input_grad;   // --cost-input-grad T
+  std::optional<std::string> cost_weight_grad;  // --cost-weight-grad T
+  std::optional<std::string> cost_p2p;          // --cost-p2p T
+  std::optional<std::string> p2p;               // --p2p async|rendezvous
+  std::optional<std::string> schedule_csv;      // --schedule-csv FILE
+};
+
+struct PreparedRun {
+  Config config;
+  std::string label;               // what runs: "file.yaml" or "bundled example '...'"
+  Schedule schedule;
+  std::vector<StageCost> stage_costs;
+  LowerOptions lower;
+};
+
+Result<std::string> ReadTextFile(const std::string& path);
+Status WriteTextFile(const std::string& path, const std::string& text);
+
+// Loads and merges everything. Checks cross-field rules (stages <= layers, pp fits the
+// cluster, the schedule name exists) but not the schedule's soundness (the checker's job).
+Result<PreparedRun> PrepareRun(const RunFlags& flags);
+
+}  // namespace stagecraft

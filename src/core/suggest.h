@@ -1,0 +1,20 @@
+// SuggestClosest: the one "did you mean" helper every input error uses.
+#pragma once
+
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace stagecraft {
+
+// Returns the candidate closest to `word` by edit distance (case-insensitive), or "" when none
+// is close enough to be a plausible typo (distance > max(2, |word|/3)).
+std::string SuggestClosest(std::string_view word, const std::vector<std::string>& candidates);
+
+// "; did you mean 'x'?" or "" — ready to append to a message.
+std::string DidYouMean(std::string_view word, const std::vector<std::string>& candidates);
+
+// "'a', 'b' or 'c'" — for "expected one of ..." messages.
+std::string JoinChoices(const std::vector<std::string>& choices);
+
+}  // namespace stagecraft

@@ -1,0 +1,41 @@
+// Time: an integer count of nanoseconds, the only clock type in stagecraft (DESIGN.md §3).
+// Costs computed in floating point are rounded once, where they are computed.
+#pragma once
+
+#include <compare>
+#include <cstdint>
+#include <limits>
+
+namespace stagecraft {
+
+class Time {
+ public:
+  constexpr Time() = default;
+  static constexpr Time Nanoseconds(int64_t ns) { return Time(ns); }
+  static constexpr Time Max() { return Time(std::numeric_limits<int64_t>::max()); }
+
+  constexpr int64_t ns() const { return ns_; }
+  // Milliseconds as a double, for output only (never fed back into the clock).
+  constexpr double ms() const { return static_cast<double>(ns_) / 1e6; }
+
+  constexpr auto operator<=>(const Time&) const = default;
+  constexpr Time operator+(Time other) const { return Time(ns_ + other.ns_); }
+  constexpr Time operator-(Time other) const { return Time(ns_ - other.ns_); }
+  constexpr Time& operator+=(Time other) {
+    ns_ += other.ns_;
+    return *this;
+  }
+  constexpr Time& operator-=(Time other) {
+    ns_ -= other.ns_;
+    return *this;
+  }
+  constexpr Time operator*(int64_t factor) const { return Time(ns_ * factor); }
+
+ private:
+  constexpr explicit Time(int64_t ns) : ns_(ns) {}
+  int64_t ns_ = 0;
+};
+
+constexpr Time Milliseconds(int64_t ms) { return Time::Nanoseconds(ms * 1'000'000); }
+
+}  // namespace stagecraft

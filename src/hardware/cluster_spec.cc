@@ -1,0 +1,19 @@
+#include "hardware/cluster_spec.h"
+
+#include <cmath>
+
+namespace stagecraft {
+
+Time TransferTime(const ClusterSpec& cluster, DeviceId from, DeviceId to, int64_t bytes,
+                  Time extra) {
+  if (!cluster.given) return extra;
+  const LinkSpec& link = cluster.LinkBetween(from, to);
+  Time time = link.latency + extra;
+  if (link.bandwidth_bytes_per_s > 0.0 && bytes > 0) {
+    time += Time::Nanoseconds(
+        std::llround(static_cast<double>(bytes) / link.bandwidth_bytes_per_s * 1e9));
+  }
+  return time;
+}
+
+}  // namespace stagecraft

@@ -1,0 +1,41 @@
+// ClusterSpec: nodes of devices joined by intra-node and inter-node links (DESIGN.md §3: a
+// transfer of n bytes over a directed link costs latency + n / bandwidth).
+#pragma once
+
+#include <cstdint>
+
+#include "core/ids.h"
+#include "core/time.h"
+
+namespace stagecraft {
+
+struct LinkSpec {
+  Time latency;                         // per transfer; default 0
+  double bandwidth_bytes_per_s = 0.0;   // 0 = infinite (bytes cost nothing)
+  bool operator==(const LinkSpec&) const = default;
+};
+
+struct ClusterSpec {
+  bool given = false;           // false: no cluster in the config; transfers cost only cost_p2p
+  int32_t devices_per_node = 8; // devices sharing the intra-node links
+  int32_t nodes = 1;            // number of nodes
+  LinkSpec intra_node;          // e.g. NVLink
+  LinkSpec inter_node;          // e.g. InfiniBand / RoCE
+  bool operator==(const ClusterSpec&) const = default;
+
+  int32_t num_devices() const { return devices_per_node * nodes; }
+  bool SameNode(DeviceId a, DeviceId b) const {
+    return a.value() / devices_per_node == b.value() / devices_per_node;
+  }
+  const LinkSpec& LinkBetween(DeviceId a, DeviceId b) const {
+    return SameNode(a, b) ? intra_node : inter_node;
+  }
+};
+
+// Time to move `bytes` from `from` to `to` over one link: latency + bytes / bandwidth, rounded
+// to the nearest ns, plus the fixed `extra` (the --cost-p2p figure). With no cluster given,
+// only `extra`.
+Time TransferTime(const ClusterSpec& cluster, DeviceId from, DeviceId to, int64_t bytes,
+                  Time extra);
+
+}  // namespace stagecraft

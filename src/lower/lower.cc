@@ -1,0 +1,246 @@
+#include "lower/lower.h"
+
+#include <algorithm>
+#include <utility>
+
+namespace stagecraft {
+namespace {
+
+constexpr uint32_t kNoTask = 0xffffffffu;
+
+std::string RankOf(size_t rank) { return "rank " + std::to_string(rank); }
+
+// Builds both compressed-row adjacency lists from an edge list (from → to).
+void BuildAdjacency(TaskGraph& graph, const std::vector<std::pair<uint32_t, uint32_t>>& edges) {
+  const size_t num_tasks = graph.tasks.size();
+  graph.pred_begin.assign(num_tasks + 1, 0);
+  graph.succ_begin.assign(num_tasks + 1, 0);
+  for (const auto& [from, to] : edges) {
+    ++graph.pred_begin[to + 1];
+    ++graph.succ_begin[from + 1];
+  }
+  for (size_t task = 0; task < num_tasks; ++task) {
+    graph.pred_begin[task + 1] += graph.pred_begin[task];
+    graph.succ_begin[task + 1] += graph.succ_begin[task];
+  }
+  graph.preds.resize(edges.size());
+  graph.succs.resize(edges.size());
+  std::vector<uint32_t> pred_fill(graph.pred_begin.begin(), graph.pred_begin.end() - 1);
+  std::vector<uint32_t> succ_fill(graph.succ_begin.begin(), graph.succ_begin.end() - 1);
+  for (const auto& [from, to] : edges) {
+    graph.preds[pred_fill[to]++] = from;
+    graph.succs[succ_fill[from]++] = to;
+  }
+}
+
+class Lowering {
+ public:
+  Lowering(const Schedule& schedule, const std::vector<StageCost>& costs,
+           const LowerOptions& options)
+      : schedule_(schedule), costs_(costs), options_(options) {}
+
+  Result<TaskGraph> Run() {
+    graph_.mode = options_.mode;
+    graph_.num_ranks = schedule_.num_ranks;
+    STAGECRAFT_RETURN_IF_ERROR(AddComputeTasks());
+    const size_t num_compute = graph_.tasks.size();
+    incoming_.assign(num_compute, {});
+    outgoing_.assign(num_compute, {});
+    for (uint32_t task = 0; task < num_compute; ++task) {
+      STAGECRAFT_RETURN_IF_ERROR(AddInputs(task));
+    }
+    if (options_.mode == P2pMode::kRendezvous) AddRendezvousEdges();
+    BuildAdjacency(graph_, edges_);
+    std::sort(graph_.links.begin(), graph_.links.end(),
+              [](const Link& a, const Link& b) { return std::pair(a.from, a.to) < std::pair(b.from, b.to); });
+    RenumberLinks();
+    return std::move(graph_);
+  }
+
+ private:
+  size_t Slot(const Action& action) const {
+    return (static_cast<size_t>(action.stage.value()) * schedule_.num_microbatches +
+            action.microbatch.value()) * 4 + static_cast<size_t>(action.kind);
+  }
+  uint32_t Find(int32_t stage, ActionKind kind, MicrobatchId microbatch) const {
+    return index_[Slot(Action{StageId(stage), kind, microbatch})];
+  }
+
+  Status AddComputeTasks() {
+    index_.assign(static_cast<size_t>(schedule_.num_stages) * schedule_.num_microbatches * 4,
+                  kNoTask);
+    graph_.tasks.reserve(schedule_.num_actions() * 2);
+    graph_.programs.resize(schedule_.rank_actions.size());
+    for (size_t rank = 0; rank < schedule_.rank_actions.size(); ++rank) {
+      for (const Action& action : schedule_.rank_actions[rank]) {
+        if (action.stage.value() >= schedule_.num_stages ||
+            action.microbatch.value() >= schedule_.num_microbatches) {
+          return Error{RankOf(rank) + ": action " + FormatAction(action) + " is out of range"};
+        }
+        uint32_t& slot = index_[Slot(action)];
+        if (slot != kNoTask) {
+          return Error{RankOf(rank) + ": action " + FormatAction(action) + " appears twice"};
+        }
+        slot = static_cast<uint32_t>(graph_.tasks.size());
+        Task task;
+        task.kind = TaskKind::kCompute;
+        task.rank = static_cast<int32_t>(rank);
+        task.action = action;
+        const StageCost& cost = costs_[action.stage.value()];
+        switch (action.kind) {
+          case ActionKind::kForward: task.duration = cost.forward; break;
+          case ActionKind::kBackward: task.duration = cost.backward(); break;
+          case ActionKind::kInputGrad: task.duration = cost.input_grad; break;
+          case ActionKind::kWeightGrad: task.duration = cost.weight_grad; break;
+        }
+        graph_.programs[rank].push_back(slot);
+        graph_.tasks.push_back(task);
+      }
+    }
+    return Status::Ok();
+  }
+
+  // The task producing the gradient that B/I of `stage` needs from stage + 1.
+  Result<uint32_t> GradientProducer(const Task& consumer) const {
+    const int32_t next = consumer.action.stage.value() + 1;
+    const uint32_t full = Find(next, ActionKind::kBackward, consumer.action.microbatch);
+    const uint32_t input = Find(next, ActionKind::kInputGrad, consumer.action.microbatch);
+    if (full == kNoTask && input == kNoTask) {
+      return Error{DescribeTask(graph_, Find(consumer.action.stage.value(), consumer.action.kind,
+                                             consumer.action.microbatch)) +
+                   " needs the gradient of stage " + std::to_string(next) + ", microbatch " +
+                   std::to_string(consumer.action.microbatch.value()) +
+                   ", but no B or I action produces it"};
+    }
+    return full != kNoTask ? full : input;
+  }
+
+  Status Require(uint32_t producer, uint32_t consumer, const char* what) {
+    if (producer != kNoTask) return Status::Ok();
+    return Error{DescribeTask(graph_, consumer) + " needs " + what + ", which no action produces"};
+  }
+
+  Status AddInputs(uint32_t consumer) {
+    const Task task = graph_.tasks[consumer];
+    const int32_t stage = task.action.stage.value();
+    const MicrobatchId microbatch = task.action.microbatch;
+    switch (task.action.kind) {
+      case ActionKind::kForward:
+        if (stage > 0) {
+          const uint32_t producer = Find(stage - 1, ActionKind::kForward, microbatch);
+          STAGECRAFT_RETURN_IF_ERROR(Require(producer, consumer, "the previous stage's forward"));
+          Connect(producer, consumer, PayloadKind::kActivation);
+        }
+        return Status::Ok();
+      case ActionKind::kBackward:
+      case ActionKind::kInputGrad: {
+        const uint32_t forward = Find(stage, ActionKind::kForward, microbatch);
+        STAGECRAFT_RETURN_IF_ERROR(Require(forward, consumer, "its own forward"));
+        Connect(forward, consumer, PayloadKind::kActivation);
+        if (stage + 1 < schedule_.num_stages) {
+          auto producer = GradientProducer(task);
+          if (!producer.ok()) return producer.error();
+          Connect(producer.value(), consumer, PayloadKind::kGradient);
+        }
+        return Status::Ok();
+      }
+      case ActionKind::kWeightGrad: {
+        const uint32_t input = Find(stage, ActionKind::kInputGrad, microbatch);
+        STAGECRAFT_RETURN_IF_ERROR(Require(input, consumer, "its input-gradient action (I)"));
+        Connect(input, consumer, PayloadKind::kNone);
+        return Status::Ok();
+      }
+    }
+    return Status::Ok();
+  }
+
+  // A data dependency; a transfer task in between when the two run on different ranks.
+  void Connect(uint32_t producer, uint32_t consumer, PayloadKind payload) {
+    const Task& from = graph_.tasks[producer];
+    const Task& to = graph_.tasks[consumer];
+    if (from.rank == to.rank) {
+      edges_.emplace_back(producer, consumer);
+      return;
+    }
+    Task transfer;
+    transfer.kind = TaskKind::kTransfer;
+    transfer.payload = payload;
+    transfer.rank = from.rank;
+    transfer.peer = to.rank;
+    transfer.link = LinkIndex(from.rank, to.rank);
+    transfer.bytes = costs_[from.action.stage.value()].p2p_bytes;
+    transfer.duration = TransferTime(options_.cluster, DeviceId(from.rank), DeviceId(to.rank),
+                                     transfer.bytes, options_.cost_p2p);
+    transfer.action = from.action;
+    transfer.consumer = to.action;
+    const uint32_t id = static_cast<uint32_t>(graph_.tasks.size());
+    graph_.tasks.push_back(transfer);
+    edges_.emplace_back(producer, id);
+    edges_.emplace_back(id, consumer);
+    incoming_[consumer].push_back(id);
+    outgoing_[producer].push_back(id);
+  }
+
+  // Rendezvous: the receive for X is posted when X's predecessor P ends (P → transfers into
+  // X), and X starts only after P's own sends completed (transfers out of P → X).
+  void AddRendezvousEdges() {
+    for (const auto& program : graph_.programs) {
+      for (size_t position = 1; position < program.size(); ++position) {
+        const uint32_t previous = program[position - 1];
+        const uint32_t current = program[position];
+        for (uint32_t transfer : incoming_[current]) edges_.emplace_back(previous, transfer);
+        for (uint32_t transfer : outgoing_[previous]) edges_.emplace_back(transfer, current);
+      }
+    }
+  }
+
+  int32_t LinkIndex(int32_t from, int32_t to) {
+    const size_t key = static_cast<size_t>(from) * schedule_.num_ranks + to;
+    if (link_index_.empty()) {
+      link_index_.assign(static_cast<size_t>(schedule_.num_ranks) * schedule_.num_ranks, -1);
+    }
+    if (link_index_[key] < 0) {
+      link_index_[key] = static_cast<int32_t>(graph_.links.size());
+      graph_.links.push_back(Link{from, to});
+    }
+    return link_index_[key];
+  }
+
+  // Links were numbered in discovery order and then sorted; point the transfers at the new ids.
+  void RenumberLinks() {
+    std::vector<int32_t> new_id(link_index_.size(), -1);
+    for (size_t id = 0; id < graph_.links.size(); ++id) {
+      const Link& link = graph_.links[id];
+      new_id[static_cast<size_t>(link.from) * schedule_.num_ranks + link.to] =
+          static_cast<int32_t>(id);
+    }
+    for (Task& task : graph_.tasks) {
+      if (task.kind == TaskKind::kTransfer) {
+        task.link = new_id[static_cast<size_t>(task.rank) * schedule_.num_ranks + task.peer];
+      }
+    }
+  }
+
+  const Schedule& schedule_;
+  const std::vector<StageCost>& costs_;
+  const LowerOptions& options_;
+  TaskGraph graph_;
+  std::vector<uint32_t> index_;
+  std::vector<int32_t> link_index_;
+  std::vector<std::pair<uint32_t, uint32_t>> edges_;
+  std::vector<std::vector<uint32_t>> incoming_;  // [compute task] → transfers into it
+  std::vector<std::vector<uint32_t>> outgoing_;  // [compute task] → transfers out of it
+};
+
+}  // namespace
+
+Result<TaskGraph> Lower(const Schedule& schedule, const std::vector<StageCost>& stage_costs,
+                        const LowerOptions& options) {
+  if (static_cast<int32_t>(stage_costs.size()) != schedule.num_stages) {
+    return Error{"internal: " + std::to_string(stage_costs.size()) + " stage costs for " +
+                 std::to_string(schedule.num_stages) + " stages"};
+  }
+  return Lowering(schedule, stage_costs, options).Run();
+}
+
+}  // namespace stagecraft

@@ -1,0 +1,27 @@
+// Lowering: schedule + stage costs + cluster → TaskGraph. Inserts an activation send after each
+// F and a gradient send after each B/I between consecutive stages on different ranks; nothing
+// between stages on the same rank (DESIGN.md §2, §3).
+#pragma once
+
+#include <vector>
+
+#include "core/result.h"
+#include "hardware/cluster_spec.h"
+#include "lower/task_graph.h"
+#include "model/model_spec.h"
+#include "schedule/schedule.h"
+
+namespace stagecraft {
+
+struct LowerOptions {
+  P2pMode mode = P2pMode::kAsync;  // point-to-point semantics
+  Time cost_p2p;                   // fixed time added to every transfer between two ranks
+  ClusterSpec cluster;             // links; when !cluster.given transfers cost only cost_p2p
+};
+
+// REQUIRES: stage_costs.size() == schedule.num_stages. Fails, naming the action, when an action
+// the schedule needs is missing or doubled (run the checker first for the full list).
+Result<TaskGraph> Lower(const Schedule& schedule, const std::vector<StageCost>& stage_costs,
+                        const LowerOptions& options);
+
+}  // namespace stagecraft

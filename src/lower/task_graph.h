@@ -1,0 +1,65 @@
+// TaskGraph: the lowered form of a schedule — compute tasks in each rank's program order plus
+// the transfers between ranks, with every dependency explicit (DESIGN.md §2, "lower").
+// The simulator runs it; the checker searches it for deadlocks.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "core/time.h"
+#include "schedule/action.h"
+
+namespace stagecraft {
+
+// Point-to-point semantics (DESIGN.md §3).
+enum class P2pMode : uint8_t {
+  kAsync,       // a send is posted when its producer ends; the receiver never blocks the sender
+  kRendezvous,  // a send completes only once its receive is posted (receives in program order),
+                // and a rank waits for its previous action's sends before its next action
+};
+const char* P2pModeName(P2pMode mode);
+
+enum class TaskKind : uint8_t { kCompute, kTransfer };
+
+// What a transfer carries.
+enum class PayloadKind : uint8_t { kNone, kActivation, kGradient };
+
+struct Task {
+  TaskKind kind = TaskKind::kCompute;
+  PayloadKind payload = PayloadKind::kNone;  // transfers only
+  int32_t rank = 0;          // compute: its device; transfer: the sending device
+  int32_t peer = -1;         // transfer: the receiving device
+  int32_t link = -1;         // transfer: index into TaskGraph::links
+  Time duration;
+  int64_t bytes = 0;         // transfer: bytes moved
+  Action action;             // compute: the action; transfer: the producing action
+  Action consumer;           // transfer: the action that needs it
+};
+
+struct Link {
+  int32_t from = 0;
+  int32_t to = 0;
+};
+
+struct TaskGraph {
+  P2pMode mode = P2pMode::kAsync;
+  int32_t num_ranks = 0;
+  std::vector<Task> tasks;
+  std::vector<Link> links;                       // directed, sorted by (from, to)
+  std::vector<std::vector<uint32_t>> programs;   // [rank] → compute task ids, program order
+  // Dependencies in compressed rows: predecessors of task t are
+  // preds[pred_begin[t] .. pred_begin[t+1]); successors likewise.
+  std::vector<uint32_t> pred_begin;
+  std::vector<uint32_t> preds;
+  std::vector<uint32_t> succ_begin;
+  std::vector<uint32_t> succs;
+
+  size_t num_tasks() const { return tasks.size(); }
+  uint32_t num_preds(uint32_t task) const { return pred_begin[task + 1] - pred_begin[task]; }
+};
+
+// A human-readable name: "rank 1 2F0" or "transfer 0F3 -> 1F3 (rank 0 -> 1)".
+std::string DescribeTask(const TaskGraph& graph, uint32_t task);
+
+}  // namespace stagecraft

@@ -1,0 +1,51 @@
+// ModelSpec: what the simulator needs to know about the model, as a plain value.
+// This first version is the *uniform* model used for schedule studies: every rank costs the same
+// per microbatch, and a rank holding v chunks spends 1/v of that on each chunk. The layer-list
+// model (CSA2 attention, MoE, ...) extends this struct in a later issue.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "core/time.h"
+
+namespace stagecraft {
+
+struct ModelSpec {
+  std::string name = "uniform";   // shown in reports
+  int32_t num_layers = 0;         // layers to split over stages; 0 = one per stage
+  Time forward;                   // F: one microbatch on one rank (all its chunks); default 1 ms
+  Time input_grad;                // I: input-gradient backward, same unit; default 1 ms
+  Time weight_grad;               // W: weight-gradient backward, same unit; default 1 ms
+  int64_t activation_bytes = 0;   // M_B: bytes one microbatch holds on one rank from F until I/B
+  int64_t weight_grad_bytes = 0;  // M_W: bytes kept from I until W (split backward); default 0
+  int64_t p2p_bytes = 0;          // bytes of one activation or gradient crossing a stage cut
+
+  ModelSpec()
+      : forward(Time::Nanoseconds(1'000'000)),
+        input_grad(Time::Nanoseconds(1'000'000)),
+        weight_grad(Time::Nanoseconds(1'000'000)) {}
+  bool operator==(const ModelSpec&) const = default;
+};
+
+// The cost of one microbatch on one stage (one chunk).
+struct StageCost {
+  Time forward;
+  Time input_grad;
+  Time weight_grad;
+  int64_t activation_bytes = 0;   // M_B of this chunk
+  int64_t weight_grad_bytes = 0;  // M_W of this chunk
+  int64_t p2p_bytes = 0;          // bytes this stage sends to its neighbour per microbatch
+
+  Time backward() const { return input_grad + weight_grad; }  // B = I + W
+  bool operator==(const StageCost&) const = default;
+};
+
+// Per-stage costs for `num_stages` stages with `chunks_per_rank` chunks on each rank: each chunk
+// costs the per-rank figure divided by chunks_per_rank, rounded to the nearest ns (once, here).
+// REQUIRES: num_stages >= 1, chunks_per_rank >= 1.
+std::vector<StageCost> UniformStageCosts(const ModelSpec& model, int32_t num_stages,
+                                         int32_t chunks_per_rank);
+
+}  // namespace stagecraft

@@ -1,0 +1,109 @@
+#include "report/chrome_trace.h"
+
+#include <algorithm>
+#include <cstdio>
+#include <tuple>
+
+#include "report/json_writer.h"
+
+namespace stagecraft {
+namespace {
+
+// Microseconds with 3 decimals from integer ns.
+std::string Micros(Time time) {
+  char buffer[40];
+  std::snprintf(buffer, sizeof(buffer), "%lld.%03lld", static_cast<long long>(time.ns() / 1000),
+                static_cast<long long>(time.ns() % 1000));
+  return buffer;
+}
+
+const char* KindWord(ActionKind kind) {
+  switch (kind) {
+    case ActionKind::kForward: return "forward";
+    case ActionKind::kBackward: return "backward";
+    case ActionKind::kInputGrad: return "input-grad";
+    case ActionKind::kWeightGrad: return "weight-grad";
+  }
+  return "?";
+}
+
+std::string OpName(const Action& action) {
+  return std::string(1, ActionKindLetter(action.kind)) + " mb=" +
+         std::to_string(action.microbatch.value()) + " stage=" +
+         std::to_string(action.stage.value());
+}
+
+struct Row {
+  int32_t pid;
+  int32_t tid;
+  Time start;
+  uint32_t task;
+};
+
+// Thread ids: 0 compute; 1 + peer: send to peer; 1 + ranks + peer: receive from peer.
+void WriteThreadNames(JsonWriter& json, int32_t ranks, const TaskGraph& graph) {
+  auto name = [&](int32_t pid, int32_t tid, const std::string& text) {
+    json.BeginObject().Key("ph").String("M").Key("name").String("thread_name");
+    json.Key("pid").Int(pid).Key("tid").Int(tid);
+    json.Key("args").BeginObject().Key("name").String(text).EndObject().EndObject();
+  };
+  for (int32_t rank = 0; rank < ranks; ++rank) {
+    json.BeginObject().Key("ph").String("M").Key("name").String("process_name");
+    json.Key("pid").Int(rank).Key("args").BeginObject().Key("name").String("rank " + std::to_string(rank));
+    json.EndObject().EndObject();
+    json.BeginObject().Key("ph").String("M").Key("name").String("process_sort_index");
+    json.Key("pid").Int(rank).Key("args").BeginObject().Key("sort_index").Int(rank);
+    json.EndObject().EndObject();
+    name(rank, 0, "compute");
+  }
+  for (const Link& link : graph.links) {
+    name(link.from, 1 + link.to, "send to rank " + std::to_string(link.to));
+    name(link.to, 1 + ranks + link.from, "recv from rank " + std::to_string(link.from));
+  }
+}
+
+}  // namespace
+
+std::string FormatChromeTrace(const TaskGraph& graph, const Trace& trace) {
+  const int32_t ranks = static_cast<int32_t>(graph.programs.size());
+  std::vector<Row> rows;
+  rows.reserve(graph.num_tasks() * 2);
+  for (uint32_t task = 0; task < graph.num_tasks(); ++task) {
+    if (!trace.finished[task]) continue;
+    const Task& info = graph.tasks[task];
+    const Time start = trace.timings[task].start;
+    if (info.kind == TaskKind::kCompute) {
+      rows.push_back({info.rank, 0, start, task});
+    } else {
+      rows.push_back({info.rank, 1 + info.peer, start, task});
+      rows.push_back({info.peer, 1 + ranks + info.rank, start, task});
+    }
+  }
+  std::sort(rows.begin(), rows.end(), [](const Row& a, const Row& b) {
+    return std::tie(a.pid, a.tid, a.start, a.task) < std::tie(b.pid, b.tid, b.start, b.task);
+  });
+  JsonWriter json(/*pretty=*/false);
+  json.BeginObject().Key("displayTimeUnit").String("ns").Key("traceEvents").BeginArray();
+  WriteThreadNames(json, ranks, graph);
+  for (const Row& row : rows) {
+    const Task& info = graph.tasks[row.task];
+    const TaskTiming& timing = trace.timings[row.task];
+    const bool compute = info.kind == TaskKind::kCompute;
+    json.BeginObject().Key("ph").String("X");
+    json.Key("name").String(compute ? OpName(info.action)
+                                    : (info.payload == PayloadKind::kGradient ? "send grad " : "send act ") +
+                                          FormatAction(info.action) + " -> " + FormatAction(info.consumer));
+    json.Key("cat").String(compute ? KindWord(info.action.kind) : "p2p");
+    json.Key("pid").Int(row.pid).Key("tid").Int(row.tid);
+    json.Key("ts").Raw(Micros(timing.start)).Key("dur").Raw(Micros(timing.end - timing.start));
+    json.Key("args").BeginObject();
+    json.Key("microbatch").Int(info.action.microbatch.value());
+    json.Key("stage").Int(info.action.stage.value());
+    if (!compute) json.Key("bytes").Int(info.bytes);
+    json.EndObject().EndObject();
+  }
+  json.EndArray().EndObject();
+  return json.text() + "\n";
+}
+
+}  // namespace stagecraft

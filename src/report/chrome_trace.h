@@ -1,0 +1,17 @@
+// Chrome / Perfetto trace of a simulated run: a process per device, a thread per stream
+// (compute; one send and one receive thread per peer link), ops named "F mb=3 stage=5",
+// transfers on the communication threads. Open in ui.perfetto.dev or chrome://tracing.
+#pragma once
+
+#include <string>
+
+#include "lower/task_graph.h"
+#include "sim/simulator.h"
+
+namespace stagecraft {
+
+// Deterministic JSON: events sorted by (device, thread, start), times in microseconds with
+// three decimals (exact for integer ns).
+std::string FormatChromeTrace(const TaskGraph& graph, const Trace& trace);
+
+}  // namespace stagecraft

@@ -1,0 +1,61 @@
+#include "schedule/generator.h"
+
+#include "core/suggest.h"
+
+namespace stagecraft {
+
+const std::vector<ScheduleGenerator>& ScheduleGenerators() {
+  static const std::vector<ScheduleGenerator> kGenerators = {
+      {"gpipe", "GPipe: all forwards, then all backwards (one chunk per rank)", GenerateGpipe},
+      {"1f1b",
+       "1F1B in Megatron's order: rank r runs min(p-r-1, m) warm-up forwards, then alternates",
+       GenerateOneFOneB},
+      {"interleaved-1f1b",
+       "Megatron's interleaved 1F1B over v chunks per rank, microbatch groups (default p)",
+       GenerateInterleavedOneFOneB},
+      {"looped-bfs",
+       "breadth-first over looped stages: each chunk forwards every microbatch, then backwards",
+       GenerateLoopedBfs},
+  };
+  return kGenerators;
+}
+
+std::vector<std::string> ScheduleNames() {
+  std::vector<std::string> names;
+  for (const ScheduleGenerator& generator : ScheduleGenerators()) names.emplace_back(generator.name);
+  return names;
+}
+
+Result<const ScheduleGenerator*> FindScheduleGenerator(std::string_view name) {
+  for (const ScheduleGenerator& generator : ScheduleGenerators()) {
+    if (name == generator.name) return &generator;
+  }
+  return Error{"unknown schedule '" + std::string(name) + "'" + DidYouMean(name, ScheduleNames()) +
+               " (stagecraft list schedules)"};
+}
+
+Status CheckBasicParams(const GeneratorParams& params, std::string_view name) {
+  const std::string prefix = std::string(name) + ": ";
+  if (params.pp < 1) return Error{prefix + "pp must be at least 1, got " + std::to_string(params.pp)};
+  if (params.vpp < 1) {
+    return Error{prefix + "vpp must be at least 1, got " + std::to_string(params.vpp)};
+  }
+  if (params.microbatches < 1) {
+    return Error{prefix + "microbatches must be at least 1, got " +
+                 std::to_string(params.microbatches)};
+  }
+  return Status::Ok();
+}
+
+Schedule EmptyLoopSchedule(const GeneratorParams& params, std::string_view name) {
+  Schedule schedule;
+  schedule.name = std::string(name);
+  schedule.num_ranks = params.pp;
+  schedule.num_stages = params.pp * params.vpp;
+  schedule.num_microbatches = params.microbatches;
+  schedule.placement = Placement::kLoop;
+  schedule.rank_actions.resize(static_cast<size_t>(params.pp));
+  return schedule;
+}
+
+}  // namespace stagecraft

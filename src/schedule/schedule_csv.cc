@@ -1,0 +1,96 @@
+#include "schedule/schedule_csv.h"
+
+#include <algorithm>
+
+namespace stagecraft {
+namespace {
+
+std::string Where(std::string_view source, size_t line, size_t column) {
+  return std::string(source) + ":" + std::to_string(line) + ":" + std::to_string(column) + ": ";
+}
+
+bool AllStagesMatch(const Schedule& schedule, Placement placement) {
+  for (size_t rank = 0; rank < schedule.rank_actions.size(); ++rank) {
+    for (const Action& action : schedule.rank_actions[rank]) {
+      if (StageToRank(action.stage, schedule.num_ranks, placement).value() !=
+          static_cast<int32_t>(rank)) {
+        return false;
+      }
+    }
+  }
+  return true;
+}
+
+}  // namespace
+
+Result<Schedule> ParseScheduleCsv(std::string_view text, std::string_view source) {
+  Schedule schedule;
+  schedule.name = "csv";
+  size_t line_number = 0;
+  size_t line_begin = 0;
+  while (line_begin < text.size()) {
+    size_t line_end = text.find('\n', line_begin);
+    if (line_end == std::string_view::npos) line_end = text.size();
+    std::string_view line = text.substr(line_begin, line_end - line_begin);
+    if (!line.empty() && line.back() == '\r') line.remove_suffix(1);
+    ++line_number;
+    std::vector<Action> actions;
+    size_t cell_begin = 0;
+    while (cell_begin <= line.size()) {
+      size_t cell_end = line.find(',', cell_begin);
+      if (cell_end == std::string_view::npos) cell_end = line.size();
+      std::string_view cell = line.substr(cell_begin, cell_end - cell_begin);
+      if (cell.find_first_not_of(" \t\"") != std::string_view::npos) {
+        if (cell.size() >= 2 && cell.front() == '"' && cell.back() == '"') {
+          cell = cell.substr(1, cell.size() - 2);
+        }
+        auto action = ParseAction(cell);
+        if (!action.ok()) {
+          return Error{Where(source, line_number, cell_begin + 1) + action.error().message};
+        }
+        actions.push_back(action.value());
+      }
+      cell_begin = cell_end + 1;
+    }
+    schedule.rank_actions.push_back(std::move(actions));
+    line_begin = line_end + 1;
+  }
+  while (!schedule.rank_actions.empty() && schedule.rank_actions.back().empty()) {
+    schedule.rank_actions.pop_back();  // trailing blank lines
+  }
+  if (schedule.rank_actions.empty()) {
+    return Error{std::string(source) + ": the schedule CSV has no rows (expected one row of "
+                 "actions per rank, e.g. '0F0,0F1,0B0,0B1')"};
+  }
+  schedule.num_ranks = static_cast<int32_t>(schedule.rank_actions.size());
+  int32_t max_stage = -1;
+  int32_t max_microbatch = -1;
+  for (const auto& actions : schedule.rank_actions) {
+    for (const Action& action : actions) {
+      max_stage = std::max(max_stage, action.stage.value());
+      max_microbatch = std::max(max_microbatch, action.microbatch.value());
+    }
+  }
+  schedule.num_stages = max_stage + 1;
+  schedule.num_microbatches = max_microbatch + 1;
+  schedule.placement = Placement::kLoop;
+  if (schedule.num_stages == 2 * schedule.num_ranks && !AllStagesMatch(schedule, Placement::kLoop) &&
+      AllStagesMatch(schedule, Placement::kV)) {
+    schedule.placement = Placement::kV;
+  }
+  return schedule;
+}
+
+std::string WriteScheduleCsv(const Schedule& schedule) {
+  std::string text;
+  for (const auto& actions : schedule.rank_actions) {
+    for (size_t index = 0; index < actions.size(); ++index) {
+      if (index > 0) text += ',';
+      text += FormatAction(actions[index]);
+    }
+    text += '\n';
+  }
+  return text;
+}
+
+}  // namespace stagecraft

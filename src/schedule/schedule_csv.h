@@ -1,0 +1,22 @@
+// The compute-only schedule CSV of torch.distributed.pipelining: one row per rank, one action
+// per cell (`{stage}{F|B|I|W}{mb}`), empty cells ignored. Text in, text out: the CLI reads and
+// writes the files.
+#pragma once
+
+#include <string>
+#include <string_view>
+
+#include "core/result.h"
+#include "schedule/schedule.h"
+
+namespace stagecraft {
+
+// Parses CSV text. `source` names the file in errors ("sched.csv:2:5: ..."). The stage count
+// is the largest stage + 1, the microbatch count the largest microbatch + 1; the placement is
+// `loop` unless every stage sits where the V placement puts it and no loop fits.
+Result<Schedule> ParseScheduleCsv(std::string_view text, std::string_view source);
+
+// One line per rank, cells joined by ',', no trailing empty cells.
+std::string WriteScheduleCsv(const Schedule& schedule);
+
+}  // namespace stagecraft

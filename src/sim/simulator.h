@@ -1,0 +1,60 @@
+// Simulator: runs a TaskGraph on the discrete-event engine (DESIGN.md §3). Each rank's compute
+// stream runs its actions strictly in program order; each directed link carries one transfer at
+// a time, first come first served. When nothing can run and work remains, the run stops and the
+// Trace carries the deadlock (who waits for whom, and the cycle) instead of hanging.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <vector>
+
+#include "core/event_queue.h"
+#include "lower/task_graph.h"
+#include "lower/wait_for.h"
+
+namespace stagecraft {
+
+struct TaskTiming {
+  Time start;
+  Time end;
+  bool operator==(const TaskTiming&) const = default;
+};
+
+struct Trace {
+  std::vector<TaskTiming> timings;  // [task]; valid where finished[task]
+  std::vector<uint8_t> finished;    // [task]
+  std::optional<Deadlock> deadlock; // set when the run could not finish
+  uint64_t events = 0;              // events handled (for throughput figures)
+};
+
+// Owns its clock and queue; holds the graph by reference (it must outlive Run()). Two
+// simulators never share state.
+class Simulator {
+ public:
+  explicit Simulator(const TaskGraph& graph);
+  Trace Run();
+
+  // Engine callback (RunEvents).
+  void OnEvent(const Event& event, EventQueue& queue);
+
+ private:
+  void MarkReady(uint32_t task, Time now, EventQueue& queue);
+  void Start(uint32_t task, Time now, EventQueue& queue);
+  void TryStartStream(int32_t rank, Time now, EventQueue& queue);
+  void TryStartLink(int32_t link, Time now, EventQueue& queue);
+
+  const TaskGraph& graph_;
+  Trace trace_;
+  std::vector<uint32_t> missing_;       // [task] unmet dependencies
+  std::vector<uint8_t> ready_;          // [task]
+  std::vector<size_t> stream_next_;     // [rank] position of the next action in its program
+  std::vector<uint8_t> stream_busy_;    // [rank]
+  std::vector<std::vector<uint32_t>> link_queue_;  // [link] FIFO of ready transfers
+  std::vector<size_t> link_head_;       // [link] first unserved entry of link_queue_
+  std::vector<uint8_t> link_busy_;      // [link]
+};
+
+// Convenience: Simulator(graph).Run().
+Trace Simulate(const TaskGraph& graph);
+
+}  // namespace stagecraft

@@ -3,6 +3,8 @@
 # stagecraft_set_warnings(TARGET): the project's warning set on one target.
 function(stagecraft_set_warnings target)
   target_compile_options(${target} PRIVATE -Wall -Wextra -Wpedantic -Wshadow)
+  # GCC 12 reports false -Wrestrict positives inside std::string at -O2/-O3 (GCC bug 105329).
+  target_compile_options(${target} PRIVATE $<$<CXX_COMPILER_ID:GNU>:-Wno-restrict>)
   if(STAGECRAFT_WERROR)
     target_compile_options(${target} PRIVATE -Werror)
   endif()

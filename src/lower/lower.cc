@@ -1,6 +1,7 @@
 #include "lower/lower.h"
 
 #include <algorithm>
+#include <tuple>
 #include <utility>
 
 namespace stagecraft {
@@ -44,8 +45,6 @@ class Lowering {
     graph_.num_ranks = schedule_.num_ranks;
     STAGECRAFT_RETURN_IF_ERROR(AddComputeTasks());
     const size_t num_compute = graph_.tasks.size();
-    incoming_.assign(num_compute, {});
-    outgoing_.assign(num_compute, {});
     for (uint32_t task = 0; task < num_compute; ++task) {
       STAGECRAFT_RETURN_IF_ERROR(AddInputs(task));
     }
@@ -86,6 +85,7 @@ class Lowering {
         task.kind = TaskKind::kCompute;
         task.rank = static_cast<int32_t>(rank);
         task.action = action;
+        task.position = static_cast<int32_t>(graph_.programs[rank].size());
         const StageCost& cost = costs_[action.stage.value()];
         switch (action.kind) {
           case ActionKind::kForward: task.duration = cost.forward; break;
@@ -173,24 +173,45 @@ class Lowering {
                                      transfer.bytes, options_.cost_p2p);
     transfer.action = from.action;
     transfer.consumer = to.action;
+    transfer.producer_task = producer;
+    transfer.consumer_task = consumer;
     const uint32_t id = static_cast<uint32_t>(graph_.tasks.size());
     graph_.tasks.push_back(transfer);
     edges_.emplace_back(producer, id);
     edges_.emplace_back(id, consumer);
-    incoming_[consumer].push_back(id);
-    outgoing_[producer].push_back(id);
   }
 
-  // Rendezvous: the receive for X is posted when X's predecessor P ends (P → transfers into
-  // X), and X starts only after P's own sends completed (transfers out of P → X).
+  // Rendezvous (NCCL-like matching). On each directed link the sender issues its sends in its
+  // program order and the receiver posts its receives in its program order, the receive for X
+  // when the action before X ends; the k-th send pairs with the k-th receive. Edges: each
+  // transfer waits for the previous one in send order, the previous one in receive order, and
+  // the consumer's predecessor. When the two orders disagree the edges form a cycle: the
+  // ordering deadlock a real runtime hits.
   void AddRendezvousEdges() {
-    for (const auto& program : graph_.programs) {
-      for (size_t position = 1; position < program.size(); ++position) {
-        const uint32_t previous = program[position - 1];
-        const uint32_t current = program[position];
-        for (uint32_t transfer : incoming_[current]) edges_.emplace_back(previous, transfer);
-        for (uint32_t transfer : outgoing_[previous]) edges_.emplace_back(transfer, current);
+    std::vector<std::vector<uint32_t>> by_link(graph_.links.size());
+    for (uint32_t id = 0; id < graph_.tasks.size(); ++id) {
+      if (graph_.tasks[id].kind == TaskKind::kTransfer) by_link[graph_.tasks[id].link].push_back(id);
+    }
+    auto position = [&](uint32_t task) { return graph_.tasks[task].position; };
+    for (auto& transfers : by_link) {
+      for (uint32_t transfer : transfers) {
+        const Task& consumer = graph_.tasks[graph_.tasks[transfer].consumer_task];
+        if (consumer.position > 0) {
+          edges_.emplace_back(graph_.programs[consumer.rank][consumer.position - 1], transfer);
+        }
       }
+      auto chain = [&](auto key) {
+        std::sort(transfers.begin(), transfers.end(),
+                  [&](uint32_t a, uint32_t b) { return key(a) < key(b); });
+        for (size_t index = 1; index < transfers.size(); ++index) {
+          edges_.emplace_back(transfers[index - 1], transfers[index]);
+        }
+      };
+      chain([&](uint32_t t) { return std::pair(position(graph_.tasks[t].producer_task), t); });
+      chain([&](uint32_t t) {
+        const Task& task = graph_.tasks[t];
+        return std::tuple(position(task.consumer_task), position(task.producer_task), t);
+      });
     }
   }
 
@@ -228,8 +249,6 @@ class Lowering {
   std::vector<uint32_t> index_;
   std::vector<int32_t> link_index_;
   std::vector<std::pair<uint32_t, uint32_t>> edges_;
-  std::vector<std::vector<uint32_t>> incoming_;  // [compute task] → transfers into it
-  std::vector<std::vector<uint32_t>> outgoing_;  // [compute task] → transfers out of it
 };
 
 }  // namespace

@@ -15,8 +15,9 @@ namespace stagecraft {
 // Point-to-point semantics (DESIGN.md §3).
 enum class P2pMode : uint8_t {
   kAsync,       // a send is posted when its producer ends; the receiver never blocks the sender
-  kRendezvous,  // a send completes only once its receive is posted (receives in program order),
-                // and a rank waits for its previous action's sends before its next action
+  kRendezvous,  // NCCL-like: between two ranks, sends match receives in issue order; a rank
+                // issues sends in program order and posts a receive when it finishes the action
+                // before the consumer; a transfer moves only once both sides are matched
 };
 const char* P2pModeName(P2pMode mode);
 
@@ -35,6 +36,9 @@ struct Task {
   int64_t bytes = 0;         // transfer: bytes moved
   Action action;             // compute: the action; transfer: the producing action
   Action consumer;           // transfer: the action that needs it
+  int32_t position = -1;     // compute: index in its rank's program
+  uint32_t producer_task = UINT32_MAX;  // transfer: the compute task that makes the data
+  uint32_t consumer_task = UINT32_MAX;  // transfer: the compute task that needs it
 };
 
 struct Link {

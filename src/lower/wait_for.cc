@@ -8,9 +8,10 @@ namespace {
 WaitReason Classify(const TaskGraph& graph, uint32_t waiter, uint32_t waited_for) {
   const Task& task = graph.tasks[waiter];
   const Task& dependency = graph.tasks[waited_for];
-  if (task.kind == TaskKind::kCompute && dependency.kind == TaskKind::kTransfer &&
-      dependency.rank == task.rank) {
-    return WaitReason::kSendNotCompleted;
+  if (task.kind == TaskKind::kTransfer && dependency.kind == TaskKind::kTransfer) {
+    const int32_t mine = graph.tasks[task.producer_task].position;
+    const int32_t theirs = graph.tasks[dependency.producer_task].position;
+    return theirs < mine ? WaitReason::kSendOrder : WaitReason::kReceiveOrder;
   }
   if (task.kind == TaskKind::kTransfer && dependency.kind == TaskKind::kCompute &&
       dependency.rank == task.peer) {
@@ -97,8 +98,12 @@ std::string DescribeWait(const TaskGraph& graph, const WaitEdge& edge) {
     case WaitReason::kReceiveNotPosted:
       reason = "rendezvous: the receive is posted only when the receiver finishes this action";
       break;
-    case WaitReason::kSendNotCompleted:
-      reason = "rendezvous: the rank waits for this send to complete";
+    case WaitReason::kSendOrder:
+      reason = "rendezvous: sends between two ranks match receives in issue order, and the "
+               "sender issues this one first";
+      break;
+    case WaitReason::kReceiveOrder:
+      reason = "rendezvous: the receiver posts its receives in program order, this one first";
       break;
   }
   return DescribeTask(graph, edge.waiter) + " waits for " + DescribeTask(graph, edge.waited_for) +

@@ -15,7 +15,8 @@ enum class WaitReason : uint8_t {
   kInput,             // needs data (or a local result) that does not exist yet
   kProgramOrder,      // its rank must first run an earlier action
   kReceiveNotPosted,  // rendezvous: the receiving rank has not reached the consumer yet
-  kSendNotCompleted,  // rendezvous: the rank waits for its previous action's send
+  kSendOrder,         // rendezvous: the sender issues another send on this link first
+  kReceiveOrder,      // rendezvous: the receiver posts another receive on this link first
 };
 
 struct WaitEdge {

@@ -75,8 +75,8 @@ Result<ClosedForm> DeriveClosedForm(const ClosedFormInputs& in) {
                "' (derive covers gpipe, 1f1b, interleaved-1f1b, looped-bfs)"};
 }
 
-GapExplanation ExplainGap(const ClosedForm& form, const Metrics& simulated, Time cost_p2p,
-                          bool cluster_given) {
+GapExplanation ExplainGap(const ClosedForm& form, const Metrics& simulated,
+                          const CriticalPath& path, Time cost_p2p, bool cluster_given) {
   GapExplanation result;
   result.gap = simulated.makespan - form.makespan;
   if (result.gap.ns() == 0) {
@@ -89,26 +89,24 @@ GapExplanation ExplainGap(const ClosedForm& form, const Metrics& simulated, Time
                          "for the previous chunk, which adds idle time";
     return result;
   }
-  if (cluster_given) {
-    result.explanation =
-        "communication: transfers cost latency + bytes/bandwidth (+ cost_p2p) and those on the "
-        "critical path (warm-up, cool-down and, when a transfer is not hidden behind compute, "
-        "the steady state) add " + FormatMs(result.gap) + " ms";
-    return result;
+  std::string text = "the critical path runs " + std::to_string(path.compute_actions) +
+                     " compute actions (" + FormatMs(path.compute_time) + " ms) and " +
+                     std::to_string(path.transfers) + " transfers (" +
+                     FormatMs(path.transfer_time) + " ms)";
+  if (path.waiting.ns() != 0) text += " and waits " + FormatMs(path.waiting) + " ms";
+  text += "; the closed form counts no communication";
+  if (path.transfer_time == result.gap) {
+    text += ", so the gap is exactly the communication on the critical path";
+    if (!cluster_given && cost_p2p.ns() > 0 &&
+        path.transfer_time == cost_p2p * path.transfers) {
+      text += " (" + std::to_string(path.transfers) + " x c, c = " + FormatMs(cost_p2p) + " ms)";
+    }
+  } else {
+    text += "; the rest of the gap (" + FormatMs(result.gap - path.transfer_time) +
+            " ms) comes from a longer compute chain than the closed form's (non-uniform costs "
+            "or a different order)";
   }
-  if (cost_p2p.ns() > 0) {
-    const int64_t crossings = result.gap.ns() / cost_p2p.ns();
-    const bool whole = result.gap.ns() % cost_p2p.ns() == 0;
-    result.explanation =
-        "communication on the critical path: each transfer between ranks costs c = " +
-        FormatMs(cost_p2p) + " ms, and the gap is " +
-        (whole ? std::to_string(crossings) + " x c" : FormatMs(result.gap) + " ms") +
-        " (transfers in warm-up and cool-down, plus one per steady-state round trip where a "
-        "rank waits for its neighbour)";
-    return result;
-  }
-  result.explanation = "the simulated schedule departs from the closed form's assumptions "
-                       "(non-uniform costs or a different action order)";
+  result.explanation = text;
   return result;
 }
 

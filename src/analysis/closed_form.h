@@ -6,6 +6,7 @@
 #include <string>
 #include <vector>
 
+#include "analysis/critical_path.h"
 #include "analysis/metrics.h"
 #include "core/result.h"
 #include "core/time.h"
@@ -43,7 +44,8 @@ struct GapExplanation {
   Time gap;                  // simulated − closed form
   std::string explanation;
 };
-GapExplanation ExplainGap(const ClosedForm& form, const Metrics& simulated, Time cost_p2p,
-                          bool cluster_given);
+// Uses the critical path to attribute the gap to the transfers the schedule cannot hide.
+GapExplanation ExplainGap(const ClosedForm& form, const Metrics& simulated,
+                          const CriticalPath& path, Time cost_p2p, bool cluster_given);
 
 }  // namespace stagecraft

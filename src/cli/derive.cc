@@ -1,6 +1,7 @@
 // `stagecraft derive`: the closed form of the configured schedule, numbers plugged in, next to
 // the simulated value, and why they differ when they do.
 #include "analysis/closed_form.h"
+#include "analysis/critical_path.h"
 #include "cli/commands.h"
 #include "core/units.h"
 #include "report/json_writer.h"
@@ -85,8 +86,9 @@ int RunDerive(const RunFlags& flags, bool json, std::ostream& out, std::ostream&
   Simulated simulated;
   const int code = SimulateRun(run.value(), simulated, err);
   if (code != kExitOk) return code;
-  const GapExplanation gap = ExplainGap(form.value(), simulated.metrics, run.value().lower.cost_p2p,
-                                        run.value().lower.cluster.given);
+  const CriticalPath path = FindCriticalPath(simulated.graph, simulated.trace);
+  const GapExplanation gap = ExplainGap(form.value(), simulated.metrics, path,
+                                        run.value().lower.cost_p2p, run.value().lower.cluster.given);
   out << (json ? DeriveJson(run.value(), form.value(), simulated.metrics, gap)
                : DeriveText(run.value(), form.value(), simulated.metrics, gap));
   return kExitOk;

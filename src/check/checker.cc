@@ -2,7 +2,6 @@
 
 #include <algorithm>
 #include <map>
-#include <set>
 #include <tuple>
 
 namespace stagecraft {
@@ -51,21 +50,32 @@ void CheckShape(const Schedule& schedule, std::vector<Violation>& out) {
   }
 }
 
+// A stage's weights live on one rank: its home is the rank holding most of its actions (the
+// lowest on a tie); every other rank holding some is a violation.
 void CheckStagePlacement(const Schedule& schedule, std::vector<Violation>& out) {
-  std::vector<std::set<int32_t>> ranks(static_cast<size_t>(schedule.num_stages));
+  std::vector<std::map<int32_t, int32_t>> counts(static_cast<size_t>(schedule.num_stages));
   for (size_t rank = 0; rank < schedule.rank_actions.size(); ++rank) {
     for (const Action& action : schedule.rank_actions[rank]) {
-      ranks[action.stage.value()].insert(static_cast<int32_t>(rank));
+      ++counts[action.stage.value()][static_cast<int32_t>(rank)];
     }
   }
   for (int32_t stage = 0; stage < schedule.num_stages; ++stage) {
-    if (ranks[stage].size() <= 1) continue;
+    if (counts[stage].size() <= 1) continue;
+    int32_t home = counts[stage].begin()->first;
     std::string list;
-    for (int32_t rank : ranks[stage]) list += (list.empty() ? "" : ", ") + std::to_string(rank);
-    out.push_back({ViolationKind::kStageOnTwoRanks, *std::next(ranks[stage].begin()),
-                   "", "stage " + std::to_string(stage) + " is placed on ranks " + list,
-                   "a stage's weights live on one rank: move all of its actions to rank " +
-                       std::to_string(*ranks[stage].begin())});
+    for (const auto& [rank, count] : counts[stage]) {
+      list += (list.empty() ? "" : ", ") + std::to_string(rank);
+      if (count > counts[stage][home]) home = rank;
+    }
+    for (const auto& [rank, count] : counts[stage]) {
+      if (rank == home) continue;
+      out.push_back({ViolationKind::kStageOnTwoRanks, rank, "",
+                     "stage " + std::to_string(stage) + " is placed on ranks " + list + " (" +
+                         std::to_string(count) + " of its actions on rank " +
+                         std::to_string(rank) + ")",
+                     "a stage's weights live on one rank: move these actions to rank " +
+                         std::to_string(home) + ", which holds most of the stage"});
+    }
   }
 }
 

@@ -4,6 +4,7 @@
 
 #include "analysis/metrics.h"
 #include "cli/commands.h"
+#include "core/suggest.h"
 
 namespace stagecraft {
 namespace {
@@ -34,17 +35,41 @@ void AddRunFlags(CLI::App& command, RunFlags& flags) {
                      "load the schedule from a torch.distributed.pipelining compute-only CSV");
 }
 
-int UsageError(const CLI::ParseError& error, std::ostream& err) {
-  err << "stagecraft: error: " << error.what()
+int UsageError(const std::string& message, std::ostream& err) {
+  err << "stagecraft: error: " << message
       << "\nRun 'stagecraft --help' or 'stagecraft COMMAND --help' for usage.\n";
   return kExitBadInput;
 }
+
+// Every long flag a command takes ("--pp", ...), for "did you mean".
+std::vector<std::string> FlagsOf(const CLI::App& command) {
+  std::vector<std::string> names;
+  for (const CLI::Option* option : command.get_options()) {
+    for (const std::string& name : option->get_lnames()) names.push_back("--" + name);
+  }
+  return names;
+}
+
+// Arguments CLI11 did not recognise: an unknown flag gets "did you mean", a stray word is named.
+std::string ExtraArgumentsMessage(const CLI::App& command, const std::vector<std::string>& extras) {
+  const std::string& first = extras.front();
+  if (first.rfind("-", 0) == 0) {
+    const std::string flag = first.substr(0, first.find('='));
+    const std::vector<std::string> flags = FlagsOf(command);
+    return "unknown flag '" + flag + "' for '" + command.get_name() + "'" +
+           DidYouMean(flag, flags) + " (stagecraft " + command.get_name() + " --help)";
+  }
+  return "unexpected argument '" + first + "' for '" + command.get_name() +
+         "' (it takes at most one config file)";
+}
+
+const std::vector<std::string> kCommands = {"simulate", "check", "derive", "list"};
 
 }  // namespace
 
 int RunCli(int argc, const char* const* argv, std::ostream& out, std::ostream& err) {
   CLI::App app{"stagecraft: plan, simulate and check pipeline-parallel training schedules"};
-  app.require_subcommand(1);
+  app.allow_extras();
   app.footer(MetricDefinitions());
   RunFlags flags;
   OutputFlags output;
@@ -68,7 +93,8 @@ int RunCli(int argc, const char* const* argv, std::ostream& out, std::ostream& e
   derive->add_flag("--json", derive_json, "print one JSON object");
 
   CLI::App* list = app.add_subcommand("list", "list the choices: schedules, placements, p2p, metrics");
-  list->add_option("what", list_what, "schedules | placements | p2p | metrics")->required();
+  list->add_option("what", list_what, "schedules | placements | p2p | metrics");
+  for (CLI::App* command : {simulate, check, derive, list}) command->allow_extras();
 
   try {
     app.parse(argc, argv);
@@ -77,7 +103,19 @@ int RunCli(int argc, const char* const* argv, std::ostream& out, std::ostream& e
   } catch (const CLI::CallForAllHelp& help) {
     return app.exit(help, out, err);
   } catch (const CLI::ParseError& error) {
-    return UsageError(error, err);
+    return UsageError(error.what(), err);
+  }
+  const std::vector<CLI::App*> chosen = app.get_subcommands();
+  if (chosen.empty()) {
+    const std::vector<std::string> extras = app.remaining();
+    if (extras.empty()) return UsageError("expected a command: " + JoinChoices(kCommands), err);
+    return UsageError("unknown command '" + extras.front() + "'" +
+                          DidYouMean(extras.front(), kCommands) + " (expected " +
+                          JoinChoices(kCommands) + ")",
+                      err);
+  }
+  if (!chosen.front()->remaining().empty()) {
+    return UsageError(ExtraArgumentsMessage(*chosen.front(), chosen.front()->remaining()), err);
   }
   if (*simulate) return RunSimulate(flags, output, out, err);
   if (*check) return RunCheck(flags, out, err);

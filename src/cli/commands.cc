@@ -3,6 +3,7 @@
 #include "analysis/closed_form.h"
 #include "analysis/metrics.h"
 #include "check/checker.h"
+#include "cli/bundled_config.h"
 #include "core/suggest.h"
 #include "core/units.h"
 #include "report/chrome_trace.h"
@@ -47,7 +48,8 @@ bool StructureIsSound(const PreparedRun& run, std::ostream& err) {
   if (violations.empty()) return true;
   err << FormatViolations(violations);
   err << "stagecraft: the schedule is broken (" << violations.size()
-      << " violations); run 'stagecraft check' for the full diagnosis\n";
+      << (violations.size() == 1 ? " violation" : " violations")
+      << "); run 'stagecraft check' for the full diagnosis\n";
   return false;
 }
 
@@ -88,7 +90,9 @@ int RunSimulate(const RunFlags& flags, const OutputFlags& output, std::ostream& 
   if (output.json) {
     out << FormatMetricsJson(info, simulated.metrics);
   } else {
-    if (flags.config_path.empty()) out << "no config given: running the " << run.value().label << "\n";
+    if (flags.config_path.empty()) {
+      out << "no config given: using the bundled example '" << BundledConfigName() << "'\n";
+    }
     out << FormatSummary(info, simulated.metrics);
   }
   if (output.timeline) out << "\n" << FormatTimeline(simulated.graph, simulated.trace, simulated.metrics);
@@ -140,6 +144,10 @@ int RunList(const std::string& what, std::ostream& out, std::ostream& err) {
     return kExitOk;
   }
   const std::vector<std::string> choices = {"schedules", "placements", "p2p", "metrics"};
+  if (what.empty()) {
+    return Fail(err, Error{"list needs a topic (expected " + JoinChoices(choices) +
+                           ", e.g. 'stagecraft list schedules')"});
+  }
   return Fail(err, Error{"cannot list '" + what + "'" + DidYouMean(what, choices) +
                          " (expected " + JoinChoices(choices) + ")"});
 }

@@ -1,6 +1,9 @@
 #include "cli/run_setup.h"
 
+#include <charconv>
 #include <filesystem>
+#include <limits>
+#include <system_error>
 #include <fstream>
 #include <sstream>
 
@@ -32,12 +35,26 @@ Status ApplyDuration(const std::optional<std::string>& flag, const char* name, b
   return Status::Ok();
 }
 
-Status ApplyCount(const std::optional<int>& flag, const char* name, int32_t& field) {
-  if (!flag) return Status::Ok();
-  if (*flag < 1) {
-    return Error{std::string(name) + ": must be at least 1, got " + std::to_string(*flag)};
+// A count flag: an integer >= 1.
+Result<int32_t> ParseCount(const std::string& text, const char* name) {
+  int64_t value = 0;
+  const char* end = text.data() + text.size();
+  const auto [stop, error] = std::from_chars(text.data(), end, value);
+  if (error != std::errc() || stop != end || value > std::numeric_limits<int32_t>::max()) {
+    return Error{std::string(name) + ": '" + text + "' is not an integer (expected a whole " +
+                 "number >= 1, e.g. " + name + " 4)"};
   }
-  field = *flag;
+  if (value < 1) {
+    return Error{std::string(name) + ": must be at least 1, got " + text};
+  }
+  return static_cast<int32_t>(value);
+}
+
+Status ApplyCount(const std::optional<std::string>& flag, const char* name, int32_t& field) {
+  if (!flag) return Status::Ok();
+  auto count = ParseCount(*flag, name);
+  if (!count.ok()) return count.error();
+  field = count.value();
   return Status::Ok();
 }
 
@@ -76,51 +93,58 @@ Result<Schedule> LoadCsvSchedule(const std::string& path, const RunFlags& flags)
   auto schedule = ParseScheduleCsv(text.value(), BaseName(path));
   if (!schedule.ok()) return schedule.error();
   Schedule loaded = std::move(schedule).value();
-  if (flags.pp && *flags.pp != loaded.num_ranks) {
-    return Error{"--pp " + std::to_string(*flags.pp) + " disagrees with " + BaseName(path) +
+  const int32_t pp = flags.pp ? ParseCount(*flags.pp, "--pp").value() : loaded.num_ranks;
+  if (pp != loaded.num_ranks) {
+    return Error{"--pp " + std::to_string(pp) + " disagrees with " + BaseName(path) +
                  ", which has " + std::to_string(loaded.num_ranks) +
                  " rows (one per rank); drop --pp or fix the CSV"};
   }
   if (flags.microbatches) {
-    if (*flags.microbatches < loaded.num_microbatches) {
-      return Error{"--microbatches " + std::to_string(*flags.microbatches) + " is less than the " +
+    const int32_t microbatches = ParseCount(*flags.microbatches, "--microbatches").value();
+    if (microbatches < loaded.num_microbatches) {
+      return Error{"--microbatches " + std::to_string(microbatches) + " is less than the " +
                    std::to_string(loaded.num_microbatches) + " microbatches " + BaseName(path) +
                    " uses"};
     }
-    loaded.num_microbatches = *flags.microbatches;  // missing ones show up in the check
+    loaded.num_microbatches = microbatches;  // missing ones show up in the check
   }
   return loaded;
 }
 
-Status CheckLayout(const Config& config, const Schedule& schedule) {
+std::string Plural(int64_t count, const std::string& word) {
+  return std::to_string(count) + " " + word + (count == 1 ? "" : "s");
+}
+
+Status CheckLayout(const Config& config, const ConfigLocations& locations,
+                   const Schedule& schedule) {
   const int32_t layers = config.model.num_layers;
   if (layers > 0 && schedule.num_stages > layers) {
-    return Error{"the pipeline has " + std::to_string(schedule.num_stages) + " stages (pp " +
+    return Error{locations.Where("model.layers") + "the model has only " + Plural(layers, "layer") +
+                 " but the pipeline has " + Plural(schedule.num_stages, "stage") + " (pp " +
                  std::to_string(schedule.num_ranks) + " x vpp " +
-                 std::to_string(schedule.chunks_per_rank()) + ") but the model has only " +
-                 std::to_string(layers) + " layers (expected at most one stage per layer; "
-                 "lower --pp or --vpp)"};
+                 std::to_string(schedule.chunks_per_rank()) +
+                 "); expected at most one stage per layer: lower --pp or --vpp"};
   }
   if (config.cluster.given && schedule.num_ranks > config.cluster.num_devices()) {
-    return Error{"pp = " + std::to_string(schedule.num_ranks) + " needs " +
-                 std::to_string(schedule.num_ranks) + " devices but the cluster has " +
+    return Error{locations.Where("cluster") + "pp = " + std::to_string(schedule.num_ranks) +
+                 " needs " + Plural(schedule.num_ranks, "device") + " but the cluster has " +
                  std::to_string(config.cluster.num_devices()) + " (" +
-                 std::to_string(config.cluster.nodes) + " nodes x " +
-                 std::to_string(config.cluster.devices_per_node) +
-                 " devices per node); lower --pp or add nodes"};
+                 Plural(config.cluster.nodes, "node") + " x " +
+                 Plural(config.cluster.devices_per_node, "device") +
+                 " per node); lower --pp or add nodes"};
   }
   return Status::Ok();
 }
 
-Result<Config> LoadConfig(const RunFlags& flags, std::string& label) {
+Result<Config> LoadConfig(const RunFlags& flags, std::string& label, ConfigLocations& locations) {
   if (flags.config_path.empty()) {
     label = std::string("bundled example '") + BundledConfigName() + "'";
-    return ParseConfig(BundledConfigText(), BundledConfigName());
+    return ParseConfig(BundledConfigText(), BundledConfigName(), &locations);
   }
   label = BaseName(flags.config_path);
   auto text = ReadTextFile(flags.config_path);
   if (!text.ok()) return text.error();
-  return ParseConfig(text.value(), BaseName(flags.config_path));
+  return ParseConfig(text.value(), BaseName(flags.config_path), &locations);
 }
 
 }  // namespace
@@ -145,7 +169,7 @@ Status WriteTextFile(const std::string& path, const std::string& text) {
 
 Result<PreparedRun> PrepareRun(const RunFlags& flags) {
   PreparedRun run;
-  auto config = LoadConfig(flags, run.label);
+  auto config = LoadConfig(flags, run.label, run.locations);
   if (!config.ok()) return config.error();
   run.config = std::move(config).value();
   STAGECRAFT_RETURN_IF_ERROR(ApplyFlags(flags, run.config));
@@ -158,16 +182,17 @@ Result<PreparedRun> PrepareRun(const RunFlags& flags) {
     auto schedule = LoadCsvSchedule(path, flags);
     if (!schedule.ok()) return schedule.error();
     run.schedule = std::move(schedule).value();
+    run.label = BaseName(path) + (flags.config_path.empty() ? "" : " (with " + run.label + ")");
   } else {
     auto generator = FindScheduleGenerator(c.schedule.name);
-    if (!generator.ok()) return generator.error();
+    if (!generator.ok()) return Error{"--schedule: " + generator.error().message};
     GeneratorParams params{c.parallel.pp, c.parallel.vpp, c.parallel.microbatches,
                            c.schedule.group_size};
     auto schedule = generator.value()->generate(params);
     if (!schedule.ok()) return schedule.error();
     run.schedule = std::move(schedule).value();
   }
-  STAGECRAFT_RETURN_IF_ERROR(CheckLayout(c, run.schedule));
+  STAGECRAFT_RETURN_IF_ERROR(CheckLayout(c, run.locations, run.schedule));
   const int32_t chunks = std::max(1, run.schedule.chunks_per_rank());
   run.stage_costs = UniformStageCosts(c.model, std::max(1, run.schedule.num_stages), chunks);
   run.stage_costs.resize(static_cast<size_t>(run.schedule.num_stages), run.stage_costs.front());

@@ -18,10 +18,10 @@ namespace stagecraft {
 struct RunFlags {
   std::string config_path;                      // positional CONFIG; "" = the bundled example
   std::optional<std::string> schedule;          // --schedule NAME
-  std::optional<int> pp;                        // --pp P
-  std::optional<int> vpp;                       // --vpp V
-  std::optional<int> microbatches;              // --microbatches M
-  std::optional<int> group_size;                // --group-size G
+  std::optional<std::string> pp;                // --pp P
+  std::optional<std::string> vpp;               // --vpp V
+  std::optional<std::string> microbatches;      // --microbatches M
+  std::optional<std::string> group_size;        // --group-size G
   std::optional<std::string> cost_forward;      // --cost-forward T
   std::optional<std::string> cost_input_grad;   // --cost-input-grad T
   std::optional<std::string> cost_weight_grad;  // --cost-weight-grad T
@@ -32,6 +32,7 @@ struct RunFlags {
 
 struct PreparedRun {
   Config config;
+  ConfigLocations locations;       // where each config key was written
   std::string label;               // what runs: "file.yaml" or "bundled example '...'"
   Schedule schedule;
   std::vector<StageCost> stage_costs;

@@ -6,21 +6,37 @@
 namespace stagecraft {
 namespace {
 
+bool SameLetter(char a, char b) {
+  return std::tolower(static_cast<unsigned char>(a)) == std::tolower(static_cast<unsigned char>(b));
+}
+
+// Edit distance where swapping two neighbouring letters counts as one edit (optimal string
+// alignment), case-insensitive: "ifb1" is 2 edits from "1f1b".
 int EditDistance(std::string_view a, std::string_view b) {
-  std::vector<int> previous(b.size() + 1);
-  std::vector<int> current(b.size() + 1);
-  for (size_t col = 0; col <= b.size(); ++col) previous[col] = static_cast<int>(col);
+  std::vector<std::vector<int>> d(a.size() + 1, std::vector<int>(b.size() + 1));
+  for (size_t row = 0; row <= a.size(); ++row) d[row][0] = static_cast<int>(row);
+  for (size_t col = 0; col <= b.size(); ++col) d[0][col] = static_cast<int>(col);
   for (size_t row = 1; row <= a.size(); ++row) {
-    current[0] = static_cast<int>(row);
     for (size_t col = 1; col <= b.size(); ++col) {
-      const bool same = std::tolower(static_cast<unsigned char>(a[row - 1])) ==
-                        std::tolower(static_cast<unsigned char>(b[col - 1]));
-      current[col] = std::min({previous[col] + 1, current[col - 1] + 1,
-                               previous[col - 1] + (same ? 0 : 1)});
+      const int substitution = SameLetter(a[row - 1], b[col - 1]) ? 0 : 1;
+      d[row][col] = std::min({d[row - 1][col] + 1, d[row][col - 1] + 1,
+                              d[row - 1][col - 1] + substitution});
+      if (row > 1 && col > 1 && SameLetter(a[row - 1], b[col - 2]) &&
+          SameLetter(a[row - 2], b[col - 1])) {
+        d[row][col] = std::min(d[row][col], d[row - 2][col - 2] + 1);
+      }
     }
-    std::swap(previous, current);
   }
-  return previous[b.size()];
+  return d[a.size()][b.size()];
+}
+
+// A word of three or more letters that begins a candidate ("interleave") is taken as meant.
+bool IsPrefix(std::string_view word, std::string_view candidate) {
+  if (word.size() < 3 || word.size() >= candidate.size()) return false;
+  for (size_t index = 0; index < word.size(); ++index) {
+    if (!SameLetter(word[index], candidate[index])) return false;
+  }
+  return true;
 }
 
 }  // namespace
@@ -29,6 +45,9 @@ std::string SuggestClosest(std::string_view word, const std::vector<std::string>
   const int limit = std::max(2, static_cast<int>(word.size()) / 3);
   std::string best;
   int best_distance = limit + 1;
+  for (const std::string& candidate : candidates) {
+    if (IsPrefix(word, candidate)) return candidate;
+  }
   for (const std::string& candidate : candidates) {
     const int distance = EditDistance(word, candidate);
     if (distance < best_distance) {

@@ -7,8 +7,9 @@
 
 namespace stagecraft {
 
-// Returns the candidate closest to `word` by edit distance (case-insensitive), or "" when none
-// is close enough to be a plausible typo (distance > max(2, |word|/3)).
+// Returns the first candidate that `word` (3+ letters) begins, else the candidate closest by
+// edit distance (case-insensitive; a swap of neighbours is one edit), or "" when none is close
+// enough to be a plausible typo (distance > max(2, |word|/3)).
 std::string SuggestClosest(std::string_view word, const std::vector<std::string>& candidates);
 
 // "; did you mean 'x'?" or "" — ready to append to a message.

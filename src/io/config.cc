@@ -17,6 +17,7 @@
 
 #include "core/suggest.h"
 #include "core/units.h"
+#include "schedule/generator.h"
 
 namespace stagecraft {
 namespace {
@@ -64,7 +65,8 @@ std::vector<std::string> KeysOf(const std::vector<KeyHandler>& handlers) {
 // Reads values out of YAML nodes; every error is prefixed with "source:line:col: ".
 class Reader {
  public:
-  explicit Reader(std::string_view source) : source_(source) {}
+  Reader(std::string_view source, ConfigLocations* locations)
+      : source_(source), locations_(locations) {}
 
   // "source:line:col: " (1-based; yaml-cpp marks are 0-based), or "source: " without a mark.
   std::string Where(const YAML::Mark& mark) const {
@@ -98,6 +100,7 @@ class Reader {
   Status Quantity(const Field& field, Parse parse, Sign sign, const char* hint, T* out) const;
 
   std::string_view source_;
+  ConfigLocations* locations_;  // may be null
 };
 
 Result<std::string> Reader::Text(const Field& field, std::string_view expected) const {
@@ -141,6 +144,10 @@ Status Reader::ReadMap(const Field& field, const std::vector<KeyHandler>& handle
                    " (first written on line " + std::to_string(it->second) + "; keep one)"};
     }
     const Field child{entry.first, entry.second, field.path.empty() ? key : field.path + "." + key};
+    if (locations_ != nullptr) {
+      const std::string where = Where(entry.second.IsNull() ? entry.first.Mark() : entry.second.Mark());
+      locations_->by_path[child.path] = where.substr(0, where.size() - 2);  // drop ": "
+    }
     STAGECRAFT_RETURN_IF_ERROR(handler.value()->apply(child));
   }
   return Status::Ok();
@@ -294,7 +301,13 @@ Status ReadParallel(const Reader& reader, const Field& field, ParallelSpec* para
                                 {"microbatches", CountInto(reader, &parallel->microbatches)}});
 }
 
-// The schedule name is checked against the generator registry by the CLI, not here.
+Status ReadScheduleName(const Reader& reader, const Field& field, std::string* out) {
+  STAGECRAFT_RETURN_IF_ERROR(reader.String(field, out));
+  auto generator = FindScheduleGenerator(*out);
+  if (!generator.ok()) return reader.At(field, generator.error().message);
+  return Status::Ok();
+}
+
 Status ReadSchedule(const Reader& reader, const Field& field, ScheduleSpec* schedule) {
   const Apply p2p = [&reader, schedule](const Field& value) -> Status {
     std::string name;
@@ -303,7 +316,10 @@ Status ReadSchedule(const Reader& reader, const Field& field, ScheduleSpec* sche
     return Status::Ok();
   };
   return reader.ReadMap(
-      field, {{"name", StringInto(reader, &schedule->name)},
+      field, {{"name",
+               [&reader, schedule](const Field& value) {
+                 return ReadScheduleName(reader, value, &schedule->name);
+               }},
               {"group_size", CountInto(reader, &schedule->group_size)},
               {"p2p", p2p},
               {"cost_p2p", DurationInto(reader, Sign::kNonNegative, &schedule->cost_p2p)},
@@ -343,8 +359,15 @@ Result<Config> ParseDocuments(const Reader& reader, std::string_view yaml_text) 
 
 }  // namespace
 
-Result<Config> ParseConfig(std::string_view yaml_text, std::string_view source) {
-  const Reader reader(source);
+std::string ConfigLocations::Where(const std::string& path) const {
+  const auto found = by_path.find(path);
+  return (found == by_path.end() ? source : found->second) + ": " + path + ": ";
+}
+
+Result<Config> ParseConfig(std::string_view yaml_text, std::string_view source,
+                           ConfigLocations* locations) {
+  if (locations != nullptr) *locations = ConfigLocations{std::string(source), {}};
+  const Reader reader(source, locations);
   try {
     return ParseDocuments(reader, yaml_text);
   } catch (const YAML::Exception& exception) {

@@ -3,6 +3,7 @@
 #pragma once
 
 #include <cstdint>
+#include <map>
 #include <string>
 #include <string_view>
 
@@ -38,9 +39,21 @@ struct Config {
   bool operator==(const Config&) const = default;
 };
 
+// Where each key of a parsed config was written: "model.layers" → "run.yaml:4:11", so that
+// errors found after parsing (cross-field rules) can still point at the file.
+struct ConfigLocations {
+  std::string source;                          // the file name used in messages
+  std::map<std::string, std::string> by_path;  // key path → "source:line:col"
+
+  // "run.yaml:4:11: model.layers: " when the key was written, else "run.yaml: model.layers: ".
+  std::string Where(const std::string& path) const;
+};
+
 // Parses YAML text. `source` names the file in messages, which read
 // "source:line:col: what was wrong (what was expected)[; did you mean ...]". Unknown keys are
-// errors (with "did you mean"), so typos never pass silently. Every section is optional.
-Result<Config> ParseConfig(std::string_view yaml_text, std::string_view source);
+// errors (with "did you mean"), so typos never pass silently, and so is an unknown schedule
+// name. Every section is optional. `locations`, when given, receives where each key was written.
+Result<Config> ParseConfig(std::string_view yaml_text, std::string_view source,
+                           ConfigLocations* locations = nullptr);
 
 }  // namespace stagecraft

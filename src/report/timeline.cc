@@ -35,8 +35,10 @@ std::string FormatTimeline(const TaskGraph& graph, const Trace& trace, const Met
   const Time origin = FirstStart(graph, trace);
   const int64_t column_ns = ColumnWidthNs(graph, metrics, max_columns);
   const size_t columns = static_cast<size_t>((metrics.makespan.ns() + column_ns - 1) / column_ns);
+  const int32_t num_ranks = std::max<int32_t>(1, static_cast<int32_t>(graph.programs.size()));
   std::string text = "timeline: one column = " + FormatMs(Time::Nanoseconds(column_ns)) +
-                     " ms; F forward, B backward, I input-grad, W weight-grad, '.' idle\n";
+                     " ms; F forward, B backward, I input-grad, W weight-grad, then the "
+                     "microbatch; small letters for odd chunks; '.' idle\n";
   for (size_t rank = 0; rank < graph.programs.size(); ++rank) {
     std::string row(columns, '.');
     for (uint32_t task : graph.programs[rank]) {
@@ -46,9 +48,12 @@ std::string FormatTimeline(const TaskGraph& graph, const Trace& trace, const Met
       size_t end = static_cast<size_t>(((trace.timings[task].end - origin).ns() + column_ns / 2) /
                                        column_ns);
       end = std::min(std::max(end, begin + 1), columns);
-      const std::string label = std::string(1, ActionKindLetter(info.action.kind)) +
-                                std::to_string(info.action.microbatch.value());
-      const char fill = static_cast<char>(std::tolower(ActionKindLetter(info.action.kind)));
+      // Chunk 0, 2, ... in capitals, chunk 1, 3, ... in small letters.
+      const bool odd_chunk = (info.action.stage.value() / num_ranks) % 2 == 1;
+      const char letter = ActionKindLetter(info.action.kind);
+      const char shown = odd_chunk ? static_cast<char>(std::tolower(letter)) : letter;
+      const std::string label = std::string(1, shown) + std::to_string(info.action.microbatch.value());
+      const char fill = odd_chunk ? '-' : '=';
       for (size_t column = begin; column < end; ++column) {
         const size_t offset = column - begin;
         row[column] = offset < label.size() ? label[offset] : fill;

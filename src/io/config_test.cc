@@ -141,8 +141,19 @@ TEST(ParseConfigTest, AsyncMode) {
   EXPECT_EQ(Parse("schedule: {p2p: async}").schedule.p2p, P2pMode::kAsync);
 }
 
-TEST(ParseConfigTest, ScheduleNameIsNotValidatedHere) {
-  EXPECT_EQ(Parse("schedule: {name: no-such-schedule}").schedule.name, "no-such-schedule");
+TEST(ParseConfigErrorTest, UnknownScheduleNameNamesLineAndColumn) {
+  const std::string message = ErrorOf("schedule:\n  name: interleaved\n");
+  EXPECT_NE(message.find("run.yaml:2:9: schedule.name: unknown schedule 'interleaved'"),
+            std::string::npos)
+      << message;
+  EXPECT_NE(message.find("did you mean 'interleaved-1f1b'?"), std::string::npos) << message;
+}
+
+TEST(ParseConfigTest, LocationsRecordWhereEachKeyWasWritten) {
+  ConfigLocations locations;
+  ASSERT_TRUE(ParseConfig("model:\n  layers: 6\n", "run.yaml", &locations).ok());
+  EXPECT_EQ(locations.Where("model.layers"), "run.yaml:2:11: model.layers: ");
+  EXPECT_EQ(locations.Where("cluster"), "run.yaml: cluster: ");
 }
 
 TEST(ParseConfigTest, TrailingDocumentMarkerIsAccepted) {

@@ -1,0 +1,18 @@
+#!/usr/bin/env bash
+# Builds stagecraft with its tests and runs them all (unit + golden) with ctest.
+#   scripts/test.sh            Debug build in build-test/
+#   SANITIZE=1 scripts/test.sh AddressSanitizer + UndefinedBehaviorSanitizer in build-asan/
+set -euo pipefail
+cd "$(dirname "$0")/.."
+./scripts/install-deps.sh
+if [ "${SANITIZE:-0}" = "1" ]; then
+  dir=build-asan
+  extra=(-DSTAGECRAFT_SANITIZE=ON)
+else
+  dir=build-test
+  extra=()
+fi
+cmake -S . -B "$dir" -G Ninja -DCMAKE_BUILD_TYPE=Debug -DSTAGECRAFT_BUILD_TESTS=ON \
+  -DSTAGECRAFT_BUILD_BENCH=OFF "${extra[@]}" >/dev/null
+cmake --build "$dir"
+ctest --test-dir "$dir" --output-on-failure -j "$(nproc)"

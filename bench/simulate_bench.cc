@@ -1,0 +1,199 @@
+// Throughput of the simulator on large 1F1B pipelines: the whole job (generate, lower,
+// simulate, metrics), the simulation alone at three sizes (to show linear growth), interleaved
+// 1F1B, and the checker's timing-free deadlock search. items_per_second counts compute actions.
+//   ./build-bench/bench/simulate_bench [--benchmark_filter=REGEX]
+// Targets (issue): 1F1B p = 64, m = 4096 end to end under 1 s and 500 MB peak RSS on a 2-core
+// machine; >= 5M simulated compute actions per second, single-threaded.
+#include <benchmark/benchmark.h>
+#include <sys/resource.h>
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "analysis/metrics.h"
+#include "check/checker.h"
+#include "lower/lower.h"
+#include "model/model_spec.h"
+#include "schedule/generator.h"
+#include "sim/simulator.h"
+
+namespace stagecraft {
+namespace {
+
+// Every transfer between ranks costs this much (no cluster), so links carry real time.
+constexpr int64_t kCostP2pNs = 10'000;
+
+LowerOptions BenchLowerOptions() {
+  LowerOptions options;
+  options.cost_p2p = Time::Nanoseconds(kCostP2pNs);
+  return options;
+}
+
+// The process's peak resident set so far, in KiB (Linux reports ru_maxrss in KiB). It only
+// grows, so a benchmark's figure includes whatever ran before it in the same process.
+int64_t PeakRssKiB() {
+  rusage usage{};
+  getrusage(RUSAGE_SELF, &usage);
+  return usage.ru_maxrss;
+}
+
+// A schedule, its stage costs and its lowered graph, built outside the timed loop.
+struct Prepared {
+  Schedule schedule;
+  std::vector<StageCost> costs;
+  TaskGraph graph;
+};
+
+// Returns nullopt (and marks the benchmark skipped) when a step fails.
+std::optional<Prepared> Prepare(benchmark::State& state, GenerateFn generate,
+                                const GeneratorParams& params) {
+  auto schedule = generate(params);
+  if (!schedule.ok()) {
+    state.SkipWithError(schedule.error().message.c_str());
+    return std::nullopt;
+  }
+  Prepared prepared;
+  prepared.schedule = std::move(schedule).value();
+  prepared.costs = UniformStageCosts(ModelSpec(), prepared.schedule.num_stages, params.vpp);
+  auto graph = Lower(prepared.schedule, prepared.costs, BenchLowerOptions());
+  if (!graph.ok()) {
+    state.SkipWithError(graph.error().message.c_str());
+    return std::nullopt;
+  }
+  prepared.graph = std::move(graph).value();
+  return prepared;
+}
+
+// Counters shared by every benchmark: per-iteration sizes, throughput (items = compute actions),
+// peak memory.
+void ReportCounters(benchmark::State& state, int64_t actions, int64_t tasks, uint64_t events) {
+  state.SetItemsProcessed(state.iterations() * actions);
+  state.counters["actions"] = benchmark::Counter(static_cast<double>(actions));
+  state.counters["tasks"] = benchmark::Counter(static_cast<double>(tasks));
+  state.counters["events"] = benchmark::Counter(static_cast<double>(events));
+  state.counters["peak_rss_KiB"] = benchmark::Counter(static_cast<double>(PeakRssKiB()));
+}
+
+void ReportSizes(benchmark::State& state, const Prepared& prepared, uint64_t events) {
+  ReportCounters(state, static_cast<int64_t>(prepared.schedule.num_actions()),
+                 static_cast<int64_t>(prepared.graph.num_tasks()), events);
+}
+
+// (a) The whole job for one 1F1B iteration: generate + stage costs + lower + simulate + metrics.
+// Everything lives inside one iteration, so the peak RSS is that of one pipeline, as in a CLI
+// run. Args: pp, microbatches.
+void BM_EndToEndOneFOneB(benchmark::State& state) {
+  const GeneratorParams params{static_cast<int32_t>(state.range(0)),
+                               /*vpp=*/1, static_cast<int32_t>(state.range(1)), 0};
+  int64_t actions = 0;
+  int64_t tasks = 0;
+  uint64_t events = 0;
+  for (auto _ : state) {
+    auto schedule = GenerateOneFOneB(params);
+    if (!schedule.ok()) {
+      state.SkipWithError(schedule.error().message.c_str());
+      return;
+    }
+    const auto costs = UniformStageCosts(ModelSpec(), schedule.value().num_stages, 1);
+    auto graph = Lower(schedule.value(), costs, BenchLowerOptions());
+    if (!graph.ok()) {
+      state.SkipWithError(graph.error().message.c_str());
+      return;
+    }
+    const Trace trace = Simulate(graph.value());
+    const Metrics metrics = ComputeMetrics(schedule.value(), costs, graph.value(), trace);
+    benchmark::DoNotOptimize(metrics.makespan);
+    actions = metrics.num_compute_actions;
+    tasks = static_cast<int64_t>(graph.value().num_tasks());
+    events = trace.events;
+  }
+  ReportCounters(state, actions, tasks, events);
+}
+// Registered first so that its peak RSS is not inflated by the benchmarks after it.
+BENCHMARK(BM_EndToEndOneFOneB)->Args({64, 4096})->Unit(benchmark::kMillisecond);
+
+// (b) Simulation alone (graph prebuilt): m grows at p = 64, so the fitted complexity (N =
+// compute actions) should come out as O(N). Args: pp, microbatches.
+void BM_SimulateOneFOneB(benchmark::State& state) {
+  const GeneratorParams params{static_cast<int32_t>(state.range(0)),
+                               /*vpp=*/1, static_cast<int32_t>(state.range(1)), 0};
+  const auto prepared = Prepare(state, GenerateOneFOneB, params);
+  if (!prepared) return;
+  uint64_t events = 0;
+  for (auto _ : state) {
+    const Trace trace = Simulate(prepared->graph);
+    events = trace.events;
+    benchmark::DoNotOptimize(trace.timings.data());
+  }
+  state.SetComplexityN(static_cast<int64_t>(prepared->schedule.num_actions()));
+  ReportSizes(state, *prepared, events);
+}
+BENCHMARK(BM_SimulateOneFOneB)
+    ->Args({64, 1024})
+    ->Args({64, 2048})
+    ->Args({64, 4096})
+    ->Complexity(benchmark::oN)
+    ->Unit(benchmark::kMillisecond);
+
+// The same with p growing at m = 1024 (more ranks, more links; same actions per rank).
+void BM_SimulateOneFOneBRanks(benchmark::State& state) { BM_SimulateOneFOneB(state); }
+BENCHMARK(BM_SimulateOneFOneBRanks)
+    ->Args({16, 1024})
+    ->Args({64, 1024})
+    ->Args({256, 1024})
+    ->Complexity(benchmark::oN)
+    ->Unit(benchmark::kMillisecond);
+
+// Interleaved 1F1B, p = 64, v = 2, m = 2048 (group size p), simulation alone.
+void BM_SimulateInterleaved(benchmark::State& state) {
+  const GeneratorParams params{static_cast<int32_t>(state.range(0)),
+                               static_cast<int32_t>(state.range(1)),
+                               static_cast<int32_t>(state.range(2)), 0};
+  const auto prepared = Prepare(state, GenerateInterleavedOneFOneB, params);
+  if (!prepared) return;
+  uint64_t events = 0;
+  for (auto _ : state) {
+    const Trace trace = Simulate(prepared->graph);
+    events = trace.events;
+    benchmark::DoNotOptimize(trace.timings.data());
+  }
+  ReportSizes(state, *prepared, events);
+}
+BENCHMARK(BM_SimulateInterleaved)->Args({64, 2, 2048})->Unit(benchmark::kMillisecond);
+
+// Lowering alone (schedule prebuilt), to split the end-to-end time. Args: pp, microbatches.
+void BM_LowerOneFOneB(benchmark::State& state) {
+  const GeneratorParams params{static_cast<int32_t>(state.range(0)),
+                               /*vpp=*/1, static_cast<int32_t>(state.range(1)), 0};
+  const auto prepared = Prepare(state, GenerateOneFOneB, params);
+  if (!prepared) return;
+  for (auto _ : state) {
+    auto graph = Lower(prepared->schedule, prepared->costs, BenchLowerOptions());
+    benchmark::DoNotOptimize(graph.ok());
+  }
+  ReportSizes(state, *prepared, 0);
+}
+BENCHMARK(BM_LowerOneFOneB)->Args({64, 4096})->Unit(benchmark::kMillisecond);
+
+// The checker's timing-free deadlock search on the p = 64, m = 4096 1F1B graph (none found).
+void BM_FindDeadlockOneFOneB(benchmark::State& state) {
+  const GeneratorParams params{static_cast<int32_t>(state.range(0)),
+                               /*vpp=*/1, static_cast<int32_t>(state.range(1)), 0};
+  const auto prepared = Prepare(state, GenerateOneFOneB, params);
+  if (!prepared) return;
+  for (auto _ : state) {
+    const auto deadlock = FindDeadlock(prepared->graph);
+    if (deadlock) {
+      state.SkipWithError("unexpected deadlock in a generated 1F1B schedule");
+      return;
+    }
+  }
+  ReportSizes(state, *prepared, 0);
+}
+BENCHMARK(BM_FindDeadlockOneFOneB)->Args({64, 4096})->Unit(benchmark::kMillisecond);
+
+}  // namespace
+}  // namespace stagecraft

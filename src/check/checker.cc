@@ -41,6 +41,30 @@ std::string Name(int32_t stage, ActionKind kind, int32_t microbatch) {
   return FormatAction(Action{StageId(stage), kind, MicrobatchId(microbatch)});
 }
 
+// Ids outside [0, num_stages) x [0, num_microbatches): reported, and the other checks skipped
+// (they index by these ids). Returns true when every id is in range.
+bool CheckIds(const Schedule& schedule, std::vector<Violation>& out) {
+  bool in_range = true;
+  for (size_t rank = 0; rank < schedule.rank_actions.size(); ++rank) {
+    for (const Action& action : schedule.rank_actions[rank]) {
+      const int32_t stage = action.stage.value();
+      const int32_t microbatch = action.microbatch.value();
+      if (stage >= 0 && stage < schedule.num_stages && microbatch >= 0 &&
+          microbatch < schedule.num_microbatches) {
+        continue;
+      }
+      in_range = false;
+      out.push_back({ViolationKind::kShape, static_cast<int32_t>(rank), FormatAction(action),
+                     "action " + FormatAction(action) + " is outside the schedule's " +
+                         std::to_string(schedule.num_stages) + " stages x " +
+                         std::to_string(schedule.num_microbatches) + " microbatches",
+                     "stages run 0.." + std::to_string(schedule.num_stages - 1) +
+                         ", microbatches 0.." + std::to_string(schedule.num_microbatches - 1)});
+    }
+  }
+  return in_range;
+}
+
 void CheckShape(const Schedule& schedule, std::vector<Violation>& out) {
   if (schedule.num_ranks > 0 && schedule.num_stages % schedule.num_ranks != 0) {
     out.push_back({ViolationKind::kShape, -1, "",
@@ -197,6 +221,7 @@ std::vector<Violation> CheckSchedule(const Schedule& schedule,
                                      const std::vector<StageCost>& stage_costs,
                                      const CheckOptions& options) {
   std::vector<Violation> violations;
+  if (!CheckIds(schedule, violations)) return violations;
   CheckShape(schedule, violations);
   CheckStagePlacement(schedule, violations);
   const ActionIndex index(schedule);

@@ -1,8 +1,11 @@
 // EventQueue: the discrete-event core's agenda. Events pop in time order; events at equal time
 // pop in insertion order, so every run is bit-for-bit reproducible (DESIGN.md §3).
 // The queue knows no formulas: an event is a time plus two integers the model interprets.
+// A binary min-heap, inline: the simulator spends much of its time here.
 #pragma once
 
+#include <algorithm>
+#include <cassert>
 #include <cstddef>
 #include <cstdint>
 #include <vector>
@@ -20,14 +23,30 @@ struct Event {
 
 class EventQueue {
  public:
-  void Push(Time time, uint32_t kind, uint32_t target);
+  void Push(Time time, uint32_t kind, uint32_t target) {
+    heap_.push_back(Event{time, next_sequence_++, kind, target});
+    std::push_heap(heap_.begin(), heap_.end(), Later{});
+  }
   // REQUIRES: !empty().
-  Event Pop();
+  Event Pop() {
+    assert(!heap_.empty());
+    std::pop_heap(heap_.begin(), heap_.end(), Later{});
+    const Event top = heap_.back();
+    heap_.pop_back();
+    return top;
+  }
   bool empty() const { return heap_.empty(); }
   size_t size() const { return heap_.size(); }
   void Reserve(size_t capacity) { heap_.reserve(capacity); }
 
  private:
+  // Min-heap order: earliest time first, then earliest insertion.
+  struct Later {
+    bool operator()(const Event& a, const Event& b) const {
+      return a.time.ns() != b.time.ns() ? a.time.ns() > b.time.ns() : a.sequence > b.sequence;
+    }
+  };
+
   std::vector<Event> heap_;
   uint64_t next_sequence_ = 0;
 };

@@ -26,7 +26,8 @@ std::string_view Trim(std::string_view text) {
 
 // Splits "12.5ms" into 12.5 and "ms". Accepts digits with at most one '.', an optional
 // exponent, then an optional unit made of letters and '/'.
-Result<Quantity> SplitQuantity(std::string_view raw, std::string_view kind) {
+Result<Quantity> SplitQuantity(std::string_view raw, std::string_view kind,
+                               std::string_view units) {
   const std::string_view text = Trim(raw);
   size_t pos = 0;
   if (pos < text.size() && (text[pos] == '-' || text[pos] == '+')) ++pos;
@@ -39,7 +40,7 @@ Result<Quantity> SplitQuantity(std::string_view raw, std::string_view kind) {
   }
   if (pos == digits_begin || (pos == digits_begin + 1 && seen_dot)) {
     return Error{"'" + std::string(raw) + "' is not a " + std::string(kind) +
-                 " (expected a number with an optional unit)"};
+                 " (expected a number with an optional unit: " + std::string(units) + ")"};
   }
   if (pos + 1 < text.size() && (text[pos] == 'e' || text[pos] == 'E') &&
       (std::isdigit(static_cast<unsigned char>(text[pos + 1])) || text[pos + 1] == '-' ||
@@ -69,7 +70,7 @@ Result<long double> Scale(const Quantity& quantity, const Table& table, std::str
 }  // namespace
 
 Result<Time> ParseDuration(std::string_view raw) {
-  auto quantity = SplitQuantity(raw, "duration");
+  auto quantity = SplitQuantity(raw, "duration", "ns, us, ms or s; a bare number means ms");
   if (!quantity.ok()) return quantity.error();
   static constexpr std::pair<const char*, long double> kUnits[] = {
       {"", 1e6L}, {"ns", 1.0L}, {"us", 1e3L}, {"ms", 1e6L}, {"s", 1e9L}};
@@ -82,7 +83,7 @@ Result<Time> ParseDuration(std::string_view raw) {
 }
 
 Result<int64_t> ParseBytes(std::string_view raw) {
-  auto quantity = SplitQuantity(raw, "size");
+  auto quantity = SplitQuantity(raw, "size", "B, KB, MB, GB, TB, KiB, MiB, GiB or TiB");
   if (!quantity.ok()) return quantity.error();
   static constexpr std::pair<const char*, long double> kUnits[] = {
       {"", 1.0L},          {"B", 1.0L},           {"KB", 1e3L},
@@ -98,7 +99,8 @@ Result<int64_t> ParseBytes(std::string_view raw) {
 }
 
 Result<double> ParseBandwidth(std::string_view raw) {
-  auto quantity = SplitQuantity(raw, "bandwidth");
+  auto quantity = SplitQuantity(raw, "bandwidth",
+                                "B/s, KB/s, MB/s, GB/s, TB/s, KiB/s, MiB/s, GiB/s, Gb/s or Tb/s");
   if (!quantity.ok()) return quantity.error();
   static constexpr std::pair<const char*, long double> kUnits[] = {
       {"", 1.0L},           {"B/s", 1.0L},          {"KB/s", 1e3L},

@@ -65,36 +65,46 @@ class Lowering {
     return index_[Slot(Action{StageId(stage), kind, microbatch})];
   }
 
+  Status AddComputeTask(size_t rank, const Action& action) {
+    if (action.stage.value() >= schedule_.num_stages ||
+        action.microbatch.value() >= schedule_.num_microbatches) {
+      return Error{RankOf(rank) + ": action " + FormatAction(action) + " is out of range"};
+    }
+    uint32_t& slot = index_[Slot(action)];
+    if (slot != kNoTask) {
+      return Error{RankOf(rank) + ": action " + FormatAction(action) + " appears twice"};
+    }
+    slot = static_cast<uint32_t>(graph_.tasks.size());
+    Task task;
+    task.kind = TaskKind::kCompute;
+    task.rank = static_cast<int32_t>(rank);
+    task.action = action;
+    task.position = static_cast<int32_t>(graph_.programs[rank].size());
+    const StageCost& cost = costs_[action.stage.value()];
+    switch (action.kind) {
+      case ActionKind::kForward: task.duration = cost.forward; break;
+      case ActionKind::kBackward: task.duration = cost.backward(); break;
+      case ActionKind::kInputGrad: task.duration = cost.input_grad; break;
+      case ActionKind::kWeightGrad: task.duration = cost.weight_grad; break;
+    }
+    graph_.programs[rank].push_back(slot);
+    graph_.tasks.push_back(task);
+    return Status::Ok();
+  }
+
   Status AddComputeTasks() {
     index_.assign(static_cast<size_t>(schedule_.num_stages) * schedule_.num_microbatches * 4,
                   kNoTask);
     graph_.tasks.reserve(schedule_.num_actions() * 2);
     graph_.programs.resize(schedule_.rank_actions.size());
-    for (size_t rank = 0; rank < schedule_.rank_actions.size(); ++rank) {
-      for (const Action& action : schedule_.rank_actions[rank]) {
-        if (action.stage.value() >= schedule_.num_stages ||
-            action.microbatch.value() >= schedule_.num_microbatches) {
-          return Error{RankOf(rank) + ": action " + FormatAction(action) + " is out of range"};
-        }
-        uint32_t& slot = index_[Slot(action)];
-        if (slot != kNoTask) {
-          return Error{RankOf(rank) + ": action " + FormatAction(action) + " appears twice"};
-        }
-        slot = static_cast<uint32_t>(graph_.tasks.size());
-        Task task;
-        task.kind = TaskKind::kCompute;
-        task.rank = static_cast<int32_t>(rank);
-        task.action = action;
-        task.position = static_cast<int32_t>(graph_.programs[rank].size());
-        const StageCost& cost = costs_[action.stage.value()];
-        switch (action.kind) {
-          case ActionKind::kForward: task.duration = cost.forward; break;
-          case ActionKind::kBackward: task.duration = cost.backward(); break;
-          case ActionKind::kInputGrad: task.duration = cost.input_grad; break;
-          case ActionKind::kWeightGrad: task.duration = cost.weight_grad; break;
-        }
-        graph_.programs[rank].push_back(slot);
-        graph_.tasks.push_back(task);
+    // Tasks are numbered position by position across ranks (all first actions, then all second
+    // actions, ...): ranks advance together, so the simulator's accesses stay close in memory.
+    size_t longest = 0;
+    for (const auto& actions : schedule_.rank_actions) longest = std::max(longest, actions.size());
+    for (size_t position = 0; position < longest; ++position) {
+      for (size_t rank = 0; rank < schedule_.rank_actions.size(); ++rank) {
+        if (position >= schedule_.rank_actions[rank].size()) continue;
+        STAGECRAFT_RETURN_IF_ERROR(AddComputeTask(rank, schedule_.rank_actions[rank][position]));
       }
     }
     return Status::Ok();

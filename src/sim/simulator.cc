@@ -1,5 +1,7 @@
 #include "sim/simulator.h"
 
+#include <algorithm>
+
 namespace stagecraft {
 namespace {
 
@@ -17,12 +19,16 @@ Trace Simulator::Run() {
   trace_.timings.assign(num_tasks, TaskTiming{});
   trace_.finished.assign(num_tasks, 0);
   missing_.resize(num_tasks);
-  ready_.assign(num_tasks, 0);
+  tasks_.resize(num_tasks);
+  for (uint32_t task = 0; task < num_tasks; ++task) {
+    const Task& info = graph_.tasks[task];
+    const bool transfer = info.kind == TaskKind::kTransfer;
+    tasks_[task] = SimTask{info.duration.ns(), transfer ? info.link : info.rank,
+                           static_cast<uint8_t>(transfer ? 1 : 0)};
+  }
   stream_next_.assign(graph_.programs.size(), 0);
   stream_busy_.assign(graph_.programs.size(), 0);
-  link_queue_.assign(graph_.links.size(), {});
-  link_head_.assign(graph_.links.size(), 0);
-  link_busy_.assign(graph_.links.size(), 0);
+  link_free_.assign(graph_.links.size(), Time());
 
   EventQueue queue;
   queue.Reserve(graph_.programs.size() + graph_.links.size() + 16);
@@ -43,35 +49,31 @@ void Simulator::OnEvent(const Event& event, EventQueue& queue) {
   ++trace_.events;
   const uint32_t task_id = event.target;
   const Time now = event.time;
-  const Task& task = graph_.tasks[task_id];
+  const SimTask task = tasks_[task_id];
   trace_.timings[task_id].end = now;
   trace_.finished[task_id] = 1;
-  if (task.kind == TaskKind::kCompute) {
-    stream_busy_[task.rank] = 0;
-    ++stream_next_[task.rank];
-  } else {
-    link_busy_[task.link] = 0;
+  if (!task.transfer) {
+    stream_busy_[task.resource] = 0;
+    ++stream_next_[task.resource];
   }
   for (uint32_t index = graph_.succ_begin[task_id]; index < graph_.succ_begin[task_id + 1];
        ++index) {
     const uint32_t successor = graph_.succs[index];
     if (--missing_[successor] == 0) MarkReady(successor, now, queue);
   }
-  if (task.kind == TaskKind::kCompute) {
-    TryStartStream(task.rank, now, queue);
-  } else {
-    TryStartLink(task.link, now, queue);
-  }
+  if (!task.transfer) TryStartStream(task.resource, now, queue);
 }
 
 void Simulator::MarkReady(uint32_t task_id, Time now, EventQueue& queue) {
-  ready_[task_id] = 1;
-  const Task& task = graph_.tasks[task_id];
-  if (task.kind == TaskKind::kCompute) {
-    TryStartStream(task.rank, now, queue);
+  const SimTask& task = tasks_[task_id];
+  if (!task.transfer) {
+    TryStartStream(task.resource, now, queue);
   } else {
-    link_queue_[task.link].push_back(task_id);
-    TryStartLink(task.link, now, queue);
+    // Links serve transfers first come, first served. Transfers become ready in event order,
+    // so the link's queue is implicit: each starts when it is ready and the link is free.
+    const Time start = std::max(now, link_free_[task.resource]);
+    link_free_[task.resource] = start + Time::Nanoseconds(task.duration_ns);
+    Start(task_id, start, queue);
   }
 }
 
@@ -79,20 +81,14 @@ void Simulator::TryStartStream(int32_t rank, Time now, EventQueue& queue) {
   if (stream_busy_[rank]) return;
   const auto& program = graph_.programs[rank];
   const size_t next = stream_next_[rank];
-  if (next >= program.size() || !ready_[program[next]]) return;
+  if (next >= program.size() || missing_[program[next]] != 0) return;
   stream_busy_[rank] = 1;
   Start(program[next], now, queue);
 }
 
-void Simulator::TryStartLink(int32_t link, Time now, EventQueue& queue) {
-  if (link_busy_[link] || link_head_[link] >= link_queue_[link].size()) return;
-  link_busy_[link] = 1;
-  Start(link_queue_[link][link_head_[link]++], now, queue);
-}
-
 void Simulator::Start(uint32_t task_id, Time now, EventQueue& queue) {
   trace_.timings[task_id].start = now;
-  queue.Push(now + graph_.tasks[task_id].duration, kFinish, task_id);
+  queue.Push(now + Time::Nanoseconds(tasks_[task_id].duration_ns), kFinish, task_id);
 }
 
 }  // namespace stagecraft

@@ -41,17 +41,21 @@ class Simulator {
   void MarkReady(uint32_t task, Time now, EventQueue& queue);
   void Start(uint32_t task, Time now, EventQueue& queue);
   void TryStartStream(int32_t rank, Time now, EventQueue& queue);
-  void TryStartLink(int32_t link, Time now, EventQueue& queue);
+
+  // What the event loop reads per task, packed (16 bytes) for cache locality.
+  struct SimTask {
+    int64_t duration_ns;
+    int32_t resource;  // compute: the rank; transfer: the link
+    uint8_t transfer;  // 1 for a transfer
+  };
 
   const TaskGraph& graph_;
   Trace trace_;
-  std::vector<uint32_t> missing_;       // [task] unmet dependencies
-  std::vector<uint8_t> ready_;          // [task]
+  std::vector<SimTask> tasks_;          // [task]
+  std::vector<uint32_t> missing_;       // [task] unmet dependencies; 0 = ready
   std::vector<size_t> stream_next_;     // [rank] position of the next action in its program
   std::vector<uint8_t> stream_busy_;    // [rank]
-  std::vector<std::vector<uint32_t>> link_queue_;  // [link] FIFO of ready transfers
-  std::vector<size_t> link_head_;       // [link] first unserved entry of link_queue_
-  std::vector<uint8_t> link_busy_;      // [link]
+  std::vector<Time> link_free_;         // [link] when its last transfer so far ends
 };
 
 // Convenience: Simulator(graph).Run().

@@ -17,6 +17,10 @@
 namespace stagecraft {
 namespace {
 
+void PrintNotes(const PreparedRun& run, std::ostream& err) {
+  for (const std::string& note : run.notes) err << "stagecraft: note: " << note << "\n";
+}
+
 int Fail(std::ostream& err, const Error& error, int code = kExitBadInput) {
   err << "stagecraft: error: " << error.message << "\n";
   return code;
@@ -56,6 +60,7 @@ bool StructureIsSound(const PreparedRun& run, std::ostream& err) {
 }  // namespace
 
 int SimulateRun(const PreparedRun& run, Simulated& result, std::ostream& err) {
+  PrintNotes(run, err);
   if (!StructureIsSound(run, err)) return kExitViolations;
   auto graph = Lower(run.schedule, run.stage_costs, run.lower);
   if (!graph.ok()) return Fail(err, graph.error(), kExitViolations);
@@ -102,6 +107,7 @@ int RunSimulate(const RunFlags& flags, const OutputFlags& output, std::ostream& 
 int RunCheck(const RunFlags& flags, std::ostream& out, std::ostream& err) {
   auto run = PrepareRun(flags);
   if (!run.ok()) return Fail(err, run.error());
+  PrintNotes(run.value(), err);
   CheckOptions options;
   options.lower = run.value().lower;
   const auto violations = CheckSchedule(run.value().schedule, run.value().stage_costs, options);
@@ -135,8 +141,9 @@ int RunList(const std::string& what, std::ostream& out, std::ostream& err) {
   if (what == "p2p") {
     out << "async               a send is posted when its producer ends; the receiver never "
            "blocks the sender\n"
-        << "rendezvous          a send completes only once its receive is posted (receives in "
-           "program order); exposes ordering deadlocks\n";
+        << "rendezvous          NCCL-like: between two ranks the k-th send matches the k-th "
+           "receive; receives are posted in program order when the previous action ends; "
+           "exposes ordering deadlocks\n";
     return kExitOk;
   }
   if (what == "metrics") {

@@ -86,27 +86,50 @@ Status ApplyFlags(const RunFlags& flags, Config& config) {
   return Status::Ok();
 }
 
-// A CSV schedule fixes pp and the stage count; flags that disagree are errors.
-Result<Schedule> LoadCsvSchedule(const std::string& path, const RunFlags& flags) {
+// A CSV schedule fixes pp, the stage count and the microbatches it uses. A flag that disagrees
+// is an error; more microbatches than the CSV uses are allowed (the missing ones show up in the
+// check). Layout values in the config file are for generators: when they differ from the CSV
+// they are ignored, with a note.
+Result<Schedule> LoadCsvSchedule(const std::string& path, const RunFlags& flags,
+                                 const Config& config, const ConfigLocations& locations,
+                                 std::vector<std::string>& notes) {
   auto text = ReadTextFile(path);
   if (!text.ok()) return text.error();
   auto schedule = ParseScheduleCsv(text.value(), BaseName(path));
   if (!schedule.ok()) return schedule.error();
   Schedule loaded = std::move(schedule).value();
-  const int32_t pp = flags.pp ? ParseCount(*flags.pp, "--pp").value() : loaded.num_ranks;
-  if (pp != loaded.num_ranks) {
-    return Error{"--pp " + std::to_string(pp) + " disagrees with " + BaseName(path) +
-                 ", which has " + std::to_string(loaded.num_ranks) +
-                 " rows (one per rank); drop --pp or fix the CSV"};
-  }
-  if (flags.microbatches) {
-    const int32_t microbatches = ParseCount(*flags.microbatches, "--microbatches").value();
-    if (microbatches < loaded.num_microbatches) {
-      return Error{"--microbatches " + std::to_string(microbatches) + " is less than the " +
-                   std::to_string(loaded.num_microbatches) + " microbatches " + BaseName(path) +
-                   " uses"};
+  const std::string csv = BaseName(path);
+  const ParallelSpec& parallel = config.parallel;
+  auto disagree = [&](const std::optional<std::string>& flag, const char* flag_name,
+                      const char* key, bool differs, const std::string& csv_has) -> Status {
+    if (!differs) return Status::Ok();
+    if (flag) {
+      return Error{std::string(flag_name) + " " + *flag + " disagrees with " + csv + ", which " +
+                   csv_has + "; drop " + flag_name + " or fix the CSV"};
     }
-    loaded.num_microbatches = microbatches;  // missing ones show up in the check
+    if (locations.by_path.count(key) > 0) {
+      notes.push_back(locations.Where(key) + "ignored: " + csv + " " + csv_has);
+    }
+    return Status::Ok();
+  };
+  STAGECRAFT_RETURN_IF_ERROR(disagree(flags.pp, "--pp", "parallel.pp",
+                                      parallel.pp != loaded.num_ranks,
+                                      "has " + std::to_string(loaded.num_ranks) + " rows (one per rank)"));
+  STAGECRAFT_RETURN_IF_ERROR(disagree(
+      flags.vpp, "--vpp", "parallel.vpp", parallel.vpp * loaded.num_ranks != loaded.num_stages,
+      "has " + std::to_string(loaded.num_stages) + " stages on " +
+          std::to_string(loaded.num_ranks) + " ranks"));
+  if (flags.microbatches) {
+    if (parallel.microbatches < loaded.num_microbatches) {
+      return Error{"--microbatches " + *flags.microbatches + " is less than the " +
+                   std::to_string(loaded.num_microbatches) + " microbatches " + csv + " uses"};
+    }
+    loaded.num_microbatches = parallel.microbatches;
+  } else {
+    STAGECRAFT_RETURN_IF_ERROR(disagree(
+        flags.microbatches, "--microbatches", "parallel.microbatches",
+        parallel.microbatches != loaded.num_microbatches,
+        "uses " + std::to_string(loaded.num_microbatches) + " microbatches"));
   }
   return loaded;
 }
@@ -179,7 +202,7 @@ Result<PreparedRun> PrepareRun(const RunFlags& flags) {
     if (!flags.schedule_csv && !flags.config_path.empty()) {  // relative to the config file
       path = (std::filesystem::path(flags.config_path).parent_path() / path).string();
     }
-    auto schedule = LoadCsvSchedule(path, flags);
+    auto schedule = LoadCsvSchedule(path, flags, c, run.locations, run.notes);
     if (!schedule.ok()) return schedule.error();
     run.schedule = std::move(schedule).value();
     run.label = BaseName(path) + (flags.config_path.empty() ? "" : " (with " + run.label + ")");

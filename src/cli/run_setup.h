@@ -37,6 +37,7 @@ struct PreparedRun {
   Schedule schedule;
   std::vector<StageCost> stage_costs;
   LowerOptions lower;
+  std::vector<std::string> notes;  // things the user should know (printed to stderr)
 };
 
 Result<std::string> ReadTextFile(const std::string& path);

@@ -44,8 +44,8 @@ ClosedForm ChunkedForm(const ClosedFormInputs& in, const char* source) {
                           Ms(in.chunk_forward) + " + " + Ms(in.chunk_backward) + ")  [per chunk]";
   form.makespan = chunk_cycle * (v * m + p - 1);
   form.bubble_formula = "bubble_fraction = (p - 1) / (v*m + p - 1)";
-  form.bubble_numbers = "(" + Int(p) + " - 1) / (" + Int(v) + "*" + Int(m) + " + " + Int(p) +
-                        " - 1)";
+  form.bubble_numbers =
+      "(" + Int(p) + " - 1) / (" + Int(v) + "*" + Int(m) + " + " + Int(p) + " - 1)";
   form.bubble_fraction = static_cast<double>(p - 1) / static_cast<double>(v * m + p - 1);
   form.overhead_formula = "bubble_overhead = (p - 1) / (v*m)";
   form.bubble_overhead = static_cast<double>(p - 1) / static_cast<double>(v * m);
@@ -97,8 +97,7 @@ GapExplanation ExplainGap(const ClosedForm& form, const Metrics& simulated,
   text += "; the closed form counts no communication";
   if (path.transfer_time == result.gap) {
     text += ", so the gap is exactly the communication on the critical path";
-    if (!cluster_given && cost_p2p.ns() > 0 &&
-        path.transfer_time == cost_p2p * path.transfers) {
+    if (!cluster_given && cost_p2p.ns() > 0 && path.transfer_time == cost_p2p * path.transfers) {
       text += " (" + std::to_string(path.transfers) + " x c, c = " + FormatMs(cost_p2p) + " ms)";
     }
   } else {

@@ -14,26 +14,26 @@
 namespace stagecraft {
 
 struct ClosedFormInputs {
-  std::string schedule;   // generator name
+  std::string schedule;  // generator name
   int32_t pp = 1;
   int32_t vpp = 1;
   int32_t microbatches = 1;
-  Time chunk_forward;     // F of one chunk (per-rank F / v)
-  Time chunk_backward;    // B = I + W of one chunk
+  Time chunk_forward;   // F of one chunk (per-rank F / v)
+  Time chunk_backward;  // B = I + W of one chunk
 };
 
 struct ClosedForm {
-  std::string source;              // paper and equation
-  std::string makespan_formula;    // symbolic
-  std::string makespan_numbers;    // with the numbers plugged in
+  std::string source;            // paper and equation
+  std::string makespan_formula;  // symbolic
+  std::string makespan_numbers;  // with the numbers plugged in
   Time makespan;
-  std::string bubble_formula;      // bubble_fraction, symbolic
+  std::string bubble_formula;  // bubble_fraction, symbolic
   std::string bubble_numbers;
   double bubble_fraction = 0.0;
-  double bubble_overhead = 0.0;    // Megatron's idle / ideal
+  double bubble_overhead = 0.0;  // Megatron's idle / ideal
   std::string overhead_formula;
-  std::string assumption;          // when the form is exact
-  bool exact = true;               // false when the inputs break the assumption
+  std::string assumption;  // when the form is exact
+  bool exact = true;       // false when the inputs break the assumption
 };
 
 // The schedules with a closed form: gpipe, 1f1b, interleaved-1f1b, looped-bfs.
@@ -41,7 +41,7 @@ Result<ClosedForm> DeriveClosedForm(const ClosedFormInputs& inputs);
 
 // Why the simulated makespan differs from the closed form ("" when they agree).
 struct GapExplanation {
-  Time gap;                  // simulated − closed form
+  Time gap;  // simulated − closed form
   std::string explanation;
 };
 // Uses the critical path to attribute the gap to the transfers the schedule cannot hide.

@@ -12,7 +12,8 @@ std::vector<uint32_t> PreviousOnLink(const TaskGraph& graph, const Trace& trace)
   std::vector<uint32_t> previous(graph.num_tasks(), kNone);
   std::vector<std::vector<uint32_t>> by_link(graph.links.size());
   for (uint32_t task = 0; task < graph.num_tasks(); ++task) {
-    if (graph.tasks[task].kind == TaskKind::kTransfer) by_link[graph.tasks[task].link].push_back(task);
+    if (graph.tasks[task].kind == TaskKind::kTransfer)
+      by_link[graph.tasks[task].link].push_back(task);
   }
   for (auto& transfers : by_link) {
     std::sort(transfers.begin(), transfers.end(), [&](uint32_t a, uint32_t b) {
@@ -49,7 +50,8 @@ CriticalPath FindCriticalPath(const TaskGraph& graph, const Trace& trace) {
         next = candidate;
       }
     };
-    for (uint32_t index = graph.pred_begin[current]; index < graph.pred_begin[current + 1]; ++index) {
+    for (uint32_t index = graph.pred_begin[current]; index < graph.pred_begin[current + 1];
+         ++index) {
       consider(graph.preds[index]);
     }
     if (task.kind == TaskKind::kCompute && task.position > 0) {

@@ -18,7 +18,7 @@ struct CriticalPath {
   Time compute_time;
   int64_t transfers = 0;
   Time transfer_time;
-  Time waiting;                 // makespan − compute_time − transfer_time (gaps on the path)
+  Time waiting;  // makespan − compute_time − transfer_time (gaps on the path)
 };
 
 // Walks back from the last-ending task: at each step, the predecessor (a dependency, the previous

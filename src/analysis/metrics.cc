@@ -91,7 +91,8 @@ Metrics ComputeMetrics(const Schedule& schedule, const std::vector<StageCost>& s
     }
   }
   metrics.bubble_rate_span = worst_rate;
-  const double capacity = static_cast<double>(metrics.makespan.ns()) * static_cast<double>(num_ranks);
+  const double capacity =
+      static_cast<double>(metrics.makespan.ns()) * static_cast<double>(num_ranks);
   const double busy = static_cast<double>(metrics.total_busy.ns());
   if (capacity > 0) metrics.bubble_fraction = 1.0 - busy / capacity;
   if (busy > 0) metrics.bubble_overhead = (capacity - busy) / busy;

@@ -22,14 +22,14 @@ namespace stagecraft {
 
 struct RankMetrics {
   int32_t rank = 0;
-  Time busy;                         // compute time
-  Time idle;                         // makespan − busy
-  Time span;                         // last compute end − first compute start on this rank
+  Time busy;  // compute time
+  Time idle;  // makespan − busy
+  Time span;  // last compute end − first compute start on this rank
   Time first_start;
   Time last_end;
-  int32_t peak_activations = 0;      // chunk activations held at once (F adds, B/I frees)
-  int64_t peak_activation_bytes = 0; // weighted: F adds M_B, I adds M_W − M_B, W and B free
-  int64_t bytes_sent = 0;            // bytes this rank sent to other ranks
+  int32_t peak_activations = 0;       // chunk activations held at once (F adds, B/I frees)
+  int64_t peak_activation_bytes = 0;  // weighted: F adds M_B, I adds M_W − M_B, W and B free
+  int64_t bytes_sent = 0;             // bytes this rank sent to other ranks
   bool operator==(const RankMetrics&) const = default;
 };
 

@@ -31,7 +31,9 @@ class ActionIndex {
  private:
   size_t Slot(const Action& action) const {
     return (static_cast<size_t>(action.stage.value()) * schedule_.num_microbatches +
-            action.microbatch.value()) * 4 + static_cast<size_t>(action.kind);
+            action.microbatch.value()) *
+               4 +
+           static_cast<size_t>(action.kind);
   }
   const Schedule& schedule_;
   std::vector<std::vector<Position>> slots_;
@@ -95,8 +97,8 @@ void CheckStagePlacement(const Schedule& schedule, std::vector<Violation>& out) 
       if (rank == home) continue;
       out.push_back({ViolationKind::kStageOnTwoRanks, rank, "",
                      "stage " + std::to_string(stage) + " is placed on ranks " + list + " (" +
-                         std::to_string(count) + " of its actions on rank " +
-                         std::to_string(rank) + ")",
+                         std::to_string(count) + " of its actions on rank " + std::to_string(rank) +
+                         ")",
                      "a stage's weights live on one rank: move these actions to rank " +
                          std::to_string(home) + ", which holds most of the stage"});
     }
@@ -109,10 +111,9 @@ void CheckDuplicates(const ActionIndex& index, int32_t stage, int32_t microbatch
                           ActionKind::kWeightGrad}) {
     const auto& positions = index.At(stage, kind, microbatch);
     for (size_t copy = 1; copy < positions.size(); ++copy) {
-      out.push_back({ViolationKind::kDuplicateAction, positions[copy].rank,
-                     Name(stage, kind, microbatch),
-                     "action " + Name(stage, kind, microbatch) + " appears more than once",
-                     "keep one copy"});
+      out.push_back(
+          {ViolationKind::kDuplicateAction, positions[copy].rank, Name(stage, kind, microbatch),
+           "action " + Name(stage, kind, microbatch) + " appears more than once", "keep one copy"});
     }
   }
 }
@@ -128,13 +129,14 @@ void CheckCompleteness(const ActionIndex& index, const std::vector<int32_t>& sta
   auto missing = [&](ActionKind kind, const std::string& what) {
     const std::string name = Name(stage, kind, microbatch);
     out.push_back({ViolationKind::kMissingAction, rank, name,
-                   "microbatch " + std::to_string(microbatch) + " has no " + what +
-                       " on stage " + std::to_string(stage) + " (" + name + ")",
+                   "microbatch " + std::to_string(microbatch) + " has no " + what + " on stage " +
+                       std::to_string(stage) + " (" + name + ")",
                    "add " + name + " to " + where});
   };
   if (!forward) missing(ActionKind::kForward, "forward");
   if (full && (input || weight)) {
-    out.push_back({ViolationKind::kMixedBackward, rank, Name(stage, ActionKind::kBackward, microbatch),
+    out.push_back({ViolationKind::kMixedBackward, rank,
+                   Name(stage, ActionKind::kBackward, microbatch),
                    "microbatch " + std::to_string(microbatch) + " on stage " +
                        std::to_string(stage) + " has both a full backward (B) and split I/W",
                    "use either B or the pair I + W"});
@@ -157,8 +159,8 @@ void CheckOrder(const ActionIndex& index, int32_t stage, int32_t microbatch,
     const std::string later = Name(stage, first, microbatch);
     const std::string earlier = Name(stage, second, microbatch);
     out.push_back({kind, b[0].rank, earlier,
-                   earlier + " (position " + std::to_string(b[0].index) + ") runs before " +
-                       later + " (position " + std::to_string(a[0].index) + "): " + what,
+                   earlier + " (position " + std::to_string(b[0].index) + ") runs before " + later +
+                       " (position " + std::to_string(a[0].index) + "): " + what,
                    "move " + later + " before " + earlier + " in rank " +
                        std::to_string(b[0].rank) + "'s row"});
   };
@@ -187,9 +189,11 @@ void CheckDeadlocks(const Schedule& schedule, const std::vector<StageCost>& cost
     const auto deadlock = FindDeadlock(graph.value());
     if (!deadlock) continue;
     const std::string stuck =
-        deadlock->blocked.empty() ? "" : FormatAction(graph.value().tasks[deadlock->blocked.front().head].action);
-    out.push_back({ViolationKind::kDeadlock, deadlock->blocked.empty() ? -1 : deadlock->blocked.front().rank,
-                   stuck,
+        deadlock->blocked.empty()
+            ? ""
+            : FormatAction(graph.value().tasks[deadlock->blocked.front().head].action);
+    out.push_back({ViolationKind::kDeadlock,
+                   deadlock->blocked.empty() ? -1 : deadlock->blocked.front().rank, stuck,
                    std::string("deadlock with ") + P2pModeName(mode) +
                        " point-to-point: no action can run and work remains\n" +
                        FormatDeadlock(graph.value(), *deadlock),
@@ -205,14 +209,22 @@ void CheckDeadlocks(const Schedule& schedule, const std::vector<StageCost>& cost
 
 const char* ViolationKindName(ViolationKind kind) {
   switch (kind) {
-    case ViolationKind::kShape: return "shape";
-    case ViolationKind::kDuplicateAction: return "duplicate-action";
-    case ViolationKind::kMissingAction: return "missing-action";
-    case ViolationKind::kMixedBackward: return "mixed-backward";
-    case ViolationKind::kStageOnTwoRanks: return "stage-on-two-ranks";
-    case ViolationKind::kBackwardBeforeForward: return "backward-before-forward";
-    case ViolationKind::kWeightBeforeInput: return "weight-before-input";
-    case ViolationKind::kDeadlock: return "deadlock";
+    case ViolationKind::kShape:
+      return "shape";
+    case ViolationKind::kDuplicateAction:
+      return "duplicate-action";
+    case ViolationKind::kMissingAction:
+      return "missing-action";
+    case ViolationKind::kMixedBackward:
+      return "mixed-backward";
+    case ViolationKind::kStageOnTwoRanks:
+      return "stage-on-two-ranks";
+    case ViolationKind::kBackwardBeforeForward:
+      return "backward-before-forward";
+    case ViolationKind::kWeightBeforeInput:
+      return "weight-before-input";
+    case ViolationKind::kDeadlock:
+      return "deadlock";
   }
   return "unknown";
 }
@@ -233,9 +245,11 @@ std::vector<Violation> CheckSchedule(const Schedule& schedule,
       CheckOrder(index, stage, microbatch, violations);
     }
   }
-  std::stable_sort(violations.begin(), violations.end(), [](const Violation& a, const Violation& b) {
-    return std::tuple(static_cast<int>(a.kind), a.rank) < std::tuple(static_cast<int>(b.kind), b.rank);
-  });
+  std::stable_sort(violations.begin(), violations.end(),
+                   [](const Violation& a, const Violation& b) {
+                     return std::tuple(static_cast<int>(a.kind), a.rank) <
+                            std::tuple(static_cast<int>(b.kind), b.rank);
+                   });
   if (violations.empty() && static_cast<int32_t>(stage_costs.size()) == schedule.num_stages) {
     CheckDeadlocks(schedule, stage_costs, options, violations);
   }

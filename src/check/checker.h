@@ -36,8 +36,8 @@ struct Violation {
 };
 
 struct CheckOptions {
-  LowerOptions lower;        // costs and links do not change the verdict, only the report
-  bool check_async = true;   // look for deadlocks under async point-to-point
+  LowerOptions lower;       // costs and links do not change the verdict, only the report
+  bool check_async = true;  // look for deadlocks under async point-to-point
   bool check_rendezvous = true;
 };
 

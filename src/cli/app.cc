@@ -14,25 +14,43 @@ constexpr const char* kTimeHelp = "(ns, us, ms, s; a bare number means ms)";
 void AddRunFlags(CLI::App& command, RunFlags& flags) {
   command.add_option("config", flags.config_path,
                      "YAML config (doc/config.md); none = the bundled example");
-  command.add_option("--schedule", flags.schedule, "schedule generator (stagecraft list schedules)");
-  command.add_option("--pp", flags.pp, "pipeline-parallel ranks P");
-  command.add_option("--vpp", flags.vpp, "chunks (virtual stages) per rank V");
-  command.add_option("--microbatches", flags.microbatches, "microbatches per iteration M");
-  command.add_option("--group-size", flags.group_size,
-                     "interleaved-1f1b microbatch group size (default P)");
-  command.add_option("--cost-forward", flags.cost_forward,
-                     std::string("forward time of one microbatch on one rank; each of V chunks "
-                                 "costs T/V ") + kTimeHelp);
-  command.add_option("--cost-input-grad", flags.cost_input_grad,
-                     std::string("input-gradient backward time, same unit ") + kTimeHelp);
-  command.add_option("--cost-weight-grad", flags.cost_weight_grad,
-                     std::string("weight-gradient backward time; full backward = input-grad + "
-                                 "weight-grad ") + kTimeHelp);
-  command.add_option("--cost-p2p", flags.cost_p2p,
-                     std::string("fixed time added to every transfer between two ranks ") + kTimeHelp);
-  command.add_option("--p2p", flags.p2p, "point-to-point semantics: async (default) or rendezvous");
-  command.add_option("--schedule-csv", flags.schedule_csv,
-                     "load the schedule from a torch.distributed.pipelining compute-only CSV");
+  command
+      .add_option("--schedule", flags.schedule, "schedule generator (stagecraft list schedules)")
+      ->type_name("NAME");
+  command.add_option("--pp", flags.pp, "pipeline-parallel ranks P")->type_name("P");
+  command.add_option("--vpp", flags.vpp, "chunks (virtual stages) per rank V")->type_name("V");
+  command.add_option("--microbatches", flags.microbatches, "microbatches per iteration M")
+      ->type_name("M");
+  command
+      .add_option("--group-size", flags.group_size,
+                  "interleaved-1f1b microbatch group size (default P)")
+      ->type_name("G");
+  command
+      .add_option("--cost-forward", flags.cost_forward,
+                  std::string("forward time of one microbatch on one rank; each of V chunks "
+                              "costs T/V ") +
+                      kTimeHelp)
+      ->type_name("T");
+  command
+      .add_option("--cost-input-grad", flags.cost_input_grad,
+                  std::string("input-gradient backward time, same unit ") + kTimeHelp)
+      ->type_name("T");
+  command
+      .add_option("--cost-weight-grad", flags.cost_weight_grad,
+                  std::string("weight-gradient backward time; full backward = input-grad + "
+                              "weight-grad ") +
+                      kTimeHelp)
+      ->type_name("T");
+  command
+      .add_option("--cost-p2p", flags.cost_p2p,
+                  std::string("fixed time added to every transfer between two ranks ") + kTimeHelp)
+      ->type_name("T");
+  command.add_option("--p2p", flags.p2p, "point-to-point semantics: async (default) or rendezvous")
+      ->type_name("MODE");
+  command
+      .add_option("--schedule-csv", flags.schedule_csv,
+                  "load the schedule from a torch.distributed.pipelining compute-only CSV")
+      ->type_name("FILE");
 }
 
 int UsageError(const std::string& message, std::ostream& err) {
@@ -80,19 +98,24 @@ int RunCli(int argc, const char* const* argv, std::ostream& out, std::ostream& e
   AddRunFlags(*simulate, flags);
   simulate->add_flag("--json", output.json, "print one JSON object instead of the table");
   simulate->add_flag("--timeline", output.timeline, "draw an ASCII timeline (small cases)");
-  simulate->add_option("--trace", output.trace_path, "write a Chrome/Perfetto trace to FILE");
-  simulate->add_option("--write-schedule-csv", output.write_schedule_csv,
-                       "write the simulated schedule as a compute-only CSV to FILE");
+  simulate->add_option("--trace", output.trace_path, "write a Chrome/Perfetto trace to FILE")
+      ->type_name("FILE");
+  simulate
+      ->add_option("--write-schedule-csv", output.write_schedule_csv,
+                   "write the simulated schedule as a compute-only CSV to FILE")
+      ->type_name("FILE");
 
-  CLI::App* check = app.add_subcommand("check", "validate a config or a schedule CSV: every "
-                                                "violation, deadlocks in both p2p modes");
+  CLI::App* check = app.add_subcommand("check",
+                                       "validate a config or a schedule CSV: every "
+                                       "violation, deadlocks in both p2p modes");
   AddRunFlags(*check, flags);
 
   CLI::App* derive = app.add_subcommand("derive", "closed-form bubble next to the simulated value");
   AddRunFlags(*derive, flags);
   derive->add_flag("--json", derive_json, "print one JSON object");
 
-  CLI::App* list = app.add_subcommand("list", "list the choices: schedules, placements, p2p, metrics");
+  CLI::App* list =
+      app.add_subcommand("list", "list the choices: schedules, placements, p2p, metrics");
   list->add_option("what", list_what, "schedules | placements | p2p | metrics");
   for (CLI::App* command : {simulate, check, derive, list}) command->allow_extras();
 

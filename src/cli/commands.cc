@@ -81,14 +81,16 @@ int RunSimulate(const RunFlags& flags, const OutputFlags& output, std::ostream& 
   auto run = PrepareRun(flags);
   if (!run.ok()) return Fail(err, run.error());
   if (!output.write_schedule_csv.empty()) {
-    const Status written = WriteTextFile(output.write_schedule_csv, WriteScheduleCsv(run.value().schedule));
+    const Status written =
+        WriteTextFile(output.write_schedule_csv, WriteScheduleCsv(run.value().schedule));
     if (!written.ok()) return Fail(err, written.error());
   }
   Simulated simulated;
   const int code = SimulateRun(run.value(), simulated, err);
   if (code != kExitOk) return code;
   if (!output.trace_path.empty()) {
-    const Status written = WriteTextFile(output.trace_path, FormatChromeTrace(simulated.graph, simulated.trace));
+    const Status written =
+        WriteTextFile(output.trace_path, FormatChromeTrace(simulated.graph, simulated.trace));
     if (!written.ok()) return Fail(err, written.error());
   }
   const RunInfo info = MakeRunInfo(run.value());
@@ -100,7 +102,8 @@ int RunSimulate(const RunFlags& flags, const OutputFlags& output, std::ostream& 
     }
     out << FormatSummary(info, simulated.metrics);
   }
-  if (output.timeline) out << "\n" << FormatTimeline(simulated.graph, simulated.trace, simulated.metrics);
+  if (output.timeline)
+    out << "\n" << FormatTimeline(simulated.graph, simulated.trace, simulated.metrics);
   return kExitOk;
 }
 
@@ -155,8 +158,8 @@ int RunList(const std::string& what, std::ostream& out, std::ostream& err) {
     return Fail(err, Error{"list needs a topic (expected " + JoinChoices(choices) +
                            ", e.g. 'stagecraft list schedules')"});
   }
-  return Fail(err, Error{"cannot list '" + what + "'" + DidYouMean(what, choices) +
-                         " (expected " + JoinChoices(choices) + ")"});
+  return Fail(err, Error{"cannot list '" + what + "'" + DidYouMean(what, choices) + " (expected " +
+                         JoinChoices(choices) + ")"});
 }
 
 }  // namespace stagecraft

@@ -17,10 +17,10 @@ constexpr int kExitViolations = 1;
 constexpr int kExitBadInput = 2;
 
 struct OutputFlags {
-  bool json = false;                  // --json
-  bool timeline = false;              // --timeline
-  std::string trace_path;             // --trace FILE
-  std::string write_schedule_csv;     // --write-schedule-csv FILE
+  bool json = false;               // --json
+  bool timeline = false;           // --timeline
+  std::string trace_path;          // --trace FILE
+  std::string write_schedule_csv;  // --write-schedule-csv FILE
 };
 
 // A finished simulation.

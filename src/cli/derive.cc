@@ -26,9 +26,10 @@ std::string DeriveText(const PreparedRun& run, const ClosedForm& form, const Met
   const StageCost& chunk = run.stage_costs.front();
   std::string text = "stagecraft derive: " + run.label + "\n";
   text += "schedule " + run.schedule.name + ", p = " + std::to_string(run.schedule.num_ranks) +
-          ", v = " + std::to_string(run.schedule.chunks_per_rank()) + ", m = " +
-          std::to_string(run.schedule.num_microbatches) + "; per chunk F = " +
-          FormatMs(chunk.forward) + " ms, B = I + W = " + FormatMs(chunk.backward()) + " ms\n";
+          ", v = " + std::to_string(run.schedule.chunks_per_rank()) +
+          ", m = " + std::to_string(run.schedule.num_microbatches) +
+          "; per chunk F = " + FormatMs(chunk.forward) +
+          " ms, B = I + W = " + FormatMs(chunk.backward()) + " ms\n";
   text += "source: " + form.source + "\n";
   text += "exact for: " + form.assumption + "\n\n";
   text += "  " + form.makespan_formula + "\n";
@@ -87,8 +88,9 @@ int RunDerive(const RunFlags& flags, bool json, std::ostream& out, std::ostream&
   const int code = SimulateRun(run.value(), simulated, err);
   if (code != kExitOk) return code;
   const CriticalPath path = FindCriticalPath(simulated.graph, simulated.trace);
-  const GapExplanation gap = ExplainGap(form.value(), simulated.metrics, path,
-                                        run.value().lower.cost_p2p, run.value().lower.cluster.given);
+  const GapExplanation gap =
+      ExplainGap(form.value(), simulated.metrics, path, run.value().lower.cost_p2p,
+                 run.value().lower.cluster.given);
   out << (json ? DeriveJson(run.value(), form.value(), simulated.metrics, gap)
                : DeriveText(run.value(), form.value(), simulated.metrics, gap));
   return kExitOk;

@@ -3,6 +3,4 @@
 
 #include "cli/app.h"
 
-int main(int argc, char** argv) {
-  return stagecraft::RunCli(argc, argv, std::cout, std::cerr);
-}
+int main(int argc, char** argv) { return stagecraft::RunCli(argc, argv, std::cout, std::cerr); }

@@ -2,10 +2,10 @@
 
 #include <charconv>
 #include <filesystem>
-#include <limits>
-#include <system_error>
 #include <fstream>
+#include <limits>
 #include <sstream>
+#include <system_error>
 
 #include "cli/bundled_config.h"
 #include "core/suggest.h"
@@ -64,13 +64,16 @@ Status ApplyFlags(const RunFlags& flags, Config& config) {
   STAGECRAFT_RETURN_IF_ERROR(ApplyCount(flags.vpp, "--vpp", config.parallel.vpp));
   STAGECRAFT_RETURN_IF_ERROR(
       ApplyCount(flags.microbatches, "--microbatches", config.parallel.microbatches));
-  STAGECRAFT_RETURN_IF_ERROR(ApplyCount(flags.group_size, "--group-size", config.schedule.group_size));
-  STAGECRAFT_RETURN_IF_ERROR(ApplyDuration(flags.cost_forward, "--cost-forward", true, config.model.forward));
+  STAGECRAFT_RETURN_IF_ERROR(
+      ApplyCount(flags.group_size, "--group-size", config.schedule.group_size));
+  STAGECRAFT_RETURN_IF_ERROR(
+      ApplyDuration(flags.cost_forward, "--cost-forward", true, config.model.forward));
   STAGECRAFT_RETURN_IF_ERROR(
       ApplyDuration(flags.cost_input_grad, "--cost-input-grad", true, config.model.input_grad));
   STAGECRAFT_RETURN_IF_ERROR(
       ApplyDuration(flags.cost_weight_grad, "--cost-weight-grad", false, config.model.weight_grad));
-  STAGECRAFT_RETURN_IF_ERROR(ApplyDuration(flags.cost_p2p, "--cost-p2p", false, config.schedule.cost_p2p));
+  STAGECRAFT_RETURN_IF_ERROR(
+      ApplyDuration(flags.cost_p2p, "--cost-p2p", false, config.schedule.cost_p2p));
   if (flags.p2p) {
     if (*flags.p2p == "async") {
       config.schedule.p2p = P2pMode::kAsync;
@@ -112,13 +115,13 @@ Result<Schedule> LoadCsvSchedule(const std::string& path, const RunFlags& flags,
     }
     return Status::Ok();
   };
-  STAGECRAFT_RETURN_IF_ERROR(disagree(flags.pp, "--pp", "parallel.pp",
-                                      parallel.pp != loaded.num_ranks,
-                                      "has " + std::to_string(loaded.num_ranks) + " rows (one per rank)"));
-  STAGECRAFT_RETURN_IF_ERROR(disagree(
-      flags.vpp, "--vpp", "parallel.vpp", parallel.vpp * loaded.num_ranks != loaded.num_stages,
-      "has " + std::to_string(loaded.num_stages) + " stages on " +
-          std::to_string(loaded.num_ranks) + " ranks"));
+  STAGECRAFT_RETURN_IF_ERROR(
+      disagree(flags.pp, "--pp", "parallel.pp", parallel.pp != loaded.num_ranks,
+               "has " + std::to_string(loaded.num_ranks) + " rows (one per rank)"));
+  STAGECRAFT_RETURN_IF_ERROR(disagree(flags.vpp, "--vpp", "parallel.vpp",
+                                      parallel.vpp * loaded.num_ranks != loaded.num_stages,
+                                      "has " + std::to_string(loaded.num_stages) + " stages on " +
+                                          std::to_string(loaded.num_ranks) + " ranks"));
   if (flags.microbatches) {
     if (parallel.microbatches < loaded.num_microbatches) {
       return Error{"--microbatches " + *flags.microbatches + " is less than the " +
@@ -126,10 +129,10 @@ Result<Schedule> LoadCsvSchedule(const std::string& path, const RunFlags& flags,
     }
     loaded.num_microbatches = parallel.microbatches;
   } else {
-    STAGECRAFT_RETURN_IF_ERROR(disagree(
-        flags.microbatches, "--microbatches", "parallel.microbatches",
-        parallel.microbatches != loaded.num_microbatches,
-        "uses " + std::to_string(loaded.num_microbatches) + " microbatches"));
+    STAGECRAFT_RETURN_IF_ERROR(
+        disagree(flags.microbatches, "--microbatches", "parallel.microbatches",
+                 parallel.microbatches != loaded.num_microbatches,
+                 "uses " + std::to_string(loaded.num_microbatches) + " microbatches"));
   }
   return loaded;
 }

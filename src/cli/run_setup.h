@@ -32,8 +32,8 @@ struct RunFlags {
 
 struct PreparedRun {
   Config config;
-  ConfigLocations locations;       // where each config key was written
-  std::string label;               // what runs: "file.yaml" or "bundled example '...'"
+  ConfigLocations locations;  // where each config key was written
+  std::string label;          // what runs: "file.yaml" or "bundled example '...'"
   Schedule schedule;
   std::vector<StageCost> stage_costs;
   LowerOptions lower;

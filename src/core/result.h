@@ -34,7 +34,7 @@ class [[nodiscard]] Status {
 template <typename T>
 class [[nodiscard]] Result {
  public:
-  Result(T value) : data_(std::move(value)) {}   // NOLINT: implicit by design
+  Result(T value) : data_(std::move(value)) {}      // NOLINT: implicit by design
   Result(Error error) : data_(std::move(error)) {}  // NOLINT: implicit by design
 
   bool ok() const { return std::holds_alternative<T>(data_); }
@@ -63,12 +63,12 @@ class [[nodiscard]] Result {
 };
 
 // Returns early from the enclosing function when `expr` (a Status or Result) failed.
-#define STAGECRAFT_RETURN_IF_ERROR(expr)              \
-  do {                                                \
-    auto stagecraft_status_ = (expr);                 \
-    if (!stagecraft_status_.ok()) {                   \
+#define STAGECRAFT_RETURN_IF_ERROR(expr)                      \
+  do {                                                        \
+    auto stagecraft_status_ = (expr);                         \
+    if (!stagecraft_status_.ok()) {                           \
       return ::stagecraft::Error{stagecraft_status_.error()}; \
-    }                                                 \
+    }                                                         \
   } while (false)
 
 }  // namespace stagecraft

@@ -19,8 +19,8 @@ int EditDistance(std::string_view a, std::string_view b) {
   for (size_t row = 1; row <= a.size(); ++row) {
     for (size_t col = 1; col <= b.size(); ++col) {
       const int substitution = SameLetter(a[row - 1], b[col - 1]) ? 0 : 1;
-      d[row][col] = std::min({d[row - 1][col] + 1, d[row][col - 1] + 1,
-                              d[row - 1][col - 1] + substitution});
+      d[row][col] =
+          std::min({d[row - 1][col] + 1, d[row][col - 1] + 1, d[row - 1][col - 1] + substitution});
       if (row > 1 && col > 1 && SameLetter(a[row - 1], b[col - 2]) &&
           SameLetter(a[row - 2], b[col - 1])) {
         d[row][col] = std::min(d[row][col], d[row - 2][col - 2] + 1);

@@ -61,10 +61,11 @@ Result<long double> Scale(const Quantity& quantity, const Table& table, std::str
   std::string expected;
   for (const auto& [unit, factor] : table) {
     if (quantity.unit == unit) return quantity.number * factor;
-    if (!std::string_view(unit).empty()) expected += (expected.empty() ? "" : ", ") + std::string(unit);
+    if (!std::string_view(unit).empty())
+      expected += (expected.empty() ? "" : ", ") + std::string(unit);
   }
-  return Error{"bad unit '" + quantity.unit + "' in " + std::string(kind) + " '" + std::string(raw) +
-               "' (expected one of " + expected + ")"};
+  return Error{"bad unit '" + quantity.unit + "' in " + std::string(kind) + " '" +
+               std::string(raw) + "' (expected one of " + expected + ")"};
 }
 
 }  // namespace
@@ -85,11 +86,16 @@ Result<Time> ParseDuration(std::string_view raw) {
 Result<int64_t> ParseBytes(std::string_view raw) {
   auto quantity = SplitQuantity(raw, "size", "B, KB, MB, GB, TB, KiB, MiB, GiB or TiB");
   if (!quantity.ok()) return quantity.error();
-  static constexpr std::pair<const char*, long double> kUnits[] = {
-      {"", 1.0L},          {"B", 1.0L},           {"KB", 1e3L},
-      {"MB", 1e6L},        {"GB", 1e9L},          {"TB", 1e12L},
-      {"KiB", 1024.0L},    {"MiB", 1048576.0L},   {"GiB", 1073741824.0L},
-      {"TiB", 1099511627776.0L}};
+  static constexpr std::pair<const char*, long double> kUnits[] = {{"", 1.0L},
+                                                                   {"B", 1.0L},
+                                                                   {"KB", 1e3L},
+                                                                   {"MB", 1e6L},
+                                                                   {"GB", 1e9L},
+                                                                   {"TB", 1e12L},
+                                                                   {"KiB", 1024.0L},
+                                                                   {"MiB", 1048576.0L},
+                                                                   {"GiB", 1073741824.0L},
+                                                                   {"TiB", 1099511627776.0L}};
   auto bytes = Scale(quantity.value(), kUnits, raw, "size");
   if (!bytes.ok()) return bytes.error();
   if (!std::isfinite(static_cast<double>(bytes.value())) || std::fabs(bytes.value()) > 9e18L) {
@@ -103,10 +109,10 @@ Result<double> ParseBandwidth(std::string_view raw) {
                                 "B/s, KB/s, MB/s, GB/s, TB/s, KiB/s, MiB/s, GiB/s, Gb/s or Tb/s");
   if (!quantity.ok()) return quantity.error();
   static constexpr std::pair<const char*, long double> kUnits[] = {
-      {"", 1.0L},           {"B/s", 1.0L},          {"KB/s", 1e3L},
-      {"MB/s", 1e6L},       {"GB/s", 1e9L},         {"TB/s", 1e12L},
-      {"KiB/s", 1024.0L},   {"MiB/s", 1048576.0L},  {"GiB/s", 1073741824.0L},
-      {"Gb/s", 1e9L / 8},   {"Tb/s", 1e12L / 8}};
+      {"", 1.0L},         {"B/s", 1.0L},         {"KB/s", 1e3L},
+      {"MB/s", 1e6L},     {"GB/s", 1e9L},        {"TB/s", 1e12L},
+      {"KiB/s", 1024.0L}, {"MiB/s", 1048576.0L}, {"GiB/s", 1073741824.0L},
+      {"Gb/s", 1e9L / 8}, {"Tb/s", 1e12L / 8}};
   auto rate = Scale(quantity.value(), kUnits, raw, "bandwidth");
   if (!rate.ok()) return rate.error();
   return static_cast<double>(rate.value());

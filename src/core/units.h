@@ -1,7 +1,7 @@
 // Parsing of quantities with units, as users write them in configs and flags.
 //   durations: "1.5ms", "200us", "3ns", "2s"; a bare number means milliseconds.
-//   sizes:     "4096", "64KiB", "1.5GB" (KB/MB/GB/TB = 1e3.., KiB/MiB/GiB/TiB = 2^10..); bare = bytes.
-//   bandwidth: "300GB/s", "25GiB/s", "400Gb/s" (bits); a bare number means bytes per second.
+//   sizes:     "4096", "64KiB", "1.5GB" (KB/MB/GB/TB = 1e3.., KiB/MiB/GiB/TiB = 2^10..); bare =
+//   bytes. bandwidth: "300GB/s", "25GiB/s", "400Gb/s" (bits); a bare number means bytes per second.
 // Errors carry only "what"; callers prefix "where".
 #pragma once
 

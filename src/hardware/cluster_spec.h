@@ -10,17 +10,17 @@
 namespace stagecraft {
 
 struct LinkSpec {
-  Time latency;                         // per transfer; default 0
-  double bandwidth_bytes_per_s = 0.0;   // 0 = infinite (bytes cost nothing)
+  Time latency;                        // per transfer; default 0
+  double bandwidth_bytes_per_s = 0.0;  // 0 = infinite (bytes cost nothing)
   bool operator==(const LinkSpec&) const = default;
 };
 
 struct ClusterSpec {
-  bool given = false;           // false: no cluster in the config; transfers cost only cost_p2p
-  int32_t devices_per_node = 8; // devices sharing the intra-node links
-  int32_t nodes = 1;            // number of nodes
-  LinkSpec intra_node;          // e.g. NVLink
-  LinkSpec inter_node;          // e.g. InfiniBand / RoCE
+  bool given = false;            // false: no cluster in the config; transfers cost only cost_p2p
+  int32_t devices_per_node = 8;  // devices sharing the intra-node links
+  int32_t nodes = 1;             // number of nodes
+  LinkSpec intra_node;           // e.g. NVLink
+  LinkSpec inter_node;           // e.g. InfiniBand / RoCE
   bool operator==(const ClusterSpec&) const = default;
 
   int32_t num_devices() const { return devices_per_node * nodes; }

@@ -145,7 +145,8 @@ Status Reader::ReadMap(const Field& field, const std::vector<KeyHandler>& handle
     }
     const Field child{entry.first, entry.second, field.path.empty() ? key : field.path + "." + key};
     if (locations_ != nullptr) {
-      const std::string where = Where(entry.second.IsNull() ? entry.first.Mark() : entry.second.Mark());
+      const std::string where =
+          Where(entry.second.IsNull() ? entry.first.Mark() : entry.second.Mark());
       locations_->by_path[child.path] = where.substr(0, where.size() - 2);  // drop ": "
     }
     STAGECRAFT_RETURN_IF_ERROR(handler.value()->apply(child));

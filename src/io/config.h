@@ -23,11 +23,11 @@ struct ParallelSpec {
 };
 
 struct ScheduleSpec {
-  std::string name = "1f1b";     // a generator from `stagecraft list schedules`
-  int32_t group_size = 0;        // interleaved-1f1b microbatch group size; 0 = pp
-  P2pMode p2p = P2pMode::kAsync; // point-to-point semantics: async | rendezvous
-  Time cost_p2p;                 // fixed time added to every transfer between two ranks; 0
-  std::string csv;               // a schedule CSV file to load instead of a generator; ""
+  std::string name = "1f1b";      // a generator from `stagecraft list schedules`
+  int32_t group_size = 0;         // interleaved-1f1b microbatch group size; 0 = pp
+  P2pMode p2p = P2pMode::kAsync;  // point-to-point semantics: async | rendezvous
+  Time cost_p2p;                  // fixed time added to every transfer between two ranks; 0
+  std::string csv;                // a schedule CSV file to load instead of a generator; ""
   bool operator==(const ScheduleSpec&) const = default;
 };
 

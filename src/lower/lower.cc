@@ -50,8 +50,9 @@ class Lowering {
     }
     if (options_.mode == P2pMode::kRendezvous) AddRendezvousEdges();
     BuildAdjacency(graph_, edges_);
-    std::sort(graph_.links.begin(), graph_.links.end(),
-              [](const Link& a, const Link& b) { return std::pair(a.from, a.to) < std::pair(b.from, b.to); });
+    std::sort(graph_.links.begin(), graph_.links.end(), [](const Link& a, const Link& b) {
+      return std::pair(a.from, a.to) < std::pair(b.from, b.to);
+    });
     RenumberLinks();
     return std::move(graph_);
   }
@@ -59,7 +60,9 @@ class Lowering {
  private:
   size_t Slot(const Action& action) const {
     return (static_cast<size_t>(action.stage.value()) * schedule_.num_microbatches +
-            action.microbatch.value()) * 4 + static_cast<size_t>(action.kind);
+            action.microbatch.value()) *
+               4 +
+           static_cast<size_t>(action.kind);
   }
   uint32_t Find(int32_t stage, ActionKind kind, MicrobatchId microbatch) const {
     return index_[Slot(Action{StageId(stage), kind, microbatch})];
@@ -82,10 +85,18 @@ class Lowering {
     task.position = static_cast<int32_t>(graph_.programs[rank].size());
     const StageCost& cost = costs_[action.stage.value()];
     switch (action.kind) {
-      case ActionKind::kForward: task.duration = cost.forward; break;
-      case ActionKind::kBackward: task.duration = cost.backward(); break;
-      case ActionKind::kInputGrad: task.duration = cost.input_grad; break;
-      case ActionKind::kWeightGrad: task.duration = cost.weight_grad; break;
+      case ActionKind::kForward:
+        task.duration = cost.forward;
+        break;
+      case ActionKind::kBackward:
+        task.duration = cost.backward();
+        break;
+      case ActionKind::kInputGrad:
+        task.duration = cost.input_grad;
+        break;
+      case ActionKind::kWeightGrad:
+        task.duration = cost.weight_grad;
+        break;
     }
     graph_.programs[rank].push_back(slot);
     graph_.tasks.push_back(task);
@@ -200,7 +211,8 @@ class Lowering {
   void AddRendezvousEdges() {
     std::vector<std::vector<uint32_t>> by_link(graph_.links.size());
     for (uint32_t id = 0; id < graph_.tasks.size(); ++id) {
-      if (graph_.tasks[id].kind == TaskKind::kTransfer) by_link[graph_.tasks[id].link].push_back(id);
+      if (graph_.tasks[id].kind == TaskKind::kTransfer)
+        by_link[graph_.tasks[id].link].push_back(id);
     }
     auto position = [&](uint32_t task) { return graph_.tasks[task].position; };
     for (auto& transfers : by_link) {

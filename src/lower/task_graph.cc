@@ -2,9 +2,7 @@
 
 namespace stagecraft {
 
-const char* P2pModeName(P2pMode mode) {
-  return mode == P2pMode::kAsync ? "async" : "rendezvous";
-}
+const char* P2pModeName(P2pMode mode) { return mode == P2pMode::kAsync ? "async" : "rendezvous"; }
 
 std::string DescribeTask(const TaskGraph& graph, uint32_t task_id) {
   const Task& task = graph.tasks[task_id];

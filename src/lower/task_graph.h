@@ -29,14 +29,14 @@ enum class PayloadKind : uint8_t { kNone, kActivation, kGradient };
 struct Task {
   TaskKind kind = TaskKind::kCompute;
   PayloadKind payload = PayloadKind::kNone;  // transfers only
-  int32_t rank = 0;          // compute: its device; transfer: the sending device
-  int32_t peer = -1;         // transfer: the receiving device
-  int32_t link = -1;         // transfer: index into TaskGraph::links
+  int32_t rank = 0;                          // compute: its device; transfer: the sending device
+  int32_t peer = -1;                         // transfer: the receiving device
+  int32_t link = -1;                         // transfer: index into TaskGraph::links
   Time duration;
-  int64_t bytes = 0;         // transfer: bytes moved
-  Action action;             // compute: the action; transfer: the producing action
-  Action consumer;           // transfer: the action that needs it
-  int32_t position = -1;     // compute: index in its rank's program
+  int64_t bytes = 0;                    // transfer: bytes moved
+  Action action;                        // compute: the action; transfer: the producing action
+  Action consumer;                      // transfer: the action that needs it
+  int32_t position = -1;                // compute: index in its rank's program
   uint32_t producer_task = UINT32_MAX;  // transfer: the compute task that makes the data
   uint32_t consumer_task = UINT32_MAX;  // transfer: the compute task that needs it
 };
@@ -50,8 +50,8 @@ struct TaskGraph {
   P2pMode mode = P2pMode::kAsync;
   int32_t num_ranks = 0;
   std::vector<Task> tasks;
-  std::vector<Link> links;                       // directed, sorted by (from, to)
-  std::vector<std::vector<uint32_t>> programs;   // [rank] → compute task ids, program order
+  std::vector<Link> links;                      // directed, sorted by (from, to)
+  std::vector<std::vector<uint32_t>> programs;  // [rank] → compute task ids, program order
   // Dependencies in compressed rows: predecessors of task t are
   // preds[pred_begin[t] .. pred_begin[t+1]); successors likewise.
   std::vector<uint32_t> pred_begin;

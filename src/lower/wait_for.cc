@@ -99,8 +99,9 @@ std::string DescribeWait(const TaskGraph& graph, const WaitEdge& edge) {
       reason = "rendezvous: the receive is posted only when the receiver finishes this action";
       break;
     case WaitReason::kSendOrder:
-      reason = "rendezvous: sends between two ranks match receives in issue order, and the "
-               "sender issues this one first";
+      reason =
+          "rendezvous: sends between two ranks match receives in issue order, and the "
+          "sender issues this one first";
       break;
     case WaitReason::kReceiveOrder:
       reason = "rendezvous: the receiver posts its receives in program order, this one first";

@@ -29,8 +29,8 @@ struct WaitEdge {
 // What one rank's next action waits for when the graph is stuck.
 struct BlockedRank {
   int32_t rank = 0;
-  uint32_t head = 0;               // the rank's first unfinished compute task
-  std::vector<WaitEdge> waits;     // every unmet dependency of the head
+  uint32_t head = 0;            // the rank's first unfinished compute task
+  std::vector<WaitEdge> waits;  // every unmet dependency of the head
 };
 
 struct Deadlock {

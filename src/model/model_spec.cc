@@ -5,9 +5,7 @@
 namespace stagecraft {
 namespace {
 
-int64_t DivideRounded(int64_t value, int64_t divisor) {
-  return (value + divisor / 2) / divisor;
-}
+int64_t DivideRounded(int64_t value, int64_t divisor) { return (value + divisor / 2) / divisor; }
 
 }  // namespace
 

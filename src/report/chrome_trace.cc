@@ -19,18 +19,22 @@ std::string Micros(Time time) {
 
 const char* KindWord(ActionKind kind) {
   switch (kind) {
-    case ActionKind::kForward: return "forward";
-    case ActionKind::kBackward: return "backward";
-    case ActionKind::kInputGrad: return "input-grad";
-    case ActionKind::kWeightGrad: return "weight-grad";
+    case ActionKind::kForward:
+      return "forward";
+    case ActionKind::kBackward:
+      return "backward";
+    case ActionKind::kInputGrad:
+      return "input-grad";
+    case ActionKind::kWeightGrad:
+      return "weight-grad";
   }
   return "?";
 }
 
 std::string OpName(const Action& action) {
-  return std::string(1, ActionKindLetter(action.kind)) + " mb=" +
-         std::to_string(action.microbatch.value()) + " stage=" +
-         std::to_string(action.stage.value());
+  return std::string(1, ActionKindLetter(action.kind)) +
+         " mb=" + std::to_string(action.microbatch.value()) +
+         " stage=" + std::to_string(action.stage.value());
 }
 
 struct Row {
@@ -49,7 +53,8 @@ void WriteThreadNames(JsonWriter& json, int32_t ranks, const TaskGraph& graph) {
   };
   for (int32_t rank = 0; rank < ranks; ++rank) {
     json.BeginObject().Key("ph").String("M").Key("name").String("process_name");
-    json.Key("pid").Int(rank).Key("args").BeginObject().Key("name").String("rank " + std::to_string(rank));
+    json.Key("pid").Int(rank).Key("args").BeginObject().Key("name").String("rank " +
+                                                                           std::to_string(rank));
     json.EndObject().EndObject();
     json.BeginObject().Key("ph").String("M").Key("name").String("process_sort_index");
     json.Key("pid").Int(rank).Key("args").BeginObject().Key("sort_index").Int(rank);
@@ -90,9 +95,10 @@ std::string FormatChromeTrace(const TaskGraph& graph, const Trace& trace) {
     const TaskTiming& timing = trace.timings[row.task];
     const bool compute = info.kind == TaskKind::kCompute;
     json.BeginObject().Key("ph").String("X");
-    json.Key("name").String(compute ? OpName(info.action)
-                                    : (info.payload == PayloadKind::kGradient ? "send grad " : "send act ") +
-                                          FormatAction(info.action) + " -> " + FormatAction(info.consumer));
+    json.Key("name").String(
+        compute ? OpName(info.action)
+                : (info.payload == PayloadKind::kGradient ? "send grad " : "send act ") +
+                      FormatAction(info.action) + " -> " + FormatAction(info.consumer));
     json.Key("cat").String(compute ? KindWord(info.action.kind) : "p2p");
     json.Key("pid").Int(row.pid).Key("tid").Int(row.tid);
     json.Key("ts").Raw(Micros(timing.start)).Key("dur").Raw(Micros(timing.end - timing.start));

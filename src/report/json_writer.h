@@ -23,7 +23,7 @@ class JsonWriter {
   JsonWriter& Int(int64_t value);
   JsonWriter& Fixed(double value, int decimals);  // e.g. 0.272727 with decimals = 6
   JsonWriter& Bool(bool value);
-  JsonWriter& Raw(std::string_view number);       // a pre-formatted number
+  JsonWriter& Raw(std::string_view number);  // a pre-formatted number
 
   const std::string& text() const { return text_; }
 

@@ -52,7 +52,8 @@ std::string FormatTimeline(const TaskGraph& graph, const Trace& trace, const Met
       const bool odd_chunk = (info.action.stage.value() / num_ranks) % 2 == 1;
       const char letter = ActionKindLetter(info.action.kind);
       const char shown = odd_chunk ? static_cast<char>(std::tolower(letter)) : letter;
-      const std::string label = std::string(1, shown) + std::to_string(info.action.microbatch.value());
+      const std::string label =
+          std::string(1, shown) + std::to_string(info.action.microbatch.value());
       const char fill = odd_chunk ? '-' : '=';
       for (size_t column = begin; column < end; ++column) {
         const size_t offset = column - begin;

@@ -43,8 +43,10 @@ bool ReadIndex(std::string_view text, size_t& pos, int32_t& value) {
 
 Result<Action> ParseAction(std::string_view raw) {
   std::string_view text = raw;
-  while (!text.empty() && std::isspace(static_cast<unsigned char>(text.front()))) text.remove_prefix(1);
-  while (!text.empty() && std::isspace(static_cast<unsigned char>(text.back()))) text.remove_suffix(1);
+  while (!text.empty() && std::isspace(static_cast<unsigned char>(text.front())))
+    text.remove_prefix(1);
+  while (!text.empty() && std::isspace(static_cast<unsigned char>(text.back())))
+    text.remove_suffix(1);
   const std::string quoted = "'" + std::string(text) + "'";
   const std::string expected = " (expected {stage}{F|B|I|W}{microbatch}, e.g. '2F0')";
   size_t pos = 0;
@@ -66,8 +68,8 @@ Result<Action> ParseAction(std::string_view raw) {
       action.kind = ActionKind::kWeightGrad;
       break;
     default:
-      return Error{"bad action " + quoted + ": unknown kind '" + std::string(1, text[pos]) +
-                   "'" + expected};
+      return Error{"bad action " + quoted + ": unknown kind '" + std::string(1, text[pos]) + "'" +
+                   expected};
   }
   ++pos;
   int32_t microbatch = 0;

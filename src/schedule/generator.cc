@@ -22,7 +22,8 @@ const std::vector<ScheduleGenerator>& ScheduleGenerators() {
 
 std::vector<std::string> ScheduleNames() {
   std::vector<std::string> names;
-  for (const ScheduleGenerator& generator : ScheduleGenerators()) names.emplace_back(generator.name);
+  for (const ScheduleGenerator& generator : ScheduleGenerators())
+    names.emplace_back(generator.name);
   return names;
 }
 
@@ -36,7 +37,8 @@ Result<const ScheduleGenerator*> FindScheduleGenerator(std::string_view name) {
 
 Status CheckBasicParams(const GeneratorParams& params, std::string_view name) {
   const std::string prefix = std::string(name) + ": ";
-  if (params.pp < 1) return Error{prefix + "pp must be at least 1, got " + std::to_string(params.pp)};
+  if (params.pp < 1)
+    return Error{prefix + "pp must be at least 1, got " + std::to_string(params.pp)};
   if (params.vpp < 1) {
     return Error{prefix + "vpp must be at least 1, got " + std::to_string(params.vpp)};
   }

@@ -27,18 +27,18 @@ Status CheckInterleavedParams(const GeneratorParams& params, int32_t group) {
                  " (Megatron requires pp <= group size; use --group-size " + p + " or more)"};
   }
   if (group > params.microbatches) {
-    return Error{"interleaved-1f1b: microbatch group size " + g + " exceeds microbatches m = " +
-                 m + " (Megatron requires group size <= m; use --microbatches " + g +
+    return Error{"interleaved-1f1b: microbatch group size " + g + " exceeds microbatches m = " + m +
+                 " (Megatron requires group size <= m; use --microbatches " + g +
                  " or more, or a smaller group size)"};
   }
   const int32_t remainder = params.microbatches % group;
   if (remainder != 0 && remainder < params.pp) {
-    return Error{"interleaved-1f1b: microbatches m = " + m + " leave a last group of " +
-                 std::to_string(remainder) + " (m mod group size " + g +
-                 "), fewer than pp = " + p +
-                 " (Megatron requires m mod group size to be 0 or at least pp; try --microbatches " +
-                 std::to_string(params.microbatches - remainder) + " or " +
-                 std::to_string(params.microbatches - remainder + group) + ")"};
+    return Error{
+        "interleaved-1f1b: microbatches m = " + m + " leave a last group of " +
+        std::to_string(remainder) + " (m mod group size " + g + "), fewer than pp = " + p +
+        " (Megatron requires m mod group size to be 0 or at least pp; try --microbatches " +
+        std::to_string(params.microbatches - remainder) + " or " +
+        std::to_string(params.microbatches - remainder + group) + ")"};
   }
   return Status::Ok();
 }

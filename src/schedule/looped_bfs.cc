@@ -14,14 +14,14 @@ Result<Schedule> GenerateLoopedBfs(const GeneratorParams& params) {
     actions.reserve(2 * static_cast<size_t>(params.microbatches) * params.vpp);
     for (int32_t chunk = 0; chunk < params.vpp; ++chunk) {
       for (int32_t microbatch = 0; microbatch < params.microbatches; ++microbatch) {
-        actions.push_back({StageId(chunk * params.pp + rank), ActionKind::kForward,
-                           MicrobatchId(microbatch)});
+        actions.push_back(
+            {StageId(chunk * params.pp + rank), ActionKind::kForward, MicrobatchId(microbatch)});
       }
     }
     for (int32_t chunk = params.vpp - 1; chunk >= 0; --chunk) {
       for (int32_t microbatch = 0; microbatch < params.microbatches; ++microbatch) {
-        actions.push_back({StageId(chunk * params.pp + rank), ActionKind::kBackward,
-                           MicrobatchId(microbatch)});
+        actions.push_back(
+            {StageId(chunk * params.pp + rank), ActionKind::kBackward, MicrobatchId(microbatch)});
       }
     }
   }

@@ -24,10 +24,10 @@ Result<Placement> ParsePlacement(const std::string& name);
 DeviceId StageToRank(StageId stage, int32_t num_ranks, Placement placement);
 
 struct Schedule {
-  std::string name;             // generator name, or "csv"
-  int32_t num_ranks = 0;        // pp
-  int32_t num_stages = 0;       // pp * vpp
-  int32_t num_microbatches = 0; // m
+  std::string name;              // generator name, or "csv"
+  int32_t num_ranks = 0;         // pp
+  int32_t num_stages = 0;        // pp * vpp
+  int32_t num_microbatches = 0;  // m
   Placement placement = Placement::kLoop;
   std::vector<std::vector<Action>> rank_actions;  // [rank] → program order
 

@@ -59,7 +59,8 @@ Result<Schedule> ParseScheduleCsv(std::string_view text, std::string_view source
     schedule.rank_actions.pop_back();  // trailing blank lines
   }
   if (schedule.rank_actions.empty()) {
-    return Error{std::string(source) + ": the schedule CSV has no rows (expected one row of "
+    return Error{std::string(source) +
+                 ": the schedule CSV has no rows (expected one row of "
                  "actions per rank, e.g. '0F0,0F1,0B0,0B1')"};
   }
   schedule.num_ranks = static_cast<int32_t>(schedule.rank_actions.size());
@@ -74,8 +75,8 @@ Result<Schedule> ParseScheduleCsv(std::string_view text, std::string_view source
   schedule.num_stages = max_stage + 1;
   schedule.num_microbatches = max_microbatch + 1;
   schedule.placement = Placement::kLoop;
-  if (schedule.num_stages == 2 * schedule.num_ranks && !AllStagesMatch(schedule, Placement::kLoop) &&
-      AllStagesMatch(schedule, Placement::kV)) {
+  if (schedule.num_stages == 2 * schedule.num_ranks &&
+      !AllStagesMatch(schedule, Placement::kLoop) && AllStagesMatch(schedule, Placement::kV)) {
     schedule.placement = Placement::kV;
   }
   return schedule;

@@ -21,10 +21,10 @@ struct TaskTiming {
 };
 
 struct Trace {
-  std::vector<TaskTiming> timings;  // [task]; valid where finished[task]
-  std::vector<uint8_t> finished;    // [task]
-  std::optional<Deadlock> deadlock; // set when the run could not finish
-  uint64_t events = 0;              // events handled (for throughput figures)
+  std::vector<TaskTiming> timings;   // [task]; valid where finished[task]
+  std::vector<uint8_t> finished;     // [task]
+  std::optional<Deadlock> deadlock;  // set when the run could not finish
+  uint64_t events = 0;               // events handled (for throughput figures)
 };
 
 // Owns its clock and queue; holds the graph by reference (it must outlive Run()). Two
@@ -51,11 +51,11 @@ class Simulator {
 
   const TaskGraph& graph_;
   Trace trace_;
-  std::vector<SimTask> tasks_;          // [task]
-  std::vector<uint32_t> missing_;       // [task] unmet dependencies; 0 = ready
-  std::vector<size_t> stream_next_;     // [rank] position of the next action in its program
-  std::vector<uint8_t> stream_busy_;    // [rank]
-  std::vector<Time> link_free_;         // [link] when its last transfer so far ends
+  std::vector<SimTask> tasks_;        // [task]
+  std::vector<uint32_t> missing_;     // [task] unmet dependencies; 0 = ready
+  std::vector<size_t> stream_next_;   // [rank] position of the next action in its program
+  std::vector<uint8_t> stream_busy_;  // [rank]
+  std::vector<Time> link_free_;       // [link] when its last transfer so far ends
 };
 
 // Convenience: Simulator(graph).Run().

@@ -16,7 +16,7 @@ struct Position {
 class ActionIndex {
  public:
   explicit ActionIndex(const Schedule& schedule) : schedule_(schedule) {
-    slots_.resize(static_cast<size_t>(schedule.num_stages) * schedule.num_microbatches * 4);
+    slots_.resize(ActionSlotCount(schedule));
     for (size_t rank = 0; rank < schedule.rank_actions.size(); ++rank) {
       const auto& actions = schedule.rank_actions[rank];
       for (size_t index = 0; index < actions.size(); ++index) {
@@ -29,12 +29,7 @@ class ActionIndex {
   }
 
  private:
-  size_t Slot(const Action& action) const {
-    return (static_cast<size_t>(action.stage.value()) * schedule_.num_microbatches +
-            action.microbatch.value()) *
-               4 +
-           static_cast<size_t>(action.kind);
-  }
+  size_t Slot(const Action& action) const { return ActionSlot(schedule_, action); }
   const Schedule& schedule_;
   std::vector<std::vector<Position>> slots_;
 };

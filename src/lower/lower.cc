@@ -58,12 +58,7 @@ class Lowering {
   }
 
  private:
-  size_t Slot(const Action& action) const {
-    return (static_cast<size_t>(action.stage.value()) * schedule_.num_microbatches +
-            action.microbatch.value()) *
-               4 +
-           static_cast<size_t>(action.kind);
-  }
+  size_t Slot(const Action& action) const { return ActionSlot(schedule_, action); }
   uint32_t Find(int32_t stage, ActionKind kind, MicrobatchId microbatch) const {
     return index_[Slot(Action{StageId(stage), kind, microbatch})];
   }
@@ -104,8 +99,7 @@ class Lowering {
   }
 
   Status AddComputeTasks() {
-    index_.assign(static_cast<size_t>(schedule_.num_stages) * schedule_.num_microbatches * 4,
-                  kNoTask);
+    index_.assign(ActionSlotCount(schedule_), kNoTask);
     graph_.tasks.reserve(schedule_.num_actions() * 2);
     graph_.programs.resize(schedule_.rank_actions.size());
     // Tasks are numbered position by position across ranks (all first actions, then all second

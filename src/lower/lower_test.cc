@@ -43,25 +43,15 @@ std::vector<uint32_t> Transfers(const TaskGraph& graph) {
 }
 
 uint32_t ComputeTask(const TaskGraph& graph, const std::string& action) {
-  for (uint32_t task = 0; task < graph.num_tasks(); ++task) {
-    if (graph.tasks[task].kind == TaskKind::kCompute &&
-        FormatAction(graph.tasks[task].action) == action) {
-      return task;
-    }
-  }
-  ADD_FAILURE() << "no compute task " << action;
-  return 0;
+  const uint32_t task = FindComputeTask(graph, ParseAction(action).value());
+  EXPECT_NE(task, UINT32_MAX) << "no compute task " << action;
+  return task;
 }
 
 uint32_t TransferTask(const TaskGraph& graph, const std::string& from, const std::string& to) {
-  for (uint32_t task : Transfers(graph)) {
-    if (FormatAction(graph.tasks[task].action) == from &&
-        FormatAction(graph.tasks[task].consumer) == to) {
-      return task;
-    }
-  }
-  ADD_FAILURE() << "no transfer " << from << " -> " << to;
-  return 0;
+  const uint32_t task = FindTransfer(graph, ParseAction(from).value(), ParseAction(to).value());
+  EXPECT_NE(task, UINT32_MAX) << "no transfer " << from << " -> " << to;
+  return task;
 }
 
 bool HasEdge(const TaskGraph& graph, uint32_t from, uint32_t to) {

@@ -4,6 +4,24 @@ namespace stagecraft {
 
 const char* P2pModeName(P2pMode mode) { return mode == P2pMode::kAsync ? "async" : "rendezvous"; }
 
+uint32_t FindComputeTask(const TaskGraph& graph, const Action& action) {
+  for (uint32_t task = 0; task < graph.num_tasks(); ++task) {
+    const Task& info = graph.tasks[task];
+    if (info.kind == TaskKind::kCompute && info.action == action) return task;
+  }
+  return UINT32_MAX;
+}
+
+uint32_t FindTransfer(const TaskGraph& graph, const Action& producer, const Action& consumer) {
+  for (uint32_t task = 0; task < graph.num_tasks(); ++task) {
+    const Task& info = graph.tasks[task];
+    if (info.kind == TaskKind::kTransfer && info.action == producer && info.consumer == consumer) {
+      return task;
+    }
+  }
+  return UINT32_MAX;
+}
+
 std::string DescribeTask(const TaskGraph& graph, uint32_t task_id) {
   const Task& task = graph.tasks[task_id];
   if (task.kind == TaskKind::kCompute) {

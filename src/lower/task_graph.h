@@ -63,6 +63,12 @@ struct TaskGraph {
   uint32_t num_preds(uint32_t task) const { return pred_begin[task + 1] - pred_begin[task]; }
 };
 
+// The compute task running `action`, or UINT32_MAX when there is none (a linear scan: for
+// tests and diagnostics, not hot paths).
+uint32_t FindComputeTask(const TaskGraph& graph, const Action& action);
+// The transfer from `producer`'s output to `consumer`, or UINT32_MAX.
+uint32_t FindTransfer(const TaskGraph& graph, const Action& producer, const Action& consumer);
+
 // A human-readable name: "rank 1 2F0" or "transfer 0F3 -> 1F3 (rank 0 -> 1)".
 std::string DescribeTask(const TaskGraph& graph, uint32_t task);
 

@@ -2,6 +2,7 @@
 // written here; the lowering pass inserts it.
 #pragma once
 
+#include <cstddef>
 #include <cstdint>
 #include <string>
 #include <vector>
@@ -35,6 +36,18 @@ struct Schedule {
   size_t num_actions() const;
   bool operator==(const Schedule&) const = default;
 };
+
+// A dense index of (stage, microbatch, kind) for tables over every possible action:
+// 0 <= ActionSlot(...) < ActionSlotCount(schedule). REQUIRES: the action's ids are in range.
+inline size_t ActionSlotCount(const Schedule& schedule) {
+  return static_cast<size_t>(schedule.num_stages) * schedule.num_microbatches * 4;
+}
+inline size_t ActionSlot(const Schedule& schedule, const Action& action) {
+  return (static_cast<size_t>(action.stage.value()) * schedule.num_microbatches +
+          action.microbatch.value()) *
+             4 +
+         static_cast<size_t>(action.kind);
+}
 
 // Where each stage runs, as the schedule says (the rank whose list holds its actions), or -1
 // for a stage with no action. A stage found on several ranks maps to the first; the checker

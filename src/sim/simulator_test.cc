@@ -49,26 +49,16 @@ LowerOptions WithCost(int64_t cost_p2p_ns, P2pMode mode = P2pMode::kAsync) {
 }
 
 uint32_t Find(const TaskGraph& graph, const std::string& action) {
-  for (uint32_t task = 0; task < graph.num_tasks(); ++task) {
-    if (graph.tasks[task].kind == TaskKind::kCompute &&
-        FormatAction(graph.tasks[task].action) == action) {
-      return task;
-    }
-  }
-  ADD_FAILURE() << "no compute task " << action;
-  return 0;
+  const uint32_t task = FindComputeTask(graph, ParseAction(action).value());
+  EXPECT_NE(task, UINT32_MAX) << "no compute task " << action;
+  return task;
 }
 
 uint32_t FindTransfer(const TaskGraph& graph, const std::string& from, const std::string& to) {
-  for (uint32_t task = 0; task < graph.num_tasks(); ++task) {
-    const Task& info = graph.tasks[task];
-    if (info.kind == TaskKind::kTransfer && FormatAction(info.action) == from &&
-        FormatAction(info.consumer) == to) {
-      return task;
-    }
-  }
-  ADD_FAILURE() << "no transfer " << from << " -> " << to;
-  return 0;
+  const uint32_t task =
+      stagecraft::FindTransfer(graph, ParseAction(from).value(), ParseAction(to).value());
+  EXPECT_NE(task, UINT32_MAX) << "no transfer " << from << " -> " << to;
+  return task;
 }
 
 void ExpectTiming(const TaskGraph& graph, const Trace& trace, uint32_t task, int64_t start,

@@ -1,6 +1,11 @@
 #include "analysis/metrics.h"
 
 #include <algorithm>
+#include <map>
+#include <utility>
+
+#include "analysis/critical_path.h"
+#include "analysis/memory.h"
 
 namespace stagecraft {
 
@@ -13,7 +18,11 @@ const char* MetricDefinitions() {
          "  bubble_fraction   1 - sum(busy_d) / (D * makespan)   (headline figure)\n"
          "  bubble_rate_span  max over d of 1 - busy_d / span_d  (Zero-Bubble papers)\n"
          "  bubble_overhead   (D * makespan - sum busy) / sum busy  (Megatron: (p-1)/m for 1F1B)\n"
-         "  peak_activations  most chunk activations held at once on d (held from F until B/I)\n";
+         "  peak_activations  most chunk activations held at once on d (held from F until B/I)\n"
+         "  state_bytes       shared state moved between ranks per iteration (forward + dState)\n"
+         "  state_exposed     critical-path transfer time due to shared-state bytes\n"
+         "  peak_state_bytes  most resident shared state on d (own, received, carried)\n"
+         "  peak_memory_bytes peak of activations + resident shared state on d\n";
 }
 
 std::vector<ActivationPeak> PeakActivations(const Schedule& schedule,
@@ -47,6 +56,90 @@ std::vector<ActivationPeak> PeakActivations(const Schedule& schedule,
   }
   return peaks;
 }
+
+namespace {
+
+// Payload and shadow bytes ride the cut transfers: count the transfers on each cut, then credit
+// every flow crossing it. Direct transfers name their flow.
+void AddFlowBytes(const TaskGraph& graph, Metrics& metrics) {
+  const size_t cuts = graph.stage_ranks.size();
+  std::vector<int64_t> forward_sends(cuts, 0);
+  std::vector<int64_t> backward_sends(cuts, 0);
+  for (const Task& task : graph.tasks) {
+    if (task.kind != TaskKind::kTransfer) continue;
+    const int32_t cut = std::min(task.action.stage.value(), task.consumer.stage.value());
+    if (task.payload == PayloadKind::kActivation) ++forward_sends[cut];
+    if (task.payload == PayloadKind::kGradient) ++backward_sends[cut];
+    if (task.flow < 0) continue;
+    FlowMetrics& flow = metrics.flows[task.flow];
+    (task.payload == PayloadKind::kState ? flow.bytes_forward : flow.bytes_backward) += task.bytes;
+  }
+  for (size_t index = 0; index < graph.states.size(); ++index) {
+    const StateFlow& state = graph.states[index];
+    if (state.policy == StatePolicy::kDirect) continue;
+    FlowMetrics& flow = metrics.flows[index];
+    for (int32_t cut = state.producer_stage; cut < state.last_consumer_stage(); ++cut) {
+      if (state.policy == StatePolicy::kShadow) {
+        flow.bytes_forward += state.shadow_bytes * forward_sends[cut];
+        continue;
+      }
+      flow.bytes_forward += state.bytes * forward_sends[cut];
+      if (state.differentiable) flow.bytes_backward += state.bytes * backward_sends[cut];
+    }
+  }
+}
+
+void AddStateMetrics(const Schedule& schedule, const std::vector<StageCost>& stage_costs,
+                     const TaskGraph& graph, const Trace& trace, Metrics& metrics) {
+  for (const StateFlow& state : graph.states) {
+    FlowMetrics flow{state.producer_layer,
+                     state.kind,
+                     state.policy,
+                     state.producer_stage,
+                     state.consumer_stages,
+                     0,
+                     0,
+                     {}};
+    for (int32_t stage : state.consumer_stages) {
+      if (stage != state.producer_stage &&
+          graph.stage_ranks[stage] == graph.stage_ranks[state.producer_stage]) {
+        flow.resident_stages.push_back(stage);
+      }
+    }
+    metrics.flows.push_back(flow);
+  }
+  AddFlowBytes(graph, metrics);
+  for (const FlowMetrics& flow : metrics.flows) {
+    metrics.state_bytes_forward += flow.bytes_forward;
+    metrics.state_bytes_backward += flow.bytes_backward;
+  }
+  std::map<std::pair<int32_t, int32_t>, int64_t> by_link;
+  for (const Task& task : graph.tasks) {
+    if (task.kind == TaskKind::kTransfer && task.state_bytes > 0) {
+      by_link[{task.rank, task.peer}] += task.state_bytes;
+    }
+  }
+  for (const auto& [link, bytes] : by_link) {
+    metrics.state_links.push_back({link.first, link.second, bytes});
+  }
+  const CriticalPath path = FindCriticalPath(graph, trace);
+  for (uint32_t task : path.tasks) {
+    const Task& info = graph.tasks[task];
+    if (info.kind != TaskKind::kTransfer || info.state_bytes == 0) continue;
+    const Time without = info.state_bytes == info.bytes
+                             ? Time()
+                             : TransferTime(graph.cluster, DeviceId(info.rank), DeviceId(info.peer),
+                                            info.bytes - info.state_bytes, graph.cost_p2p);
+    metrics.state_exposed += info.duration - without;
+  }
+  const MemoryTimeline memory = ComputeMemoryTimeline(schedule, stage_costs, graph, trace);
+  for (size_t rank = 0; rank < metrics.ranks.size(); ++rank) {
+    metrics.ranks[rank].peak_state_bytes = memory.peak_state_bytes[rank];
+    metrics.ranks[rank].peak_memory_bytes = memory.peak_memory_bytes[rank];
+  }
+}
+
+}  // namespace
 
 Metrics ComputeMetrics(const Schedule& schedule, const std::vector<StageCost>& stage_costs,
                        const TaskGraph& graph, const Trace& trace) {
@@ -91,6 +184,7 @@ Metrics ComputeMetrics(const Schedule& schedule, const std::vector<StageCost>& s
     }
   }
   metrics.bubble_rate_span = worst_rate;
+  AddStateMetrics(schedule, stage_costs, graph, trace, metrics);
   const double capacity =
       static_cast<double>(metrics.makespan.ns()) * static_cast<double>(num_ranks);
   const double busy = static_cast<double>(metrics.total_busy.ns());

@@ -6,6 +6,9 @@
 //                     (the Zero-Bubble papers' bubble rate)
 //   bubble_overhead   (D · makespan − Σ busy) / Σ busy                        (Megatron's metric)
 //   peak_activations  most microbatch-stage activations held at once on d (F until B/I)
+//   state_bytes       shared state moved between ranks per iteration, forward + backward
+//   state_exposed     the part of the critical path's transfer time due to shared-state bytes
+//   peak_state_bytes  most resident shared state on d; peak_memory_bytes adds activations
 #pragma once
 
 #include <cstdint>
@@ -30,7 +33,30 @@ struct RankMetrics {
   int32_t peak_activations = 0;       // chunk activations held at once (F adds, B/I frees)
   int64_t peak_activation_bytes = 0;  // weighted: F adds M_B, I adds M_W − M_B, W and B free
   int64_t bytes_sent = 0;             // bytes this rank sent to other ranks
+  int64_t peak_state_bytes = 0;       // resident shared state (own, received, carried)
+  int64_t peak_memory_bytes = 0;      // peak of activations + resident shared state
   bool operator==(const RankMetrics&) const = default;
+};
+
+// One shared-state flow's traffic over the iteration.
+struct FlowMetrics {
+  int32_t producer_layer = 0;
+  StateKind kind = StateKind::kCompressedKv;
+  StatePolicy policy = StatePolicy::kPayload;
+  int32_t producer_stage = 0;
+  std::vector<int32_t> consumer_stages;
+  int64_t bytes_forward = 0;   // moved between ranks per iteration (state, or shadow payload)
+  int64_t bytes_backward = 0;  // dState
+  std::vector<int32_t> resident_stages;  // consumer stages on the producer's rank: no bytes,
+                                         // the state stays resident across chunks
+  bool operator==(const FlowMetrics&) const = default;
+};
+
+struct LinkStateBytes {
+  int32_t from = 0;
+  int32_t to = 0;
+  int64_t bytes = 0;
+  bool operator==(const LinkStateBytes&) const = default;
 };
 
 struct Metrics {
@@ -42,8 +68,15 @@ struct Metrics {
   int64_t num_compute_actions = 0;
   int64_t num_transfers = 0;
   int64_t bytes_moved = 0;
+  int64_t state_bytes_forward = 0;
+  int64_t state_bytes_backward = 0;
+  Time state_exposed;
+  std::vector<FlowMetrics> flows;           // one per lowered flow, in TaskGraph::states order
+  std::vector<LinkStateBytes> state_links;  // links that carried shared state, by (from, to)
   std::vector<RankMetrics> ranks;
   bool operator==(const Metrics&) const = default;
+
+  int64_t state_bytes() const { return state_bytes_forward + state_bytes_backward; }
 };
 
 // Metric definitions printed by `--help` and `stagecraft derive`.

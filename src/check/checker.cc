@@ -218,6 +218,12 @@ const char* ViolationKindName(ViolationKind kind) {
       return "backward-before-forward";
     case ViolationKind::kWeightBeforeInput:
       return "weight-before-input";
+    case ViolationKind::kStateBeforeProducer:
+      return "state-before-producer";
+    case ViolationKind::kProducerBackwardFirst:
+      return "producer-backward-first";
+    case ViolationKind::kStaleRead:
+      return "stale-read";
     case ViolationKind::kDeadlock:
       return "deadlock";
   }
@@ -245,6 +251,9 @@ std::vector<Violation> CheckSchedule(const Schedule& schedule,
                      return std::tuple(static_cast<int>(a.kind), a.rank) <
                             std::tuple(static_cast<int>(b.kind), b.rank);
                    });
+  if (violations.empty()) {
+    CheckStateOrder(schedule, options.lower.states, options.state_buffer_slots, violations);
+  }
   if (violations.empty() && static_cast<int32_t>(stage_costs.size()) == schedule.num_stages) {
     CheckDeadlocks(schedule, stage_costs, options, violations);
   }

@@ -23,6 +23,9 @@ enum class ViolationKind : uint8_t {
   kStageOnTwoRanks,        // a stage's actions are spread over ranks
   kBackwardBeforeForward,  // B or I ordered before its own F on the rank
   kWeightBeforeInput,      // W ordered before its I
+  kStateBeforeProducer,    // a consumer stage's F runs before the F that makes its state
+  kProducerBackwardFirst,  // a producer's backward runs before a consumer's (dState missing)
+  kStaleRead,              // a bounded state buffer slot is overwritten before its last read
   kDeadlock,               // no action can run and work remains
 };
 const char* ViolationKindName(ViolationKind kind);
@@ -39,6 +42,7 @@ struct CheckOptions {
   LowerOptions lower;       // costs and links do not change the verdict, only the report
   bool check_async = true;  // look for deadlocks under async point-to-point
   bool check_rendezvous = true;
+  int32_t state_buffer_slots = 0;  // > 0: each rank keeps k slots per state (stale-read check)
 };
 
 // Structural checks always; deadlock checks only when the structure is sound (a deadlock
@@ -46,6 +50,12 @@ struct CheckOptions {
 std::vector<Violation> CheckSchedule(const Schedule& schedule,
                                      const std::vector<StageCost>& stage_costs,
                                      const CheckOptions& options);
+
+// Shared-state order on each rank (timing-free, from program order): a consumer stage's F after
+// the producer's F, the producer's backward after every consumer's, and with k buffer slots the
+// copy of microbatch j + k written only after the last read of microbatch j. Appends violations.
+void CheckStateOrder(const Schedule& schedule, const std::vector<StateFlow>& flows,
+                     int32_t buffer_slots, std::vector<Violation>& out);
 
 // Timing-free deadlock search on a lowered graph: runs every task whose dependencies and
 // program order allow, to a fixed point. Returns the analysis when work remains.

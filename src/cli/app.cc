@@ -48,6 +48,14 @@ void AddRunFlags(CLI::App& command, RunFlags& flags) {
   command.add_option("--p2p", flags.p2p, "point-to-point semantics: async (default) or rendezvous")
       ->type_name("MODE");
   command
+      .add_option("--state-policy", flags.state_policy,
+                  "shared-state movement: payload, direct, shadow or auto (layer-list models)")
+      ->type_name("POLICY");
+  command
+      .add_option("--partition", flags.partition,
+                  "layers to stages: state-aware, cost, counts or layout (layer-list models)")
+      ->type_name("METHOD");
+  command
       .add_option("--schedule-csv", flags.schedule_csv,
                   "load the schedule from a torch.distributed.pipelining compute-only CSV")
       ->type_name("FILE");
@@ -98,6 +106,9 @@ int RunCli(int argc, const char* const* argv, std::ostream& out, std::ostream& e
   AddRunFlags(*simulate, flags);
   simulate->add_flag("--json", output.json, "print one JSON object instead of the table");
   simulate->add_flag("--timeline", output.timeline, "draw an ASCII timeline (small cases)");
+  simulate->add_flag("--compare-policies", output.compare_policies,
+                     "layer-list models: one row per shared-state policy (payload, direct, "
+                     "shadow, auto)");
   simulate->add_option("--trace", output.trace_path, "write a Chrome/Perfetto trace to FILE")
       ->type_name("FILE");
   simulate

@@ -1,11 +1,13 @@
 #include "cli/commands.h"
 
 #include "analysis/closed_form.h"
+#include "analysis/memory.h"
 #include "analysis/metrics.h"
 #include "check/checker.h"
 #include "cli/bundled_config.h"
 #include "core/suggest.h"
 #include "core/units.h"
+#include "lower/layer_pipeline.h"
 #include "report/chrome_trace.h"
 #include "report/json_writer.h"
 #include "report/summary.h"
@@ -17,6 +19,8 @@
 namespace stagecraft {
 namespace {
 
+constexpr const char* kBundledTraceFile = "stagecraft-trace.json";
+
 void PrintNotes(const PreparedRun& run, std::ostream& err) {
   for (const std::string& note : run.notes) err << "stagecraft: note: " << note << "\n";
 }
@@ -24,6 +28,38 @@ void PrintNotes(const PreparedRun& run, std::ostream& err) {
 int Fail(std::ostream& err, const Error& error, int code = kExitBadInput) {
   err << "stagecraft: error: " << error.message << "\n";
   return code;
+}
+
+// Stages and cuts of a layer-list model, for the reports.
+void AddLayerInfo(const PreparedRun& run, RunInfo& info) {
+  const Partition& partition = run.partition;
+  info.forward = info.input_grad = info.weight_grad = Time();
+  for (const StageCost& cost : run.stage_costs) {
+    info.forward += cost.forward;
+    info.input_grad += cost.input_grad;
+    info.weight_grad += cost.weight_grad;
+  }
+  const std::vector<int32_t> ranks = StageRanks(run.schedule);
+  info.partition = PartitionMethodName(run.config.parallel.partition);
+  info.state_policy = StatePolicyName(run.config.schedule.state_policy);
+  for (int32_t stage = 0; stage < partition.num_stages(); ++stage) {
+    const StageCost& cost = run.stage_costs[stage];
+    info.stages.push_back({stage, ranks[stage], partition.begin(stage), partition.end(stage) - 1,
+                           cost.forward, cost.backward()});
+  }
+  const std::vector<CutPayload> payloads = CutPayloads(run.config.model);
+  for (int32_t stage = 0; stage + 1 < partition.num_stages(); ++stage) {
+    const CutPayload& payload = payloads[partition.begin(stage + 1) - 1];
+    CutInfo cut{stage, payload.before_layer, payload.hidden_bytes_per_token,
+                payload.state_bytes_per_token, ""};
+    for (const StateFlow& flow : run.lower.states) {
+      if (flow.producer_stage <= stage && stage < flow.last_consumer_stage()) {
+        cut.states += std::string(cut.states.empty() ? "" : ", ") + StateKindName(flow.kind) +
+                      " of " + std::to_string(flow.producer_layer);
+      }
+    }
+    info.cuts.push_back(cut);
+  }
 }
 
 RunInfo MakeRunInfo(const PreparedRun& run) {
@@ -40,6 +76,7 @@ RunInfo MakeRunInfo(const PreparedRun& run) {
   info.forward = run.config.model.forward;
   info.input_grad = run.config.model.input_grad;
   info.weight_grad = run.config.model.weight_grad;
+  if (run.config.model.is_layer_list()) AddLayerInfo(run, info);
   return info;
 }
 
@@ -48,6 +85,7 @@ bool StructureIsSound(const PreparedRun& run, std::ostream& err) {
   CheckOptions options;
   options.lower = run.lower;
   options.check_async = options.check_rendezvous = false;
+  options.state_buffer_slots = run.config.schedule.state_buffer_slots;
   const auto violations = CheckSchedule(run.schedule, run.stage_costs, options);
   if (violations.empty()) return true;
   err << FormatViolations(violations);
@@ -88,9 +126,16 @@ int RunSimulate(const RunFlags& flags, const OutputFlags& output, std::ostream& 
   Simulated simulated;
   const int code = SimulateRun(run.value(), simulated, err);
   if (code != kExitOk) return code;
-  if (!output.trace_path.empty()) {
+  // With no config the main job writes its trace next to the user, and says so.
+  const std::string trace_path =
+      output.trace_path.empty() && flags.config_path.empty() && !output.json
+          ? std::string(kBundledTraceFile)
+          : output.trace_path;
+  if (!trace_path.empty()) {
+    const MemoryTimeline memory = ComputeMemoryTimeline(
+        run.value().schedule, run.value().stage_costs, simulated.graph, simulated.trace);
     const Status written =
-        WriteTextFile(output.trace_path, FormatChromeTrace(simulated.graph, simulated.trace));
+        WriteTextFile(trace_path, FormatChromeTrace(simulated.graph, simulated.trace, &memory));
     if (!written.ok()) return Fail(err, written.error());
   }
   const RunInfo info = MakeRunInfo(run.value());
@@ -98,12 +143,30 @@ int RunSimulate(const RunFlags& flags, const OutputFlags& output, std::ostream& 
     out << FormatMetricsJson(info, simulated.metrics);
   } else {
     if (flags.config_path.empty()) {
-      out << "no config given: using the bundled example '" << BundledConfigName() << "'\n";
+      out << "no config given: using the bundled example '" << BundledConfigName()
+          << "'; trace written to " << trace_path << " (open it in ui.perfetto.dev)\n";
     }
     out << FormatSummary(info, simulated.metrics);
   }
   if (output.timeline)
     out << "\n" << FormatTimeline(simulated.graph, simulated.trace, simulated.metrics);
+  const PartitionMethod method = run.value().config.parallel.partition;
+  const bool layer_list = run.value().config.model.is_layer_list();
+  if (layer_list && !output.json && run.value().config.schedule.csv.empty() &&
+      (method == PartitionMethod::kStateAware || method == PartitionMethod::kCost)) {
+    auto table = ComparePartitions(run.value());
+    if (!table.ok()) return Fail(err, table.error(), kExitViolations);
+    out << "\n" << table.value();
+  }
+  if (output.compare_policies) {
+    if (!layer_list) {
+      return Fail(err, Error{"--compare-policies needs a layer-list model (model.type: layers); "
+                             "a uniform model has no shared state"});
+    }
+    auto table = ComparePolicies(run.value());
+    if (!table.ok()) return Fail(err, table.error(), kExitViolations);
+    out << "\n" << table.value();
+  }
   return kExitOk;
 }
 
@@ -113,6 +176,7 @@ int RunCheck(const RunFlags& flags, std::ostream& out, std::ostream& err) {
   PrintNotes(run.value(), err);
   CheckOptions options;
   options.lower = run.value().lower;
+  options.state_buffer_slots = run.value().config.schedule.state_buffer_slots;
   const auto violations = CheckSchedule(run.value().schedule, run.value().stage_costs, options);
   const Schedule& schedule = run.value().schedule;
   if (violations.empty()) {

@@ -21,6 +21,7 @@ struct OutputFlags {
   bool timeline = false;           // --timeline
   std::string trace_path;          // --trace FILE
   std::string write_schedule_csv;  // --write-schedule-csv FILE
+  bool compare_policies = false;   // --compare-policies
 };
 
 // A finished simulation.
@@ -38,6 +39,13 @@ int RunSimulate(const RunFlags& flags, const OutputFlags& output, std::ostream& 
                 std::ostream& err);
 int RunCheck(const RunFlags& flags, std::ostream& out, std::ostream& err);
 int RunDerive(const RunFlags& flags, bool json, std::ostream& out, std::ostream& err);
+// derive for a layer-list model: per-cut payloads, state bytes closed form, ship vs shadow.
+int DeriveLayerModel(const PreparedRun& run, bool json, std::ostream& out, std::ostream& err);
+// Layer-list models: the state-aware and cost-only partitions, and every state policy, each
+// simulated; one table row per variant.
+Result<std::string> ComparePartitions(const PreparedRun& run);
+Result<std::string> ComparePolicies(const PreparedRun& run);
+
 int RunList(const std::string& what, std::ostream& out, std::ostream& err);
 
 }  // namespace stagecraft

@@ -79,6 +79,9 @@ int RunDerive(const RunFlags& flags, bool json, std::ostream& out, std::ostream&
     err << "stagecraft: error: " << run.error().message << "\n";
     return kExitBadInput;
   }
+  if (run.value().config.model.is_layer_list()) {
+    return DeriveLayerModel(run.value(), json, out, err);
+  }
   auto form = DeriveClosedForm(InputsOf(run.value()));
   if (!form.ok()) {
     err << "stagecraft: error: " << form.error().message << "\n";

@@ -58,6 +58,23 @@ Status ApplyCount(const std::optional<std::string>& flag, const char* name, int3
   return Status::Ok();
 }
 
+// A flag whose value is one of a few names.
+template <typename Enum>
+Status ApplyChoice(const std::optional<std::string>& flag, const char* name,
+                   const std::vector<std::pair<std::string, Enum>>& choices, Enum& field) {
+  if (!flag) return Status::Ok();
+  std::vector<std::string> names;
+  for (const auto& [choice, value] : choices) {
+    if (*flag == choice) {
+      field = value;
+      return Status::Ok();
+    }
+    names.push_back(choice);
+  }
+  return Error{std::string(name) + ": unknown value '" + *flag + "'" + DidYouMean(*flag, names) +
+               " (expected " + JoinChoices(names) + ")"};
+}
+
 Status ApplyFlags(const RunFlags& flags, Config& config) {
   if (flags.schedule) config.schedule.name = *flags.schedule;
   STAGECRAFT_RETURN_IF_ERROR(ApplyCount(flags.pp, "--pp", config.parallel.pp));
@@ -86,6 +103,18 @@ Status ApplyFlags(const RunFlags& flags, Config& config) {
     }
   }
   if (flags.schedule_csv) config.schedule.csv = *flags.schedule_csv;
+  STAGECRAFT_RETURN_IF_ERROR(ApplyChoice(flags.state_policy, "--state-policy",
+                                         {{"payload", StatePolicy::kPayload},
+                                          {"direct", StatePolicy::kDirect},
+                                          {"shadow", StatePolicy::kShadow},
+                                          {"auto", StatePolicy::kAuto}},
+                                         config.schedule.state_policy));
+  STAGECRAFT_RETURN_IF_ERROR(ApplyChoice(flags.partition, "--partition",
+                                         {{"state-aware", PartitionMethod::kStateAware},
+                                          {"cost", PartitionMethod::kCost},
+                                          {"counts", PartitionMethod::kCounts},
+                                          {"layout", PartitionMethod::kLayout}},
+                                         config.parallel.partition));
   return Status::Ok();
 }
 
@@ -143,7 +172,9 @@ std::string Plural(int64_t count, const std::string& word) {
 
 Status CheckLayout(const Config& config, const ConfigLocations& locations,
                    const Schedule& schedule) {
-  const int32_t layers = config.model.num_layers;
+  const int32_t layers = config.model.is_layer_list()
+                             ? static_cast<int32_t>(config.model.layers.size())
+                             : config.model.num_layers;
   if (layers > 0 && schedule.num_stages > layers) {
     return Error{locations.Where("model.layers") + "the model has only " + Plural(layers, "layer") +
                  " but the pipeline has " + Plural(schedule.num_stages, "stage") + " (pp " +
@@ -219,12 +250,16 @@ Result<PreparedRun> PrepareRun(const RunFlags& flags) {
     run.schedule = std::move(schedule).value();
   }
   STAGECRAFT_RETURN_IF_ERROR(CheckLayout(c, run.locations, run.schedule));
-  const int32_t chunks = std::max(1, run.schedule.chunks_per_rank());
-  run.stage_costs = UniformStageCosts(c.model, std::max(1, run.schedule.num_stages), chunks);
-  run.stage_costs.resize(static_cast<size_t>(run.schedule.num_stages), run.stage_costs.front());
   run.lower.mode = c.schedule.p2p;
   run.lower.cost_p2p = c.schedule.cost_p2p;
   run.lower.cluster = c.cluster;
+  if (c.model.is_layer_list()) {
+    STAGECRAFT_RETURN_IF_ERROR(PrepareLayerModel(run));
+    return run;
+  }
+  const int32_t chunks = std::max(1, run.schedule.chunks_per_rank());
+  run.stage_costs = UniformStageCosts(c.model, std::max(1, run.schedule.num_stages), chunks);
+  run.stage_costs.resize(static_cast<size_t>(run.schedule.num_stages), run.stage_costs.front());
   return run;
 }
 

@@ -10,6 +10,7 @@
 #include "core/result.h"
 #include "io/config.h"
 #include "lower/lower.h"
+#include "schedule/partition.h"
 #include "schedule/schedule.h"
 
 namespace stagecraft {
@@ -26,12 +27,15 @@ struct RunFlags {
   std::optional<std::string> cost_input_grad;   // --cost-input-grad T
   std::optional<std::string> cost_weight_grad;  // --cost-weight-grad T
   std::optional<std::string> cost_p2p;          // --cost-p2p T
+  std::optional<std::string> state_policy;      // --state-policy payload|direct|shadow|auto
+  std::optional<std::string> partition;         // --partition state-aware|cost|counts|layout
   std::optional<std::string> p2p;               // --p2p async|rendezvous
   std::optional<std::string> schedule_csv;      // --schedule-csv FILE
 };
 
 struct PreparedRun {
   Config config;
+  Partition partition;        // layer-list models: layers of each stage
   ConfigLocations locations;  // where each config key was written
   std::string label;          // what runs: "file.yaml" or "bundled example '...'"
   Schedule schedule;
@@ -46,5 +50,14 @@ Status WriteTextFile(const std::string& path, const std::string& text);
 // Loads and merges everything. Checks cross-field rules (stages <= layers, pp fits the
 // cluster, the schedule name exists) but not the schedule's soundness (the checker's job).
 Result<PreparedRun> PrepareRun(const RunFlags& flags);
+
+// For a layer-list model (run.schedule built): derives missing layer costs, partitions the layers
+// into the schedule's stages as the config says, and fills run.stage_costs and run.lower.states.
+Status PrepareLayerModel(PreparedRun& run);
+
+// The partition a method gives for this run (state-aware, cost, counts, layout).
+Result<Partition> PartitionLayers(const PreparedRun& run, PartitionMethod method);
+
+const char* PartitionMethodName(PartitionMethod method);
 
 }  // namespace stagecraft

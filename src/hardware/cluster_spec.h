@@ -21,7 +21,13 @@ struct ClusterSpec {
   int32_t nodes = 1;             // number of nodes
   LinkSpec intra_node;           // e.g. NVLink
   LinkSpec inter_node;           // e.g. InfiniBand / RoCE
+  // Compute of one device, for costs derived from FLOPs. Default: H800/H100 SXM dense BF16
+  // peak, 989.5 TFLOP/s (NVIDIA H100 datasheet), at 40% efficiency.
+  double peak_flops_per_s = 989.5e12;
+  double compute_efficiency = 0.4;
   bool operator==(const ClusterSpec&) const = default;
+
+  double effective_flops_per_s() const { return peak_flops_per_s * compute_efficiency; }
 
   int32_t num_devices() const { return devices_per_node * nodes; }
   bool SameNode(DeviceId a, DeviceId b) const {

@@ -37,6 +37,9 @@ struct Field {
   std::string path;  // "model.forward"; "" for the document
 };
 
+// The keys a map held, with their fields, for rules that span several keys.
+using Written = std::map<std::string, Field>;
+
 // One allowed key of a map and what to do with its value.
 struct KeyHandler {
   std::string key;
@@ -83,11 +86,21 @@ class Reader {
     return Error{Where(mark) + field.path + ": " + what};
   }
 
-  Status ReadMap(const Field& field, const std::vector<KeyHandler>& handlers) const;
+  // Records that `path` was written at `mark` (ConfigLocations), when locations are wanted.
+  void Locate(const std::string& path, const YAML::Mark& mark) const {
+    if (locations_ == nullptr) return;
+    const std::string where = Where(mark);
+    locations_->by_path[path] = where.substr(0, where.size() - 2);  // drop ": "
+  }
+  // `written`, when given, receives every key the map held.
+  Status ReadMap(const Field& field, const std::vector<KeyHandler>& handlers,
+                 Written* written = nullptr) const;
   Status String(const Field& field, std::string* out) const;
   Status Choice(const Field& field, const std::string& what,
                 const std::vector<std::string>& choices, std::string* out) const;
   Status Int(const Field& field, int32_t min, int32_t* out) const;
+  // A plain number > 0 and <= max; `wanted` says so in messages ("a number > 0").
+  Status Number(const Field& field, double max, const std::string& wanted, double* out) const;
   Status Duration(const Field& field, Sign sign, Time* out) const;
   Status Bytes(const Field& field, int64_t* out) const;
   Status Bandwidth(const Field& field, double* out) const;
@@ -127,7 +140,8 @@ Result<const KeyHandler*> Reader::FindHandler(const Field& map, const YAML::Node
 
 // Reads a map whose keys must all be in `handlers`, calling each key's handler in document
 // order. A section written with no value (`model:`) is an empty map.
-Status Reader::ReadMap(const Field& field, const std::vector<KeyHandler>& handlers) const {
+Status Reader::ReadMap(const Field& field, const std::vector<KeyHandler>& handlers,
+                       Written* written) const {
   if (field.value.IsNull() && !field.path.empty()) return Status::Ok();
   if (!field.value.IsMap()) {
     return At(field, "found " + Describe(field.value) + " (expected a map with keys " +
@@ -144,11 +158,8 @@ Status Reader::ReadMap(const Field& field, const std::vector<KeyHandler>& handle
                    " (first written on line " + std::to_string(it->second) + "; keep one)"};
     }
     const Field child{entry.first, entry.second, field.path.empty() ? key : field.path + "." + key};
-    if (locations_ != nullptr) {
-      const std::string where =
-          Where(entry.second.IsNull() ? entry.first.Mark() : entry.second.Mark());
-      locations_->by_path[child.path] = where.substr(0, where.size() - 2);  // drop ": "
-    }
+    Locate(child.path, entry.second.IsNull() ? entry.first.Mark() : entry.second.Mark());
+    if (written != nullptr) written->emplace(key, child);
     STAGECRAFT_RETURN_IF_ERROR(handler.value()->apply(child));
   }
   return Status::Ok();
@@ -202,6 +213,24 @@ Status Reader::Int(const Field& field, int32_t min, int32_t* out) const {
     return At(field, quoted + " must be at least " + std::to_string(min) + expected);
   }
   *out = static_cast<int32_t>(number);
+  return Status::Ok();
+}
+
+Status Reader::Number(const Field& field, double max, const std::string& wanted,
+                      double* out) const {
+  const std::string expected = " (expected " + wanted + ")";
+  auto text = Text(field, wanted);
+  if (!text.ok()) return text.error();
+  const std::string& digits = text.value();
+  double number = 0;
+  const char* end = digits.data() + digits.size();
+  const auto [stop, error] = std::from_chars(digits.data(), end, number);
+  const std::string quoted = "'" + digits + "'";
+  if (error != std::errc() || stop != end || !std::isfinite(number)) {
+    return At(field, quoted + " is not a number" + expected);
+  }
+  if (!(number > 0) || number > max) return At(field, quoted + " is out of range" + expected);
+  *out = number;
   return Status::Ok();
 }
 
@@ -261,27 +290,275 @@ Apply BandwidthInto(const Reader& reader, double* out) {
   return [&reader, out](const Field& field) { return reader.Bandwidth(field, out); };
 }
 
-Status ReadModel(const Reader& reader, const Field& field, ModelSpec* model) {
-  const Apply type = [&reader](const Field& value) {
-    std::string ignored;  // 'uniform' is the only model type so far
-    return reader.Choice(value, "model type", {"uniform"}, &ignored);
+Apply IntInto(const Reader& reader, int32_t min, int32_t* out) {
+  return [&reader, min, out](const Field& field) { return reader.Int(field, min, out); };
+}
+
+// A value from a table of names, e.g. {"full", AttentionMode::kFull}; `what` names the kind of
+// value in messages ("unknown attention mode 'ful'").
+template <typename Enum>
+Apply EnumInto(const Reader& reader, std::string what,
+               std::vector<std::pair<std::string, Enum>> table, Enum* out) {
+  return [&reader, what = std::move(what), table = std::move(table),
+          out](const Field& field) -> Status {
+    std::vector<std::string> names;
+    for (const auto& entry : table) names.push_back(entry.first);
+    std::string chosen;
+    STAGECRAFT_RETURN_IF_ERROR(reader.Choice(field, what, names, &chosen));
+    for (const auto& entry : table) {
+      if (entry.first == chosen) *out = entry.second;
+    }
+    return Status::Ok();
   };
-  return reader.ReadMap(
-      field, {{"name", StringInto(reader, &model->name)},
-              {"type", type},
-              {"layers", CountInto(reader, &model->num_layers)},
-              {"forward", DurationInto(reader, Sign::kPositive, &model->forward)},
-              {"input_grad", DurationInto(reader, Sign::kPositive, &model->input_grad)},
-              {"weight_grad", DurationInto(reader, Sign::kNonNegative, &model->weight_grad)},
-              {"activation_bytes", BytesInto(reader, &model->activation_bytes)},
-              {"weight_grad_bytes", BytesInto(reader, &model->weight_grad_bytes)},
-              {"p2p_bytes", BytesInto(reader, &model->p2p_bytes)}});
+}
+
+Apply BoolInto(const Reader& reader, bool* out) {
+  return EnumInto<bool>(reader, "boolean", {{"true", true}, {"false", false}}, out);
+}
+
+// The field of `key` when the map held it, else null.
+const Field* Find(const Written& written, const std::string& key) {
+  const auto found = written.find(key);
+  return found == written.end() ? nullptr : &found->second;
+}
+
+constexpr char kLayerListExample[] =
+    "a list of layer entries such as [{kind: embedding}, {attention: full}, {kind: head}]";
+// More layers than any model has; guards `repeat` against exhausting memory.
+constexpr size_t kMaxLayers = 100'000;
+
+// DeepSeek-V4.1-Flash defaults (Csa2Dims); every width >= 1 except where 0 means "none".
+Status ReadDims(const Reader& reader, const Field& field, Csa2Dims* dims) {
+  Written written;
+  STAGECRAFT_RETURN_IF_ERROR(
+      reader.ReadMap(field,
+                     {{"hidden", CountInto(reader, &dims->hidden)},
+                      {"hc_streams", CountInto(reader, &dims->hc_streams)},
+                      {"vocab", CountInto(reader, &dims->vocab)},
+                      {"heads", CountInto(reader, &dims->heads)},
+                      {"head_dim", CountInto(reader, &dims->head_dim)},
+                      {"query_latent", CountInto(reader, &dims->query_latent)},
+                      {"output_groups", CountInto(reader, &dims->output_groups)},
+                      {"output_group_dim", CountInto(reader, &dims->output_group_dim)},
+                      {"window", CountInto(reader, &dims->window)},
+                      {"kv_dim", CountInto(reader, &dims->kv_dim)},
+                      {"indexer_heads", CountInto(reader, &dims->indexer_heads)},
+                      {"indexer_key_dim", CountInto(reader, &dims->indexer_key_dim)},
+                      {"top_k", CountInto(reader, &dims->top_k)},
+                      {"candidate_blocks", CountInto(reader, &dims->candidate_blocks)},
+                      {"routed_experts", CountInto(reader, &dims->routed_experts)},
+                      {"shared_experts", IntInto(reader, 0, &dims->shared_experts)},
+                      {"experts_per_token", CountInto(reader, &dims->experts_per_token)},
+                      {"expert_width", CountInto(reader, &dims->expert_width)},
+                      {"dense_width", IntInto(reader, 0, &dims->dense_width)},
+                      {"indexer_trained", BoolInto(reader, &dims->indexer_trained)}},
+                     &written));
+  if (dims->experts_per_token <= dims->routed_experts) return Status::Ok();
+  const Field* where = Find(written, "experts_per_token");
+  if (where == nullptr) where = Find(written, "routed_experts");
+  return reader.At(*where, "experts_per_token " + std::to_string(dims->experts_per_token) +
+                               " exceeds routed_experts " + std::to_string(dims->routed_experts) +
+                               " (a token picks its experts among the routed ones)");
+}
+
+// Keys an embedding or head entry must not have.
+Status CheckLayerEntry(const Reader& reader, const Written& written, LayerSpec* layer) {
+  if (layer->kind != LayerKind::kDecoder) {
+    for (const char* key :
+         {"attention", "compress_ratio", "mlp", "kv_source", "index_source", "candidate_source"}) {
+      if (const Field* field = Find(written, key)) {
+        return reader.At(*field,
+                         std::string("applies to decoder layers only (this entry has kind: ") +
+                             LayerKindName(layer->kind) + "; remove it)");
+      }
+    }
+  }
+  if (layer->attention == AttentionMode::kSwaOnly && Find(written, "compress_ratio") == nullptr) {
+    layer->compress_ratio = 0;  // swa_only has no compressed KV
+  }
+  return Status::Ok();
+}
+
+// One entry of model.layers; `repeat` receives how many layers it stands for.
+Status ReadLayerEntry(const Reader& reader, const Field& field, LayerSpec* layer, int32_t* repeat) {
+  if (!field.value.IsMap()) {
+    return reader.At(field, "found " + Describe(field.value) +
+                                " (expected a layer entry, a map such as {attention: full, "
+                                "compress_ratio: 1})");
+  }
+  Written written;
+  STAGECRAFT_RETURN_IF_ERROR(reader.ReadMap(
+      field,
+      {{"kind", EnumInto<LayerKind>(reader, "layer kind",
+                                    {{"embedding", LayerKind::kEmbedding},
+                                     {"decoder", LayerKind::kDecoder},
+                                     {"head", LayerKind::kHead}},
+                                    &layer->kind)},
+       {"attention", EnumInto<AttentionMode>(reader, "attention mode",
+                                             {{"full", AttentionMode::kFull},
+                                              {"reindex", AttentionMode::kReindex},
+                                              {"reuse", AttentionMode::kReuse},
+                                              {"swa_only", AttentionMode::kSwaOnly}},
+                                             &layer->attention)},
+       {"compress_ratio", IntInto(reader, 0, &layer->compress_ratio)},
+       {"mlp",
+        EnumInto<MlpKind>(reader, "mlp", {{"moe", MlpKind::kMoe}, {"dense", MlpKind::kDense}},
+                          &layer->mlp)},
+       {"repeat", CountInto(reader, repeat)},
+       {"kv_source", IntInto(reader, 0, &layer->kv_source)},
+       {"index_source", IntInto(reader, 0, &layer->index_source)},
+       {"candidate_source", IntInto(reader, 0, &layer->candidate_source)},
+       {"forward", DurationInto(reader, Sign::kNonNegative, &layer->forward)},
+       {"input_grad", DurationInto(reader, Sign::kNonNegative, &layer->input_grad)},
+       {"weight_grad", DurationInto(reader, Sign::kNonNegative, &layer->weight_grad)},
+       {"activation_bytes", BytesInto(reader, &layer->activation_bytes)},
+       {"weight_grad_bytes", BytesInto(reader, &layer->weight_grad_bytes)}},
+      &written));
+  return CheckLayerEntry(reader, written, layer);
+}
+
+// The N of a message that starts "layers[N]: " (ResolveSources' contract), else -1.
+int32_t FailingLayer(const std::string& message) {
+  constexpr std::string_view kPrefix = "layers[";
+  if (message.compare(0, kPrefix.size(), kPrefix) != 0) return -1;
+  int32_t index = -1;
+  const char* begin = message.data() + kPrefix.size();
+  const auto [stop, error] = std::from_chars(begin, message.data() + message.size(), index);
+  return error == std::errc() && *stop == ']' ? index : -1;
+}
+
+// Derives and checks the shared-state sources; an error names the failing layer's entry.
+Status ResolveLayers(const Reader& reader, const Field& field, const std::vector<YAML::Mark>& marks,
+                     std::vector<LayerSpec>& layers) {
+  const Status status = ResolveSources(layers);
+  if (status.ok()) return status;
+  const int32_t failing = FailingLayer(status.error().message);
+  const bool known = failing >= 0 && failing < static_cast<int32_t>(marks.size());
+  return Error{reader.Where(known ? marks[failing] : field.value.Mark()) + status.error().message};
+}
+
+// model.layers as a list: each entry expands to `repeat` layers (LayerSpec.line = its line).
+Status ReadLayerList(const Reader& reader, const Field& field, ModelSpec* model) {
+  if (!field.value.IsSequence() || field.value.size() == 0) {
+    const std::string found = field.value.IsScalar() ? "found '" + field.value.Scalar() +
+                                                           "', a layer count (for type: uniform)"
+                                                     : "found " + Describe(field.value);
+    return reader.At(field, found + " (expected " + kLayerListExample + ")");
+  }
+  std::vector<YAML::Mark> marks;  // where each layer was written
+  for (const YAML::Node& entry : field.value) {
+    const Field entry_field{YAML::Node(), entry,
+                            field.path + "[" + std::to_string(model->layers.size()) + "]"};
+    LayerSpec layer;
+    int32_t repeat = 1;
+    STAGECRAFT_RETURN_IF_ERROR(ReadLayerEntry(reader, entry_field, &layer, &repeat));
+    if (model->layers.size() + static_cast<size_t>(repeat) > kMaxLayers) {
+      return reader.At(entry_field, "the model would have more than " + std::to_string(kMaxLayers) +
+                                        " layers (lower repeat)");
+    }
+    layer.line = entry.Mark().line + 1;
+    for (int32_t copy = 0; copy < repeat; ++copy) {  // "model.layers[N]" for every layer
+      reader.Locate(field.path + "[" + std::to_string(model->layers.size() + copy) + "]",
+                    entry.Mark());
+    }
+    model->layers.insert(model->layers.end(), static_cast<size_t>(repeat), layer);
+    marks.insert(marks.end(), static_cast<size_t>(repeat), entry.Mark());
+  }
+  model->num_layers = static_cast<int32_t>(model->layers.size());
+  return ResolveLayers(reader, field, marks, model->layers);
+}
+
+// The uniform model: model.layers is a count; the layer-list keys are errors.
+Status FinishUniformModel(const Reader& reader, const Written& written, ModelSpec* model) {
+  for (const char* key : {"seq_len", "micro_batch_size", "dims"}) {
+    if (const Field* field = Find(written, key)) {
+      return reader.At(*field, "applies to layer-list models only (type: layers)");
+    }
+  }
+  const Field* layers = Find(written, "layers");
+  if (layers == nullptr) return Status::Ok();
+  if (layers->value.IsSequence()) {
+    return reader.At(*layers,
+                     "found a list of layers, but the model type is 'uniform' (a layer list needs "
+                     "type: layers; a uniform model takes a layer count)");
+  }
+  return reader.Int(*layers, 1, &model->num_layers);
+}
+
+// The layer-list model: model.layers is a list; the uniform model's costs are errors.
+Status FinishLayerListModel(const Reader& reader, const Written& written, ModelSpec* model) {
+  for (const char* key : {"forward", "input_grad", "weight_grad", "activation_bytes",
+                          "weight_grad_bytes", "p2p_bytes"}) {
+    if (const Field* field = Find(written, key)) {
+      const std::string hint = std::string(key) == "p2p_bytes"
+                                   ? "the bytes crossing a stage cut follow from model.dims"
+                                   : "set it on a layer entry, or leave it out to derive it";
+      return reader.At(*field,
+                       "applies to the uniform model only (a layer-list model has per-layer "
+                       "costs: " +
+                           hint + ")");
+    }
+  }
+  const Field* layers = Find(written, "layers");
+  if (layers == nullptr) {
+    return reader.At(written.at("type"),
+                     "a layer-list model needs model.layers, " + std::string(kLayerListExample));
+  }
+  return ReadLayerList(reader, *layers, model);
+}
+
+// type: uniform (the default) or layers; a list under `layers` with no type means layers.
+Status ReadModel(const Reader& reader, const Field& field, ModelSpec* model) {
+  std::string type;
+  const Apply read_type = [&reader, &type](const Field& value) {
+    return reader.Choice(value, "model type", {"uniform", "layers"}, &type);
+  };
+  const Apply later = [](const Field&) { return Status::Ok(); };  // once the type is known
+  Written written;
+  STAGECRAFT_RETURN_IF_ERROR(reader.ReadMap(
+      field,
+      {{"name", StringInto(reader, &model->name)},
+       {"type", read_type},
+       {"layers", later},
+       {"seq_len", CountInto(reader, &model->seq_len)},
+       {"micro_batch_size", CountInto(reader, &model->micro_batch_size)},
+       {"dims",
+        [&reader, model](const Field& value) { return ReadDims(reader, value, &model->dims); }},
+       {"forward", DurationInto(reader, Sign::kPositive, &model->forward)},
+       {"input_grad", DurationInto(reader, Sign::kPositive, &model->input_grad)},
+       {"weight_grad", DurationInto(reader, Sign::kNonNegative, &model->weight_grad)},
+       {"activation_bytes", BytesInto(reader, &model->activation_bytes)},
+       {"weight_grad_bytes", BytesInto(reader, &model->weight_grad_bytes)},
+       {"p2p_bytes", BytesInto(reader, &model->p2p_bytes)}},
+      &written));
+  const Field* layers = Find(written, "layers");
+  const bool layer_list =
+      type == "layers" || (type.empty() && layers != nullptr && layers->value.IsSequence());
+  return layer_list ? FinishLayerListModel(reader, written, model)
+                    : FinishUniformModel(reader, written, model);
 }
 
 Status ReadLink(const Reader& reader, const Field& field, LinkSpec* link) {
   return reader.ReadMap(field,
                         {{"latency", DurationInto(reader, Sign::kNonNegative, &link->latency)},
                          {"bandwidth", BandwidthInto(reader, &link->bandwidth_bytes_per_s)}});
+}
+
+// The compute of one device: peak_tflops (TFLOP/s) and the fraction of it a layer achieves.
+Status ReadDevice(const Reader& reader, const Field& field, ClusterSpec* cluster) {
+  const Apply peak = [&reader, cluster](const Field& value) -> Status {
+    double tflops = 0;
+    STAGECRAFT_RETURN_IF_ERROR(reader.Number(value, std::numeric_limits<double>::infinity(),
+                                             "TFLOP/s, a number > 0 such as 989.5", &tflops));
+    cluster->peak_flops_per_s = tflops * 1e12;
+    return Status::Ok();
+  };
+  return reader.ReadMap(
+      field, {{"peak_tflops", peak}, {"efficiency", [&reader, cluster](const Field& value) {
+                                        return reader.Number(value, 1.0,
+                                                             "a fraction > 0 and <= 1 such as 0.4",
+                                                             &cluster->compute_efficiency);
+                                      }}});
 }
 
 // Writing the section at all (even empty) turns the cluster model on.
@@ -293,13 +570,83 @@ Status ReadCluster(const Reader& reader, const Field& field, ClusterSpec* cluste
   return reader.ReadMap(field, {{"devices_per_node", CountInto(reader, &cluster->devices_per_node)},
                                 {"nodes", CountInto(reader, &cluster->nodes)},
                                 {"intra_node", link(&cluster->intra_node)},
-                                {"inter_node", link(&cluster->inter_node)}});
+                                {"inter_node", link(&cluster->inter_node)},
+                                {"device", [&reader, cluster](const Field& value) {
+                                   return ReadDevice(reader, value, cluster);
+                                 }}});
+}
+
+// parallel.layer_counts: a non-empty list of integers >= 1.
+Status ReadLayerCounts(const Reader& reader, const Field& field, std::vector<int32_t>* counts) {
+  if (!field.value.IsSequence() || field.value.size() == 0) {
+    return reader.At(field,
+                     "found " + Describe(field.value) +
+                         " (expected a list of layer counts, one per stage, such as [3, 4, 3])");
+  }
+  counts->clear();
+  for (const YAML::Node& item : field.value) {
+    const Field count{YAML::Node(), item, field.path + "[" + std::to_string(counts->size()) + "]"};
+    STAGECRAFT_RETURN_IF_ERROR(reader.Int(count, 1, &counts->emplace_back()));
+  }
+  return Status::Ok();
+}
+
+// layer_counts goes with partition: counts and layout with partition: layout; either one
+// alone implies its partition.
+Status CheckPartition(const Reader& reader, const Written& written, ParallelSpec* parallel) {
+  const Field* partition = Find(written, "partition");
+  const Field* counts = Find(written, "layer_counts");
+  const Field* layout = Find(written, "layout");
+  if (counts != nullptr && layout != nullptr) {
+    return reader.At(*layout, "give layer_counts or layout, not both");
+  }
+  if (layout != nullptr && parallel->layout.empty()) {
+    return reader.At(*layout, "is empty (expected a layout such as 'Et*3|t*4|t*3L')");
+  }
+  if (partition == nullptr) {
+    if (counts != nullptr) parallel->partition = PartitionMethod::kCounts;
+    if (layout != nullptr) parallel->partition = PartitionMethod::kLayout;
+    return Status::Ok();
+  }
+  const std::string method = "'" + partition->value.Scalar() + "'";
+  const bool counts_used = parallel->partition == PartitionMethod::kCounts;
+  const bool layout_used = parallel->partition == PartitionMethod::kLayout;
+  if (counts_used && counts == nullptr) {
+    return reader.At(*partition, method + " needs parallel.layer_counts, one count per stage");
+  }
+  if (layout_used && layout == nullptr) {
+    return reader.At(*partition, method + " needs parallel.layout, e.g. 'Et*3|t*4|t*3L'");
+  }
+  const Field* given = counts != nullptr ? counts : layout;  // at most one of them
+  if (given == nullptr || (given == counts ? counts_used : layout_used)) return Status::Ok();
+  return reader.At(*given, "is not used with partition: " + partition->value.Scalar() +
+                               " (remove it, or set partition: " +
+                               (given == counts ? "counts" : "layout") + ")");
 }
 
 Status ReadParallel(const Reader& reader, const Field& field, ParallelSpec* parallel) {
-  return reader.ReadMap(field, {{"pp", CountInto(reader, &parallel->pp)},
-                                {"vpp", CountInto(reader, &parallel->vpp)},
-                                {"microbatches", CountInto(reader, &parallel->microbatches)}});
+  Written written;
+  STAGECRAFT_RETURN_IF_ERROR(reader.ReadMap(
+      field,
+      {{"pp", CountInto(reader, &parallel->pp)},
+       {"vpp", CountInto(reader, &parallel->vpp)},
+       {"microbatches", CountInto(reader, &parallel->microbatches)},
+       {"placement",
+        EnumInto<Placement>(reader, "placement", {{"loop", Placement::kLoop}, {"v", Placement::kV}},
+                            &parallel->placement)},
+       {"partition", EnumInto<PartitionMethod>(reader, "partition method",
+                                               {{"state-aware", PartitionMethod::kStateAware},
+                                                {"cost", PartitionMethod::kCost},
+                                                {"counts", PartitionMethod::kCounts},
+                                                {"layout", PartitionMethod::kLayout}},
+                                               &parallel->partition)},
+       {"layer_counts",
+        [&reader, parallel](const Field& value) {
+          return ReadLayerCounts(reader, value, &parallel->layer_counts);
+        }},
+       {"layout", StringInto(reader, &parallel->layout)}},
+      &written));
+  return CheckPartition(reader, written, parallel);
 }
 
 Status ReadScheduleName(const Reader& reader, const Field& field, std::string* out) {
@@ -324,7 +671,19 @@ Status ReadSchedule(const Reader& reader, const Field& field, ScheduleSpec* sche
               {"group_size", CountInto(reader, &schedule->group_size)},
               {"p2p", p2p},
               {"cost_p2p", DurationInto(reader, Sign::kNonNegative, &schedule->cost_p2p)},
-              {"csv", StringInto(reader, &schedule->csv)}});
+              {"csv", StringInto(reader, &schedule->csv)},
+              {"state_policy", EnumInto<StatePolicy>(reader, "state policy",
+                                                     {{"payload", StatePolicy::kPayload},
+                                                      {"direct", StatePolicy::kDirect},
+                                                      {"shadow", StatePolicy::kShadow},
+                                                      {"auto", StatePolicy::kAuto}},
+                                                     &schedule->state_policy)},
+              {"shadow_reading",
+               EnumInto<ShadowReading>(reader, "shadow reading",
+                                       {{"key-side", ShadowReading::kKeySide},
+                                        {"selection-side", ShadowReading::kSelectionSide}},
+                                       &schedule->shadow_reading)},
+              {"state_buffer_slots", IntInto(reader, 0, &schedule->state_buffer_slots)}});
 }
 
 Status ReadDocument(const Reader& reader, const YAML::Node& root, Config* config) {

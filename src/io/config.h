@@ -6,19 +6,33 @@
 #include <map>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "core/result.h"
 #include "hardware/cluster_spec.h"
+#include "lower/state_flow.h"
 #include "lower/task_graph.h"
 #include "model/model_spec.h"
 #include "schedule/schedule.h"
 
 namespace stagecraft {
 
+// How a layer-list model is split into stages.
+enum class PartitionMethod : uint8_t {
+  kStateAware,  // balance compute plus the payload each cut puts on the wire (default)
+  kCost,        // balance compute only
+  kCounts,      // layer_counts: explicit layers per stage
+  kLayout,      // layout: a Megatron-style layout string
+};
+
 struct ParallelSpec {
-  int32_t pp = 4;            // pipeline-parallel ranks
-  int32_t vpp = 1;           // chunks (virtual stages) per rank
-  int32_t microbatches = 8;  // m, microbatches per iteration
+  int32_t pp = 4;                                            // pipeline-parallel ranks
+  int32_t vpp = 1;                                           // chunks (virtual stages) per rank
+  int32_t microbatches = 8;                                  // m, microbatches per iteration
+  Placement placement = Placement::kLoop;                    // stage → rank map (loop or v)
+  PartitionMethod partition = PartitionMethod::kStateAware;  // layer-list models only
+  std::vector<int32_t> layer_counts;  // partition: counts; one entry per stage
+  std::string layout;                 // partition: layout, e.g. "Et*3|t*4|t*3L"
   bool operator==(const ParallelSpec&) const = default;
 };
 
@@ -28,6 +42,9 @@ struct ScheduleSpec {
   P2pMode p2p = P2pMode::kAsync;  // point-to-point semantics: async | rendezvous
   Time cost_p2p;                  // fixed time added to every transfer between two ranks; 0
   std::string csv;                // a schedule CSV file to load instead of a generator; ""
+  StatePolicy state_policy = StatePolicy::kPayload;        // shared-state movement
+  ShadowReading shadow_reading = ShadowReading::kKeySide;  // what a shadow indexer recomputes
+  int32_t state_buffer_slots = 0;  // > 0: k slots per state and rank (stale-read check); 0 = off
   bool operator==(const ScheduleSpec&) const = default;
 };
 

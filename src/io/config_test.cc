@@ -2,6 +2,10 @@
 
 #include <gtest/gtest.h>
 
+#include <filesystem>
+#include <fstream>
+#include <set>
+#include <sstream>
 #include <string>
 
 namespace stagecraft {
@@ -66,7 +70,9 @@ schedule:
   expected.cluster.nodes = 2;
   expected.cluster.intra_node = LinkSpec{Time::Nanoseconds(2'000), 300e9};
   expected.cluster.inter_node = LinkSpec{Time::Nanoseconds(10'000), 50e9};
-  expected.parallel = ParallelSpec{8, 2, 16};
+  expected.parallel.pp = 8;
+  expected.parallel.vpp = 2;
+  expected.parallel.microbatches = 16;
   expected.schedule.name = "interleaved-1f1b";
   expected.schedule.group_size = 4;
   expected.schedule.p2p = P2pMode::kRendezvous;
@@ -212,7 +218,8 @@ TEST(ParseConfigErrorTest, UnknownKeyInSection) {
   const std::string message = ErrorOf("parallel:\n  pp: 2\n  microbatch: 8\n");
   EXPECT_EQ(message,
             "run.yaml:3:3: unknown key 'microbatch' in parallel; did you mean 'microbatches'? "
-            "(expected one of 'pp', 'vpp' or 'microbatches')");
+            "(expected one of 'pp', 'vpp', 'microbatches', 'placement', 'partition', "
+            "'layer_counts' or 'layout')");
 }
 
 TEST(ParseConfigErrorTest, UnknownTopLevelKey) {
@@ -335,7 +342,7 @@ TEST(ParseConfigErrorTest, UnknownModelType) {
   const std::string message = ErrorOf("model:\n  type: unifrom\n");
   EXPECT_EQ(message,
             "run.yaml:2:9: model.type: unknown model type 'unifrom'; did you mean 'uniform'? "
-            "(expected 'uniform')");
+            "(expected 'uniform' or 'layers')");
 }
 
 TEST(ParseConfigErrorTest, UnknownP2pMode) {
@@ -379,6 +386,327 @@ TEST(ParseConfigErrorTest, SourceNameIsUsed) {
   Result<Config> config = ParseConfig("parallel: {pp: 0}", "configs/a.yaml");
   ASSERT_FALSE(config.ok());
   EXPECT_EQ(config.error().message.rfind("configs/a.yaml:1:", 0), 0u) << config.error().message;
+}
+
+// ---- Layer-list models (doc/config.md "Layer-list models") ----
+
+LayerSpec Layer(AttentionMode mode, int32_t ratio, int32_t line) {
+  LayerSpec layer;
+  layer.attention = mode;
+  layer.compress_ratio = ratio;
+  layer.line = line;
+  return layer;
+}
+
+LayerSpec OfKind(LayerKind kind, int32_t line) {
+  LayerSpec layer;
+  layer.kind = kind;
+  layer.line = line;
+  return layer;
+}
+
+TEST(LayerListConfigTest, ParsesExpandsAndResolves) {
+  const std::string yaml = R"(model:
+  name: tiny
+  type: layers
+  seq_len: 2048
+  micro_batch_size: 2
+  dims: {hidden: 1024, top_k: 64, indexer_trained: true}
+  layers:
+    - {kind: embedding}
+    - {attention: swa_only}
+    - {attention: full, compress_ratio: 2, mlp: dense}
+    - attention: reuse
+      compress_ratio: 2
+      repeat: 2
+      forward: 2ms
+      activation_bytes: 1MiB
+    - {kind: head}
+)";
+  ModelSpec expected;
+  expected.name = "tiny";
+  expected.seq_len = 2048;
+  expected.micro_batch_size = 2;
+  expected.dims.hidden = 1024;
+  expected.dims.top_k = 64;
+  expected.dims.indexer_trained = true;
+  expected.layers = {OfKind(LayerKind::kEmbedding, 8),    Layer(AttentionMode::kSwaOnly, 0, 9),
+                     Layer(AttentionMode::kFull, 2, 10),  Layer(AttentionMode::kReuse, 2, 11),
+                     Layer(AttentionMode::kReuse, 2, 11), OfKind(LayerKind::kHead, 16)};
+  expected.layers[2].mlp = MlpKind::kDense;
+  for (int index : {3, 4}) {
+    expected.layers[index].kv_source = 2;
+    expected.layers[index].index_source = 2;
+    expected.layers[index].forward = Time::Nanoseconds(2 * kMs);
+    expected.layers[index].activation_bytes = 1 << 20;
+  }
+  expected.num_layers = 6;
+  const ModelSpec model = Parse(yaml).model;
+  ASSERT_EQ(model.layers.size(), expected.layers.size());
+  for (size_t index = 0; index < model.layers.size(); ++index) {
+    EXPECT_EQ(model.layers[index], expected.layers[index]) << "layers[" << index << "]";
+  }
+  EXPECT_EQ(model, expected);
+}
+
+TEST(LayerListConfigTest, LocationsNameEveryLayer) {
+  ConfigLocations locations;
+  ASSERT_TRUE(ParseConfig("model:\n  layers:\n    - {attention: full}\n"
+                          "    - {attention: reuse, repeat: 2}\n",
+                          "run.yaml", &locations)
+                  .ok());
+  EXPECT_EQ(locations.Where("model.layers[0]"), "run.yaml:3:7: model.layers[0]: ");
+  EXPECT_EQ(locations.Where("model.layers[2]"), "run.yaml:4:7: model.layers[2]: ");
+  EXPECT_EQ(locations.Where("model.layers[1].attention"),
+            "run.yaml:4:19: model.layers[1].attention: ");
+}
+
+TEST(LayerListConfigTest, ListWithoutTypeIsALayerList) {
+  const Config config = Parse("model:\n  layers: [{attention: full}, {attention: reuse}]\n");
+  ASSERT_EQ(config.model.layers.size(), 2u);
+  EXPECT_EQ(config.model.layers[1].kv_source, 0);
+  EXPECT_EQ(config.model.layers[1].line, 2);
+  EXPECT_EQ(Parse("model: {layers: 12}").model.num_layers, 12);  // a count: uniform
+}
+
+TEST(LayerListConfigTest, ExplicitSources) {
+  const Config config = Parse(R"(model:
+  type: layers
+  layers:
+    - {attention: full, compress_ratio: 1, repeat: 2}
+    - {attention: reindex, compress_ratio: 1, kv_source: 0, candidate_source: 0}
+    - {attention: reuse, compress_ratio: 1, kv_source: 1, index_source: 0}
+)");
+  ASSERT_EQ(config.model.layers.size(), 4u);
+  EXPECT_EQ(config.model.layers[2].kv_source, 0);
+  EXPECT_EQ(config.model.layers[2].candidate_source, 0);
+  EXPECT_EQ(config.model.layers[3].kv_source, 1);
+  EXPECT_EQ(config.model.layers[3].index_source, 0);
+}
+
+TEST(LayerListConfigTest, ResolveErrorsNameTheEntry) {
+  EXPECT_EQ(ErrorOf(R"(model:
+  type: layers
+  layers:
+    - {kind: embedding}
+    - {attention: full, compress_ratio: 2}
+    - {attention: reuse, compress_ratio: 2, repeat: 3}
+    - {attention: reuse, compress_ratio: 1}
+)"),
+            "run.yaml:7:7: layers[5]: reuse has no KV source: no full layer with compression "
+            "ratio 1 precedes it (add a full layer with compress_ratio: 1 before it, or set "
+            "kv_source)");
+  EXPECT_EQ(ErrorOf("model:\n  layers:\n    - {attention: full}\n    - attention: reuse\n"
+                    "      kv_source: 1\n"),
+            "run.yaml:4:7: layers[1]: reuse takes KV from layer 1, which is itself (a source must "
+            "precede its consumer)");
+}
+
+TEST(LayerListConfigTest, ModelTypeErrors) {
+  EXPECT_EQ(ErrorOf("model:\n  type: layers\n"),
+            "run.yaml:2:9: model.type: a layer-list model needs model.layers, a list of layer "
+            "entries such as [{kind: embedding}, {attention: full}, {kind: head}]");
+  EXPECT_EQ(ErrorOf("model:\n  type: layers\n  layers: 40\n"),
+            "run.yaml:3:11: model.layers: found '40', a layer count (for type: uniform) (expected "
+            "a list of layer entries such as [{kind: embedding}, {attention: full}, {kind: "
+            "head}])");
+  EXPECT_EQ(ErrorOf("model:\n  type: layers\n  layers: []\n"),
+            "run.yaml:3:11: model.layers: found a list (expected a list of layer entries such as "
+            "[{kind: embedding}, {attention: full}, {kind: head}])");
+  EXPECT_EQ(ErrorOf("model:\n  type: uniform\n  layers: [{attention: full}]\n"),
+            "run.yaml:3:11: model.layers: found a list of layers, but the model type is 'uniform' "
+            "(a layer list needs type: layers; a uniform model takes a layer count)");
+  EXPECT_EQ(ErrorOf("model:\n  forward: 2ms\n  layers: [{attention: full}]\n"),
+            "run.yaml:2:12: model.forward: applies to the uniform model only (a layer-list model "
+            "has per-layer costs: set it on a layer entry, or leave it out to derive it)");
+  EXPECT_EQ(ErrorOf("model:\n  seq_len: 4096\n"),
+            "run.yaml:2:12: model.seq_len: applies to layer-list models only (type: layers)");
+}
+
+TEST(LayerListConfigTest, EntryErrors) {
+  const std::string head = "model:\n  layers:\n    - {attention: full}\n";
+  EXPECT_EQ(ErrorOf(head + "    - {attention: reuze}\n"),
+            "run.yaml:4:19: model.layers[1].attention: unknown attention mode 'reuze'; did you "
+            "mean 'reuse'? (expected 'full', 'reindex', 'reuse' or 'swa_only')");
+  EXPECT_EQ(ErrorOf(head + "    - {attention: reuse, repeat: 0}\n"),
+            "run.yaml:4:34: model.layers[1].repeat: '0' must be at least 1 (expected an integer "
+            ">= 1)");
+  EXPECT_EQ(ErrorOf(head + "    - {attention: reuse, kv_sorce: 0}\n"),
+            "run.yaml:4:26: unknown key 'kv_sorce' in model.layers[1]; did you mean 'kv_source'? "
+            "(expected one of 'kind', 'attention', 'compress_ratio', 'mlp', 'repeat', 'kv_source', "
+            "'index_source', 'candidate_source', 'forward', 'input_grad', 'weight_grad', "
+            "'activation_bytes' or 'weight_grad_bytes')");
+  EXPECT_EQ(ErrorOf(head + "    - full\n"),
+            "run.yaml:4:7: model.layers[1]: found 'full' (expected a layer entry, a map such as "
+            "{attention: full, compress_ratio: 1})");
+  EXPECT_EQ(ErrorOf(head + "    - {kind: head, attention: full}\n"),
+            "run.yaml:4:31: model.layers[1].attention: applies to decoder layers only (this entry "
+            "has kind: head; remove it)");
+  EXPECT_EQ(ErrorOf(head + "    - {attention: reuse, kv_source: -1}\n"),
+            "run.yaml:4:37: model.layers[1].kv_source: '-1' must be at least 0 (expected an "
+            "integer >= 0)");
+  EXPECT_EQ(ErrorOf(head + "    - {attention: reuse, repeat: 2000000}\n"),
+            "run.yaml:4:7: model.layers[1]: the model would have more than 100000 layers (lower "
+            "repeat)");
+  // Errors inside a repeated entry name its first layer.
+  EXPECT_EQ(ErrorOf(head + "    - {attention: reuse, repeat: 3}\n    - {mlp: dens}\n"),
+            "run.yaml:5:13: model.layers[4].mlp: unknown mlp 'dens'; did you mean 'dense'? "
+            "(expected 'moe' or 'dense')");
+}
+
+TEST(LayerListConfigTest, SwaOnlyRatio) {
+  const Config config = Parse("model:\n  layers: [{attention: swa_only, compress_ratio: 0}]\n");
+  EXPECT_EQ(config.model.layers[0].compress_ratio, 0);
+  EXPECT_EQ(ErrorOf("model:\n  layers: [{attention: swa_only, compress_ratio: 2}]\n"),
+            "run.yaml:2:12: layers[0]: swa_only has no compressed KV, so compress_ratio must be 0 "
+            "(or left out), not 2");
+}
+
+TEST(LayerListConfigTest, DimsErrors) {
+  EXPECT_EQ(ErrorOf("model:\n  type: layers\n  dims: {hidden: 0}\n  layers: [{attention: full}]\n"),
+            "run.yaml:3:18: model.dims.hidden: '0' must be at least 1 (expected an integer >= 1)");
+  EXPECT_EQ(ErrorOf("model:\n  dims: {indexer_trained: yes}\n  layers: [{attention: full}]\n"),
+            "run.yaml:2:27: model.dims.indexer_trained: unknown boolean 'yes' (expected 'true' or "
+            "'false')");
+  EXPECT_EQ(
+      ErrorOf("model:\n  dims: {routed_experts: 4}\n  layers: [{attention: full}]\n"),
+      "run.yaml:2:26: model.dims.routed_experts: experts_per_token 6 exceeds routed_experts 4 "
+      "(a token picks its experts among the routed ones)");
+  EXPECT_NE(ErrorOf("model:\n  dims: {hiden: 1}\n  layers: [{attention: full}]\n")
+                .find("did you mean 'hidden'?"),
+            std::string::npos);
+}
+
+TEST(ClusterDeviceTest, PeakAndEfficiency) {
+  const Config config = Parse("cluster:\n  device: {peak_tflops: 312, efficiency: 0.5}\n");
+  EXPECT_EQ(config.cluster.peak_flops_per_s, 312e12);
+  EXPECT_EQ(config.cluster.compute_efficiency, 0.5);
+  EXPECT_EQ(config.cluster.effective_flops_per_s(), 156e12);
+  EXPECT_EQ(ErrorOf("cluster:\n  device: {efficiency: 1.5}\n"),
+            "run.yaml:2:24: cluster.device.efficiency: '1.5' is out of range (expected a fraction "
+            "> 0 and <= 1 such as 0.4)");
+  EXPECT_EQ(ErrorOf("cluster:\n  device: {peak_tflops: fast}\n"),
+            "run.yaml:2:25: cluster.device.peak_tflops: 'fast' is not a number (expected TFLOP/s, "
+            "a number > 0 such as 989.5)");
+  EXPECT_NE(ErrorOf("cluster: {device: {peak_tflops: 0}}").find("out of range"), std::string::npos);
+  EXPECT_NE(ErrorOf("cluster: {device: {peak_tflops: inf}}").find("not a number"),
+            std::string::npos);
+}
+
+TEST(ParallelPartitionTest, Keys) {
+  const Config config = Parse(
+      "parallel:\n  placement: v\n  vpp: 2\n  partition: counts\n  layer_counts: [3, 4, 3]\n");
+  EXPECT_EQ(config.parallel.placement, Placement::kV);
+  EXPECT_EQ(config.parallel.partition, PartitionMethod::kCounts);
+  EXPECT_EQ(config.parallel.layer_counts, (std::vector<int32_t>{3, 4, 3}));
+  EXPECT_EQ(Parse("parallel: {partition: cost}").parallel.partition, PartitionMethod::kCost);
+  EXPECT_EQ(Parse("parallel: {}").parallel.partition, PartitionMethod::kStateAware);
+  // Either list alone implies its partition.
+  EXPECT_EQ(Parse("parallel: {layer_counts: [2, 2]}").parallel.partition, PartitionMethod::kCounts);
+  const Config layout = Parse("parallel: {layout: 'Et*3|t*4|t*3L'}");
+  EXPECT_EQ(layout.parallel.partition, PartitionMethod::kLayout);
+  EXPECT_EQ(layout.parallel.layout, "Et*3|t*4|t*3L");
+}
+
+TEST(ParallelPartitionTest, Errors) {
+  EXPECT_EQ(ErrorOf("parallel:\n  partition: state_aware\n"),
+            "run.yaml:2:14: parallel.partition: unknown partition method 'state_aware'; did you "
+            "mean 'state-aware'? (expected 'state-aware', 'cost', 'counts' or 'layout')");
+  EXPECT_EQ(ErrorOf("parallel:\n  placement: zigzag\n"),
+            "run.yaml:2:14: parallel.placement: unknown placement 'zigzag' (expected 'loop' or "
+            "'v')");
+  EXPECT_EQ(
+      ErrorOf("parallel:\n  partition: counts\n"),
+      "run.yaml:2:14: parallel.partition: 'counts' needs parallel.layer_counts, one count per "
+      "stage");
+  EXPECT_EQ(ErrorOf("parallel:\n  partition: layout\n"),
+            "run.yaml:2:14: parallel.partition: 'layout' needs parallel.layout, e.g. "
+            "'Et*3|t*4|t*3L'");
+  EXPECT_EQ(ErrorOf("parallel:\n  partition: cost\n  layer_counts: [1, 2]\n"),
+            "run.yaml:3:17: parallel.layer_counts: is not used with partition: cost (remove it, or "
+            "set partition: counts)");
+  EXPECT_EQ(ErrorOf("parallel:\n  layer_counts: [1]\n  layout: E|L\n"),
+            "run.yaml:3:11: parallel.layout: give layer_counts or layout, not both");
+  EXPECT_EQ(ErrorOf("parallel:\n  layer_counts: [1, 0]\n"),
+            "run.yaml:2:21: parallel.layer_counts[1]: '0' must be at least 1 (expected an integer "
+            ">= 1)");
+  EXPECT_EQ(ErrorOf("parallel:\n  layer_counts: []\n"),
+            "run.yaml:2:17: parallel.layer_counts: found a list (expected a list of layer counts, "
+            "one per stage, such as [3, 4, 3])");
+  EXPECT_EQ(ErrorOf("parallel:\n  layout: ''\n"),
+            "run.yaml:2:11: parallel.layout: is empty (expected a layout such as 'Et*3|t*4|t*3L')");
+}
+
+TEST(ScheduleStateTest, Keys) {
+  const Config config = Parse(
+      "schedule:\n  state_policy: shadow\n  shadow_reading: selection-side\n"
+      "  state_buffer_slots: 2\n");
+  EXPECT_EQ(config.schedule.state_policy, StatePolicy::kShadow);
+  EXPECT_EQ(config.schedule.shadow_reading, ShadowReading::kSelectionSide);
+  EXPECT_EQ(config.schedule.state_buffer_slots, 2);
+  EXPECT_EQ(Parse("schedule: {state_policy: auto}").schedule.state_policy, StatePolicy::kAuto);
+  EXPECT_EQ(Parse("schedule: {state_policy: direct}").schedule.state_policy, StatePolicy::kDirect);
+  EXPECT_EQ(ErrorOf("schedule:\n  state_policy: payloads\n"),
+            "run.yaml:2:17: schedule.state_policy: unknown state policy 'payloads'; did you mean "
+            "'payload'? (expected 'payload', 'direct', 'shadow' or 'auto')");
+  EXPECT_EQ(ErrorOf("schedule:\n  shadow_reading: keyside\n"),
+            "run.yaml:2:19: schedule.shadow_reading: unknown shadow reading 'keyside'; did you "
+            "mean 'key-side'? (expected 'key-side' or 'selection-side')");
+  EXPECT_EQ(ErrorOf("schedule:\n  state_buffer_slots: -1\n"),
+            "run.yaml:2:23: schedule.state_buffer_slots: '-1' must be at least 0 (expected an "
+            "integer >= 0)");
+}
+
+// ---- The examples parse and resolve (STYLE.md: examples never rot) ----
+
+// examples/<name>, found from this file's path (the compiler is given absolute source paths).
+std::string ReadExample(const std::string& name) {
+  const std::filesystem::path path =
+      std::filesystem::path(__FILE__).parent_path() / ".." / ".." / "examples" / name;
+  std::ifstream stream(path);
+  EXPECT_TRUE(stream.good()) << "cannot read " << path;
+  std::ostringstream text;
+  text << stream.rdbuf();
+  return text.str();
+}
+
+// doc/csa2.md: kv_source_layer_ids=[2,8,14,20], index_source_layer_ids=[2,8,14,20,24,28,32,36],
+// candidate_source_layer_id=20, as decoder layers Lk = layers[k + 1].
+TEST(ExamplesTest, DeepSeekV41Flash) {
+  const Config config = Parse(ReadExample("deepseek-v4.1-flash.yaml"));
+  const ModelSpec& model = config.model;
+  ASSERT_EQ(model.layers.size(), 42u);
+  EXPECT_EQ(model.dims, Csa2Dims());  // the defaults are V4.1-Flash
+  std::set<int32_t> kv, index, candidates;
+  for (const LayerSpec& layer : model.layers) {
+    if (layer.kv_source >= 0) kv.insert(layer.kv_source - 1);
+    if (layer.index_source >= 0) index.insert(layer.index_source - 1);
+    if (layer.candidate_source >= 0) candidates.insert(layer.candidate_source - 1);
+  }
+  EXPECT_EQ(kv, (std::set<int32_t>{2, 8, 14, 20}));
+  EXPECT_EQ(index, (std::set<int32_t>{2, 8, 14, 20, 24, 28, 32, 36}));
+  EXPECT_EQ(candidates, (std::set<int32_t>{20}));
+  std::vector<int32_t> ratios;  // compress_ratios = [0,0]+[2]*18+[1]*20
+  for (size_t layer = 1; layer + 1 < model.layers.size(); ++layer) {
+    ratios.push_back(model.layers[layer].compress_ratio);
+  }
+  std::vector<int32_t> expected_ratios = {0, 0};
+  expected_ratios.insert(expected_ratios.end(), 18, 2);
+  expected_ratios.insert(expected_ratios.end(), 20, 1);
+  EXPECT_EQ(ratios, expected_ratios);
+  EXPECT_EQ(config.cluster.inter_node.bandwidth_bytes_per_s, 50e9);
+  EXPECT_EQ(config.cluster.intra_node.bandwidth_bytes_per_s, 160e9);
+  EXPECT_EQ(config.parallel.pp, 8);
+  EXPECT_EQ(config.parallel.microbatches, 32);
+  EXPECT_EQ(config.schedule.state_policy, StatePolicy::kPayload);
+}
+
+TEST(ExamplesTest, Csa2Small) {
+  const Config config = Parse(ReadExample("csa2-small.yaml"));
+  ASSERT_EQ(config.model.layers.size(), 10u);
+  EXPECT_EQ(config.model.layers[7].candidate_source, 5);
+  EXPECT_EQ(config.model.layers[8].index_source, 7);
+  EXPECT_EQ(config.parallel.pp, 4);
 }
 
 }  // namespace

@@ -43,11 +43,17 @@ class Lowering {
   Result<TaskGraph> Run() {
     graph_.mode = options_.mode;
     graph_.num_ranks = schedule_.num_ranks;
+    graph_.states = options_.states;
+    graph_.cluster = options_.cluster;
+    graph_.cost_p2p = options_.cost_p2p;
+    graph_.stage_ranks = StageRanks(schedule_);
+    STAGECRAFT_RETURN_IF_ERROR(PlanStates());
     STAGECRAFT_RETURN_IF_ERROR(AddComputeTasks());
     const size_t num_compute = graph_.tasks.size();
     for (uint32_t task = 0; task < num_compute; ++task) {
       STAGECRAFT_RETURN_IF_ERROR(AddInputs(task));
     }
+    STAGECRAFT_RETURN_IF_ERROR(AddDirectStateTransfers());
     if (options_.mode == P2pMode::kRendezvous) AddRendezvousEdges();
     BuildAdjacency(graph_, edges_);
     std::sort(graph_.links.begin(), graph_.links.end(), [](const Link& a, const Link& b) {
@@ -78,16 +84,17 @@ class Lowering {
     task.rank = static_cast<int32_t>(rank);
     task.action = action;
     task.position = static_cast<int32_t>(graph_.programs[rank].size());
-    const StageCost& cost = costs_[action.stage.value()];
+    const int32_t stage = action.stage.value();
+    const StageCost& cost = costs_[stage];
     switch (action.kind) {
       case ActionKind::kForward:
-        task.duration = cost.forward;
+        task.duration = cost.forward + extra_forward_[stage];
         break;
       case ActionKind::kBackward:
-        task.duration = cost.backward();
+        task.duration = cost.backward() + extra_backward_[stage];
         break;
       case ActionKind::kInputGrad:
-        task.duration = cost.input_grad;
+        task.duration = cost.input_grad + extra_backward_[stage];
         break;
       case ActionKind::kWeightGrad:
         task.duration = cost.weight_grad;
@@ -169,7 +176,81 @@ class Lowering {
     return Status::Ok();
   }
 
-  // A data dependency; a transfer task in between when the two run on different ranks.
+  // Per-cut payload bytes and per-stage shadow compute, from the flows. Cut s joins stages s
+  // and s + 1.
+  Status PlanStates() {
+    const int32_t stages = schedule_.num_stages;
+    cut_forward_.assign(static_cast<size_t>(std::max(stages, 1)), 0);
+    cut_backward_.assign(static_cast<size_t>(std::max(stages, 1)), 0);
+    extra_forward_.assign(static_cast<size_t>(std::max(stages, 1)), Time());
+    extra_backward_.assign(static_cast<size_t>(std::max(stages, 1)), Time());
+    for (const StateFlow& flow : options_.states) {
+      if (flow.producer_stage < 0 || flow.last_consumer_stage() >= stages) {
+        return Error{"internal: a state flow refers to a stage outside 0.." +
+                     std::to_string(stages - 1)};
+      }
+      const bool payload = flow.policy == StatePolicy::kPayload;
+      const bool shadow = flow.policy == StatePolicy::kShadow;
+      for (int32_t cut = flow.producer_stage; cut < flow.last_consumer_stage(); ++cut) {
+        if (payload) {
+          cut_forward_[cut] += flow.bytes;
+          if (flow.differentiable) cut_backward_[cut] += flow.bytes;
+        } else if (shadow) {
+          cut_forward_[cut] += flow.shadow_bytes;
+        }
+      }
+      if (!shadow) continue;
+      for (int32_t stage : flow.consumer_stages) {
+        if (stage == flow.producer_stage) continue;
+        extra_forward_[stage] += flow.shadow_forward;
+        extra_backward_[stage] += flow.shadow_backward;
+      }
+    }
+    return Status::Ok();
+  }
+
+  // Direct flows: for every consuming stage on another rank, one transfer per microbatch from
+  // the producer's F to the consumer's F, and (differentiable) one dState transfer from the
+  // consumer's backward to the producer's backward. On the same rank the state is resident and
+  // the stage order already orders the actions.
+  Status AddDirectStateTransfers() {
+    for (size_t index = 0; index < options_.states.size(); ++index) {
+      const StateFlow& flow = options_.states[index];
+      if (flow.policy != StatePolicy::kDirect) continue;
+      for (int32_t stage : flow.consumer_stages) {
+        if (graph_.stage_ranks[stage] == graph_.stage_ranks[flow.producer_stage]) continue;
+        for (int32_t mb = 0; mb < schedule_.num_microbatches; ++mb) {
+          const MicrobatchId microbatch(mb);
+          const uint32_t make = Find(flow.producer_stage, ActionKind::kForward, microbatch);
+          const uint32_t use = Find(stage, ActionKind::kForward, microbatch);
+          if (make == kNoTask || use == kNoTask) {
+            return Error{"internal: a direct state flow needs forwards the schedule lacks"};
+          }
+          AddTransfer(make, use, PayloadKind::kState, flow.bytes, flow.bytes,
+                      static_cast<int32_t>(index));
+          if (!flow.differentiable) continue;
+          const uint32_t grad_from = BackwardOf(stage, microbatch);
+          const uint32_t grad_to = BackwardOf(flow.producer_stage, microbatch);
+          if (grad_from == kNoTask || grad_to == kNoTask) {
+            return Error{"internal: a direct state flow needs backwards the schedule lacks"};
+          }
+          AddTransfer(grad_from, grad_to, PayloadKind::kStateGradient, flow.bytes, flow.bytes,
+                      static_cast<int32_t>(index));
+        }
+      }
+    }
+    return Status::Ok();
+  }
+
+  // The B or I action of (stage, microbatch), whichever the schedule has.
+  uint32_t BackwardOf(int32_t stage, MicrobatchId microbatch) const {
+    const uint32_t full = Find(stage, ActionKind::kBackward, microbatch);
+    return full != kNoTask ? full : Find(stage, ActionKind::kInputGrad, microbatch);
+  }
+
+  // A data dependency; a transfer task in between when the two run on different ranks. The
+  // transfer between stages s and s + 1 carries the hidden state (or its gradient) of cut s
+  // plus the payload-policy shared state crossing that cut.
   void Connect(uint32_t producer, uint32_t consumer, PayloadKind payload) {
     const Task& from = graph_.tasks[producer];
     const Task& to = graph_.tasks[consumer];
@@ -177,13 +258,25 @@ class Lowering {
       edges_.emplace_back(producer, consumer);
       return;
     }
+    const int32_t cut = std::min(from.action.stage.value(), to.action.stage.value());
+    const int64_t state =
+        payload == PayloadKind::kGradient ? cut_backward_[cut] : cut_forward_[cut];
+    AddTransfer(producer, consumer, payload, costs_[cut].p2p_bytes + state, state, -1);
+  }
+
+  void AddTransfer(uint32_t producer, uint32_t consumer, PayloadKind payload, int64_t bytes,
+                   int64_t state_bytes, int32_t flow) {
+    const Task& from = graph_.tasks[producer];
+    const Task& to = graph_.tasks[consumer];
     Task transfer;
     transfer.kind = TaskKind::kTransfer;
     transfer.payload = payload;
     transfer.rank = from.rank;
     transfer.peer = to.rank;
     transfer.link = LinkIndex(from.rank, to.rank);
-    transfer.bytes = costs_[from.action.stage.value()].p2p_bytes;
+    transfer.bytes = bytes;
+    transfer.state_bytes = state_bytes;
+    transfer.flow = flow;
     transfer.duration = TransferTime(options_.cluster, DeviceId(from.rank), DeviceId(to.rank),
                                      transfer.bytes, options_.cost_p2p);
     transfer.action = from.action;
@@ -223,7 +316,11 @@ class Lowering {
           edges_.emplace_back(transfers[index - 1], transfers[index]);
         }
       };
-      chain([&](uint32_t t) { return std::pair(position(graph_.tasks[t].producer_task), t); });
+      // Sends of one action to one peer go out in the order the peer consumes them.
+      chain([&](uint32_t t) {
+        const Task& task = graph_.tasks[t];
+        return std::tuple(position(task.producer_task), position(task.consumer_task), t);
+      });
       chain([&](uint32_t t) {
         const Task& task = graph_.tasks[t];
         return std::tuple(position(task.consumer_task), position(task.producer_task), t);
@@ -265,6 +362,10 @@ class Lowering {
   std::vector<uint32_t> index_;
   std::vector<int32_t> link_index_;
   std::vector<std::pair<uint32_t, uint32_t>> edges_;
+  std::vector<int64_t> cut_forward_;   // [cut] payload-policy state bytes on the activation send
+  std::vector<int64_t> cut_backward_;  // [cut] dState bytes on the gradient send
+  std::vector<Time> extra_forward_;    // [stage] shadow-indexer compute added to each F
+  std::vector<Time> extra_backward_;   // [stage] ... and to each B / I
 };
 
 }  // namespace

@@ -1,12 +1,18 @@
 // Lowering: schedule + stage costs + cluster → TaskGraph. Inserts an activation send after each
 // F and a gradient send after each B/I between consecutive stages on different ranks; nothing
-// between stages on the same rank (DESIGN.md §2, §3).
+// between stages on the same rank (DESIGN.md §2, §3). Shared state (DESIGN.md §5): a `payload`
+// flow adds its bytes to every cut from its producer's stage to its last consumer's (dState to
+// the gradient sends, when differentiable); a `direct` flow adds one transfer producer rank →
+// consumer rank per consuming stage on another rank (and dState back), so the consumer's F waits
+// for it and the producer's backward waits for every consumer's dState; a `shadow` flow adds
+// compute on each consuming stage and ships only its `shadow_bytes` payload-style.
 #pragma once
 
 #include <vector>
 
 #include "core/result.h"
 #include "hardware/cluster_spec.h"
+#include "lower/state_flow.h"
 #include "lower/task_graph.h"
 #include "model/model_spec.h"
 #include "schedule/schedule.h"
@@ -17,6 +23,7 @@ struct LowerOptions {
   P2pMode mode = P2pMode::kAsync;  // point-to-point semantics
   Time cost_p2p;                   // fixed time added to every transfer between two ranks
   ClusterSpec cluster;             // links; when !cluster.given transfers cost only cost_p2p
+  std::vector<StateFlow> states;   // shared state to move (layer-list models); policy != kAuto
 };
 
 // REQUIRES: stage_costs.size() == schedule.num_stages. Fails, naming the action, when an action

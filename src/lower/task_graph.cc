@@ -22,13 +22,34 @@ uint32_t FindTransfer(const TaskGraph& graph, const Action& producer, const Acti
   return UINT32_MAX;
 }
 
+const char* PayloadName(PayloadKind payload) {
+  switch (payload) {
+    case PayloadKind::kNone:
+      return "none";
+    case PayloadKind::kActivation:
+      return "activation";
+    case PayloadKind::kGradient:
+      return "gradient";
+    case PayloadKind::kState:
+      return "state";
+    case PayloadKind::kStateGradient:
+      return "dstate";
+  }
+  return "?";
+}
+
 std::string DescribeTask(const TaskGraph& graph, uint32_t task_id) {
   const Task& task = graph.tasks[task_id];
   if (task.kind == TaskKind::kCompute) {
     return "rank " + std::to_string(task.rank) + " " + FormatAction(task.action);
   }
-  return std::string(task.payload == PayloadKind::kGradient ? "gradient" : "activation") +
-         " transfer " + FormatAction(task.action) + " -> " + FormatAction(task.consumer) +
+  std::string what = PayloadName(task.payload);
+  if (task.flow >= 0 && task.flow < static_cast<int32_t>(graph.states.size())) {
+    const StateFlow& flow = graph.states[task.flow];
+    what += " (" + std::string(StateKindName(flow.kind)) + " of layer " +
+            std::to_string(flow.producer_layer) + ")";
+  }
+  return what + " transfer " + FormatAction(task.action) + " -> " + FormatAction(task.consumer) +
          " (rank " + std::to_string(task.rank) + " -> " + std::to_string(task.peer) + ")";
 }
 

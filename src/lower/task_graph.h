@@ -8,6 +8,8 @@
 #include <vector>
 
 #include "core/time.h"
+#include "hardware/cluster_spec.h"
+#include "lower/state_flow.h"
 #include "schedule/action.h"
 
 namespace stagecraft {
@@ -24,7 +26,14 @@ const char* P2pModeName(P2pMode mode);
 enum class TaskKind : uint8_t { kCompute, kTransfer };
 
 // What a transfer carries.
-enum class PayloadKind : uint8_t { kNone, kActivation, kGradient };
+enum class PayloadKind : uint8_t {
+  kNone,
+  kActivation,     // the hidden state at a stage cut (plus payload-policy shared state)
+  kGradient,       // its gradient (plus payload-policy dState)
+  kState,          // direct policy: one shared state, producer rank → consumer rank
+  kStateGradient,  // direct policy: its dState, consumer rank → producer rank
+};
+const char* PayloadName(PayloadKind payload);  // "activation", "gradient", "state", "dstate"
 
 struct Task {
   TaskKind kind = TaskKind::kCompute;
@@ -34,6 +43,8 @@ struct Task {
   int32_t link = -1;                         // transfer: index into TaskGraph::links
   Time duration;
   int64_t bytes = 0;                    // transfer: bytes moved
+  int64_t state_bytes = 0;              // transfer: the part of `bytes` that is shared state
+  int32_t flow = -1;                    // kState / kStateGradient: index into TaskGraph::states
   Action action;                        // compute: the action; transfer: the producing action
   Action consumer;                      // transfer: the action that needs it
   int32_t position = -1;                // compute: index in its rank's program
@@ -51,6 +62,10 @@ struct TaskGraph {
   int32_t num_ranks = 0;
   std::vector<Task> tasks;
   std::vector<Link> links;                      // directed, sorted by (from, to)
+  std::vector<StateFlow> states;                // the shared-state flows that were lowered
+  ClusterSpec cluster;                          // the links transfers were costed on
+  Time cost_p2p;                                // added to every transfer between two ranks
+  std::vector<int32_t> stage_ranks;             // [stage] → rank
   std::vector<std::vector<uint32_t>> programs;  // [rank] → compute task ids, program order
   // Dependencies in compressed rows: predecessors of task t are
   // preds[pred_begin[t] .. pred_begin[t+1]); successors likewise.

@@ -1,7 +1,8 @@
-// ModelSpec: what the simulator needs to know about the model, as a plain value.
-// This first version is the *uniform* model used for schedule studies: every rank costs the same
-// per microbatch, and a rank holding v chunks spends 1/v of that on each chunk. The layer-list
-// model (CSA2 attention, MoE, ...) extends this struct in a later issue.
+// ModelSpec: what the simulator needs to know about the model, as a plain value. Two kinds:
+//  - uniform (layers empty): every rank costs the same per microbatch, and a rank holding v
+//    chunks spends 1/v of that on each chunk — for schedule studies;
+//  - a layer list (layers non-empty): embedding, CSA2 decoder blocks, head, with per-layer costs
+//    and shared-state edges (model/layer_spec.h).
 #pragma once
 
 #include <cstdint>
@@ -9,6 +10,7 @@
 #include <vector>
 
 #include "core/time.h"
+#include "model/layer_spec.h"
 
 namespace stagecraft {
 
@@ -21,6 +23,15 @@ struct ModelSpec {
   int64_t activation_bytes = 0;   // M_B: bytes one microbatch holds on one rank from F until I/B
   int64_t weight_grad_bytes = 0;  // M_W: bytes kept from I until W (split backward); default 0
   int64_t p2p_bytes = 0;          // bytes of one activation or gradient crossing a stage cut
+
+  // The layer-list model (empty for the uniform model).
+  std::vector<LayerSpec> layers;  // in order; sources resolved by ResolveSources
+  Csa2Dims dims;                  // widths of the hidden and shared state; FLOPs-model dims
+  int32_t seq_len = 4096;         // tokens per sequence
+  int32_t micro_batch_size = 1;   // sequences per microbatch
+
+  bool is_layer_list() const { return !layers.empty(); }
+  int64_t tokens_per_microbatch() const { return static_cast<int64_t>(seq_len) * micro_batch_size; }
 
   ModelSpec()
       : forward(Time::Nanoseconds(1'000'000)),

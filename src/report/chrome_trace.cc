@@ -67,9 +67,23 @@ void WriteThreadNames(JsonWriter& json, int32_t ranks, const TaskGraph& graph) {
   }
 }
 
+void WriteMemoryCounters(JsonWriter& json, const MemoryTimeline& memory) {
+  for (size_t rank = 0; rank < memory.ranks.size(); ++rank) {
+    for (const MemorySample& sample : memory.ranks[rank]) {
+      json.BeginObject().Key("ph").String("C").Key("name").String("memory");
+      json.Key("pid").Int(static_cast<int64_t>(rank)).Key("ts").Raw(Micros(sample.time));
+      json.Key("args").BeginObject();
+      json.Key("activation_bytes").Int(sample.activation_bytes);
+      json.Key("shared_state_bytes").Int(sample.state_bytes);
+      json.EndObject().EndObject();
+    }
+  }
+}
+
 }  // namespace
 
-std::string FormatChromeTrace(const TaskGraph& graph, const Trace& trace) {
+std::string FormatChromeTrace(const TaskGraph& graph, const Trace& trace,
+                              const MemoryTimeline* memory) {
   const int32_t ranks = static_cast<int32_t>(graph.programs.size());
   std::vector<Row> rows;
   rows.reserve(graph.num_tasks() * 2);
@@ -108,6 +122,7 @@ std::string FormatChromeTrace(const TaskGraph& graph, const Trace& trace) {
     if (!compute) json.Key("bytes").Int(info.bytes);
     json.EndObject().EndObject();
   }
+  if (memory != nullptr) WriteMemoryCounters(json, *memory);
   json.EndArray().EndObject();
   return json.text() + "\n";
 }

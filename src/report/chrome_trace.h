@@ -5,6 +5,7 @@
 
 #include <string>
 
+#include "analysis/memory.h"
 #include "lower/task_graph.h"
 #include "sim/simulator.h"
 
@@ -12,6 +13,9 @@ namespace stagecraft {
 
 // Deterministic JSON: events sorted by (device, thread, start), times in microseconds with
 // three decimals (exact for integer ns).
-std::string FormatChromeTrace(const TaskGraph& graph, const Trace& trace);
+// With a memory timeline, adds a counter track per rank ("memory": activation and shared-state
+// bytes over time).
+std::string FormatChromeTrace(const TaskGraph& graph, const Trace& trace,
+                              const MemoryTimeline* memory = nullptr);
 
 }  // namespace stagecraft

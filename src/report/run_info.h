@@ -3,11 +3,31 @@
 
 #include <cstdint>
 #include <string>
+#include <vector>
 
 #include "core/time.h"
 #include "lower/task_graph.h"
 
 namespace stagecraft {
+
+// One stage of a layer-list model.
+struct StageInfo {
+  int32_t stage = 0;
+  int32_t rank = 0;
+  int32_t first_layer = 0;
+  int32_t last_layer = 0;  // inclusive
+  Time forward;            // per microbatch
+  Time backward;
+};
+
+// One stage boundary of a layer-list model and what crosses it per token.
+struct CutInfo {
+  int32_t after_stage = 0;
+  int32_t before_layer = 0;
+  int64_t hidden_bytes_per_token = 0;
+  int64_t state_bytes_per_token = 0;  // payload-policy view: every state crossing the cut
+  std::string states;                 // "compressed_kv of 3, top_k of 3"
+};
 
 struct RunInfo {
   std::string config;    // what was simulated: a config file's base name or "bundled: ..."
@@ -22,6 +42,11 @@ struct RunInfo {
   Time forward;  // per microbatch per rank
   Time input_grad;
   Time weight_grad;
+  // Layer-list models only.
+  std::string partition;     // the partition method
+  std::string state_policy;  // the configured movement policy
+  std::vector<StageInfo> stages;
+  std::vector<CutInfo> cuts;
 };
 
 }  // namespace stagecraft

@@ -15,6 +15,98 @@ std::string Pad(const std::string& text, size_t width) {
 
 std::string Percent(double fraction) { return FormatFixed(fraction * 100.0, 2) + "%"; }
 
+std::string FormatStages(const RunInfo& run) {
+  std::string text = "  stages (partition " + run.partition + "):\n";
+  for (const StageInfo& stage : run.stages) {
+    text += "    stage " + Pad(std::to_string(stage.stage), 2) + " on rank " +
+            Pad(std::to_string(stage.rank), 2) + ": layers " + std::to_string(stage.first_layer) +
+            "-" + std::to_string(stage.last_layer) + ", F " + FormatMs(stage.forward) + " ms, B " +
+            FormatMs(stage.backward) + " ms\n";
+  }
+  for (const CutInfo& cut : run.cuts) {
+    text += "    cut after stage " + std::to_string(cut.after_stage) + " (before layer " +
+            std::to_string(cut.before_layer) + "): hidden " +
+            std::to_string(cut.hidden_bytes_per_token) + " B/token, shared state " +
+            std::to_string(cut.state_bytes_per_token) + " B/token" +
+            (cut.states.empty() ? "" : " (" + cut.states + ")") + "\n";
+  }
+  return text + "\n";
+}
+
+std::string FormatStateSummary(const RunInfo& run, const Metrics& metrics) {
+  std::string text = "  shared state      policy " + run.state_policy + ": " +
+                     FormatBytes(metrics.state_bytes()) + " per iteration (forward " +
+                     FormatBytes(metrics.state_bytes_forward) + ", dState " +
+                     FormatBytes(metrics.state_bytes_backward) + "), exposed " +
+                     FormatMs(metrics.state_exposed) + " ms on the critical path\n";
+  for (const FlowMetrics& flow : metrics.flows) {
+    std::string consumers;
+    for (int32_t stage : flow.consumer_stages) {
+      consumers += (consumers.empty() ? "" : ",") + std::to_string(stage);
+    }
+    text += "    " + std::string(StateKindName(flow.kind)) + " of layer " +
+            std::to_string(flow.producer_layer) + " (stage " + std::to_string(flow.producer_stage) +
+            " -> stages " + consumers + ", " + StatePolicyName(flow.policy) +
+            "): " + FormatBytes(flow.bytes_forward) + " forward, " +
+            FormatBytes(flow.bytes_backward) + " dState";
+    if (!flow.resident_stages.empty()) {
+      std::string resident;
+      for (int32_t stage : flow.resident_stages) {
+        resident += (resident.empty() ? "" : ",") + std::to_string(stage);
+      }
+      text += "; resident on the producer's rank for stages " + resident + " (no bytes)";
+    }
+    text += "\n";
+  }
+  return text + "\n";
+}
+
+void WriteFlows(JsonWriter& json, const Metrics& metrics) {
+  json.Key("flows").BeginArray();
+  for (const FlowMetrics& flow : metrics.flows) {
+    json.BeginObject();
+    json.Key("producer_layer").Int(flow.producer_layer);
+    json.Key("state").String(StateKindName(flow.kind));
+    json.Key("policy").String(StatePolicyName(flow.policy));
+    json.Key("producer_stage").Int(flow.producer_stage);
+    json.Key("consumer_stages").BeginArray();
+    for (int32_t stage : flow.consumer_stages) json.Int(stage);
+    json.EndArray();
+    json.Key("bytes_forward").Int(flow.bytes_forward);
+    json.Key("bytes_backward").Int(flow.bytes_backward);
+    json.Key("resident_stages").BeginArray();
+    for (int32_t stage : flow.resident_stages) json.Int(stage);
+    json.EndArray();
+    json.EndObject();
+  }
+  json.EndArray();
+  json.Key("state_links").BeginArray();
+  for (const LinkStateBytes& link : metrics.state_links) {
+    json.BeginObject().Key("from").Int(link.from).Key("to").Int(link.to);
+    json.Key("bytes").Int(link.bytes).EndObject();
+  }
+  json.EndArray();
+}
+
+void WriteStages(JsonWriter& json, const RunInfo& run) {
+  json.Key("stages").BeginArray();
+  for (const StageInfo& stage : run.stages) {
+    json.BeginObject().Key("stage").Int(stage.stage).Key("rank").Int(stage.rank);
+    json.Key("first_layer").Int(stage.first_layer).Key("last_layer").Int(stage.last_layer);
+    json.Key("forward_ms").Raw(FormatMs(stage.forward));
+    json.Key("backward_ms").Raw(FormatMs(stage.backward)).EndObject();
+  }
+  json.EndArray();
+  json.Key("cuts").BeginArray();
+  for (const CutInfo& cut : run.cuts) {
+    json.BeginObject().Key("after_stage").Int(cut.after_stage);
+    json.Key("before_layer").Int(cut.before_layer);
+    json.Key("hidden_bytes_per_token").Int(cut.hidden_bytes_per_token);
+    json.Key("state_bytes_per_token").Int(cut.state_bytes_per_token).EndObject();
+  }
+  json.EndArray();
+}
+
 }  // namespace
 
 std::string FormatSummary(const RunInfo& run, const Metrics& metrics) {
@@ -23,9 +115,11 @@ std::string FormatSummary(const RunInfo& run, const Metrics& metrics) {
   text += "  model " + run.model + ", schedule " + run.schedule + ", pp " + std::to_string(run.pp) +
           ", vpp " + std::to_string(run.vpp) + ", microbatches " +
           std::to_string(run.microbatches) + "\n";
-  text += "  per microbatch per rank: F " + FormatMs(run.forward) + " ms, I " +
-          FormatMs(run.input_grad) + " ms, W " + FormatMs(run.weight_grad) + " ms; p2p " +
-          P2pModeName(run.p2p) + ", cost_p2p " + FormatMs(run.cost_p2p) + " ms" +
+  text += std::string(run.stages.empty() ? "  per microbatch per rank: F "
+                                         : "  per microbatch, whole model: F ") +
+          FormatMs(run.forward) + " ms, I " + FormatMs(run.input_grad) + " ms, W " +
+          FormatMs(run.weight_grad) + " ms; p2p " + P2pModeName(run.p2p) + ", cost_p2p " +
+          FormatMs(run.cost_p2p) + " ms" +
           (run.cluster_given ? ", cluster links" : ", no cluster (transfers cost cost_p2p)") +
           "\n\n";
   text += "  makespan          " + FormatMs(metrics.makespan) + " ms\n";
@@ -35,13 +129,20 @@ std::string FormatSummary(const RunInfo& run, const Metrics& metrics) {
   text += "  bubble_overhead   " + FormatFixed(metrics.bubble_overhead, 6) + "  (idle / ideal)\n";
   text += "  compute actions   " + std::to_string(metrics.num_compute_actions) + ", transfers " +
           std::to_string(metrics.num_transfers) + " (" + FormatBytes(metrics.bytes_moved) + ")\n\n";
-  const char* header = "  rank      busy_ms      idle_ms      span_ms  peak_act  peak_act_bytes\n";
-  text += header;
+  if (!run.stages.empty()) text += FormatStages(run);
+  if (!metrics.flows.empty()) text += FormatStateSummary(run, metrics);
+  const bool state = !metrics.flows.empty();
+  text += "  rank      busy_ms      idle_ms      span_ms  peak_act  peak_act_bytes";
+  text += state ? "  peak_state_bytes  peak_memory_bytes\n" : "\n";
   for (const RankMetrics& rank : metrics.ranks) {
     text += "  " + Pad(std::to_string(rank.rank), 4) + Pad(FormatMs(rank.busy), 13) +
             Pad(FormatMs(rank.idle), 13) + Pad(FormatMs(rank.span), 13) +
             Pad(std::to_string(rank.peak_activations), 10) +
-            Pad(std::to_string(rank.peak_activation_bytes), 16) + "\n";
+            Pad(std::to_string(rank.peak_activation_bytes), 16) +
+            (state ? Pad(std::to_string(rank.peak_state_bytes), 18) +
+                         Pad(std::to_string(rank.peak_memory_bytes), 19)
+                   : "") +
+            "\n";
   }
   return text;
 }
@@ -65,6 +166,12 @@ std::string FormatMetricsJson(const RunInfo& run, const Metrics& metrics) {
   json.Key("compute_actions").Int(metrics.num_compute_actions);
   json.Key("transfers").Int(metrics.num_transfers);
   json.Key("bytes_moved").Int(metrics.bytes_moved);
+  json.Key("state_bytes").Int(metrics.state_bytes());
+  json.Key("state_bytes_forward").Int(metrics.state_bytes_forward);
+  json.Key("state_bytes_backward").Int(metrics.state_bytes_backward);
+  json.Key("state_exposed_ms").Raw(FormatMs(metrics.state_exposed));
+  WriteFlows(json, metrics);
+  WriteStages(json, run);
   json.Key("ranks").BeginArray();
   for (const RankMetrics& rank : metrics.ranks) {
     json.BeginObject();
@@ -75,6 +182,8 @@ std::string FormatMetricsJson(const RunInfo& run, const Metrics& metrics) {
     json.Key("peak_activations").Int(rank.peak_activations);
     json.Key("peak_activation_bytes").Int(rank.peak_activation_bytes);
     json.Key("bytes_sent").Int(rank.bytes_sent);
+    json.Key("peak_state_bytes").Int(rank.peak_state_bytes);
+    json.Key("peak_memory_bytes").Int(rank.peak_memory_bytes);
     json.EndObject();
   }
   json.EndArray();

@@ -1,0 +1,29 @@
+#include "analysis/state_closed_form.h"
+
+namespace stagecraft {
+
+StateBytesClosedForm ClosedFormStateBytes(const std::vector<StateFlow>& flows,
+                                          const std::vector<int32_t>& stage_ranks,
+                                          int32_t microbatches) {
+  StateBytesClosedForm form;
+  for (const StateFlow& flow : flows) {
+    int64_t crossings = 0;
+    if (flow.policy == StatePolicy::kDirect) {
+      for (int32_t stage : flow.consumer_stages) {
+        if (stage_ranks[stage] != stage_ranks[flow.producer_stage]) ++crossings;
+      }
+    } else {
+      for (int32_t cut = flow.producer_stage; cut < flow.last_consumer_stage(); ++cut) {
+        if (stage_ranks[cut] != stage_ranks[cut + 1]) ++crossings;
+      }
+    }
+    form.crossings.push_back(crossings);
+    const bool shadow = flow.policy == StatePolicy::kShadow;
+    const int64_t bytes = shadow ? flow.shadow_bytes : flow.bytes;
+    form.forward += microbatches * bytes * crossings;
+    if (flow.differentiable && !shadow) form.backward += microbatches * bytes * crossings;
+  }
+  return form;
+}
+
+}  // namespace stagecraft

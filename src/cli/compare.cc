@@ -1,0 +1,71 @@
+// Side-by-side runs of one layer-list model: the state-aware partition next to the cost-only
+// one, and every shared-state movement policy (`simulate --compare-policies`).
+#include <algorithm>
+#include <sstream>
+
+#include "cli/commands.h"
+#include "core/units.h"
+
+namespace stagecraft {
+namespace {
+
+std::string Pad(const std::string& text, size_t width) {
+  return text.size() >= width ? text : std::string(width - text.size(), ' ') + text;
+}
+
+int64_t MaxPeakMemory(const Metrics& metrics) {
+  int64_t peak = 0;
+  for (const RankMetrics& rank : metrics.ranks) peak = std::max(peak, rank.peak_memory_bytes);
+  return peak;
+}
+
+std::string Row(const std::string& name, const Metrics& metrics) {
+  return "  " + name + std::string(name.size() < 14 ? 14 - name.size() : 1, ' ') +
+         Pad(FormatMs(metrics.makespan), 16) + Pad(FormatFixed(metrics.bubble_fraction, 6), 17) +
+         Pad(FormatBytes(metrics.state_bytes()), 14) + Pad(FormatMs(metrics.state_exposed), 18) +
+         Pad(FormatBytes(MaxPeakMemory(metrics)), 18) + "\n";
+}
+
+const char* kHeader =
+    "  variant            makespan_ms  bubble_fraction   state_bytes  state_exposed_ms  "
+    "peak_memory_max\n";
+
+// Re-plans the layer model of `base` after `change`, then simulates it.
+template <typename Change>
+Result<Metrics> SimulateVariant(const PreparedRun& base, Change change) {
+  PreparedRun run = base;
+  run.notes.clear();
+  change(run.config);
+  STAGECRAFT_RETURN_IF_ERROR(PrepareLayerModel(run));
+  Simulated simulated;
+  std::ostringstream err;
+  if (SimulateRun(run, simulated, err) != kExitOk) return Error{err.str()};
+  return simulated.metrics;
+}
+
+}  // namespace
+
+Result<std::string> ComparePartitions(const PreparedRun& run) {
+  std::string text = "partitions side by side:\n" + std::string(kHeader);
+  for (PartitionMethod method : {PartitionMethod::kStateAware, PartitionMethod::kCost}) {
+    auto metrics =
+        SimulateVariant(run, [method](Config& config) { config.parallel.partition = method; });
+    if (!metrics.ok()) return metrics.error();
+    text += Row(PartitionMethodName(method), metrics.value());
+  }
+  return text;
+}
+
+Result<std::string> ComparePolicies(const PreparedRun& run) {
+  std::string text = "shared-state policies side by side:\n" + std::string(kHeader);
+  for (StatePolicy policy :
+       {StatePolicy::kPayload, StatePolicy::kDirect, StatePolicy::kShadow, StatePolicy::kAuto}) {
+    auto metrics =
+        SimulateVariant(run, [policy](Config& config) { config.schedule.state_policy = policy; });
+    if (!metrics.ok()) return metrics.error();
+    text += Row(StatePolicyName(policy), metrics.value());
+  }
+  return text;
+}
+
+}  // namespace stagecraft

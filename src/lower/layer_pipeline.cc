@@ -1,0 +1,230 @@
+#include "lower/layer_pipeline.h"
+
+#include <algorithm>
+#include <cmath>
+#include <map>
+#include <utility>
+
+namespace stagecraft {
+namespace {
+
+Time Seconds(double seconds) { return Time::Nanoseconds(std::llround(seconds * 1e9)); }
+
+std::vector<StageCost> StageCosts(const ModelSpec& model, const Partition& partition) {
+  const int64_t hidden = HiddenBytesPerToken(model.dims) * model.tokens_per_microbatch();
+  std::vector<StageCost> costs(static_cast<size_t>(partition.num_stages()));
+  for (int32_t stage = 0; stage < partition.num_stages(); ++stage) {
+    StageCost& cost = costs[stage];
+    for (int32_t layer = partition.begin(stage); layer < partition.end(stage); ++layer) {
+      const LayerSpec& spec = model.layers[layer];
+      cost.forward += spec.forward;
+      cost.input_grad += spec.input_grad;
+      cost.weight_grad += spec.weight_grad;
+      cost.activation_bytes += spec.activation_bytes;
+      cost.weight_grad_bytes += spec.weight_grad_bytes;
+    }
+    cost.p2p_bytes = hidden;
+  }
+  return costs;
+}
+
+// One flow per (producer, kind), consumers gathered from the edges.
+std::vector<StateFlow> GroupFlows(const ModelSpec& model, const Partition& partition) {
+  std::map<std::pair<int32_t, StateKind>, StateFlow> flows;
+  const int64_t tokens = model.tokens_per_microbatch();
+  for (const SharedStateEdge& edge : SharedStateEdges(model.layers, model.dims)) {
+    StateFlow& flow = flows[{edge.producer, edge.kind}];
+    flow.producer_layer = edge.producer;
+    flow.kind = edge.kind;
+    flow.producer_stage = partition.StageOf(edge.producer);
+    flow.consumer_layers.push_back(edge.consumer);
+    const int32_t stage = partition.StageOf(edge.consumer);
+    flow.consumer_layer_stages.push_back(stage);
+    if (flow.consumer_stages.empty() || flow.consumer_stages.back() != stage) {
+      flow.consumer_stages.push_back(stage);
+    }
+    flow.bytes = edge.bytes_per_token * tokens;
+    flow.differentiable = edge.differentiable;
+  }
+  std::vector<StateFlow> result;
+  for (auto& [key, flow] : flows) result.push_back(std::move(flow));
+  return result;
+}
+
+// Fills the shadow fields: reading A regenerates indexer keys from the shipped compressed KV
+// (2·kv_dim·c_I FLOPs per compressed entry, c_I·kv_dim + c_I parameters); reading B recomputes
+// the source's selection from its query latent (d_c·2 bytes per token shipped; indexer query
+// 2·(d_c·n_I·c_I + d·n_I) FLOPs per token plus scoring 2·n_I·c_I per visible compressed entry,
+// seq_len/(2m) on average for a causal query). csa2.md, "Shadow indexers" and "Per-layer cost
+// formulas". Returns false when the reading cannot recompute this kind of state.
+bool FillShadow(StateFlow& flow, const ModelSpec& model, ShadowReading reading, double flops,
+                double* recompute_flops = nullptr) {
+  const Csa2Dims& d = model.dims;
+  const double tokens = static_cast<double>(model.tokens_per_microbatch());
+  const int32_t ratio = std::max(1, model.layers[flow.producer_layer].compress_ratio);
+  double forward_flops = 0;
+  if (reading == ShadowReading::kKeySide) {
+    if (flow.kind != StateKind::kIndexerKeys) return false;
+    forward_flops = 2.0 * d.kv_dim * d.indexer_key_dim * (tokens / ratio);
+    flow.shadow_bytes = 0;
+    flow.shadow_param_bytes =
+        (static_cast<int64_t>(d.kv_dim) * d.indexer_key_dim + d.indexer_key_dim) * 2;
+  } else {
+    if (flow.kind != StateKind::kTopK && flow.kind != StateKind::kCandidatePool) return false;
+    const double query =
+        2.0 * (static_cast<double>(d.query_latent) * d.indexer_heads * d.indexer_key_dim +
+               static_cast<double>(d.hidden) * d.indexer_heads);
+    const double visible = static_cast<double>(model.seq_len) / ratio / 2.0;
+    forward_flops = tokens * (query + 2.0 * d.indexer_heads * d.indexer_key_dim * visible);
+    flow.shadow_bytes = static_cast<int64_t>(d.query_latent) * 2 * model.tokens_per_microbatch();
+    flow.shadow_param_bytes =
+        (static_cast<int64_t>(d.query_latent) * d.indexer_heads * d.indexer_key_dim +
+         static_cast<int64_t>(d.hidden) * d.indexer_heads) *
+        2;
+  }
+  flow.shadow_forward = Seconds(forward_flops / flops);
+  if (recompute_flops != nullptr) {
+    *recompute_flops = forward_flops * (flow.differentiable ? 3.0 : 1.0);
+  }
+  // A replica's parameters get gradients only when its output does (csa2.md: "Backward ≈ 2 ×
+  // forward for trainable matmuls").
+  flow.shadow_backward = flow.differentiable ? flow.shadow_forward * 2 : Time();
+  return true;
+}
+
+Time LinkTime(const LayerPipelineOptions& options, int32_t from_stage, int32_t to_stage,
+              int64_t bytes) {
+  const int32_t from = options.stage_ranks[from_stage];
+  const int32_t to = options.stage_ranks[to_stage];
+  if (from == to) return Time();
+  return TransferTime(options.cluster, DeviceId(from), DeviceId(to), bytes, options.cost_p2p);
+}
+
+// Per-microbatch time each policy adds (forward + dState), for `auto`.
+Time PolicyCost(const StateFlow& flow, StatePolicy policy, const LayerPipelineOptions& options) {
+  const int64_t both_ways = flow.bytes * (flow.differentiable ? 2 : 1);
+  Time total;
+  if (policy == StatePolicy::kPayload) {
+    for (int32_t cut = flow.producer_stage; cut < flow.last_consumer_stage(); ++cut) {
+      total += LinkTime(options, cut, cut + 1, both_ways) -
+               LinkTime(options, cut, cut + 1, 0);  // only the bytes are extra
+    }
+    return total;
+  }
+  for (int32_t stage : flow.consumer_stages) {
+    if (stage == flow.producer_stage) continue;
+    if (policy == StatePolicy::kDirect) {
+      total += LinkTime(options, flow.producer_stage, stage, both_ways);
+    } else {
+      total += flow.shadow_forward + flow.shadow_backward;
+    }
+  }
+  return total;
+}
+
+void ChoosePolicy(StateFlow& flow, const ModelSpec& model, const LayerPipelineOptions& options) {
+  StateFlow shadowed = flow;
+  const bool can_shadow =
+      FillShadow(shadowed, model, options.reading, options.cluster.effective_flops_per_s());
+  if (options.policy == StatePolicy::kShadow) {
+    flow = can_shadow ? shadowed : flow;
+    flow.policy = can_shadow ? StatePolicy::kShadow : StatePolicy::kPayload;
+    return;
+  }
+  if (options.policy != StatePolicy::kAuto) {
+    flow.policy = options.policy;
+    return;
+  }
+  StatePolicy best = StatePolicy::kPayload;
+  Time best_cost = PolicyCost(flow, StatePolicy::kPayload, options);
+  const Time direct = PolicyCost(flow, StatePolicy::kDirect, options);
+  if (direct < best_cost) {
+    best = StatePolicy::kDirect;
+    best_cost = direct;
+  }
+  if (can_shadow && PolicyCost(shadowed, StatePolicy::kShadow, options) < best_cost) {
+    flow = shadowed;
+    best = StatePolicy::kShadow;
+  }
+  flow.policy = best;
+}
+
+// Bytes moved between ranks per microbatch under payload or direct (forward + dState).
+int64_t ShippedBytes(const StateFlow& flow, StatePolicy policy,
+                     const LayerPipelineOptions& options) {
+  const int64_t both_ways = flow.bytes * (flow.differentiable ? 2 : 1);
+  int64_t bytes = 0;
+  if (policy == StatePolicy::kPayload) {
+    for (int32_t cut = flow.producer_stage; cut < flow.last_consumer_stage(); ++cut) {
+      if (options.stage_ranks[cut] != options.stage_ranks[cut + 1]) bytes += both_ways;
+    }
+    return bytes;
+  }
+  for (int32_t stage : flow.consumer_stages) {
+    if (options.stage_ranks[stage] != options.stage_ranks[flow.producer_stage]) {
+      bytes += both_ways;
+    }
+  }
+  return bytes;
+}
+
+}  // namespace
+
+std::vector<PolicyEstimate> EstimatePolicies(const StateFlow& flow, const ModelSpec& model,
+                                             const LayerPipelineOptions& options) {
+  std::vector<PolicyEstimate> estimates;
+  for (StatePolicy policy : {StatePolicy::kPayload, StatePolicy::kDirect}) {
+    estimates.push_back({policy, true, ShippedBytes(flow, policy, options), 0.0,
+                         PolicyCost(flow, policy, options)});
+  }
+  StateFlow shadowed = flow;
+  double flops = 0;
+  PolicyEstimate shadow{StatePolicy::kShadow, false, 0, 0.0, Time()};
+  if (FillShadow(shadowed, model, options.reading, options.cluster.effective_flops_per_s(),
+                 &flops)) {
+    int64_t consumers = 0;
+    for (int32_t stage : flow.consumer_stages) consumers += stage != flow.producer_stage;
+    int64_t hops = 0;
+    for (int32_t cut = flow.producer_stage; cut < flow.last_consumer_stage(); ++cut) {
+      hops += options.stage_ranks[cut] != options.stage_ranks[cut + 1];
+    }
+    shadow = {StatePolicy::kShadow, true, shadowed.shadow_bytes * hops, flops * consumers,
+              PolicyCost(shadowed, StatePolicy::kShadow, options)};
+  }
+  estimates.push_back(shadow);
+  return estimates;
+}
+
+LayerPipeline BuildLayerPipeline(const ModelSpec& model, const Partition& partition,
+                                 const LayerPipelineOptions& options) {
+  LayerPipeline pipeline;
+  pipeline.stage_costs = StageCosts(model, partition);
+  pipeline.flows = GroupFlows(model, partition);
+  for (StateFlow& flow : pipeline.flows) ChoosePolicy(flow, model, options);
+  return pipeline;
+}
+
+std::vector<CutPayload> CutPayloads(const ModelSpec& model) {
+  const int32_t num_layers = static_cast<int32_t>(model.layers.size());
+  std::vector<CutPayload> cuts;
+  const auto edges = SharedStateEdges(model.layers, model.dims);
+  for (int32_t cut = 1; cut < num_layers; ++cut) {
+    CutPayload payload;
+    payload.before_layer = cut;
+    payload.hidden_bytes_per_token = HiddenBytesPerToken(model.dims);
+    std::map<std::pair<int32_t, StateKind>, int64_t> crossing;  // counted once per state
+    for (const SharedStateEdge& edge : edges) {
+      if (edge.producer < cut && edge.consumer >= cut) {
+        crossing[{edge.producer, edge.kind}] = edge.bytes_per_token;
+      }
+    }
+    for (const auto& [key, bytes] : crossing) {
+      payload.state_bytes_per_token += bytes;
+      payload.by_kind[static_cast<int>(key.second)] += bytes;
+    }
+    cuts.push_back(payload);
+  }
+  return cuts;
+}
+
+}  // namespace stagecraft

@@ -1,0 +1,60 @@
+// LayerPipeline: a layer-list model cut into stages — each stage's costs and the shared-state
+// flows between stages, with every flow's movement policy decided (DESIGN.md §5).
+#pragma once
+
+#include <cstdint>
+#include <vector>
+
+#include "core/result.h"
+#include "hardware/cluster_spec.h"
+#include "lower/state_flow.h"
+#include "model/model_spec.h"
+#include "schedule/partition.h"
+
+namespace stagecraft {
+
+struct LayerPipelineOptions {
+  StatePolicy policy = StatePolicy::kPayload;       // for every flow; kAuto picks per flow
+  ShadowReading reading = ShadowReading::kKeySide;  // what the shadow policy recomputes
+  std::vector<int32_t> stage_ranks;                 // [stage] → rank (for auto's estimates)
+  ClusterSpec cluster;                              // links and FLOP/s
+  Time cost_p2p;                                    // added to every transfer between ranks
+};
+
+struct LayerPipeline {
+  std::vector<StageCost> stage_costs;  // [stage] sums of its layers; p2p = hidden state at cut
+  std::vector<StateFlow> flows;        // one per (producer layer, state kind), by producer
+  bool operator==(const LayerPipeline&) const = default;
+};
+
+// REQUIRES: model.is_layer_list(), sources resolved, every layer cost filled in,
+// partition.num_layers == model.layers.size().
+LayerPipeline BuildLayerPipeline(const ModelSpec& model, const Partition& partition,
+                                 const LayerPipelineOptions& options);
+
+// What moving one flow costs per microbatch under each policy, as `auto` compares them:
+// payload — the extra bytes on every rank-changing cut it rides (forward + dState); direct — one
+// transfer per consuming stage on another rank (+ dState); shadow — the recompute on every
+// consuming stage on another stage (FLOPs and time) plus its shadow payload.
+struct PolicyEstimate {
+  StatePolicy policy = StatePolicy::kPayload;
+  bool applicable = true;  // shadow: false when the reading cannot recompute this state
+  int64_t bytes = 0;       // moved between ranks per microbatch
+  double flops = 0;        // recomputed per microbatch (shadow)
+  Time time;               // added per microbatch
+};
+std::vector<PolicyEstimate> EstimatePolicies(const StateFlow& flow, const ModelSpec& model,
+                                             const LayerPipelineOptions& options);
+
+// The shared state crossing the cut just before `layer` (a stage boundary there), bytes per
+// token, by kind, under the payload policy: every state whose producer comes before the cut and
+// some consumer at or after it, counted once per (producer, kind).
+struct CutPayload {
+  int32_t before_layer = 0;
+  int64_t hidden_bytes_per_token = 0;
+  int64_t state_bytes_per_token = 0;
+  int64_t by_kind[4] = {0, 0, 0, 0};  // indexed by StateKind
+};
+std::vector<CutPayload> CutPayloads(const ModelSpec& model);  // one per cut, before layer 1..L−1
+
+}  // namespace stagecraft

@@ -1,0 +1,57 @@
+// StateFlow: one shared state (the output of one producer layer, one kind) as the lowering pass
+// sees it after partitioning — which stage makes it, which stages need it, how many bytes per
+// microbatch, and how it moves (DESIGN.md §5).
+#pragma once
+
+#include <cstdint>
+#include <vector>
+
+#include "core/time.h"
+#include "model/layer_spec.h"
+
+namespace stagecraft {
+
+// How shared state moves between stages (DESIGN.md §5, rule 4).
+enum class StatePolicy : uint8_t {
+  kPayload,  // rides in the stage-to-stage sends, hop by hop; every stage between holds it
+  kDirect,   // one transfer producer rank → consumer rank per consuming stage
+  kShadow,   // a shadow indexer on the consumer stage recomputes it (compute instead of bytes)
+  kAuto,     // per flow the cheapest of the three (resolved before lowering)
+};
+const char* StatePolicyName(StatePolicy policy);
+
+// What a shadow indexer recomputes (csa2.md, "Shadow indexers": the report leaves it open).
+enum class ShadowReading : uint8_t {
+  kKeySide,        // (A) ship compressed KV, regenerate the indexer keys locally
+  kSelectionSide,  // (B) ship the source's query latent, recompute its top-k / candidates
+};
+const char* ShadowReadingName(ShadowReading reading);
+
+struct StateFlow {
+  int32_t producer_layer = 0;
+  StateKind kind = StateKind::kCompressedKv;
+  int32_t producer_stage = 0;
+  std::vector<int32_t> consumer_layers;        // every consumer, ascending
+  std::vector<int32_t> consumer_layer_stages;  // [i] the stage of consumer_layers[i]
+  std::vector<int32_t> consumer_stages;  // stages holding consumers, ascending (may include the
+                                         // producer's own stage)
+  int64_t bytes = 0;                     // per microbatch, forward; dState has the same size
+  bool differentiable = false;           // dState flows back to the producer
+  StatePolicy policy = StatePolicy::kPayload;  // never kAuto when lowered
+  // Shadow: what replaces the transfer on each consuming stage (zero for other policies).
+  int64_t shadow_bytes = 0;        // bytes still shipped per microbatch (reading B: query latent)
+  Time shadow_forward;             // extra forward compute per microbatch on the consumer stage
+  Time shadow_backward;            // extra backward compute (input-grad part) per microbatch
+  int64_t shadow_param_bytes = 0;  // parameters synced owner → replica once per iteration
+  bool operator==(const StateFlow&) const = default;
+
+  int32_t last_consumer_stage() const {
+    return consumer_stages.empty() ? producer_stage : consumer_stages.back();
+  }
+};
+
+// The stages that hold a flow's state for a microbatch: its producer's, and every stage up to
+// the last consumer's under payload (carriers hold it too), or the consuming stages otherwise.
+std::vector<int32_t> HolderStages(const StateFlow& flow);
+
+}  // namespace stagecraft

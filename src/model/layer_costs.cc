@@ -1,0 +1,155 @@
+// Per-layer FLOPs and costs of a layer-list model. Every formula is from the project's
+// doc/csa2.md, "Per-layer cost formulas" (DeepSeek-V4.1-Flash report §2.3–2.4; FLOPs are
+// 2 × multiply-adds, forward). Only the terms listed there are counted: norms, RoPE, the mHC
+// mixing, the router softmax and the top-k selection itself are left out (small next to these).
+#include "model/layer_costs.h"
+
+#include <algorithm>
+#include <cassert>
+#include <cmath>
+
+namespace stagecraft {
+namespace {
+
+// Positions per candidate block: the pool is <= candidate_blocks × 8 positions (csa2.md,
+// "Indexer: ... candidate pool <= 2048 blocks × 8 positions").
+constexpr int64_t kCandidateBlockPositions = 8;
+
+// Korthikanti et al. 2023 ("Reducing Activation Recomputation in Large Transformer Models"),
+// §4.1 / Table 2: 34·s·b·h bytes per transformer layer without the attention-score term (5·a·s²·b
+// is dropped: the CSA2 attention is sparse and fused).
+constexpr int64_t kActivationBytesPerHidden = 34;
+
+// Σ_{t=1..S} min(t, window): the sliding-window keys each query position sees.
+double SumWindow(int64_t seq_len, int64_t window) {
+  const int64_t full = std::min(seq_len, window);
+  return static_cast<double>(full) * static_cast<double>(full + 1) / 2.0 +
+         static_cast<double>(seq_len - full) * static_cast<double>(window);
+}
+
+// Σ_{t=1..S} min(cap, floor(t/m)): compressed entries a query at position t sees (one per m
+// tokens, csa2.md "a query at position t sees ≈ t/m entries"), capped at `cap`.
+// REQUIRES: m >= 1, cap >= 0.
+double SumCompressed(int64_t seq_len, int64_t m, int64_t cap) {
+  assert(m >= 1 && cap >= 0);
+  // Positions t < cap·m see floor(t/m) < cap entries; the rest see `cap`.
+  const int64_t uncapped = std::min(seq_len, cap * m - 1);
+  if (uncapped <= 0) return static_cast<double>(seq_len) * static_cast<double>(cap);
+  const int64_t blocks = uncapped / m;  // full blocks of m positions: values 0 .. blocks−1
+  const int64_t rest = uncapped - blocks * m + 1;  // positions blocks·m .. uncapped, value blocks
+  const double below =
+      static_cast<double>(m) * static_cast<double>(blocks) * static_cast<double>(blocks - 1) / 2.0 +
+      static_cast<double>(blocks) * static_cast<double>(rest);
+  return below + static_cast<double>(seq_len - uncapped) * static_cast<double>(cap);
+}
+
+// Attention projections P = d·d_c + d_c·n_h·c + d·c + n_h·c·d_g + g·d_g·d (≈126.6M for V4.1):
+// query down / up, the shared KV head, the grouped output projection in two steps.
+double AttentionProjectionParams(const Csa2Dims& dims) {
+  const double d = dims.hidden;
+  const double heads_width = static_cast<double>(dims.heads) * dims.head_dim;
+  return d * dims.query_latent + dims.query_latent * heads_width + d * dims.head_dim +
+         heads_width * dims.output_group_dim +
+         static_cast<double>(dims.output_groups) * dims.output_group_dim * d;
+}
+
+// Indexer query projection d_c·n_I·c_I + d·n_I parameters (≈5.4M for V4.1: 10.8 MFLOP/token).
+double IndexerQueryParams(const Csa2Dims& dims) {
+  const double indexer_width = static_cast<double>(dims.indexer_heads) * dims.indexer_key_dim;
+  return dims.query_latent * indexer_width + static_cast<double>(dims.hidden) * dims.indexer_heads;
+}
+
+// The attention block of one sequence of `seq_len` tokens.
+double AttentionFlopsPerSequence(const LayerSpec& layer, const Csa2Dims& dims, int64_t seq_len) {
+  const double tokens = static_cast<double>(seq_len);
+  const double core_per_key = 4.0 * dims.heads * dims.head_dim;  // QK^T and PV, K = V
+  const double score_per_entry = 2.0 * dims.indexer_heads * dims.indexer_key_dim;
+  double flops = 2.0 * AttentionProjectionParams(dims) * tokens +
+                 core_per_key * SumWindow(seq_len, dims.window);
+  if (layer.attention == AttentionMode::kSwaOnly) return flops;
+  const int64_t m = std::max(layer.compress_ratio, 1);
+  flops += core_per_key * SumCompressed(seq_len, m, dims.top_k);
+  if (layer.attention == AttentionMode::kFull) {
+    // Compressor d·c·(1 + [m>1]) params; indexer keys 2·c·c_I per compressed entry (= /m per
+    // token); indexer query; scoring every visible compressed entry.
+    const double compressor = static_cast<double>(dims.hidden) * dims.head_dim * (m > 1 ? 2 : 1);
+    flops += 2.0 * compressor * tokens +
+             2.0 * dims.head_dim * dims.indexer_key_dim * tokens / static_cast<double>(m) +
+             2.0 * IndexerQueryParams(dims) * tokens +
+             score_per_entry * SumCompressed(seq_len, m, seq_len);
+  } else if (layer.attention == AttentionMode::kReindex) {
+    // Indexer query, scoring only inside the candidate pool (<= candidate_blocks × 8 entries).
+    const int64_t pool = int64_t{dims.candidate_blocks} * kCandidateBlockPositions;
+    flops +=
+        2.0 * IndexerQueryParams(dims) * tokens + score_per_entry * SumCompressed(seq_len, m, pool);
+  }
+  return flops;  // reuse adds nothing
+}
+
+// MoE 2·3·d·f·(k_e + E_s) + 2·d·E (SwiGLU experts plus the router), dense 2·3·d·f; per token.
+double MlpFlopsPerToken(const LayerSpec& layer, const Csa2Dims& dims) {
+  const double d = dims.hidden;
+  if (layer.mlp == MlpKind::kDense) {
+    const double width = dims.dense_width > 0 ? dims.dense_width : 4.0 * d;
+    return 2.0 * 3.0 * d * width;
+  }
+  return 2.0 * 3.0 * d * dims.expert_width * (dims.experts_per_token + dims.shared_experts) +
+         2.0 * d * dims.routed_experts;
+}
+
+// Bytes a layer holds from F until its backward, per token. Decoder: 34·d (Korthikanti Table 2,
+// see above). Embedding: 0 (a gather keeps only the token ids; no dropout in pre-training).
+// Head: its final-norm and projection inputs, 2·d + 2·d bf16, plus fp32 logits for the loss,
+// 4·V (Korthikanti §4.3, "Input Embeddings, Last Layer Normalization, and Output Layer").
+int64_t ActivationBytesPerToken(const LayerSpec& layer, const Csa2Dims& dims) {
+  switch (layer.kind) {
+    case LayerKind::kEmbedding:
+      return 0;
+    case LayerKind::kDecoder:
+      return kActivationBytesPerHidden * dims.hidden;
+    case LayerKind::kHead:
+      return 4 * int64_t{dims.hidden} + 4 * int64_t{dims.vocab};
+  }
+  return 0;
+}
+
+Time FlopsToTime(double flops, double flops_per_second) {
+  return Time::Nanoseconds(std::llround(flops / flops_per_second * 1e9));
+}
+
+}  // namespace
+
+double LayerForwardFlops(const LayerSpec& layer, const Csa2Dims& dims, int32_t seq_len,
+                         int32_t micro_batch_size) {
+  const double tokens = static_cast<double>(seq_len) * micro_batch_size;
+  switch (layer.kind) {
+    case LayerKind::kEmbedding:
+      return 0.0;  // a gather: no FLOPs
+    case LayerKind::kHead:
+      return 2.0 * dims.vocab * static_cast<double>(dims.hidden) * tokens;
+    case LayerKind::kDecoder:
+      return AttentionFlopsPerSequence(layer, dims, seq_len) * micro_batch_size +
+             MlpFlopsPerToken(layer, dims) * tokens;
+  }
+  return 0.0;
+}
+
+void EstimateLayerCosts(ModelSpec& model, double flops_per_second) {
+  assert(flops_per_second > 0);
+  const int64_t tokens = model.tokens_per_microbatch();
+  for (LayerSpec& layer : model.layers) {
+    if (layer.forward == Time()) {
+      const double flops =
+          LayerForwardFlops(layer, model.dims, model.seq_len, model.micro_batch_size);
+      layer.forward = FlopsToTime(flops, flops_per_second);
+    }
+    // Backward ≈ 2 × forward, I ≈ W (csa2.md): each half equals the layer's forward time.
+    if (layer.input_grad == Time()) layer.input_grad = layer.forward;
+    if (layer.weight_grad == Time()) layer.weight_grad = layer.forward;
+    if (layer.activation_bytes == 0) {
+      layer.activation_bytes = ActivationBytesPerToken(layer, model.dims) * tokens;
+    }
+  }
+}
+
+}  // namespace stagecraft

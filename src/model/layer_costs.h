@@ -1,0 +1,30 @@
+// Per-layer costs derived from dimensions with a simple FLOPs / peak model (a later issue
+// refines it): time = FLOPs / (peak × efficiency). Formulas: the project's doc/csa2.md,
+// "Per-layer cost formulas" (DeepSeek-V4.1-Flash report §2.3–2.4).
+#pragma once
+
+#include <cstdint>
+
+#include "core/result.h"
+#include "model/model_spec.h"
+
+namespace stagecraft {
+
+// Forward FLOPs of one layer for one microbatch of `seq_len` × `micro_batch_size` tokens:
+// attention projections 2·P per token, attention core 4·n_h·c·(min(t, n_win) + min(k, t/m))
+// summed over positions t, the compressor / indexer terms of full and reindex layers (scoring
+// 2·n_I·c_I per visible compressed entry, or per candidate-pool entry for reindex), MoE
+// 2·3·d·f·(k_e + E_s) + 2·d·E per token (dense MLP 2·3·d·f), embedding 0, head 2·V·d per token.
+double LayerForwardFlops(const LayerSpec& layer, const Csa2Dims& dims, int32_t seq_len,
+                         int32_t micro_batch_size);
+
+// Fills every zero cost of model.layers: forward = FLOPs / flops_per_second; backward 2× forward
+// split evenly into input_grad and weight_grad (csa2.md: "Backward ≈ 2 × forward for trainable
+// matmuls (split I ≈ W)"), so each zero half becomes the layer's forward time (given or derived);
+// activation_bytes = 34·d bytes per token for a decoder layer (Korthikanti et al. 2023, Table 2,
+// without the attention-score term: the attention is sparse and fused), 0 for the embedding, and
+// 4·d + 4·V for the head (norm and projection inputs in bf16, fp32 logits; ibid. §4.3). Given
+// costs are kept. REQUIRES: flops_per_second > 0 (peak × efficiency).
+void EstimateLayerCosts(ModelSpec& model, double flops_per_second);
+
+}  // namespace stagecraft

@@ -1,0 +1,180 @@
+// The FLOPs model against the figures of doc/csa2.md "Per-layer cost formulas" (DeepSeek-V4.1-
+// Flash report §2.3–2.4), which are rounded to 3–4 significant digits: tolerance 0.1% unless
+// a test says otherwise.
+#include "model/layer_costs.h"
+
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <vector>
+
+namespace stagecraft {
+namespace {
+
+LayerSpec Decoder(AttentionMode mode, int32_t ratio) {
+  LayerSpec layer;
+  layer.attention = mode;
+  layer.compress_ratio = ratio;
+  return layer;
+}
+
+LayerSpec OfKind(LayerKind kind) {
+  LayerSpec layer;
+  layer.kind = kind;
+  return layer;
+}
+
+// Forward FLOPs of one sequence position t (1-based): F(t) − F(t − 1) of a one-sequence batch.
+double FlopsAtPosition(const LayerSpec& layer, const Csa2Dims& dims, int32_t t) {
+  return LayerForwardFlops(layer, dims, t, 1) - LayerForwardFlops(layer, dims, t - 1, 1);
+}
+
+Csa2Dims WithoutMoe() {
+  Csa2Dims dims;
+  dims.expert_width = 0;
+  dims.routed_experts = 0;
+  return dims;
+}
+
+// csa2.md "Backbone": 40 layers, L0-1 swa_only, L2-19 m = 2, L20-39 m = 1.
+std::vector<LayerSpec> V41FlashLayers() {
+  std::vector<LayerSpec> layers = {OfKind(LayerKind::kEmbedding)};
+  for (int layer = 0; layer < 2; ++layer) layers.push_back(Decoder(AttentionMode::kSwaOnly, 0));
+  for (int layer = 2; layer < 20; ++layer) {
+    layers.push_back(Decoder(layer % 6 == 2 ? AttentionMode::kFull : AttentionMode::kReuse, 2));
+  }
+  for (int layer = 20; layer < 40; ++layer) {
+    AttentionMode mode = layer % 4 == 0 ? AttentionMode::kReindex : AttentionMode::kReuse;
+    if (layer == 20) mode = AttentionMode::kFull;
+    layers.push_back(Decoder(mode, 1));
+  }
+  layers.push_back(OfKind(LayerKind::kHead));
+  return layers;
+}
+
+// A swa_only layer at t = 1 costs 2·P + 4·n_h·c (one window key) + MoE.
+TEST(LayerCostsTest, V41AttentionProjectionsAre126Point6MParams) {
+  const Csa2Dims dims = WithoutMoe();
+  const double core_one_key = 4.0 * 64 * 512;
+  const double params =
+      (LayerForwardFlops(Decoder(AttentionMode::kSwaOnly, 0), dims, 1, 1) - core_one_key) / 2;
+  EXPECT_DOUBLE_EQ(params, 126'615'552.0);  // the formula, exactly
+  EXPECT_NEAR(params, 126.6e6, 126.6e6 * 1e-3);
+}
+
+TEST(LayerCostsTest, V41MoeIs499MflopPerToken) {
+  const LayerSpec layer = Decoder(AttentionMode::kSwaOnly, 0);
+  const double moe =
+      LayerForwardFlops(layer, Csa2Dims(), 1, 1) - LayerForwardFlops(layer, WithoutMoe(), 1, 1);
+  EXPECT_DOUBLE_EQ(moe, 2.0 * 3 * 5120 * 2304 * 7 + 2.0 * 5120 * 384);
+  EXPECT_NEAR(moe, 499e6, 499e6 * 1e-3);
+}
+
+// Past the window (128) and k·m positions, a reuse layer's core is 4·n_h·c·(n_win + k).
+TEST(LayerCostsTest, V41AttentionCoreSaturatesAt84Mflop) {
+  const Csa2Dims dims = WithoutMoe();
+  const LayerSpec reuse = Decoder(AttentionMode::kReuse, 2);
+  const double projections = 2.0 * 126'615'552;
+  const double core = FlopsAtPosition(reuse, dims, 4096) - projections;
+  EXPECT_DOUBLE_EQ(core, 4.0 * 64 * 512 * (128 + 512));
+  EXPECT_NEAR(core, 84e6, 84e6 * 5e-3);  // 83.9M vs "≈84": 0.5%
+  EXPECT_DOUBLE_EQ(FlopsAtPosition(reuse, dims, 4096), FlopsAtPosition(reuse, dims, 2000));
+  // Before saturation: t = 100 sees 100 window keys and 50 compressed entries.
+  EXPECT_DOUBLE_EQ(FlopsAtPosition(reuse, dims, 100) - projections, 4.0 * 64 * 512 * 150);
+}
+
+// Reindex over reuse at t = 1: the indexer query (≈10.8 MFLOP) and one scored entry.
+TEST(LayerCostsTest, V41IndexerQueryIs10Point8Mflop) {
+  const Csa2Dims dims;
+  const double extra = FlopsAtPosition(Decoder(AttentionMode::kReindex, 1), dims, 1) -
+                       FlopsAtPosition(Decoder(AttentionMode::kReuse, 1), dims, 1);
+  const double scoring_one_entry = 2.0 * 32 * 128;
+  EXPECT_NEAR(extra - scoring_one_entry, 10.8e6, 10.8e6 * 2e-3);
+}
+
+// Full m = 1 scores every visible entry (t of them); reindex stops at the pool, 2048 × 8.
+TEST(LayerCostsTest, ScoringGrowsWithContextUntilThePool) {
+  const Csa2Dims dims;
+  const double score = 2.0 * 32 * 128;
+  const LayerSpec full = Decoder(AttentionMode::kFull, 1);
+  const LayerSpec reindex = Decoder(AttentionMode::kReindex, 1);
+  EXPECT_DOUBLE_EQ(FlopsAtPosition(full, dims, 20'001) - FlopsAtPosition(full, dims, 20'000),
+                   score);
+  EXPECT_DOUBLE_EQ(FlopsAtPosition(reindex, dims, 20'001), FlopsAtPosition(reindex, dims, 20'000));
+  EXPECT_DOUBLE_EQ(FlopsAtPosition(reindex, dims, 16'000) - FlopsAtPosition(reindex, dims, 15'999),
+                   score);
+}
+
+// Full over reuse (m = 2, t = 4096): compressor 2·d·c·2, indexer keys 2·c·c_I/2, indexer query,
+// scoring 2048 entries.
+TEST(LayerCostsTest, FullAddsCompressorAndIndexer) {
+  const Csa2Dims dims;
+  const double extra = FlopsAtPosition(Decoder(AttentionMode::kFull, 2), dims, 4096) -
+                       FlopsAtPosition(Decoder(AttentionMode::kReuse, 2), dims, 4096);
+  const double expected =
+      2.0 * 5120 * 512 * 2 + 2.0 * 512 * 128 / 2 + 10'813'440.0 + 2.0 * 32 * 128 * 2048;
+  EXPECT_DOUBLE_EQ(extra, expected);
+}
+
+TEST(LayerCostsTest, EmbeddingHeadAndDense) {
+  const Csa2Dims dims;
+  EXPECT_EQ(LayerForwardFlops(OfKind(LayerKind::kEmbedding), dims, 4096, 2), 0.0);
+  EXPECT_DOUBLE_EQ(LayerForwardFlops(OfKind(LayerKind::kHead), dims, 4096, 2),
+                   2.0 * 129280 * 5120 * 4096 * 2);
+  // Dense over MoE at one token: 2·3·d·4d (dense_width 0 = 4·d) replaces the MoE.
+  LayerSpec dense = Decoder(AttentionMode::kSwaOnly, 0);
+  dense.mlp = MlpKind::kDense;
+  const double moe = 2.0 * 3 * 5120 * 2304 * 7 + 2.0 * 5120 * 384;
+  EXPECT_DOUBLE_EQ(LayerForwardFlops(dense, dims, 1, 1) -
+                       LayerForwardFlops(Decoder(AttentionMode::kSwaOnly, 0), dims, 1, 1),
+                   2.0 * 3 * 5120 * 4 * 5120 - moe);
+}
+
+TEST(LayerCostsTest, MicroBatchScalesLinearly) {
+  const Csa2Dims dims;
+  const LayerSpec full = Decoder(AttentionMode::kFull, 2);
+  EXPECT_DOUBLE_EQ(LayerForwardFlops(full, dims, 1024, 4),
+                   4 * LayerForwardFlops(full, dims, 1024, 1));
+}
+
+// csa2.md: "Whole backbone forward ≈ 35 GFLOP per token plus indexer scoring". At 4096 tokens
+// the scoring adds < 1%; 34.6 GFLOP rounds to 35.
+TEST(LayerCostsTest, V41BackboneIsAbout35GflopPerToken) {
+  const Csa2Dims dims;
+  double flops = 0;
+  for (const LayerSpec& layer : V41FlashLayers()) flops += LayerForwardFlops(layer, dims, 4096, 1);
+  const double per_token = flops / 4096;
+  EXPECT_GE(per_token, 34.5e9);
+  EXPECT_LT(per_token, 35.5e9);
+}
+
+TEST(LayerCostsTest, EstimateFillsZeroCostsOnly) {
+  ModelSpec model;
+  model.layers = {OfKind(LayerKind::kEmbedding), Decoder(AttentionMode::kFull, 1),
+                  Decoder(AttentionMode::kReuse, 1), OfKind(LayerKind::kHead)};
+  model.layers[2].forward = Time::Nanoseconds(5'000'000);
+  model.layers[2].activation_bytes = 7;
+  model.seq_len = 4096;
+  model.micro_batch_size = 1;
+  const double flops_per_second = 989.5e12 * 0.4;
+  EstimateLayerCosts(model, flops_per_second);
+  const double full_flops = LayerForwardFlops(model.layers[1], model.dims, 4096, 1);
+  const LayerSpec& full = model.layers[1];
+  EXPECT_EQ(full.forward.ns(), std::llround(full_flops / flops_per_second * 1e9));
+  EXPECT_EQ(full.input_grad, full.forward);  // backward 2× forward, I = W
+  EXPECT_EQ(full.weight_grad, full.forward);
+  EXPECT_EQ(full.activation_bytes, int64_t{34} * 5120 * 4096);
+  const LayerSpec& reuse = model.layers[2];
+  EXPECT_EQ(reuse.forward, Time::Nanoseconds(5'000'000));
+  EXPECT_EQ(reuse.input_grad, Time::Nanoseconds(5'000'000));
+  EXPECT_EQ(reuse.activation_bytes, 7);
+  EXPECT_EQ(model.layers[0].forward, Time());
+  EXPECT_EQ(model.layers[0].activation_bytes, 0);
+  EXPECT_EQ(model.layers[3].activation_bytes, (int64_t{4} * 5120 + int64_t{4} * 129280) * 4096);
+  // By hand: 2P 253.2M + core ≈83.9M + MoE 499.4M + compressor 5.2M + indexer query 10.8M +
+  // scoring ≈16.8M (2048 entries on average) ≈ 869 MFLOP/token; · 4096 at 395.8 TFLOP/s ≈ 9.0 ms.
+  EXPECT_NEAR(full.forward.ms(), 9.0, 0.1);
+}
+
+}  // namespace
+}  // namespace stagecraft

@@ -1,0 +1,379 @@
+#include "schedule/partition.h"
+
+#include <algorithm>
+#include <cctype>
+#include <cstddef>
+
+#include "core/suggest.h"
+
+namespace stagecraft {
+namespace {
+
+// "1 layer", "6 layers".
+std::string CountOf(int64_t count, const std::string& noun) {
+  return std::to_string(count) + " " + noun + (count == 1 ? "" : "s");
+}
+
+Status CheckStageCount(int32_t num_layers, int32_t num_stages) {
+  const std::string what =
+      "cannot split " + CountOf(num_layers, "layer") + " into " + CountOf(num_stages, "stage");
+  if (num_stages < 1) return Error{what + " (expected at least one stage)"};
+  if (num_stages > num_layers) {
+    return Error{what + " (expected at most one stage per layer; lower pp × vpp)"};
+  }
+  return Status::Ok();
+}
+
+// The cost of a stage [begin, end): its layers, plus (state-aware) the cuts on both sides.
+class StageCostModel {
+ public:
+  // `cut_costs` is empty (cost-only) or holds one entry per layer (entry 0 unused).
+  StageCostModel(const std::vector<Time>& layer_costs, const std::vector<Time>& cut_costs)
+      : cut_costs_(cut_costs) {
+    prefix_.reserve(layer_costs.size() + 1);
+    prefix_.push_back(Time());
+    for (Time cost : layer_costs) prefix_.push_back(prefix_.back() + cost);
+  }
+
+  int32_t num_layers() const { return static_cast<int32_t>(prefix_.size()) - 1; }
+
+  Time Cost(int32_t begin, int32_t end) const {
+    Time cost = prefix_[end] - prefix_[begin];
+    if (cut_costs_.empty()) return cost;
+    if (begin > 0) cost += cut_costs_[begin];
+    if (end < num_layers()) cost += cut_costs_[end];
+    return cost;
+  }
+
+ private:
+  std::vector<Time> prefix_;  // prefix_[layer] = sum of the costs of layers [0, layer)
+  const std::vector<Time>& cut_costs_;
+};
+
+// Exact min-max contiguous split by dynamic programming, O(L²·S). Among all optimal splits the
+// one whose first_layer vector is lexicographically smallest is returned (every cut as early as
+// the optimum allows, earliest stage first). REQUIRES: 1 <= num_stages <= num_layers.
+Partition SplitMinMax(const StageCostModel& model, int32_t num_stages) {
+  const int32_t num_layers = model.num_layers();
+  // best[stages][begin]: the least possible largest stage cost when layers [begin, L) are split
+  // into `stages` stages; Time::Max() where impossible (fewer layers than stages).
+  std::vector<std::vector<Time>> best(num_stages + 1,
+                                      std::vector<Time>(num_layers + 1, Time::Max()));
+  best[0][num_layers] = Time();
+  for (int32_t stages = 1; stages <= num_stages; ++stages) {
+    for (int32_t begin = num_layers - stages; begin >= 0; --begin) {
+      Time least = Time::Max();
+      for (int32_t end = begin + 1; end <= num_layers - (stages - 1); ++end) {
+        if (best[stages - 1][end] == Time::Max()) continue;
+        least = std::min(least, std::max(model.Cost(begin, end), best[stages - 1][end]));
+      }
+      best[stages][begin] = least;
+    }
+  }
+  const Time optimum = best[num_stages][0];
+  Partition partition;
+  partition.num_layers = num_layers;
+  int32_t begin = 0;
+  for (int32_t stage = 0; stage < num_stages; ++stage) {
+    partition.first_layer.push_back(begin);
+    const int32_t stages_after = num_stages - stage - 1;
+    int32_t end = begin + 1;
+    while (model.Cost(begin, end) > optimum || best[stages_after][end] > optimum) ++end;
+    begin = end;
+  }
+  return partition;
+}
+
+// ---- Layout strings -----------------------------------------------------------------------
+
+constexpr int32_t kMaxGroupDepth = 32;     // deeper nesting is surely a mistake; bounds recursion
+constexpr int64_t kMaxRepeat = 1'000'000;  // far above any model's layer count
+
+std::string At(int64_t column) { return "layout:" + std::to_string(column) + ": "; }
+
+bool IsLayerLetter(char letter) { return letter == 'E' || letter == 't' || letter == 'L'; }
+
+std::string DescribeLayer(char letter) {
+  switch (letter) {
+    case 'E':
+      return "the embedding";
+    case 't':
+      return "a decoder layer";
+    case 'L':
+      return "the head";
+    default:
+      return "a '" + std::string(1, letter) + "' layer";
+  }
+}
+
+// The model's layer list in layout form: "EtttL" → "Et*3L".
+std::string RunLengths(std::string_view layer_kinds) {
+  std::string text;
+  for (size_t begin = 0; begin < layer_kinds.size();) {
+    size_t end = begin;
+    while (end < layer_kinds.size() && layer_kinds[end] == layer_kinds[begin]) ++end;
+    text += layer_kinds[begin];
+    if (end - begin > 1) text += "*" + std::to_string(end - begin);
+    begin = end;
+  }
+  return text;
+}
+
+// One item of a parsed layout: a layer letter, a stage separator '|', or a group "(...)".
+struct LayoutItem {
+  char symbol = 't';   // 'E', 't', 'L', '|', or '(' for a group
+  int32_t column = 0;  // 1-based, in the layout string
+  int64_t repeat = 1;
+  std::vector<LayoutItem> children;  // a group's items
+};
+
+// Recursive-descent parser for: sequence := item*; item := atom ('*' count)?;
+// atom := 'E' | 't' | 'L' | '|' | '(' sequence ')'. Whitespace between tokens is ignored.
+class LayoutParser {
+ public:
+  explicit LayoutParser(std::string_view text) : text_(text) {}
+
+  Result<std::vector<LayoutItem>> Parse() {
+    std::vector<LayoutItem> items;
+    STAGECRAFT_RETURN_IF_ERROR(ParseSequence(0, &items));
+    if (position_ < text_.size()) {  // stopped at a ')' with no '(' open
+      return Error{At(Column()) + "unbalanced parentheses: ')' closes no '('; remove it"};
+    }
+    return items;
+  }
+
+ private:
+  int32_t Column() const { return static_cast<int32_t>(position_) + 1; }
+
+  void SkipSpaces() {
+    while (position_ < text_.size() && std::isspace(static_cast<unsigned char>(text_[position_]))) {
+      ++position_;
+    }
+  }
+
+  Status ParseSequence(int32_t depth, std::vector<LayoutItem>* items) {
+    for (SkipSpaces(); position_ < text_.size() && text_[position_] != ')'; SkipSpaces()) {
+      LayoutItem item;
+      STAGECRAFT_RETURN_IF_ERROR(ParseAtom(depth, &item));
+      STAGECRAFT_RETURN_IF_ERROR(ParseRepeat(&item));
+      items->push_back(std::move(item));
+    }
+    return Status::Ok();
+  }
+
+  Status ParseAtom(int32_t depth, LayoutItem* item) {
+    const char symbol = text_[position_];
+    item->symbol = symbol;
+    item->column = Column();
+    ++position_;
+    if (IsLayerLetter(symbol) || symbol == '|') return Status::Ok();
+    if (symbol == '(') return ParseGroup(depth + 1, item);
+    if (symbol == '*') {
+      return Error{At(item->column) +
+                   "bad repeat count: '*' must follow a layer letter or a group, e.g. 't*4' or "
+                   "'(tt|)*2'"};
+    }
+    std::string message = At(item->column) + "unknown letter '" + std::string(1, symbol) +
+                          "' (expected " + JoinChoices({"E", "t", "L", "|", "(", ")"}) + ")";
+    const std::vector<std::string> letters = {"E", "t", "L"};
+    for (const std::string& letter : letters) {
+      if (std::tolower(static_cast<unsigned char>(symbol)) ==
+          std::tolower(static_cast<unsigned char>(letter[0]))) {
+        message += DidYouMean(std::string(1, symbol), letters);
+      }
+    }
+    return Error{message};
+  }
+
+  Status ParseGroup(int32_t depth, LayoutItem* group) {
+    if (depth > kMaxGroupDepth) {
+      return Error{At(group->column) + "groups nested deeper than " +
+                   std::to_string(kMaxGroupDepth) + " levels"};
+    }
+    STAGECRAFT_RETURN_IF_ERROR(ParseSequence(depth, &group->children));
+    if (position_ == text_.size()) {
+      return Error{At(group->column) +
+                   "unbalanced parentheses: this '(' is never closed (expected ')')"};
+    }
+    if (group->children.empty()) {
+      return Error{At(group->column) + "empty group '()' (expected layers inside, e.g. '(tt|)*2')"};
+    }
+    ++position_;  // the ')'
+    return Status::Ok();
+  }
+
+  Status ParseRepeat(LayoutItem* item) {
+    SkipSpaces();
+    if (position_ == text_.size() || text_[position_] != '*') return Status::Ok();
+    const int32_t star_column = Column();
+    if (item->symbol == '|') {
+      return Error{At(star_column) +
+                   "bad repeat count: '|' cannot repeat (it would make empty stages); repeat a "
+                   "group instead, e.g. '(t|)*4'"};
+    }
+    ++position_;
+    SkipSpaces();
+    const int32_t count_column = Column();
+    int64_t count = 0;
+    size_t digits = 0;
+    for (; position_ < text_.size() && std::isdigit(static_cast<unsigned char>(text_[position_]));
+         ++position_, ++digits) {
+      count = std::min(count * 10 + (text_[position_] - '0'), kMaxRepeat + 1);
+    }
+    if (digits == 0 || count < 1 || count > kMaxRepeat) {
+      const std::string found =
+          digits == 0 ? "no number"
+                      : "'" + std::string(text_.substr(position_ - digits, digits)) + "'";
+      return Error{At(count_column) + "bad repeat count: found " + found +
+                   " after '*' (expected a whole number from 1 to " + std::to_string(kMaxRepeat) +
+                   ", e.g. 't*4')"};
+    }
+    item->repeat = count;
+    return Status::Ok();
+  }
+
+  std::string_view text_;
+  size_t position_ = 0;
+};
+
+// Walks the expanded layout one layer or separator at a time, checking it against the model's
+// layer list; stops at the first mismatch, so expansion never outgrows the model.
+class LayoutChecker {
+ public:
+  explicit LayoutChecker(std::string_view layer_kinds) : layer_kinds_(layer_kinds) {
+    partition_.num_layers = static_cast<int32_t>(layer_kinds.size());
+  }
+
+  Status Expand(const std::vector<LayoutItem>& items) {
+    for (const LayoutItem& item : items) {
+      for (int64_t copy = 0; copy < item.repeat; ++copy) {
+        if (item.symbol == '(') {
+          STAGECRAFT_RETURN_IF_ERROR(Expand(item.children));
+        } else if (item.symbol == '|') {
+          STAGECRAFT_RETURN_IF_ERROR(Separator(item.column));
+        } else {
+          STAGECRAFT_RETURN_IF_ERROR(Layer(item.symbol, item.column));
+        }
+      }
+    }
+    return Status::Ok();
+  }
+
+  // `end_column` is one past the layout's last character.
+  Result<Partition> Finish(int32_t end_column) {
+    if (next_layer_ < partition_.num_layers) {
+      const char expected = layer_kinds_[next_layer_];
+      return Error{At(end_column) + "the layout spells " + CountOf(next_layer_, "layer") +
+                   ", fewer than the model's " + std::to_string(partition_.num_layers) +
+                   " (expected '" + std::string(1, expected) + "' next: layer " +
+                   std::to_string(next_layer_) + " is " + DescribeLayer(expected) +
+                   "; the model's layers are '" + RunLengths(layer_kinds_) + "')"};
+    }
+    if (!stage_has_layer_) return EmptyStage(last_separator_column_);
+    return partition_;
+  }
+
+ private:
+  Status Layer(char letter, int32_t column) {
+    if (next_layer_ == partition_.num_layers) {
+      return Error{At(column) + "the layout spells more layers than the model's " +
+                   std::to_string(partition_.num_layers) + " (the model's layers are '" +
+                   RunLengths(layer_kinds_) + "'); remove this '" + std::string(1, letter) + "'"};
+    }
+    const char expected = layer_kinds_[next_layer_];
+    if (letter != expected) {
+      return Error{At(column) + "expected '" + std::string(1, expected) + "' (layer " +
+                   std::to_string(next_layer_) + " is " + DescribeLayer(expected) + "), found '" +
+                   std::string(1, letter) + "'"};
+    }
+    if (!stage_has_layer_) partition_.first_layer.push_back(next_layer_);
+    stage_has_layer_ = true;
+    ++next_layer_;
+    return Status::Ok();
+  }
+
+  Status Separator(int32_t column) {
+    if (!stage_has_layer_) return EmptyStage(column);
+    stage_has_layer_ = false;
+    ++stage_;
+    last_separator_column_ = column;
+    return Status::Ok();
+  }
+
+  Error EmptyStage(int32_t column) const {
+    return Error{At(column) + "stage " + std::to_string(stage_) +
+                 " is empty (expected at least one layer between two '|')"};
+  }
+
+  std::string_view layer_kinds_;
+  Partition partition_;
+  int32_t next_layer_ = 0;
+  int32_t stage_ = 0;
+  bool stage_has_layer_ = false;
+  int32_t last_separator_column_ = 1;
+};
+
+}  // namespace
+
+int32_t Partition::StageOf(int32_t layer) const {
+  const auto after = std::upper_bound(first_layer.begin(), first_layer.end(), layer);
+  return static_cast<int32_t>(after - first_layer.begin()) - 1;
+}
+
+Result<Partition> PartitionByCost(const std::vector<Time>& layer_costs, int32_t num_stages) {
+  const int32_t num_layers = static_cast<int32_t>(layer_costs.size());
+  STAGECRAFT_RETURN_IF_ERROR(CheckStageCount(num_layers, num_stages));
+  const std::vector<Time> no_cut_costs;
+  return SplitMinMax(StageCostModel(layer_costs, no_cut_costs), num_stages);
+}
+
+Result<Partition> PartitionStateAware(const std::vector<Time>& layer_costs,
+                                      const std::vector<Time>& cut_costs, int32_t num_stages) {
+  const int32_t num_layers = static_cast<int32_t>(layer_costs.size());
+  STAGECRAFT_RETURN_IF_ERROR(CheckStageCount(num_layers, num_stages));
+  if (cut_costs.size() != layer_costs.size()) {
+    return Error{
+        "state-aware partition: " + CountOf(static_cast<int64_t>(cut_costs.size()), "cut cost") +
+        " for " + CountOf(num_layers, "layer") +
+        " (expected one per layer: entry c is the cut just before layer c, entry 0 "
+        "unused)"};
+  }
+  return SplitMinMax(StageCostModel(layer_costs, cut_costs), num_stages);
+}
+
+Result<Partition> PartitionFromCounts(const std::vector<int32_t>& counts, int32_t num_layers) {
+  if (counts.empty()) {
+    return Error{"no layer counts given (expected one count per stage, summing to " +
+                 std::to_string(num_layers) + ")"};
+  }
+  Partition partition;
+  partition.num_layers = num_layers;
+  int64_t sum = 0;
+  for (size_t stage = 0; stage < counts.size(); ++stage) {
+    if (counts[stage] < 1) {
+      return Error{"stage " + std::to_string(stage) + " has " + std::to_string(counts[stage]) +
+                   " layers (expected at least 1 layer per stage)"};
+    }
+    partition.first_layer.push_back(static_cast<int32_t>(std::min<int64_t>(sum, num_layers)));
+    sum += counts[stage];
+  }
+  if (sum != num_layers) {
+    const int64_t difference = num_layers - sum;
+    const std::string fix = difference > 0 ? "add " + CountOf(difference, "layer") + " to"
+                                           : "remove " + CountOf(-difference, "layer") + " from";
+    return Error{"the layer counts sum to " + std::to_string(sum) + ", expected " +
+                 std::to_string(num_layers) + " (the model's number of layers); " + fix +
+                 " some stage"};
+  }
+  return partition;
+}
+
+Result<Partition> PartitionFromLayout(std::string_view layout, std::string_view layer_kinds) {
+  Result<std::vector<LayoutItem>> items = LayoutParser(layout).Parse();
+  if (!items.ok()) return items.error();
+  LayoutChecker checker(layer_kinds);
+  STAGECRAFT_RETURN_IF_ERROR(checker.Expand(items.value()));
+  return checker.Finish(static_cast<int32_t>(layout.size()) + 1);
+}
+
+}  // namespace stagecraft

@@ -1,0 +1,55 @@
+// Partition: layers → pipeline stages (contiguous ranges), by cost balance, state-aware balance,
+// explicit counts, or a Megatron-style layout string (DESIGN.md §2, "partition").
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "core/result.h"
+#include "core/time.h"
+
+namespace stagecraft {
+
+// Stage s holds layers [first_layer[s], first_layer[s + 1]) (the last stage up to num_layers).
+struct Partition {
+  std::vector<int32_t> first_layer;  // size = number of stages; first_layer[0] == 0, increasing
+  int32_t num_layers = 0;
+  bool operator==(const Partition&) const = default;
+
+  int32_t num_stages() const { return static_cast<int32_t>(first_layer.size()); }
+  int32_t begin(int32_t stage) const { return first_layer[stage]; }
+  int32_t end(int32_t stage) const {
+    return stage + 1 < num_stages() ? first_layer[stage + 1] : num_layers;
+  }
+  // The stage holding `layer`. REQUIRES: 0 <= layer < num_layers.
+  int32_t StageOf(int32_t layer) const;
+};
+
+// Optimal contiguous split minimising the largest stage cost (sum of its layers' costs). Ties:
+// among optimal splits, the one whose first_layer is lexicographically smallest (every cut as
+// early as the optimum allows, earliest stage first), so the result is deterministic. Every stage
+// gets >= 1 layer. O(L²·S). Errors: num_stages < 1 or > number of layers.
+Result<Partition> PartitionByCost(const std::vector<Time>& layer_costs, int32_t num_stages);
+
+// State-aware: minimise the largest stage cost, where a stage costs its layers plus the time of
+// the cuts on both of its sides; cut_costs[c] (c = 1 .. L−1) is the cost of a cut placed just
+// before layer c (the payload it puts on the wire: hidden state plus the shared state crossing
+// it); cut_costs[0] is ignored. Same tie-breaking and errors as PartitionByCost, plus an error
+// when cut_costs.size() != layer_costs.size().
+Result<Partition> PartitionStateAware(const std::vector<Time>& layer_costs,
+                                      const std::vector<Time>& cut_costs, int32_t num_stages);
+
+// Explicit layer counts per stage (each >= 1, summing to num_layers).
+Result<Partition> PartitionFromCounts(const std::vector<int32_t>& counts, int32_t num_layers);
+
+// A layout string in the style of Megatron-LM's pipeline_model_parallel_layout: stages separated
+// by '|'; 'E' the embedding, 't' a decoder layer, 'L' the head (loss); "X*N" repeats an item,
+// "(...)*N" repeats a group (which may contain '|'). Spaces are ignored. `layer_kinds` is the
+// model's layer list as letters ('E', 't', 'L'); the layout must spell exactly that sequence.
+// Errors name the 1-based column: "layout:7: expected 't' (layer 5 is a decoder layer), found
+// 'L'"; stages and layers in messages are numbered from 0, like StageId and LayerId.
+Result<Partition> PartitionFromLayout(std::string_view layout, std::string_view layer_kinds);
+
+}  // namespace stagecraft

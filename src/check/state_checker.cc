@@ -121,11 +121,12 @@ class StateOrderChecker {
         }
         out_.push_back(
             {ViolationKind::kStaleRead, rank, FormatAction(last_read.action),
-             "with " + std::to_string(slots) + " buffer slots, " + FormatAction(overwrite.action) +
-                 " (position " + std::to_string(overwrite.position) +
-                 ") overwrites the slot of microbatch " + std::to_string(mb) + "'s " +
-                 Describe(flow) + " before its last read by " + FormatAction(last_read.action) +
-                 " (position " + std::to_string(last_read.position) + "): a stale read",
+             "with " + std::to_string(slots) + (slots == 1 ? " buffer slot, " : " buffer slots, ") +
+                 FormatAction(overwrite.action) + " (position " +
+                 std::to_string(overwrite.position) + ") overwrites the slot of microbatch " +
+                 std::to_string(mb) + "'s " + Describe(flow) + " before its last read by " +
+                 FormatAction(last_read.action) + " (position " +
+                 std::to_string(last_read.position) + "): a stale read",
              "raise state_buffer_slots to at least the microbatches this rank keeps in flight, "
              "or reorder so the backward comes first"});
       }

@@ -47,6 +47,31 @@ std::string CutTable(const ModelSpec& model) {
   return text;
 }
 
+// Global inference KV cache per token (csa2.md "Storage formats at inference"): every KV source
+// (a full layer) stores one compressed entry per m tokens — main KV in FP4 E2M1 (kv_dim / 2
+// bytes) with one E4M3 scale byte per 16 channels, and indexer keys in MXFP4 (c_I / 2 bytes plus
+// one E8M0 scale byte per 32). Reindex and reuse layers store nothing of their own; the FP8
+// sliding window (window x kv_dim bytes per layer) is bounded, not per token, and is left out.
+struct KvCachePerToken {
+  double main_kv = 0;
+  double indexer_keys = 0;
+  double total() const { return main_kv + indexer_keys; }
+};
+
+KvCachePerToken InferenceKvCache(const ModelSpec& model) {
+  const Csa2Dims& dims = model.dims;
+  const double main_entry = dims.kv_dim / 2.0 + dims.kv_dim / 16.0;
+  const double index_entry = dims.indexer_key_dim / 2.0 + dims.indexer_key_dim / 32.0;
+  KvCachePerToken cache;
+  for (const LayerSpec& layer : model.layers) {
+    if (layer.kind != LayerKind::kDecoder || layer.attention != AttentionMode::kFull) continue;
+    const double ratio = std::max(1, layer.compress_ratio);
+    cache.main_kv += main_entry / ratio;
+    cache.indexer_keys += index_entry / ratio;
+  }
+  return cache;
+}
+
 std::string FlowName(const StateFlow& flow) {
   return std::string(StateKindName(flow.kind)) + " of layer " + std::to_string(flow.producer_layer);
 }
@@ -88,6 +113,12 @@ std::string DeriveStateText(const PreparedRun& run, const Metrics& metrics,
           std::to_string(metrics.state_bytes_backward) + ")\n";
   text += form.total() == metrics.state_bytes() ? "  they agree exactly\n"
                                                 : "  they differ: please report this\n";
+  const KvCachePerToken cache = InferenceKvCache(run.config.model);
+  text +=
+      "\ninference KV cache per token (full layers only; main KV FP4 + E4M3 scale per 16,\n"
+      "indexer keys MXFP4; sliding window excluded): " +
+      FormatFixed(cache.total(), 2) + " B (main KV " + FormatFixed(cache.main_kv, 2) +
+      ", indexer keys " + FormatFixed(cache.indexer_keys, 2) + ")\n";
   return text + PolicyTable(run);
 }
 
@@ -108,6 +139,8 @@ std::string DeriveStateJson(const PreparedRun& run, const Metrics& metrics,
     json.EndObject();
   }
   json.EndArray();
+  const KvCachePerToken cache = InferenceKvCache(run.config.model);
+  json.Key("inference_kv_cache_bytes_per_token").Fixed(cache.total(), 2);
   json.Key("closed_form_state_bytes").Int(form.total());
   json.Key("simulated_state_bytes").Int(metrics.state_bytes());
   json.Key("flows").BeginArray();

@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "analysis/metrics.h"
+#include "cli/run_setup.h"
 #include "check/checker.h"
 #include "lower/lower.h"
 #include "model/model_spec.h"
@@ -194,6 +195,46 @@ void BM_FindDeadlockOneFOneB(benchmark::State& state) {
   ReportSizes(state, *prepared, 0);
 }
 BENCHMARK(BM_FindDeadlockOneFOneB)->Args({64, 4096})->Unit(benchmark::kMillisecond);
+
+}  // namespace
+}  // namespace stagecraft
+
+namespace stagecraft {
+namespace {
+
+// DeepSeek-V4.1-Flash (examples/deepseek-v4.1-flash.yaml, 42 layers, every shared-state edge)
+// at pp = 16, m = 512: config, partition, lowering with state, simulation and metrics — the
+// path `stagecraft simulate` takes for one run. Target (issue): under 1 s.
+void BM_V41FlashPp16(benchmark::State& state) {
+  RunFlags flags;
+  flags.config_path = std::string(STAGECRAFT_EXAMPLES_DIR) + "/deepseek-v4.1-flash.yaml";
+  flags.pp = "16";
+  flags.microbatches = "512";
+  int64_t actions = 0;
+  int64_t tasks = 0;
+  uint64_t events = 0;
+  for (auto _ : state) {
+    auto run = PrepareRun(flags);
+    if (!run.ok()) {
+      state.SkipWithError(run.error().message.c_str());
+      return;
+    }
+    auto graph = Lower(run.value().schedule, run.value().stage_costs, run.value().lower);
+    if (!graph.ok()) {
+      state.SkipWithError(graph.error().message.c_str());
+      return;
+    }
+    const Trace trace = Simulate(graph.value());
+    const Metrics metrics =
+        ComputeMetrics(run.value().schedule, run.value().stage_costs, graph.value(), trace);
+    benchmark::DoNotOptimize(metrics.state_bytes());
+    actions = metrics.num_compute_actions;
+    tasks = static_cast<int64_t>(graph.value().num_tasks());
+    events = trace.events;
+  }
+  ReportCounters(state, actions, tasks, events);
+}
+BENCHMARK(BM_V41FlashPp16)->Unit(benchmark::kMillisecond);
 
 }  // namespace
 }  // namespace stagecraft

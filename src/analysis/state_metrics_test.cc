@@ -9,6 +9,8 @@
 #include "analysis/memory.h"
 #include "analysis/metrics.h"
 #include "analysis/state_closed_form.h"
+#include "lower/layer_pipeline.h"
+#include "model/layer_costs.h"
 #include "lower/lower.h"
 #include "schedule/generator.h"
 #include "schedule/schedule_csv.h"
@@ -204,6 +206,116 @@ TEST(StateLoweringTest, PayloadCarriersHoldTheStateUntilTheirBackward) {
   for (const RankMetrics& rank : run.metrics.ranks) {
     EXPECT_EQ(rank.peak_state_bytes, 2 * 3000) << "rank " << rank.rank;
     EXPECT_EQ(rank.peak_memory_bytes, 2 * 3000 + 2 * 1000) << "rank " << rank.rank;
+  }
+}
+
+}  // namespace
+}  // namespace stagecraft
+
+namespace stagecraft {
+namespace {
+
+// A CSA2 model in the V4.1-Flash pattern, small enough for many random partitions: embedding,
+// 2 swa_only, (full m=2, reuse x3) x2, full m=1, reuse x2, (reindex, reuse x2) x2, head.
+ModelSpec SmallCsa2Model() {
+  ModelSpec model;
+  model.seq_len = 512;
+  model.dims.hidden = 256;
+  model.dims.vocab = 1000;
+  model.dims.routed_experts = 8;
+  model.dims.expert_width = 128;
+  auto add = [&](LayerKind kind, AttentionMode mode, int32_t ratio) {
+    LayerSpec layer;
+    layer.kind = kind;
+    layer.attention = mode;
+    layer.compress_ratio = ratio;
+    model.layers.push_back(layer);
+  };
+  add(LayerKind::kEmbedding, AttentionMode::kFull, 1);
+  for (int i = 0; i < 2; ++i) add(LayerKind::kDecoder, AttentionMode::kSwaOnly, 0);
+  for (int group = 0; group < 2; ++group) {
+    add(LayerKind::kDecoder, AttentionMode::kFull, 2);
+    for (int i = 0; i < 3; ++i) add(LayerKind::kDecoder, AttentionMode::kReuse, 2);
+  }
+  add(LayerKind::kDecoder, AttentionMode::kFull, 1);
+  for (int i = 0; i < 2; ++i) add(LayerKind::kDecoder, AttentionMode::kReuse, 1);
+  for (int group = 0; group < 2; ++group) {
+    add(LayerKind::kDecoder, AttentionMode::kReindex, 1);
+    for (int i = 0; i < 2; ++i) add(LayerKind::kDecoder, AttentionMode::kReuse, 1);
+  }
+  add(LayerKind::kHead, AttentionMode::kFull, 1);
+  EXPECT_TRUE(ResolveSources(model.layers).ok());
+  EstimateLayerCosts(model, 1e14);
+  return model;
+}
+
+// Random layer counts summing to `layers` over `stages` stages (each >= 1).
+Partition RandomPartition(std::mt19937& random, int32_t layers, int32_t stages) {
+  std::vector<int32_t> counts(static_cast<size_t>(stages), 1);
+  for (int32_t extra = layers - stages; extra > 0; --extra) ++counts[random() % stages];
+  auto partition = PartitionFromCounts(counts, layers);
+  EXPECT_TRUE(partition.ok());
+  return partition.value();
+}
+
+LayerPipelineOptions PipelineOptions(const Schedule& schedule, StatePolicy policy) {
+  LayerPipelineOptions options;
+  options.policy = policy;
+  options.stage_ranks = StageRanks(schedule);
+  options.cluster = Cluster().cluster;
+  return options;
+}
+
+// Closed form and simulation agree exactly on the state bytes of a real CSA2 layer list, over
+// random partitions, stage counts and policies.
+TEST(LayerStateTest, ClosedFormMatchesSimulationOverRandomPartitions) {
+  const ModelSpec model = SmallCsa2Model();
+  const int32_t layers = static_cast<int32_t>(model.layers.size());
+  std::mt19937 random(42);
+  for (int trial = 0; trial < 50; ++trial) {
+    const int32_t pp = 2 + static_cast<int32_t>(random() % 5);
+    const int32_t m = 1 + static_cast<int32_t>(random() % 6);
+    const Schedule schedule = Generate(GenerateOneFOneB, pp, 1, m);
+    const Partition partition = RandomPartition(random, layers, pp);
+    const StatePolicy policy = trial % 3 == 0   ? StatePolicy::kDirect
+                               : trial % 3 == 1 ? StatePolicy::kPayload
+                                                : StatePolicy::kAuto;
+    const LayerPipeline pipeline =
+        BuildLayerPipeline(model, partition, PipelineOptions(schedule, policy));
+    LowerOptions options = Cluster();
+    options.states = pipeline.flows;
+    const SimRun run = Simulated(schedule, pipeline.stage_costs, options);
+    const StateBytesClosedForm form =
+        ClosedFormStateBytes(pipeline.flows, StageRanks(schedule), m);
+    EXPECT_EQ(form.forward, run.metrics.state_bytes_forward) << "trial " << trial;
+    EXPECT_EQ(form.backward, run.metrics.state_bytes_backward) << "trial " << trial;
+  }
+}
+
+// With every state tensor zero bytes wide and the payload policy, the layer model simulates
+// exactly like the same model with no sharing at all, over random partitions.
+TEST(LayerStateTest, ZeroWidthStateEqualsNoSharing) {
+  ModelSpec model = SmallCsa2Model();
+  model.dims.kv_dim = 0;
+  model.dims.indexer_key_dim = 0;
+  model.dims.top_k = 0;
+  model.dims.candidate_blocks = 0;
+  const int32_t layers = static_cast<int32_t>(model.layers.size());
+  std::mt19937 random(99);
+  for (int trial = 0; trial < 30; ++trial) {
+    const int32_t pp = 2 + static_cast<int32_t>(random() % 5);
+    const int32_t m = 1 + static_cast<int32_t>(random() % 6);
+    const Schedule schedule = Generate(GenerateOneFOneB, pp, 1, m);
+    const Partition partition = RandomPartition(random, layers, pp);
+    const LayerPipeline pipeline =
+        BuildLayerPipeline(model, partition, PipelineOptions(schedule, StatePolicy::kPayload));
+    LowerOptions shared = Cluster();
+    shared.states = pipeline.flows;
+    const SimRun with_state = Simulated(schedule, pipeline.stage_costs, shared);
+    const SimRun without = Simulated(schedule, pipeline.stage_costs, Cluster());
+    EXPECT_EQ(with_state.trace.timings, without.trace.timings) << "trial " << trial;
+    EXPECT_EQ(with_state.metrics.makespan, without.metrics.makespan);
+    EXPECT_EQ(with_state.metrics.state_bytes(), 0);
   }
 }
 

@@ -248,6 +248,13 @@ Result<PreparedRun> PrepareRun(const RunFlags& flags) {
     auto schedule = generator.value()->generate(params);
     if (!schedule.ok()) return schedule.error();
     run.schedule = std::move(schedule).value();
+    if (c.parallel.placement != run.schedule.placement) {
+      return Error{run.locations.Where("parallel.placement") + "'" +
+                   PlacementName(c.parallel.placement) + "' does not fit schedule '" +
+                   run.schedule.name + "', which places stages '" +
+                   PlacementName(run.schedule.placement) +
+                   "' (for a V placement load a schedule CSV written that way, or drop the key)"};
+    }
   }
   STAGECRAFT_RETURN_IF_ERROR(CheckLayout(c, run.locations, run.schedule));
   run.lower.mode = c.schedule.p2p;
@@ -256,6 +263,14 @@ Result<PreparedRun> PrepareRun(const RunFlags& flags) {
   if (c.model.is_layer_list()) {
     STAGECRAFT_RETURN_IF_ERROR(PrepareLayerModel(run));
     return run;
+  }
+  for (const char* key : {"parallel.partition", "parallel.layer_counts", "parallel.layout",
+                          "schedule.state_policy", "schedule.shadow_reading"}) {
+    if (run.locations.by_path.count(key) > 0) {
+      run.notes.push_back(run.locations.Where(key) +
+                          "ignored: a uniform model has no layers to partition and no shared "
+                          "state (use model.type: layers)");
+    }
   }
   const int32_t chunks = std::max(1, run.schedule.chunks_per_rank());
   run.stage_costs = UniformStageCosts(c.model, std::max(1, run.schedule.num_stages), chunks);

@@ -14,8 +14,8 @@
 #include <vector>
 
 #include "analysis/metrics.h"
-#include "cli/run_setup.h"
 #include "check/checker.h"
+#include "cli/run_setup.h"
 #include "lower/lower.h"
 #include "model/model_spec.h"
 #include "schedule/generator.h"

@@ -72,7 +72,9 @@ void AddFlowBytes(const TaskGraph& graph, Metrics& metrics) {
     if (task.payload == PayloadKind::kGradient) ++backward_sends[cut];
     if (task.flow < 0) continue;
     FlowMetrics& flow = metrics.flows[task.flow];
-    (task.payload == PayloadKind::kState ? flow.bytes_forward : flow.bytes_backward) += task.bytes;
+    const bool forward =
+        task.payload == PayloadKind::kState || task.payload == PayloadKind::kShadowSync;
+    (forward ? flow.bytes_forward : flow.bytes_backward) += task.bytes;
   }
   for (size_t index = 0; index < graph.states.size(); ++index) {
     const StateFlow& state = graph.states[index];

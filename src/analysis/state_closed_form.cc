@@ -22,6 +22,15 @@ StateBytesClosedForm ClosedFormStateBytes(const std::vector<StateFlow>& flows,
     const int64_t bytes = shadow ? flow.shadow_bytes : flow.bytes;
     form.forward += microbatches * bytes * crossings;
     if (flow.differentiable && !shadow) form.backward += microbatches * bytes * crossings;
+    if (!shadow || flow.shadow_param_bytes <= 0) continue;
+    // Once per iteration per replica on another rank: parameters out, gradients back.
+    int64_t replicas = 0;
+    for (int32_t stage : flow.consumer_stages) {
+      replicas +=
+          stage != flow.producer_stage && stage_ranks[stage] != stage_ranks[flow.producer_stage];
+    }
+    form.forward += flow.shadow_param_bytes * replicas;
+    if (flow.shadow_backward.ns() > 0) form.backward += flow.shadow_param_bytes * replicas;
   }
   return form;
 }

@@ -10,8 +10,8 @@
 #include "analysis/metrics.h"
 #include "analysis/state_closed_form.h"
 #include "lower/layer_pipeline.h"
-#include "model/layer_costs.h"
 #include "lower/lower.h"
+#include "model/layer_costs.h"
 #include "schedule/generator.h"
 #include "schedule/schedule_csv.h"
 #include "sim/simulator.h"
@@ -150,7 +150,8 @@ TEST(StateLoweringTest, ZeroByteStateChangesNothing) {
 }
 
 // Property: the closed form of the iteration's state bytes equals the simulated bytes, over
-// random flows (payload and direct, any differentiability) on loop and interleaved placements.
+// random flows (payload, direct and shadow with its once-per-iteration parameter sync, any
+// differentiability) on loop and interleaved placements.
 TEST(StateLoweringTest, ClosedFormStateBytesMatchSimulation) {
   std::mt19937 random(7);
   for (int trial = 0; trial < 60; ++trial) {
@@ -169,8 +170,17 @@ TEST(StateLoweringTest, ClosedFormStateBytesMatchSimulation) {
         if (random() % 2 == 0) consumers.push_back(stage);
       }
       if (consumers.empty()) consumers.push_back(producer);
-      options.states.push_back(Flow(producer, consumers, 100 + (random() % 1000), random() % 2,
-                                    random() % 2 ? StatePolicy::kPayload : StatePolicy::kDirect));
+      const StatePolicy policies[] = {StatePolicy::kPayload, StatePolicy::kDirect,
+                                      StatePolicy::kShadow};
+      StateFlow state =
+          Flow(producer, consumers, 100 + (random() % 1000), random() % 2, policies[random() % 3]);
+      if (state.policy == StatePolicy::kShadow) {
+        state.shadow_bytes = static_cast<int64_t>(random() % 300);
+        state.shadow_param_bytes = 1 + static_cast<int64_t>(random() % 5000);
+        state.shadow_forward = Time::Nanoseconds(1000 + random() % 9000);
+        state.shadow_backward = random() % 2 ? state.shadow_forward * 2 : Time();
+      }
+      options.states.push_back(state);
     }
     const SimRun run = Simulated(schedule, Costs(stages, 4096), options);
     const StateBytesClosedForm form = ClosedFormStateBytes(options.states, StageRanks(schedule), m);
@@ -195,6 +205,36 @@ TEST(StateLoweringTest, VPlacementSameRankMovesNoBytesButStaysResident) {
   // Rank 0 holds the state of both microbatches at once (0F1 runs before 0B0).
   EXPECT_EQ(run.metrics.ranks[0].peak_state_bytes, 2 * 5000);
   EXPECT_EQ(run.metrics.ranks[1].peak_state_bytes, 0);
+}
+
+TEST(StateLoweringTest, ShadowSyncsParametersOncePerReplicaAndAddsCompute) {
+  const Schedule schedule = Generate(GenerateOneFOneB, 3, 1, 4);
+  LowerOptions options = Cluster();
+  StateFlow flow = Flow(0, {1, 2}, 4000, /*differentiable=*/true, StatePolicy::kShadow);
+  flow.shadow_param_bytes = 777;
+  flow.shadow_forward = Time::Nanoseconds(50'000);
+  flow.shadow_backward = Time::Nanoseconds(100'000);
+  options.states = {flow};
+  const SimRun run = Simulated(schedule, Costs(3, 4096), options);
+  int syncs = 0;
+  int gradients = 0;
+  for (uint32_t task = 0; task < run.graph.num_tasks(); ++task) {
+    const Task& info = run.graph.tasks[task];
+    if (info.payload == PayloadKind::kShadowSync) {
+      ++syncs;
+      EXPECT_EQ(info.producer_task, UINT32_MAX);  // the owner has the parameters at the start
+      EXPECT_EQ(run.graph.tasks[info.consumer_task].action.kind, ActionKind::kForward);
+      EXPECT_EQ(run.graph.tasks[info.consumer_task].action.microbatch.value(), 0);
+    }
+    if (info.payload == PayloadKind::kShadowGradient) ++gradients;
+    if (info.kind == TaskKind::kCompute && info.action.stage.value() > 0 &&
+        info.action.kind == ActionKind::kForward) {
+      EXPECT_EQ(info.duration, Time::Nanoseconds(1'000'000 + 50'000));  // recompute on F
+    }
+  }
+  EXPECT_EQ(syncs, 2);                            // replicas on ranks 1 and 2
+  EXPECT_EQ(gradients, 2);                        // and their gradients back to rank 0
+  EXPECT_EQ(run.metrics.state_bytes(), 4 * 777);  // no state bytes: recomputed, not shipped
 }
 
 TEST(StateLoweringTest, PayloadCarriersHoldTheStateUntilTheirBackward) {
@@ -285,8 +325,7 @@ TEST(LayerStateTest, ClosedFormMatchesSimulationOverRandomPartitions) {
     LowerOptions options = Cluster();
     options.states = pipeline.flows;
     const SimRun run = Simulated(schedule, pipeline.stage_costs, options);
-    const StateBytesClosedForm form =
-        ClosedFormStateBytes(pipeline.flows, StageRanks(schedule), m);
+    const StateBytesClosedForm form = ClosedFormStateBytes(pipeline.flows, StageRanks(schedule), m);
     EXPECT_EQ(form.forward, run.metrics.state_bytes_forward) << "trial " << trial;
     EXPECT_EQ(form.backward, run.metrics.state_bytes_backward) << "trial " << trial;
   }

@@ -54,6 +54,7 @@ class Lowering {
       STAGECRAFT_RETURN_IF_ERROR(AddInputs(task));
     }
     STAGECRAFT_RETURN_IF_ERROR(AddDirectStateTransfers());
+    AddShadowTransfers();
     if (options_.mode == P2pMode::kRendezvous) AddRendezvousEdges();
     BuildAdjacency(graph_, edges_);
     std::sort(graph_.links.begin(), graph_.links.end(), [](const Link& a, const Link& b) {
@@ -266,27 +267,72 @@ class Lowering {
 
   void AddTransfer(uint32_t producer, uint32_t consumer, PayloadKind payload, int64_t bytes,
                    int64_t state_bytes, int32_t flow) {
-    const Task& from = graph_.tasks[producer];
+    AddTransferFrom(graph_.tasks[producer].rank, graph_.tasks[producer].action, producer, consumer,
+                    payload, bytes, state_bytes, flow);
+  }
+
+  // A transfer from `from_rank`; `producer` may be kNoTask (the data exists at the start of the
+  // iteration), then `shown` names it.
+  void AddTransferFrom(int32_t from_rank, const Action& shown, uint32_t producer, uint32_t consumer,
+                       PayloadKind payload, int64_t bytes, int64_t state_bytes, int32_t flow) {
     const Task& to = graph_.tasks[consumer];
     Task transfer;
     transfer.kind = TaskKind::kTransfer;
     transfer.payload = payload;
-    transfer.rank = from.rank;
+    transfer.rank = from_rank;
     transfer.peer = to.rank;
-    transfer.link = LinkIndex(from.rank, to.rank);
+    transfer.link = LinkIndex(from_rank, to.rank);
     transfer.bytes = bytes;
     transfer.state_bytes = state_bytes;
     transfer.flow = flow;
-    transfer.duration = TransferTime(options_.cluster, DeviceId(from.rank), DeviceId(to.rank),
+    transfer.duration = TransferTime(options_.cluster, DeviceId(from_rank), DeviceId(to.rank),
                                      transfer.bytes, options_.cost_p2p);
-    transfer.action = from.action;
+    transfer.action = shown;
     transfer.consumer = to.action;
     transfer.producer_task = producer;
     transfer.consumer_task = consumer;
     const uint32_t id = static_cast<uint32_t>(graph_.tasks.size());
     graph_.tasks.push_back(transfer);
-    edges_.emplace_back(producer, id);
+    if (producer != kNoTask) edges_.emplace_back(producer, id);
     edges_.emplace_back(id, consumer);
+  }
+
+  // Shadow flows: once per iteration, the owner's parameters go to every replica on another
+  // rank before the replica's first forward, and (when the replica computes gradients) the
+  // replica's gradient goes back after its last action, before the owner's last action.
+  void AddShadowTransfers() {
+    for (size_t index = 0; index < options_.states.size(); ++index) {
+      const StateFlow& flow = options_.states[index];
+      if (flow.policy != StatePolicy::kShadow || flow.shadow_param_bytes <= 0) continue;
+      const int32_t owner = graph_.stage_ranks[flow.producer_stage];
+      for (int32_t stage : flow.consumer_stages) {
+        const int32_t replica = graph_.stage_ranks[stage];
+        if (stage == flow.producer_stage || replica == owner) continue;
+        const uint32_t first = EdgeActionOf(replica, stage, /*first=*/true);
+        const uint32_t last = EdgeActionOf(replica, stage, /*first=*/false);
+        if (first == kNoTask || graph_.programs[owner].empty()) continue;
+        AddTransferFrom(owner, Action{StageId(flow.producer_stage), ActionKind::kForward, {}},
+                        kNoTask, first, PayloadKind::kShadowSync, flow.shadow_param_bytes,
+                        flow.shadow_param_bytes, static_cast<int32_t>(index));
+        if (flow.shadow_backward.ns() > 0) {
+          AddTransfer(last, graph_.programs[owner].back(), PayloadKind::kShadowGradient,
+                      flow.shadow_param_bytes, flow.shadow_param_bytes,
+                      static_cast<int32_t>(index));
+        }
+      }
+    }
+  }
+
+  // The first (or last) action of `stage` in `rank`'s program.
+  uint32_t EdgeActionOf(int32_t rank, int32_t stage, bool first) const {
+    const auto& program = graph_.programs[rank];
+    uint32_t found = kNoTask;
+    for (uint32_t task : program) {
+      if (graph_.tasks[task].action.stage.value() != stage) continue;
+      found = task;
+      if (first) break;
+    }
+    return found;
   }
 
   // Rendezvous (NCCL-like matching). On each directed link the sender issues its sends in its
@@ -301,7 +347,9 @@ class Lowering {
       if (graph_.tasks[id].kind == TaskKind::kTransfer)
         by_link[graph_.tasks[id].link].push_back(id);
     }
-    auto position = [&](uint32_t task) { return graph_.tasks[task].position; };
+    auto position = [&](uint32_t task) {
+      return task == kNoTask ? -1 : graph_.tasks[task].position;
+    };
     for (auto& transfers : by_link) {
       for (uint32_t transfer : transfers) {
         const Task& consumer = graph_.tasks[graph_.tasks[transfer].consumer_task];

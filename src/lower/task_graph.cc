@@ -34,6 +34,10 @@ const char* PayloadName(PayloadKind payload) {
       return "state";
     case PayloadKind::kStateGradient:
       return "dstate";
+    case PayloadKind::kShadowSync:
+      return "shadow-params";
+    case PayloadKind::kShadowGradient:
+      return "shadow-grads";
   }
   return "?";
 }

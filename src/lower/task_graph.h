@@ -28,12 +28,15 @@ enum class TaskKind : uint8_t { kCompute, kTransfer };
 // What a transfer carries.
 enum class PayloadKind : uint8_t {
   kNone,
-  kActivation,     // the hidden state at a stage cut (plus payload-policy shared state)
-  kGradient,       // its gradient (plus payload-policy dState)
-  kState,          // direct policy: one shared state, producer rank → consumer rank
-  kStateGradient,  // direct policy: its dState, consumer rank → producer rank
+  kActivation,      // the hidden state at a stage cut (plus payload-policy shared state)
+  kGradient,        // its gradient (plus payload-policy dState)
+  kState,           // direct policy: one shared state, producer rank → consumer rank
+  kStateGradient,   // direct policy: its dState, consumer rank → producer rank
+  kShadowSync,      // shadow policy: the owner's parameters to a replica, once per iteration
+  kShadowGradient,  // shadow policy: a replica's parameter gradient back to the owner
 };
-const char* PayloadName(PayloadKind payload);  // "activation", "gradient", "state", "dstate"
+// "activation", "gradient", "state", "dstate", "shadow-params", "shadow-grads".
+const char* PayloadName(PayloadKind payload);
 
 struct Task {
   TaskKind kind = TaskKind::kCompute;
@@ -48,7 +51,8 @@ struct Task {
   Action action;                        // compute: the action; transfer: the producing action
   Action consumer;                      // transfer: the action that needs it
   int32_t position = -1;                // compute: index in its rank's program
-  uint32_t producer_task = UINT32_MAX;  // transfer: the compute task that makes the data
+  uint32_t producer_task = UINT32_MAX;  // transfer: the compute task that makes the data, or
+                                        // UINT32_MAX when it exists from the start (shadow sync)
   uint32_t consumer_task = UINT32_MAX;  // transfer: the compute task that needs it
 };
 

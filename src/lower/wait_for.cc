@@ -9,8 +9,11 @@ WaitReason Classify(const TaskGraph& graph, uint32_t waiter, uint32_t waited_for
   const Task& task = graph.tasks[waiter];
   const Task& dependency = graph.tasks[waited_for];
   if (task.kind == TaskKind::kTransfer && dependency.kind == TaskKind::kTransfer) {
-    const int32_t mine = graph.tasks[task.producer_task].position;
-    const int32_t theirs = graph.tasks[dependency.producer_task].position;
+    auto position = [&](uint32_t producer) {
+      return producer == UINT32_MAX ? -1 : graph.tasks[producer].position;
+    };
+    const int32_t mine = position(task.producer_task);
+    const int32_t theirs = position(dependency.producer_task);
     return theirs < mine ? WaitReason::kSendOrder : WaitReason::kReceiveOrder;
   }
   if (task.kind == TaskKind::kTransfer && dependency.kind == TaskKind::kCompute &&

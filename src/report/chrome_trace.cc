@@ -37,6 +37,13 @@ std::string OpName(const Action& action) {
          " stage=" + std::to_string(action.stage.value());
 }
 
+// "send act", "send grad" (the spellings of the first traces), else "send <payload>".
+std::string TransferName(const Task& task) {
+  if (task.payload == PayloadKind::kActivation) return "send act";
+  if (task.payload == PayloadKind::kGradient) return "send grad";
+  return std::string("send ") + PayloadName(task.payload);
+}
+
 struct Row {
   int32_t pid;
   int32_t tid;
@@ -109,10 +116,9 @@ std::string FormatChromeTrace(const TaskGraph& graph, const Trace& trace,
     const TaskTiming& timing = trace.timings[row.task];
     const bool compute = info.kind == TaskKind::kCompute;
     json.BeginObject().Key("ph").String("X");
-    json.Key("name").String(
-        compute ? OpName(info.action)
-                : (info.payload == PayloadKind::kGradient ? "send grad " : "send act ") +
-                      FormatAction(info.action) + " -> " + FormatAction(info.consumer));
+    json.Key("name").String(compute ? OpName(info.action)
+                                    : TransferName(info) + " " + FormatAction(info.action) +
+                                          " -> " + FormatAction(info.consumer));
     json.Key("cat").String(compute ? KindWord(info.action.kind) : "p2p");
     json.Key("pid").Int(row.pid).Key("tid").Int(row.tid);
     json.Key("ts").Raw(Micros(timing.start)).Key("dur").Raw(Micros(timing.end - timing.start));

@@ -84,7 +84,7 @@ TEST(StateLoweringTest, PayloadRidesEveryCutBetweenProducerAndLastConsumer) {
     if (task.kind != TaskKind::kTransfer) continue;
     const int32_t cut = std::min(task.action.stage.value(), task.consumer.stage.value());
     const int64_t expected = cut < 2 ? 700 : 0;
-    EXPECT_EQ(task.state_bytes, expected) << DescribeTask(run.graph, 0);
+    EXPECT_EQ(task.state_bytes, expected) << "cut " << cut;
     EXPECT_EQ(task.bytes, 5000 + expected);
   }
   // 2 cuts x 3 microbatches, forward and dState.

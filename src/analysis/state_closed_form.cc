@@ -8,10 +8,9 @@ StateBytesClosedForm ClosedFormStateBytes(const std::vector<StateFlow>& flows,
   StateBytesClosedForm form;
   for (const StateFlow& flow : flows) {
     int64_t crossings = 0;
+    const int64_t receiving_ranks = static_cast<int64_t>(ReceivingStages(flow, stage_ranks).size());
     if (flow.policy == StatePolicy::kDirect) {
-      for (int32_t stage : flow.consumer_stages) {
-        if (stage_ranks[stage] != stage_ranks[flow.producer_stage]) ++crossings;
-      }
+      crossings = receiving_ranks;
     } else {
       for (int32_t cut = flow.producer_stage; cut < flow.last_consumer_stage(); ++cut) {
         if (stage_ranks[cut] != stage_ranks[cut + 1]) ++crossings;
@@ -23,14 +22,11 @@ StateBytesClosedForm ClosedFormStateBytes(const std::vector<StateFlow>& flows,
     form.forward += microbatches * bytes * crossings;
     if (flow.differentiable && !shadow) form.backward += microbatches * bytes * crossings;
     if (!shadow || flow.shadow_param_bytes <= 0) continue;
-    // Once per iteration per replica on another rank: parameters out, gradients back.
-    int64_t replicas = 0;
-    for (int32_t stage : flow.consumer_stages) {
-      replicas +=
-          stage != flow.producer_stage && stage_ranks[stage] != stage_ranks[flow.producer_stage];
+    // Once per iteration per replica (one per consuming rank): parameters out, gradients back.
+    form.forward += flow.shadow_param_bytes * receiving_ranks;
+    if (flow.shadow_backward.ns() > 0) {
+      form.backward += flow.shadow_param_bytes * receiving_ranks;
     }
-    form.forward += flow.shadow_param_bytes * replicas;
-    if (flow.shadow_backward.ns() > 0) form.backward += flow.shadow_param_bytes * replicas;
   }
   return form;
 }

@@ -1,10 +1,10 @@
 // Closed form of the shared-state traffic of one iteration (DESIGN.md §4 `state_bytes`), to set
 // next to the simulated value: for every flow, m × bytes per crossing, where a payload flow
 // crosses every rank-changing cut between its producer's stage and its last consumer's, and a
-// direct flow crosses once per consuming stage on another rank; dState doubles it for
+// direct flow crosses once per consuming rank other than the producer's; dState doubles it for
 // differentiable state; a shadow flow ships only its shadow payload, forward, plus once per
-// iteration its parameters to every replica on another rank (and their gradients back when the
-// replica computes them).
+// iteration its parameters to the replica on every consuming rank (and their gradients back when
+// the replica computes them).
 #pragma once
 
 #include <cstdint>

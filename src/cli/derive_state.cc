@@ -19,16 +19,6 @@ std::string Pad(const std::string& text, size_t width) {
   return text.size() >= width ? text : std::string(width - text.size(), ' ') + text;
 }
 
-LayerPipelineOptions OptionsOf(const PreparedRun& run) {
-  LayerPipelineOptions options;
-  options.policy = run.config.schedule.state_policy;
-  options.reading = run.config.schedule.shadow_reading;
-  options.stage_ranks = StageRanks(run.schedule);
-  options.cluster = run.config.cluster;
-  options.cost_p2p = run.lower.cost_p2p;
-  return options;
-}
-
 std::string CutTable(const ModelSpec& model) {
   std::string text =
       "shared state crossing a cut placed before each layer, bytes per token (payload view;\n"
@@ -77,7 +67,7 @@ std::string FlowName(const StateFlow& flow) {
 }
 
 std::string PolicyTable(const PreparedRun& run) {
-  const LayerPipelineOptions options = OptionsOf(run);
+  const LayerPipelineOptions options = PipelineOptionsOf(run);
   std::string text = "\nship versus shadow, per flow and microbatch (shadow reading " +
                      std::string(ShadowReadingName(options.reading)) + "):\n";
   for (const StateFlow& flow : run.lower.states) {
@@ -144,7 +134,7 @@ std::string DeriveStateJson(const PreparedRun& run, const Metrics& metrics,
   json.Key("closed_form_state_bytes").Int(form.total());
   json.Key("simulated_state_bytes").Int(metrics.state_bytes());
   json.Key("flows").BeginArray();
-  const LayerPipelineOptions options = OptionsOf(run);
+  const LayerPipelineOptions options = PipelineOptionsOf(run);
   for (const StateFlow& flow : run.lower.states) {
     json.BeginObject().Key("producer_layer").Int(flow.producer_layer);
     json.Key("state").String(StateKindName(flow.kind));

@@ -98,20 +98,25 @@ Result<Partition> PartitionLayers(const PreparedRun& run, PartitionMethod method
   return Error{"internal: unknown partition method"};
 }
 
+LayerPipelineOptions PipelineOptionsOf(const PreparedRun& run) {
+  LayerPipelineOptions options;
+  options.policy = run.config.schedule.state_policy;
+  options.reading = run.config.schedule.shadow_reading;
+  options.stage_ranks = StageRanks(run.schedule);
+  for (int32_t& rank : options.stage_ranks) rank = std::max(rank, 0);  // unplaced: checker's job
+  options.cluster = run.config.cluster;
+  options.cost_p2p = run.lower.cost_p2p;
+  options.microbatches = run.schedule.num_microbatches;
+  return options;
+}
+
 Status PrepareLayerModel(PreparedRun& run) {
   ModelSpec& model = run.config.model;
   EstimateLayerCosts(model, run.config.cluster.effective_flops_per_s());
   auto partition = PartitionLayers(run, run.config.parallel.partition);
   if (!partition.ok()) return partition.error();
   run.partition = std::move(partition).value();
-  LayerPipelineOptions options;
-  options.policy = run.config.schedule.state_policy;
-  options.reading = run.config.schedule.shadow_reading;
-  options.stage_ranks = StageRanks(run.schedule);
-  for (int32_t& rank : options.stage_ranks) rank = std::max(rank, 0);
-  options.cluster = run.config.cluster;
-  options.cost_p2p = run.lower.cost_p2p;
-  LayerPipeline pipeline = BuildLayerPipeline(model, run.partition, options);
+  LayerPipeline pipeline = BuildLayerPipeline(model, run.partition, PipelineOptionsOf(run));
   run.stage_costs = std::move(pipeline.stage_costs);
   run.lower.states = std::move(pipeline.flows);
   return Status::Ok();

@@ -9,6 +9,7 @@
 
 #include "core/result.h"
 #include "io/config.h"
+#include "lower/layer_pipeline.h"
 #include "lower/lower.h"
 #include "schedule/partition.h"
 #include "schedule/schedule.h"
@@ -59,5 +60,8 @@ Status PrepareLayerModel(PreparedRun& run);
 Result<Partition> PartitionLayers(const PreparedRun& run, PartitionMethod method);
 
 const char* PartitionMethodName(PartitionMethod method);
+
+// How BuildLayerPipeline should treat this run's state (policy, reading, ranks, links).
+LayerPipelineOptions PipelineOptionsOf(const PreparedRun& run);
 
 }  // namespace stagecraft

@@ -100,24 +100,38 @@ Time LinkTime(const LayerPipelineOptions& options, int32_t from_stage, int32_t t
   return TransferTime(options.cluster, DeviceId(from), DeviceId(to), bytes, options.cost_p2p);
 }
 
+// The extra time `bytes` add to every rank-changing cut a flow rides (payload style).
+Time PayloadTime(const StateFlow& flow, int64_t bytes, const LayerPipelineOptions& options) {
+  Time total;
+  for (int32_t cut = flow.producer_stage; cut < flow.last_consumer_stage(); ++cut) {
+    total += LinkTime(options, cut, cut + 1, bytes) - LinkTime(options, cut, cut + 1, 0);
+  }
+  return total;
+}
+
+// The once-per-iteration parameter sync (and gradient aggregation) of a shadow flow, spread
+// over the microbatches.
+Time ShadowSyncTime(const StateFlow& flow, const LayerPipelineOptions& options) {
+  Time total;
+  const int64_t ways = flow.shadow_backward.ns() > 0 ? 2 : 1;
+  for (int32_t stage : ReceivingStages(flow, options.stage_ranks)) {
+    total += LinkTime(options, flow.producer_stage, stage, flow.shadow_param_bytes) * ways;
+  }
+  return Time::Nanoseconds(total.ns() / std::max(1, options.microbatches));
+}
+
 // Per-microbatch time each policy adds (forward + dState), for `auto`.
 Time PolicyCost(const StateFlow& flow, StatePolicy policy, const LayerPipelineOptions& options) {
   const int64_t both_ways = flow.bytes * (flow.differentiable ? 2 : 1);
+  if (policy == StatePolicy::kPayload) return PayloadTime(flow, both_ways, options);
   Time total;
-  if (policy == StatePolicy::kPayload) {
-    for (int32_t cut = flow.producer_stage; cut < flow.last_consumer_stage(); ++cut) {
-      total += LinkTime(options, cut, cut + 1, both_ways) -
-               LinkTime(options, cut, cut + 1, 0);  // only the bytes are extra
-    }
-    return total;
+  for (int32_t stage : ReceivingStages(flow, options.stage_ranks)) {
+    total += policy == StatePolicy::kDirect
+                 ? LinkTime(options, flow.producer_stage, stage, both_ways)
+                 : flow.shadow_forward + flow.shadow_backward;
   }
-  for (int32_t stage : flow.consumer_stages) {
-    if (stage == flow.producer_stage) continue;
-    if (policy == StatePolicy::kDirect) {
-      total += LinkTime(options, flow.producer_stage, stage, both_ways);
-    } else {
-      total += flow.shadow_forward + flow.shadow_backward;
-    }
+  if (policy == StatePolicy::kShadow) {
+    total += PayloadTime(flow, flow.shadow_bytes, options) + ShadowSyncTime(flow, options);
   }
   return total;
 }
@@ -160,12 +174,7 @@ int64_t ShippedBytes(const StateFlow& flow, StatePolicy policy,
     }
     return bytes;
   }
-  for (int32_t stage : flow.consumer_stages) {
-    if (options.stage_ranks[stage] != options.stage_ranks[flow.producer_stage]) {
-      bytes += both_ways;
-    }
-  }
-  return bytes;
+  return both_ways * static_cast<int64_t>(ReceivingStages(flow, options.stage_ranks).size());
 }
 
 }  // namespace
@@ -182,13 +191,17 @@ std::vector<PolicyEstimate> EstimatePolicies(const StateFlow& flow, const ModelS
   PolicyEstimate shadow{StatePolicy::kShadow, false, 0, 0.0, Time()};
   if (FillShadow(shadowed, model, options.reading, options.cluster.effective_flops_per_s(),
                  &flops)) {
-    int64_t consumers = 0;
-    for (int32_t stage : flow.consumer_stages) consumers += stage != flow.producer_stage;
+    const int64_t replicas =
+        static_cast<int64_t>(ReceivingStages(flow, options.stage_ranks).size());
     int64_t hops = 0;
     for (int32_t cut = flow.producer_stage; cut < flow.last_consumer_stage(); ++cut) {
       hops += options.stage_ranks[cut] != options.stage_ranks[cut + 1];
     }
-    shadow = {StatePolicy::kShadow, true, shadowed.shadow_bytes * hops, flops * consumers,
+    const int64_t sync_ways = shadowed.shadow_backward.ns() > 0 ? 2 : 1;
+    const int64_t sync_bytes =
+        shadowed.shadow_param_bytes * replicas * sync_ways / std::max(1, options.microbatches);
+    shadow = {StatePolicy::kShadow, true, shadowed.shadow_bytes * hops + sync_bytes,
+              flops * static_cast<double>(replicas),
               PolicyCost(shadowed, StatePolicy::kShadow, options)};
   }
   estimates.push_back(shadow);

@@ -19,6 +19,7 @@ struct LayerPipelineOptions {
   std::vector<int32_t> stage_ranks;                 // [stage] → rank (for auto's estimates)
   ClusterSpec cluster;                              // links and FLOP/s
   Time cost_p2p;                                    // added to every transfer between ranks
+  int32_t microbatches = 1;  // spreads shadow\'s once-per-iteration sync over the estimates
 };
 
 struct LayerPipeline {
@@ -34,8 +35,9 @@ LayerPipeline BuildLayerPipeline(const ModelSpec& model, const Partition& partit
 
 // What moving one flow costs per microbatch under each policy, as `auto` compares them:
 // payload — the extra bytes on every rank-changing cut it rides (forward + dState); direct — one
-// transfer per consuming stage on another rank (+ dState); shadow — the recompute on every
-// consuming stage on another stage (FLOPs and time) plus its shadow payload.
+// transfer per consuming rank other than the producer's (+ dState); shadow — the recompute on
+// every such rank (FLOPs and time), its shadow payload, and its once-per-iteration parameter
+// sync (and gradient aggregation) divided by the microbatches.
 struct PolicyEstimate {
   StatePolicy policy = StatePolicy::kPayload;
   bool applicable = true;  // shadow: false when the reading cannot recompute this state

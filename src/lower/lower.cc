@@ -201,8 +201,7 @@ class Lowering {
         }
       }
       if (!shadow) continue;
-      for (int32_t stage : flow.consumer_stages) {
-        if (stage == flow.producer_stage) continue;
+      for (int32_t stage : ReceivingStages(flow, graph_.stage_ranks)) {
         extra_forward_[stage] += flow.shadow_forward;
         extra_backward_[stage] += flow.shadow_backward;
       }
@@ -210,16 +209,16 @@ class Lowering {
     return Status::Ok();
   }
 
-  // Direct flows: for every consuming stage on another rank, one transfer per microbatch from
-  // the producer's F to the consumer's F, and (differentiable) one dState transfer from the
-  // consumer's backward to the producer's backward. On the same rank the state is resident and
-  // the stage order already orders the actions.
+  // Direct flows: for every rank other than the producer's that holds consumers, one transfer
+  // per microbatch from the producer's F to that rank's first consuming stage's F, and
+  // (differentiable) one dState transfer from that stage's backward — the last on the rank — to
+  // the producer's backward. On the producer's rank the state is resident and the stage order
+  // already orders the actions.
   Status AddDirectStateTransfers() {
     for (size_t index = 0; index < options_.states.size(); ++index) {
       const StateFlow& flow = options_.states[index];
       if (flow.policy != StatePolicy::kDirect) continue;
-      for (int32_t stage : flow.consumer_stages) {
-        if (graph_.stage_ranks[stage] == graph_.stage_ranks[flow.producer_stage]) continue;
+      for (int32_t stage : ReceivingStages(flow, graph_.stage_ranks)) {
         for (int32_t mb = 0; mb < schedule_.num_microbatches; ++mb) {
           const MicrobatchId microbatch(mb);
           const uint32_t make = Find(flow.producer_stage, ActionKind::kForward, microbatch);
@@ -305,9 +304,8 @@ class Lowering {
       const StateFlow& flow = options_.states[index];
       if (flow.policy != StatePolicy::kShadow || flow.shadow_param_bytes <= 0) continue;
       const int32_t owner = graph_.stage_ranks[flow.producer_stage];
-      for (int32_t stage : flow.consumer_stages) {
+      for (int32_t stage : ReceivingStages(flow, graph_.stage_ranks)) {
         const int32_t replica = graph_.stage_ranks[stage];
-        if (stage == flow.producer_stage || replica == owner) continue;
         const uint32_t first = EdgeActionOf(replica, stage, /*first=*/true);
         const uint32_t last = EdgeActionOf(replica, stage, /*first=*/false);
         if (first == kNoTask || graph_.programs[owner].empty()) continue;

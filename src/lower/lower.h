@@ -3,9 +3,10 @@
 // between stages on the same rank (DESIGN.md §2, §3). Shared state (DESIGN.md §5): a `payload`
 // flow adds its bytes to every cut from its producer's stage to its last consumer's (dState to
 // the gradient sends, when differentiable); a `direct` flow adds one transfer producer rank →
-// consumer rank per consuming stage on another rank (and dState back), so the consumer's F waits
-// for it and the producer's backward waits for every consumer's dState; a `shadow` flow adds
-// compute on each consuming stage and ships only its `shadow_bytes` payload-style.
+// consumer rank per consuming rank (and dState back), so the consumer's F waits for it and the
+// producer's backward waits for every consumer's dState; a `shadow` flow adds compute on each
+// consuming rank's first consuming stage, ships only its `shadow_bytes` payload-style, and syncs
+// the replica's parameters once per iteration (gradients back when it computes them).
 #pragma once
 
 #include <vector>

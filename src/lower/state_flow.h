@@ -50,6 +50,12 @@ struct StateFlow {
   }
 };
 
+// Direct and shadow flows serve ranks, not stages: for every rank other than the producer's that
+// holds consuming stages, its lowest consuming stage (the first to need the state; later stages
+// on that rank find it resident). Ascending by stage.
+std::vector<int32_t> ReceivingStages(const StateFlow& flow,
+                                     const std::vector<int32_t>& stage_ranks);
+
 // The stages that hold a flow's state for a microbatch: its producer's, and every stage up to
 // the last consumer's under payload (carriers hold it too), or the consuming stages otherwise.
 std::vector<int32_t> HolderStages(const StateFlow& flow);

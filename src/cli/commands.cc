@@ -118,6 +118,14 @@ int RunSimulate(const RunFlags& flags, const OutputFlags& output, std::ostream& 
                 std::ostream& err) {
   auto run = PrepareRun(flags);
   if (!run.ok()) return Fail(err, run.error());
+  if (output.compare_policies && !run.value().config.model.is_layer_list()) {
+    return Fail(err, Error{"--compare-policies needs a layer-list model (model.type: layers); "
+                           "a uniform model has no shared state"});
+  }
+  if (output.compare_policies && output.json) {
+    return Fail(err, Error{"--compare-policies prints a table; drop --json (or run --json once "
+                           "per --state-policy)"});
+  }
   if (!output.write_schedule_csv.empty()) {
     const Status written =
         WriteTextFile(output.write_schedule_csv, WriteScheduleCsv(run.value().schedule));
@@ -159,10 +167,6 @@ int RunSimulate(const RunFlags& flags, const OutputFlags& output, std::ostream& 
     out << "\n" << table.value();
   }
   if (output.compare_policies) {
-    if (!layer_list) {
-      return Fail(err, Error{"--compare-policies needs a layer-list model (model.type: layers); "
-                             "a uniform model has no shared state"});
-    }
     auto table = ComparePolicies(run.value());
     if (!table.ok()) return Fail(err, table.error(), kExitViolations);
     out << "\n" << table.value();

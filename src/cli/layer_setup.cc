@@ -41,8 +41,13 @@ std::vector<Time> CutCosts(const PreparedRun& run) {
   for (const CutPayload& cut : CutPayloads(model)) {
     const int64_t hidden = cut.hidden_bytes_per_token * tokens;
     const int64_t state = cut.state_bytes_per_token * tokens;
+    const int64_t dstate =
+        (cut.by_kind[static_cast<int>(StateKind::kCompressedKv)] +
+         (model.dims.indexer_trained ? cut.by_kind[static_cast<int>(StateKind::kIndexerKeys)]
+                                     : 0)) *
+        tokens;
     costs[cut.before_layer] = TransferTime(cluster, from, to, hidden + state, run.lower.cost_p2p) +
-                              TransferTime(cluster, from, to, hidden, run.lower.cost_p2p);
+                              TransferTime(cluster, from, to, hidden + dstate, run.lower.cost_p2p);
   }
   return costs;
 }

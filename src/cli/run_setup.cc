@@ -6,6 +6,7 @@
 #include <limits>
 #include <sstream>
 #include <system_error>
+#include <utility>
 
 #include "cli/bundled_config.h"
 #include "core/suggest.h"
@@ -261,17 +262,30 @@ Result<PreparedRun> PrepareRun(const RunFlags& flags) {
   run.lower.cost_p2p = c.schedule.cost_p2p;
   run.lower.cluster = c.cluster;
   if (c.model.is_layer_list()) {
+    for (const auto& [flag, name] : {std::pair{&flags.cost_forward, "--cost-forward"},
+                                     std::pair{&flags.cost_input_grad, "--cost-input-grad"},
+                                     std::pair{&flags.cost_weight_grad, "--cost-weight-grad"}}) {
+      if (*flag) {
+        return Error{std::string(name) +
+                     ": sets the cost of a uniform model; a layer-list "
+                     "model derives its costs from dimensions or takes them per layer "
+                     "(forward/input_grad/weight_grad on a layer, doc/config.md)"};
+      }
+    }
     STAGECRAFT_RETURN_IF_ERROR(PrepareLayerModel(run));
     return run;
   }
+  const char* kIgnored =
+      "ignored: a uniform model has no layers to partition and no shared "
+      "state (use model.type: layers)";
   for (const char* key : {"parallel.partition", "parallel.layer_counts", "parallel.layout",
                           "schedule.state_policy", "schedule.shadow_reading"}) {
     if (run.locations.by_path.count(key) > 0) {
-      run.notes.push_back(run.locations.Where(key) +
-                          "ignored: a uniform model has no layers to partition and no shared "
-                          "state (use model.type: layers)");
+      run.notes.push_back(run.locations.Where(key) + kIgnored);
     }
   }
+  if (flags.state_policy) run.notes.push_back(std::string("--state-policy: ") + kIgnored);
+  if (flags.partition) run.notes.push_back(std::string("--partition: ") + kIgnored);
   const int32_t chunks = std::max(1, run.schedule.chunks_per_rank());
   run.stage_costs = UniformStageCosts(c.model, std::max(1, run.schedule.num_stages), chunks);
   run.stage_costs.resize(static_cast<size_t>(run.schedule.num_stages), run.stage_costs.front());

@@ -1,5 +1,7 @@
 #include "analysis/closed_form.h"
 
+#include <algorithm>
+
 #include "core/units.h"
 
 namespace stagecraft {
@@ -53,6 +55,81 @@ ClosedForm ChunkedForm(const ClosedFormInputs& in, const char* source) {
   return form;
 }
 
+// The Zero-Bubble forms (Qi et al., ICLR 2024, Table 2) state the bubble per rank: its span
+// minus its m(F + I + W) of work. Every rank does the same work, so bubble_fraction and
+// bubble_overhead follow from the makespan. `bubble` is the makespan's bubble term with the
+// numbers plugged in (makespan = work + bubble).
+void FillZeroBubbleNumbers(ClosedForm& form, const ClosedFormInputs& in, Time input_grad, Time work,
+                           const std::string& bubble) {
+  form.makespan_numbers = Int(in.microbatches) + " * (" + Ms(in.chunk_forward) + " + " +
+                          Ms(input_grad) + " + " + Ms(in.chunk_weight_grad) + ") + " + bubble;
+  form.bubble_numbers = bubble + " / " + Ms(form.makespan);
+  const double makespan = static_cast<double>(form.makespan.ns());
+  const double idle = static_cast<double>((form.makespan - work).ns());
+  form.bubble_fraction = makespan > 0 ? idle / makespan : 0.0;
+  form.bubble_overhead = work.ns() > 0 ? idle / static_cast<double>(work.ns()) : 0.0;
+}
+
+// ZB-H1: bubble (p−1)(F+I−W), makespan m(F+I+W) + (p−1)(F+I−W) (Table 2). Exact when m >= p and
+// W <= min(F, I) (each deferred W then fits the gap it fills; checked by closed_form_test.cc).
+ClosedForm ZbH1Form(const ClosedFormInputs& in) {
+  ClosedForm form;
+  const int64_t p = in.pp;
+  const int64_t m = in.microbatches;
+  const Time f = in.chunk_forward;
+  const Time w = in.chunk_weight_grad;
+  const Time i = in.chunk_backward - w;
+  const Time work = (f + i + w) * m;
+  form.source = "ZB-H1: Zero Bubble Pipeline Parallelism (Qi et al., ICLR 2024, Table 2)";
+  form.makespan_formula = "makespan = m * (F + I + W) + (p - 1) * (F + I - W)";
+  form.makespan = work + (f + i - w) * (p - 1);
+  form.bubble_formula = "bubble_fraction = (p - 1) * (F + I - W) / makespan";
+  form.overhead_formula = "bubble_overhead = (p - 1) * (F + I - W) / (m * (F + I + W))";
+  FillZeroBubbleNumbers(form, in, i, work,
+                        "(" + Int(p) + " - 1) * (" + Ms(f) + " + " + Ms(i) + " - " + Ms(w) + ")");
+  form.assumption = "uniform stages, no communication, m >= p, W <= min(F, I)";
+  form.exact = m >= p && w <= f && w <= i;
+  form.inexact_reason =
+      m < p ? "with m < p each rank has too few W passes to fill its p - 1 cool-down gaps: the "
+              "makespan is (m + p - 1) * (F + I) + W, (p - m) * W more"
+            : "a W pass longer than F or I overflows the gap it fills and delays the passes "
+              "behind it";
+  return form;
+}
+
+// ZB-H2: bubble (p−1)(F+I−2W) per rank span (Table 2). The ranks form a parallelogram: rank r
+// starts at r·F and its span is m(F+I+W) + (p−1−r)(F+I−2W), so the makespan is
+// m(F+I+W) + (p−1)·max(F, F+I−2W): the Table 2 form when I >= 2W, and the last rank's start
+// (p−1)F plus its work otherwise. Exact when m >= 2p − 1 and W <= min(F, I) (closed_form_test.cc).
+ClosedForm ZbH2Form(const ClosedFormInputs& in) {
+  ClosedForm form;
+  const int64_t p = in.pp;
+  const int64_t m = in.microbatches;
+  const Time f = in.chunk_forward;
+  const Time w = in.chunk_weight_grad;
+  const Time i = in.chunk_backward - w;
+  const Time work = (f + i + w) * m;
+  form.source = "ZB-H2: Zero Bubble Pipeline Parallelism (Qi et al., ICLR 2024, Table 2)";
+  form.makespan_formula =
+      "makespan = m * (F + I + W) + (p - 1) * max(F, F + I - 2W)  [Table 2 bubble per rank: "
+      "(p - 1) * (F + I - 2W)]";
+  form.makespan = work + std::max(f, f + i - w * 2) * (p - 1);
+  form.bubble_formula = "bubble_fraction = (p - 1) * max(F, F + I - 2W) / makespan";
+  form.overhead_formula = "bubble_overhead = (p - 1) * max(F, F + I - 2W) / (m * (F + I + W))";
+  FillZeroBubbleNumbers(form, in, i, work,
+                        "(" + Int(p) + " - 1) * max(" + Ms(f) + ", " + Ms(f) + " + " + Ms(i) +
+                            " - 2 * " + Ms(w) + ")");
+  form.assumption = "uniform stages, no communication, m >= 2p - 1, W <= min(F, I)";
+  form.exact = m >= 2 * p - 1 && w <= f && w <= i;
+  form.inexact_reason =
+      m < 2 * p - 1
+          ? "with m < 2p - 1 the warm-up of 2(p - r - 1) forwards is cut short and the ranks "
+            "cannot form the parallelogram"
+          : "a W pass longer than F or I overflows the gap it fills and delays the passes "
+            "behind it";
+  return form;
+}
+
 }  // namespace
 
 Result<ClosedForm> DeriveClosedForm(const ClosedFormInputs& in) {
@@ -69,10 +146,15 @@ Result<ClosedForm> DeriveClosedForm(const ClosedFormInputs& in) {
     ClosedForm form = ChunkedForm(in, "breadth-first looped (Lamy-Poirier, MLSys'23 §3)");
     form.assumption = "uniform stages, no communication, m >= p";
     form.exact = in.microbatches >= in.pp;
+    form.inexact_reason =
+        "with fewer microbatches than ranks each chunk's forward pass waits for the previous "
+        "chunk, which adds idle time";
     return form;
   }
+  if (in.schedule == "zb-h1") return ZbH1Form(in);
+  if (in.schedule == "zb-h2") return ZbH2Form(in);
   return Error{"no closed form for schedule '" + in.schedule +
-               "' (derive covers gpipe, 1f1b, interleaved-1f1b, looped-bfs)"};
+               "' (derive covers gpipe, 1f1b, interleaved-1f1b, looped-bfs, zb-h1, zb-h2)"};
 }
 
 GapExplanation ExplainGap(const ClosedForm& form, const Metrics& simulated,
@@ -84,9 +166,7 @@ GapExplanation ExplainGap(const ClosedForm& form, const Metrics& simulated,
     return result;
   }
   if (!form.exact) {
-    result.explanation = "the closed form assumes " + form.assumption +
-                         "; with fewer microbatches than ranks each chunk's forward pass waits "
-                         "for the previous chunk, which adds idle time";
+    result.explanation = "the closed form assumes " + form.assumption + "; " + form.inexact_reason;
     return result;
   }
   std::string text = "the critical path runs " + std::to_string(path.compute_actions) +

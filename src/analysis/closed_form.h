@@ -18,8 +18,9 @@ struct ClosedFormInputs {
   int32_t pp = 1;
   int32_t vpp = 1;
   int32_t microbatches = 1;
-  Time chunk_forward;   // F of one chunk (per-rank F / v)
-  Time chunk_backward;  // B = I + W of one chunk
+  Time chunk_forward;      // F of one chunk (per-rank F / v)
+  Time chunk_backward;     // B = I + W of one chunk
+  Time chunk_weight_grad;  // W of one chunk (part of chunk_backward); the Zero-Bubble forms need it
 };
 
 struct ClosedForm {
@@ -32,11 +33,12 @@ struct ClosedForm {
   double bubble_fraction = 0.0;
   double bubble_overhead = 0.0;  // Megatron's idle / ideal
   std::string overhead_formula;
-  std::string assumption;  // when the form is exact
-  bool exact = true;       // false when the inputs break the assumption
+  std::string assumption;      // when the form is exact
+  bool exact = true;           // false when the inputs break the assumption
+  std::string inexact_reason;  // when exact is false: what the schedule does instead
 };
 
-// The schedules with a closed form: gpipe, 1f1b, interleaved-1f1b, looped-bfs.
+// The schedules with a closed form: gpipe, 1f1b, interleaved-1f1b, looped-bfs, zb-h1, zb-h2.
 Result<ClosedForm> DeriveClosedForm(const ClosedFormInputs& inputs);
 
 // Why the simulated makespan differs from the closed form ("" when they agree).

@@ -2,6 +2,9 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
+#include <cstdint>
+#include <random>
 #include <string>
 #include <utility>
 #include <vector>
@@ -20,9 +23,11 @@ bool Contains(const std::string& text, const std::string& part) {
 }
 
 ClosedForm Derive(const std::string& schedule, int32_t pp, int32_t vpp, int32_t microbatches,
-                  int64_t chunk_forward_ns, int64_t chunk_backward_ns) {
-  const Result<ClosedForm> form = DeriveClosedForm(
-      {schedule, pp, vpp, microbatches, Ns(chunk_forward_ns), Ns(chunk_backward_ns)});
+                  int64_t chunk_forward_ns, int64_t chunk_backward_ns,
+                  int64_t chunk_weight_grad_ns = 0) {
+  const Result<ClosedForm> form =
+      DeriveClosedForm({schedule, pp, vpp, microbatches, Ns(chunk_forward_ns),
+                        Ns(chunk_backward_ns), Ns(chunk_weight_grad_ns)});
   EXPECT_TRUE(form.ok()) << form.error().message;
   return form.ok() ? form.value() : ClosedForm();
 }
@@ -66,10 +71,12 @@ TEST(DeriveClosedFormTest, ChunkedSchedules) {
 }
 
 TEST(DeriveClosedFormTest, UnknownSchedule) {
-  const Result<ClosedForm> form = DeriveClosedForm({"zb-h1", 4, 1, 8, Ns(1), Ns(2)});
+  const Result<ClosedForm> form =
+      DeriveClosedForm({"no-such-schedule", 4, 1, 8, Ns(1), Ns(2), Ns(1)});
   ASSERT_FALSE(form.ok());
-  EXPECT_TRUE(Contains(form.error().message, "'zb-h1'")) << form.error().message;
-  EXPECT_TRUE(Contains(form.error().message, "gpipe, 1f1b, interleaved-1f1b, looped-bfs"));
+  EXPECT_TRUE(Contains(form.error().message, "'no-such-schedule'")) << form.error().message;
+  EXPECT_TRUE(
+      Contains(form.error().message, "gpipe, 1f1b, interleaved-1f1b, looped-bfs, zb-h1, zb-h2"));
 }
 
 // A simulated run next to its closed form.
@@ -93,7 +100,7 @@ Comparison Compare(const std::string& name, const GeneratorParams& params, const
   EXPECT_FALSE(trace.deadlock.has_value());
   result.metrics = ComputeMetrics(schedule, costs, graph.value(), trace);
   result.form = Derive(name, params.pp, params.vpp, params.microbatches, costs[0].forward.ns(),
-                       costs[0].backward().ns());
+                       costs[0].backward().ns(), costs[0].weight_grad.ns());
   result.path = FindCriticalPath(graph.value(), trace);
   result.gap =
       ExplainGap(result.form, result.metrics, result.path, options.cost_p2p, options.cluster.given);
@@ -171,6 +178,184 @@ TEST(ExplainGapTest, NotExactFormSaysWhy) {
   EXPECT_FALSE(comparison.form.exact);
   EXPECT_GT(comparison.gap.gap, Ns(0));
   EXPECT_TRUE(Contains(comparison.gap.explanation, "m >= p")) << comparison.gap.explanation;
+}
+
+// ---- Zero Bubble ZB-H1 / ZB-H2 (Qi et al., ICLR 2024, Table 2) ----
+
+// Text and numbers of the forms; the simulated side is in the property tests below.
+TEST(DeriveClosedFormTest, ZeroBubbleForms) {
+  // p 8, m 16, F 1, I 2, W 1: 16 * 4 + 7 * 2 = 78 (pipeline_cases.json).
+  const ClosedForm h1 = Derive("zb-h1", 8, 1, 16, 1'000'000, 3'000'000, 1'000'000);
+  EXPECT_EQ(h1.makespan, Ns(78'000'000));
+  EXPECT_DOUBLE_EQ(h1.bubble_fraction, 14.0 / 78.0);
+  EXPECT_DOUBLE_EQ(h1.bubble_overhead, 14.0 / 64.0);
+  EXPECT_TRUE(h1.exact);
+  EXPECT_EQ(h1.makespan_formula, "makespan = m * (F + I + W) + (p - 1) * (F + I - W)");
+  EXPECT_EQ(h1.makespan_numbers,
+            "16 * (1.000000 ms + 2.000000 ms + 1.000000 ms) + (8 - 1) * (1.000000 ms + 2.000000 "
+            "ms - 1.000000 ms)");
+  EXPECT_TRUE(Contains(h1.source, "Qi et al., ICLR 2024, Table 2")) << h1.source;
+  EXPECT_TRUE(Contains(h1.assumption, "W <= min(F, I)")) << h1.assumption;
+  EXPECT_TRUE(Contains(h1.assumption, "m >= p")) << h1.assumption;
+  EXPECT_FALSE(Derive("zb-h1", 8, 1, 7, 1'000, 3'000, 1'000).exact);
+  EXPECT_FALSE(Derive("zb-h1", 8, 1, 16, 1'000, 4'000, 2'000).exact);  // W > F
+
+  // The same costs under ZB-H2: Table 2's bubble 7 * (1 + 2 - 2) = 7 on rank 0's span, which is
+  // the larger of the two parallelogram corners here (max(F, F + I - 2W) = 1).
+  const ClosedForm h2 = Derive("zb-h2", 8, 1, 16, 1'000'000, 3'000'000, 1'000'000);
+  EXPECT_EQ(h2.makespan, Ns(71'000'000));
+  EXPECT_TRUE(h2.exact);
+  EXPECT_TRUE(Contains(h2.makespan_formula, "(p - 1) * (F + I - 2W)")) << h2.makespan_formula;
+  EXPECT_TRUE(Contains(h2.assumption, "m >= 2p - 1")) << h2.assumption;
+  EXPECT_FALSE(Derive("zb-h2", 8, 1, 14, 1'000, 3'000, 1'000).exact);
+  // F = I = W: zero bubble on every rank's span; the makespan still holds the (p - 1)F skew.
+  EXPECT_EQ(Derive("zb-h2", 4, 1, 8, 1'000, 2'000, 1'000).makespan, Ns(27'000));
+}
+
+struct ZeroBubbleRun {
+  Metrics metrics;
+  ClosedForm form;
+  GapExplanation gap;
+  Time max_span;
+};
+
+ZeroBubbleRun RunZeroBubble(const std::string& name, int32_t pp, int32_t microbatches,
+                            const ModelSpec& model) {
+  ZeroBubbleRun run;
+  const Comparison comparison = Compare(name, {pp, 1, microbatches, 0}, model, {});
+  run.metrics = comparison.metrics;
+  run.form = comparison.form;
+  run.gap = comparison.gap;
+  for (const RankMetrics& rank : run.metrics.ranks)
+    run.max_span = std::max(run.max_span, rank.span);
+  return run;
+}
+
+// Uniform random costs in ns with W <= min(F, I), the forms' exactness condition.
+struct Costs {
+  int64_t forward = 0;
+  int64_t input_grad = 0;
+  int64_t weight_grad = 0;
+};
+Costs RandomCosts(std::mt19937& random) {
+  std::uniform_int_distribution<int64_t> cost(1'000, 40'000);
+  Costs costs{cost(random), cost(random), 0};
+  costs.weight_grad =
+      std::uniform_int_distribution<int64_t>(1, std::min(costs.forward, costs.input_grad))(random);
+  return costs;
+}
+
+// Property: with c = 0 and W <= min(F, I), ZB-H1's makespan and largest span are
+// m(F+I+W) + (p−1)(F+I−W) (Table 2) for every p in [2, 16] and m >= p, to the nanosecond.
+TEST(ZeroBubbleClosedFormTest, ZbH1MatchesTable2) {
+  std::mt19937 random(20240124);  // fixed seed: the cases are reproducible
+  for (int trial = 0; trial < 60; ++trial) {
+    const int32_t pp = std::uniform_int_distribution<int32_t>(2, 16)(random);
+    const int32_t microbatches = std::uniform_int_distribution<int32_t>(pp, 3 * pp)(random);
+    const Costs costs = RandomCosts(random);
+    SCOPED_TRACE("p=" + std::to_string(pp) + " m=" + std::to_string(microbatches) +
+                 " F=" + std::to_string(costs.forward) + " I=" + std::to_string(costs.input_grad) +
+                 " W=" + std::to_string(costs.weight_grad));
+    const ZeroBubbleRun run = RunZeroBubble(
+        "zb-h1", pp, microbatches, Model(costs.forward, costs.input_grad, costs.weight_grad));
+    const int64_t expected = microbatches * (costs.forward + costs.input_grad + costs.weight_grad) +
+                             (pp - 1) * (costs.forward + costs.input_grad - costs.weight_grad);
+    EXPECT_TRUE(run.form.exact);
+    EXPECT_EQ(run.form.makespan, Ns(expected));
+    EXPECT_EQ(run.metrics.makespan, Ns(expected));
+    EXPECT_EQ(run.max_span, Ns(expected));
+    EXPECT_EQ(run.gap.gap, Ns(0)) << run.gap.explanation;
+    EXPECT_DOUBLE_EQ(run.metrics.bubble_fraction, run.form.bubble_fraction);
+  }
+}
+
+// Property: ZB-H2 with m >= 2p − 1 and W <= min(F, I): the largest span is
+// m(F+I+W) + (p−1)(F+I−2W) (Table 2), and the makespan adds the parallelogram's skew:
+// m(F+I+W) + (p−1)·max(F, F+I−2W).
+TEST(ZeroBubbleClosedFormTest, ZbH2MatchesTable2PerSpan) {
+  std::mt19937 random(20240125);
+  for (int trial = 0; trial < 60; ++trial) {
+    const int32_t pp = std::uniform_int_distribution<int32_t>(2, 16)(random);
+    const int32_t microbatches = std::uniform_int_distribution<int32_t>(2 * pp - 1, 4 * pp)(random);
+    const Costs costs = RandomCosts(random);
+    SCOPED_TRACE("p=" + std::to_string(pp) + " m=" + std::to_string(microbatches) +
+                 " F=" + std::to_string(costs.forward) + " I=" + std::to_string(costs.input_grad) +
+                 " W=" + std::to_string(costs.weight_grad));
+    const ZeroBubbleRun run = RunZeroBubble(
+        "zb-h2", pp, microbatches, Model(costs.forward, costs.input_grad, costs.weight_grad));
+    const int64_t work = microbatches * (costs.forward + costs.input_grad + costs.weight_grad);
+    const int64_t table2_bubble =
+        (pp - 1) * (costs.forward + costs.input_grad - 2 * costs.weight_grad);
+    EXPECT_EQ(run.max_span, Ns(work + table2_bubble));
+    const int64_t skew = (pp - 1) * costs.forward;
+    EXPECT_EQ(run.metrics.makespan, Ns(work + std::max(table2_bubble, skew)));
+    EXPECT_TRUE(run.form.exact);
+    EXPECT_EQ(run.gap.gap, Ns(0)) << run.gap.explanation;
+    EXPECT_NEAR(run.metrics.bubble_rate_span,
+                static_cast<double>(table2_bubble) / static_cast<double>(work + table2_bubble),
+                1e-12);
+  }
+}
+
+// F = I = W: ZB-H2 has no bubble in any rank's span (the paper's "zero bubble").
+TEST(ZeroBubbleClosedFormTest, ZbH2ZeroBubbleWhenCostsEqual) {
+  const ZeroBubbleRun run = RunZeroBubble("zb-h2", 4, 8, Model(1'000, 1'000, 1'000));
+  EXPECT_EQ(run.max_span, Ns(24'000));
+  EXPECT_DOUBLE_EQ(run.metrics.bubble_rate_span, 0.0);
+  EXPECT_EQ(run.metrics.makespan, Ns(27'000));  // 24 + the (p − 1)F start skew
+}
+
+// Outside the conditions the forms say so, and the explanation names why. With m < p ZB-H1 has
+// too few W passes to fill the cool-down: makespan (m + p − 1)(F + I) + W, (p − m)·W over the form.
+TEST(ZeroBubbleClosedFormTest, OutsideTheConditions) {
+  std::mt19937 random(7);
+  for (int trial = 0; trial < 30; ++trial) {
+    const int32_t pp = std::uniform_int_distribution<int32_t>(2, 16)(random);
+    const int32_t microbatches = std::uniform_int_distribution<int32_t>(1, pp - 1)(random);
+    const Costs costs = RandomCosts(random);
+    const ZeroBubbleRun run = RunZeroBubble(
+        "zb-h1", pp, microbatches, Model(costs.forward, costs.input_grad, costs.weight_grad));
+    EXPECT_EQ(run.metrics.makespan,
+              Ns((microbatches + pp - 1) * (costs.forward + costs.input_grad) + costs.weight_grad));
+    EXPECT_EQ(run.gap.gap, Ns((pp - microbatches) * costs.weight_grad));
+    EXPECT_FALSE(run.form.exact);
+    EXPECT_TRUE(Contains(run.gap.explanation, "(p - m) * W more")) << run.gap.explanation;
+  }
+  // W > F: the deferred W passes overflow their gaps.
+  const ZeroBubbleRun long_w = RunZeroBubble("zb-h1", 4, 8, Model(1'000, 3'000, 2'000));
+  EXPECT_FALSE(long_w.form.exact);
+  EXPECT_GT(long_w.gap.gap, Ns(0));
+  EXPECT_TRUE(Contains(long_w.gap.explanation, "W <= min(F, I)")) << long_w.gap.explanation;
+  // ZB-H2 with m < 2p − 1: no parallelogram.
+  const ZeroBubbleRun short_h2 = RunZeroBubble("zb-h2", 4, 5, Model(1'000, 1'000, 1'000));
+  EXPECT_FALSE(short_h2.form.exact);
+  EXPECT_NE(short_h2.gap.gap, Ns(0));
+  EXPECT_TRUE(Contains(short_h2.gap.explanation, "m < 2p - 1")) << short_h2.gap.explanation;
+}
+
+// Weighted memory (paper §3.1 and App. G accounting: F adds M_B, I adds M_W − M_B, W frees M_W):
+// ZB-H1 worker i = r + 1 peaks at (p − i + 1)·M_B + (i − 1)·M_W; ZB-H2 rank r at
+// (2(p − r) − 1)·M_B + 2r·M_W, rank 0 holding 2p − 1 activations. M_W <= M_B, as in the paper
+// (M_W = 32sbh against M_B = sb(34h + 5as) per layer).
+TEST(ZeroBubbleClosedFormTest, WeightedPeakMemory) {
+  ModelSpec model;
+  model.activation_bytes = 1'000;
+  model.weight_grad_bytes = 400;
+  for (int32_t pp : {2, 4, 8, 13}) {
+    const auto costs = UniformStageCosts(model, pp, 1);
+    const int32_t microbatches = 3 * pp;
+    const auto h1 = PeakActivations(GenerateZbH1({pp, 1, microbatches, 0}).value(), costs);
+    const auto h2 = PeakActivations(GenerateZbH2({pp, 1, microbatches, 0}).value(), costs);
+    for (int32_t rank = 0; rank < pp; ++rank) {
+      SCOPED_TRACE("p=" + std::to_string(pp) + " rank=" + std::to_string(rank));
+      const int64_t worker = rank + 1;
+      EXPECT_EQ(h1[rank].count, pp - rank);
+      EXPECT_EQ(h1[rank].bytes, (pp - worker + 1) * 1'000 + (worker - 1) * 400);
+      EXPECT_EQ(h2[rank].count, 2 * (pp - rank) - 1);
+      EXPECT_EQ(h2[rank].bytes, (2 * (pp - rank) - 1) * 1'000 + 2 * rank * 400);
+    }
+    EXPECT_EQ(h2[0].count, 2 * pp - 1);
+  }
 }
 
 }  // namespace

@@ -18,6 +18,7 @@ ClosedFormInputs InputsOf(const PreparedRun& run) {
   inputs.microbatches = run.schedule.num_microbatches;
   inputs.chunk_forward = run.stage_costs.front().forward;
   inputs.chunk_backward = run.stage_costs.front().backward();
+  inputs.chunk_weight_grad = run.stage_costs.front().weight_grad;
   return inputs;
 }
 

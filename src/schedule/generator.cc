@@ -16,6 +16,12 @@ const std::vector<ScheduleGenerator>& ScheduleGenerators() {
       {"looped-bfs",
        "breadth-first over looped stages: each chunk forwards every microbatch, then backwards",
        GenerateLoopedBfs},
+      {"zb-h1",
+       "Zero Bubble ZB-H1: 1F1B with split backward; rank r defers r W passes into the bubbles",
+       GenerateZbH1},
+      {"zb-h2",
+       "Zero Bubble ZB-H2: 2(p-r-1) warm-up forwards, rank r defers 2r W passes (parallelogram)",
+       GenerateZbH2},
   };
   return kGenerators;
 }

@@ -38,6 +38,16 @@ Result<Schedule> GenerateGpipe(const GeneratorParams& params);
 Result<Schedule> GenerateOneFOneB(const GeneratorParams& params);
 Result<Schedule> GenerateInterleavedOneFOneB(const GeneratorParams& params);
 Result<Schedule> GenerateLoopedBfs(const GeneratorParams& params);
+Result<Schedule> GenerateZbH1(const GeneratorParams& params);
+Result<Schedule> GenerateZbH2(const GeneratorParams& params);
+
+// One rank of a Zero-Bubble handcrafted schedule (ZB-H1, ZB-H2; defined in zb_h1.cc): `warmup`
+// forwards, then (F, I) pairs, then the remaining I passes; the I of microbatch k is followed by
+// the W of microbatch k − deferred_weight_grads when that is >= 0, and the last
+// deferred_weight_grads W passes close the rank. Appends 3·microbatches actions.
+// REQUIRES: 0 <= warmup <= microbatches, deferred_weight_grads >= 0.
+void AppendSplitBackwardRank(StageId stage, int32_t microbatches, int32_t warmup,
+                             int32_t deferred_weight_grads, std::vector<Action>& actions);
 
 // Shared argument checks: pp, vpp, microbatches >= 1. `name` prefixes the message.
 Status CheckBasicParams(const GeneratorParams& params, std::string_view name);

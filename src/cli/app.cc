@@ -89,7 +89,37 @@ std::string ExtraArgumentsMessage(const CLI::App& command, const std::vector<std
          "' (it takes at most one config file)";
 }
 
-const std::vector<std::string> kCommands = {"simulate", "check", "derive", "list"};
+// bench-schedules: the run flags, less those the sweep sets itself, and the sweep's own.
+CLI::App* AddBenchCommand(CLI::App& app, RunFlags& flags, BenchFlags& bench_flags) {
+  CLI::App* bench = app.add_subcommand(
+      "bench-schedules",
+      "simulate every schedule over microbatch counts (and pp values): table, CSV, SVG plots");
+  AddRunFlags(*bench, flags);
+  // Refused with a pointer to the sweep's own flags (RunBenchSchedules), so hidden from --help.
+  for (const char* swept : {"--schedule", "--microbatches", "--schedule-csv"}) {
+    bench->get_option(swept)->group("");
+  }
+  bench
+      ->add_option("--microbatches-list", bench_flags.microbatches_list,
+                   "microbatch counts, comma-separated (default 8,16,32,64,128,256)")
+      ->type_name("M,...");
+  bench
+      ->add_option("--pp-list", bench_flags.pp_list,
+                   "pipeline sizes, comma-separated (default: the config's pp, or --pp)")
+      ->type_name("P,...");
+  bench->add_option("--csv", bench_flags.csv_path, "write the table's rows as CSV to FILE")
+      ->type_name("FILE");
+  bench
+      ->add_option("--svg-prefix", bench_flags.svg_prefix,
+                   "write PREFIX-bubble.svg (bubble vs m) and PREFIX-pareto.svg (peak memory vs "
+                   "bubble, Pareto front)")
+      ->type_name("PREFIX");
+  bench->footer(BenchSchedulesRule());
+  return bench;
+}
+
+const std::vector<std::string> kCommands = {"simulate", "check", "derive", "list",
+                                            "bench-schedules"};
 
 }  // namespace
 
@@ -128,7 +158,10 @@ int RunCli(int argc, const char* const* argv, std::ostream& out, std::ostream& e
   CLI::App* list =
       app.add_subcommand("list", "list the choices: schedules, placements, p2p, metrics");
   list->add_option("what", list_what, "schedules | placements | p2p | metrics");
-  for (CLI::App* command : {simulate, check, derive, list}) command->allow_extras();
+
+  BenchFlags bench_flags;
+  CLI::App* bench = AddBenchCommand(app, flags, bench_flags);
+  for (CLI::App* command : {simulate, check, derive, list, bench}) command->allow_extras();
 
   try {
     app.parse(argc, argv);
@@ -154,6 +187,7 @@ int RunCli(int argc, const char* const* argv, std::ostream& out, std::ostream& e
   if (*simulate) return RunSimulate(flags, output, out, err);
   if (*check) return RunCheck(flags, out, err);
   if (*derive) return RunDerive(flags, derive_json, out, err);
+  if (*bench) return RunBenchSchedules(flags, bench_flags, out, err);
   return RunList(list_what, out, err);
 }
 

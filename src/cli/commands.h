@@ -2,6 +2,7 @@
 // exit code.
 #pragma once
 
+#include <optional>
 #include <ostream>
 #include <string>
 
@@ -47,5 +48,20 @@ Result<std::string> ComparePartitions(const PreparedRun& run);
 Result<std::string> ComparePolicies(const PreparedRun& run);
 
 int RunList(const std::string& what, std::ostream& out, std::ostream& err);
+
+// bench-schedules: the sweep's own flags (the run flags come in RunFlags).
+struct BenchFlags {
+  std::optional<std::string> microbatches_list;  // --microbatches-list 8,16,...; unset = 8..256
+  std::optional<std::string> pp_list;            // --pp-list 4,8; unset = the config's (or --pp)
+  std::string csv_path;                          // --csv FILE; "" = no CSV
+  std::string svg_prefix;                        // --svg-prefix P: P-bubble.svg, P-pareto.svg
+};
+
+// Every registered schedule x microbatch counts x pp values, each prepared and simulated as
+// `simulate` would; prints one table. Exit 1 when a point's schedule is broken or deadlocks.
+int RunBenchSchedules(const RunFlags& flags, const BenchFlags& bench, std::ostream& out,
+                      std::ostream& err);
+// The applicability rule (which vpp a schedule runs at, which points are skipped), for --help.
+const char* BenchSchedulesRule();
 
 }  // namespace stagecraft

@@ -249,7 +249,8 @@ Result<PreparedRun> PrepareRun(const RunFlags& flags) {
     auto schedule = generator.value()->generate(params);
     if (!schedule.ok()) return schedule.error();
     run.schedule = std::move(schedule).value();
-    if (c.parallel.placement != run.schedule.placement) {
+    if (run.locations.by_path.count("parallel.placement") > 0 &&
+        c.parallel.placement != run.schedule.placement) {
       return Error{run.locations.Where("parallel.placement") + "'" +
                    PlacementName(c.parallel.placement) + "' does not fit schedule '" +
                    run.schedule.name + "', which places stages '" +

@@ -22,6 +22,15 @@ const std::vector<ScheduleGenerator>& ScheduleGenerators() {
       {"zb-h2",
        "Zero Bubble ZB-H2: 2(p-r-1) warm-up forwards, rank r defers 2r W passes (parallelogram)",
        GenerateZbH2},
+      {"zb-v",
+       "Zero Bubble V: 2 chunks per rank in a V, 2p chunk activations, 0 bubble if F=I=W, m>=2p-1",
+       GenerateZbV},
+      {"v-half",
+       "V-Half (controllable memory): V placement, greedy under a (p+2)//2-microbatch cap",
+       GenerateVHalf},
+      {"v-min",
+       "V-Min (controllable memory): V placement, minimal-lifespan block; (p+4)//3 microbatches",
+       GenerateVMin},
   };
   return kGenerators;
 }

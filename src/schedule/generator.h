@@ -40,6 +40,9 @@ Result<Schedule> GenerateInterleavedOneFOneB(const GeneratorParams& params);
 Result<Schedule> GenerateLoopedBfs(const GeneratorParams& params);
 Result<Schedule> GenerateZbH1(const GeneratorParams& params);
 Result<Schedule> GenerateZbH2(const GeneratorParams& params);
+Result<Schedule> GenerateZbV(const GeneratorParams& params);
+Result<Schedule> GenerateVHalf(const GeneratorParams& params);
+Result<Schedule> GenerateVMin(const GeneratorParams& params);
 
 // One rank of a Zero-Bubble handcrafted schedule (ZB-H1, ZB-H2; defined in zb_h1.cc): `warmup`
 // forwards, then (F, I) pairs, then the remaining I passes; the I of microbatch k is followed by
@@ -53,5 +56,19 @@ void AppendSplitBackwardRank(StageId stage, int32_t microbatches, int32_t warmup
 Status CheckBasicParams(const GeneratorParams& params, std::string_view name);
 // An empty schedule of the right shape with loop placement.
 Schedule EmptyLoopSchedule(const GeneratorParams& params, std::string_view name);
+
+// V-shape schedules (zb-v, v-half, v-min; shared pieces in v_shape.cc). Rank r holds two chunks:
+// the "down" stage r and the "up" stage 2p − 1 − r, so a microbatch's forward runs down the ranks
+// and back up, and its backward the other way. They split the backward (F, I, W).
+struct VStages {
+  StageId down;  // r: forward from rank r − 1, before the turn
+  StageId up;    // 2p − 1 − r: forward from rank r + 1, after the turn
+};
+VStages VStagesOfRank(int32_t rank, int32_t pp);
+// CheckBasicParams, and vpp must be 2: the V places exactly two chunks per rank.
+Status CheckVShapeParams(const GeneratorParams& params, std::string_view name);
+// An empty schedule of 2p stages with V placement (loop when p = 1: the same map, and what the
+// CSV reader calls it). REQUIRES: CheckVShapeParams passed.
+Schedule EmptyVSchedule(const GeneratorParams& params, std::string_view name);
 
 }  // namespace stagecraft

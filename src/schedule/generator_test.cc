@@ -81,8 +81,9 @@ void ExpectCompleteLoopSchedule(const Schedule& schedule, const GeneratorParams&
 }
 
 TEST(GeneratorRegistryTest, NamesInListOrder) {
-  EXPECT_EQ(ScheduleNames(), (std::vector<std::string>{"gpipe", "1f1b", "interleaved-1f1b",
-                                                       "looped-bfs", "zb-h1", "zb-h2"}));
+  EXPECT_EQ(ScheduleNames(),
+            (std::vector<std::string>{"gpipe", "1f1b", "interleaved-1f1b", "looped-bfs", "zb-h1",
+                                      "zb-h2", "zb-v", "v-half", "v-min"}));
   for (const ScheduleGenerator& generator : ScheduleGenerators()) {
     EXPECT_NE(std::string(generator.description), "") << generator.name;
     const auto found = FindScheduleGenerator(generator.name);
@@ -120,8 +121,12 @@ TEST(GeneratorTest, OneChunkGeneratorsRejectVpp) {
 TEST(GeneratorTest, EveryActionExactlyOnce) {
   int checked = 0;
   for (const ScheduleGenerator& generator : ScheduleGenerators()) {
-    // Split backward (F, I, W): checked in zero_bubble_test.cc.
-    if (generator.generate == GenerateZbH1 || generator.generate == GenerateZbH2) continue;
+    // Split backward (F, I, W): checked in zero_bubble_test.cc and v_shape_test.cc.
+    if (generator.generate == GenerateZbH1 || generator.generate == GenerateZbH2 ||
+        generator.generate == GenerateZbV || generator.generate == GenerateVHalf ||
+        generator.generate == GenerateVMin) {
+      continue;
+    }
     for (int32_t pp : {1, 2, 3, 4, 5, 8}) {
       for (int32_t vpp : {1, 2, 3, 4}) {
         for (int32_t microbatches : {1, 2, 3, 4, 5, 8, 10, 16}) {

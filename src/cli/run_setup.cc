@@ -119,6 +119,10 @@ Status ApplyFlags(const RunFlags& flags, Config& config) {
   return Status::Ok();
 }
 
+std::string Plural(int64_t count, const std::string& word) {
+  return std::to_string(count) + " " + word + (count == 1 ? "" : "s");
+}
+
 // A CSV schedule fixes pp, the stage count and the microbatches it uses. A flag that disagrees
 // is an error; more microbatches than the CSV uses are allowed (the missing ones show up in the
 // check). Layout values in the config file are for generators: when they differ from the CSV
@@ -147,7 +151,7 @@ Result<Schedule> LoadCsvSchedule(const std::string& path, const RunFlags& flags,
   };
   STAGECRAFT_RETURN_IF_ERROR(
       disagree(flags.pp, "--pp", "parallel.pp", parallel.pp != loaded.num_ranks,
-               "has " + std::to_string(loaded.num_ranks) + " rows (one per rank)"));
+               "has " + Plural(loaded.num_ranks, "row") + " (one per rank)"));
   STAGECRAFT_RETURN_IF_ERROR(disagree(flags.vpp, "--vpp", "parallel.vpp",
                                       parallel.vpp * loaded.num_ranks != loaded.num_stages,
                                       "has " + std::to_string(loaded.num_stages) + " stages on " +
@@ -162,13 +166,10 @@ Result<Schedule> LoadCsvSchedule(const std::string& path, const RunFlags& flags,
     STAGECRAFT_RETURN_IF_ERROR(
         disagree(flags.microbatches, "--microbatches", "parallel.microbatches",
                  parallel.microbatches != loaded.num_microbatches,
-                 "uses " + std::to_string(loaded.num_microbatches) + " microbatches"));
+                 "uses " + std::to_string(loaded.num_microbatches) +
+                     (loaded.num_microbatches == 1 ? " microbatch" : " microbatches")));
   }
   return loaded;
-}
-
-std::string Plural(int64_t count, const std::string& word) {
-  return std::to_string(count) + " " + word + (count == 1 ? "" : "s");
 }
 
 Status CheckLayout(const Config& config, const ConfigLocations& locations,

@@ -202,6 +202,11 @@ int RunList(const std::string& what, std::ostream& out, std::ostream& err) {
       name.resize(std::max<size_t>(name.size(), 18), ' ');
       out << name << "  " << generator.description << "\n";
     }
+    for (const CostAwareScheduleGenerator& generator : CostAwareScheduleGenerators()) {
+      std::string name = generator.name;
+      name.resize(std::max<size_t>(name.size(), 18), ' ');
+      out << name << "  " << generator.description << "\n";
+    }
     return kExitOk;
   }
   if (what == "placements") {

@@ -1,5 +1,6 @@
 #include "cli/run_setup.h"
 
+#include <algorithm>
 #include <charconv>
 #include <filesystem>
 #include <fstream>
@@ -195,6 +196,26 @@ Status CheckLayout(const Config& config, const ConfigLocations& locations,
   return Status::Ok();
 }
 
+// A generator from either table. Cost-aware generators (zb-1p, zb-2p) time the pipeline while
+// they build it, so they get the uniform model's per-stage costs and cost_p2p.
+Result<Schedule> GenerateNamedSchedule(const Config& c) {
+  GeneratorParams params{c.parallel.pp, c.parallel.vpp, c.parallel.microbatches,
+                         c.schedule.group_size};
+  if (const CostAwareScheduleGenerator* timed = FindCostAwareScheduleGenerator(c.schedule.name)) {
+    if (c.model.is_layer_list()) {
+      return Error{"--schedule: '" + c.schedule.name +
+                   "' needs uniform per-stage costs; use it with a uniform model (model.type: "
+                   "uniform) or pick a schedule from the first table (stagecraft list schedules)"};
+    }
+    const int32_t stages = std::max(1, c.parallel.pp * c.parallel.vpp);
+    return timed->generate(params, UniformStageCosts(c.model, stages, std::max(1, c.parallel.vpp)),
+                           c.schedule.cost_p2p);
+  }
+  auto generator = FindScheduleGenerator(c.schedule.name);
+  if (!generator.ok()) return Error{"--schedule: " + generator.error().message};
+  return generator.value()->generate(params);
+}
+
 Result<Config> LoadConfig(const RunFlags& flags, std::string& label, ConfigLocations& locations) {
   if (flags.config_path.empty()) {
     label = std::string("bundled example '") + BundledConfigName() + "'";
@@ -243,11 +264,7 @@ Result<PreparedRun> PrepareRun(const RunFlags& flags) {
     run.schedule = std::move(schedule).value();
     run.label = BaseName(path) + (flags.config_path.empty() ? "" : " (with " + run.label + ")");
   } else {
-    auto generator = FindScheduleGenerator(c.schedule.name);
-    if (!generator.ok()) return Error{"--schedule: " + generator.error().message};
-    GeneratorParams params{c.parallel.pp, c.parallel.vpp, c.parallel.microbatches,
-                           c.schedule.group_size};
-    auto schedule = generator.value()->generate(params);
+    auto schedule = GenerateNamedSchedule(c);
     if (!schedule.ok()) return schedule.error();
     run.schedule = std::move(schedule).value();
     if (run.locations.by_path.count("parallel.placement") > 0 &&

@@ -651,6 +651,7 @@ Status ReadParallel(const Reader& reader, const Field& field, ParallelSpec* para
 
 Status ReadScheduleName(const Reader& reader, const Field& field, std::string* out) {
   STAGECRAFT_RETURN_IF_ERROR(reader.String(field, out));
+  if (FindCostAwareScheduleGenerator(*out) != nullptr) return Status::Ok();
   auto generator = FindScheduleGenerator(*out);
   if (!generator.ok()) return reader.At(field, generator.error().message);
   return Status::Ok();

@@ -35,6 +35,27 @@ const std::vector<ScheduleGenerator>& ScheduleGenerators() {
   return kGenerators;
 }
 
+const std::vector<CostAwareScheduleGenerator>& CostAwareScheduleGenerators() {
+  static const std::vector<CostAwareScheduleGenerator> kGenerators = {
+      {"zb-1p",
+       "Zero Bubble greedy heuristic on the given costs, <= p activations per rank (no ILP: "
+       "bubbles above the paper's ZB-1p)",
+       GenerateZb1p},
+      {"zb-2p",
+       "Zero Bubble greedy heuristic on the given costs, <= 2p activations per rank (no ILP: "
+       "bubbles above the paper's ZB-2p)",
+       GenerateZb2p},
+  };
+  return kGenerators;
+}
+
+const CostAwareScheduleGenerator* FindCostAwareScheduleGenerator(std::string_view name) {
+  for (const CostAwareScheduleGenerator& generator : CostAwareScheduleGenerators()) {
+    if (name == generator.name) return &generator;
+  }
+  return nullptr;
+}
+
 std::vector<std::string> ScheduleNames() {
   std::vector<std::string> names;
   for (const ScheduleGenerator& generator : ScheduleGenerators())
@@ -46,7 +67,10 @@ Result<const ScheduleGenerator*> FindScheduleGenerator(std::string_view name) {
   for (const ScheduleGenerator& generator : ScheduleGenerators()) {
     if (name == generator.name) return &generator;
   }
-  return Error{"unknown schedule '" + std::string(name) + "'" + DidYouMean(name, ScheduleNames()) +
+  std::vector<std::string> names = ScheduleNames();
+  for (const CostAwareScheduleGenerator& generator : CostAwareScheduleGenerators())
+    names.emplace_back(generator.name);
+  return Error{"unknown schedule '" + std::string(name) + "'" + DidYouMean(name, names) +
                " (stagecraft list schedules)"};
 }
 

@@ -8,6 +8,8 @@
 #include <vector>
 
 #include "core/result.h"
+#include "core/time.h"
+#include "model/model_spec.h"
 #include "schedule/schedule.h"
 
 namespace stagecraft {
@@ -33,6 +35,24 @@ std::vector<std::string> ScheduleNames();
 // Unknown names get "did you mean" and the list command.
 Result<const ScheduleGenerator*> FindScheduleGenerator(std::string_view name);
 
+// Cost-aware generators: a second, equally constant table for generators that time the pipeline
+// while they build it, so they also need the per-stage costs and the p2p cost. `list` prints
+// them after the table above; the CLI looks here first (PrepareRun), and a config's
+// schedule.name may name either table.
+using GenerateWithCostsFn = Result<Schedule> (*)(const GeneratorParams&,
+                                                 const std::vector<StageCost>& stage_costs,
+                                                 Time cost_p2p);
+
+struct CostAwareScheduleGenerator {
+  const char* name;
+  const char* description;  // one line, for `stagecraft list schedules`
+  GenerateWithCostsFn generate;
+};
+
+const std::vector<CostAwareScheduleGenerator>& CostAwareScheduleGenerators();
+// nullptr when `name` is not in the cost-aware table.
+const CostAwareScheduleGenerator* FindCostAwareScheduleGenerator(std::string_view name);
+
 // The generators (one file each).
 Result<Schedule> GenerateGpipe(const GeneratorParams& params);
 Result<Schedule> GenerateOneFOneB(const GeneratorParams& params);
@@ -43,6 +63,12 @@ Result<Schedule> GenerateZbH2(const GeneratorParams& params);
 Result<Schedule> GenerateZbV(const GeneratorParams& params);
 Result<Schedule> GenerateVHalf(const GeneratorParams& params);
 Result<Schedule> GenerateVMin(const GeneratorParams& params);
+// Automatic zero-bubble schedules (zb_auto.cc) under p or 2p in-flight activations.
+// REQUIRES of the caller: stage_costs has one entry per stage (pp · vpp).
+Result<Schedule> GenerateZb1p(const GeneratorParams& params,
+                              const std::vector<StageCost>& stage_costs, Time cost_p2p);
+Result<Schedule> GenerateZb2p(const GeneratorParams& params,
+                              const std::vector<StageCost>& stage_costs, Time cost_p2p);
 
 // One rank of a Zero-Bubble handcrafted schedule (ZB-H1, ZB-H2; defined in zb_h1.cc): `warmup`
 // forwards, then (F, I) pairs, then the remaining I passes; the I of microbatch k is followed by

@@ -1,0 +1,74 @@
+// The automatic Zero-Bubble schedules (zb_auto.cc): every F, I, W exactly once per stage and
+// microbatch, F before I before W on its rank, and the activation limit (F done minus W done,
+// in M_B units) held at every point of every rank's program.
+#include <gtest/gtest.h>
+
+#include <map>
+#include <tuple>
+#include <vector>
+
+#include "schedule/generator.h"
+
+namespace stagecraft {
+namespace {
+
+std::vector<StageCost> Costs(int32_t pp, int64_t weight_grad_ns) {
+  return std::vector<StageCost>(static_cast<size_t>(pp),
+                                {Time::Nanoseconds(18'522'000), Time::Nanoseconds(18'086'000),
+                                 Time::Nanoseconds(weight_grad_ns)});
+}
+
+TEST(ZbAutoTest, EveryActionOnceAndMemoryLimitHeld) {
+  for (const auto& [generate, factor] :
+       {std::pair<GenerateWithCostsFn, int32_t>{GenerateZb1p, 1},
+        std::pair<GenerateWithCostsFn, int32_t>{GenerateZb2p, 2}}) {
+    for (const auto& [pp, microbatches] :
+         {std::pair{1, 1}, std::pair{4, 8}, std::pair{5, 3}, std::pair{8, 24}, std::pair{8, 64}}) {
+      for (const int64_t weight_grad_ns : {int64_t{0}, int64_t{9'337'000}}) {
+        const GeneratorParams params{pp, 1, microbatches, 0};
+        const auto schedule =
+            generate(params, Costs(pp, weight_grad_ns), Time::Nanoseconds(601'000));
+        ASSERT_TRUE(schedule.ok()) << schedule.error().message;
+        SCOPED_TRACE(schedule.value().name + " pp=" + std::to_string(pp) +
+                     " m=" + std::to_string(microbatches));
+        for (int32_t rank = 0; rank < pp; ++rank) {
+          const auto& actions = schedule.value().rank_actions[rank];
+          EXPECT_EQ(actions.size(), 3u * static_cast<size_t>(microbatches));
+          std::map<std::tuple<int32_t, ActionKind>, size_t> position;
+          int32_t held = 0;
+          for (size_t index = 0; index < actions.size(); ++index) {
+            const Action& action = actions[index];
+            EXPECT_EQ(action.stage, StageId(rank));
+            EXPECT_TRUE(
+                position.emplace(std::tuple{action.microbatch.value(), action.kind}, index).second)
+                << "twice: " << FormatAction(action);
+            if (action.kind == ActionKind::kForward) ++held;
+            if (action.kind == ActionKind::kWeightGrad) --held;
+            EXPECT_LE(held, factor * pp) << FormatAction(action);
+          }
+          for (int32_t microbatch = 0; microbatch < microbatches; ++microbatch) {
+            EXPECT_LT((position[{microbatch, ActionKind::kForward}]),
+                      (position[{microbatch, ActionKind::kInputGrad}]));
+            EXPECT_LT((position[{microbatch, ActionKind::kInputGrad}]),
+                      (position[{microbatch, ActionKind::kWeightGrad}]));
+          }
+        }
+      }
+    }
+  }
+}
+
+TEST(ZbAutoTest, RejectsSeveralChunksPerRank) {
+  const auto schedule = GenerateZb2p({4, 2, 8, 0}, Costs(8, 1), Time());
+  ASSERT_FALSE(schedule.ok());
+  EXPECT_NE(schedule.error().message.find("one chunk per rank"), std::string::npos);
+}
+
+TEST(ZbAutoTest, CostAwareTableFindsBoth) {
+  EXPECT_EQ(FindCostAwareScheduleGenerator("zb-1p")->generate, GenerateZb1p);
+  EXPECT_EQ(FindCostAwareScheduleGenerator("zb-2p")->generate, GenerateZb2p);
+  EXPECT_EQ(FindCostAwareScheduleGenerator("zb-h1"), nullptr);
+}
+
+}  // namespace
+}  // namespace stagecraft

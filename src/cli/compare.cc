@@ -9,10 +9,6 @@
 namespace stagecraft {
 namespace {
 
-std::string Pad(const std::string& text, size_t width) {
-  return text.size() >= width ? text : std::string(width - text.size(), ' ') + text;
-}
-
 int64_t MaxPeakMemory(const Metrics& metrics) {
   int64_t peak = 0;
   for (const RankMetrics& rank : metrics.ranks) peak = std::max(peak, rank.peak_memory_bytes);
@@ -21,9 +17,11 @@ int64_t MaxPeakMemory(const Metrics& metrics) {
 
 std::string Row(const std::string& name, const Metrics& metrics) {
   return "  " + name + std::string(name.size() < 14 ? 14 - name.size() : 1, ' ') +
-         Pad(FormatMs(metrics.makespan), 16) + Pad(FormatFixed(metrics.bubble_fraction, 6), 17) +
-         Pad(FormatBytes(metrics.state_bytes()), 14) + Pad(FormatMs(metrics.state_exposed), 18) +
-         Pad(FormatBytes(MaxPeakMemory(metrics)), 18) + "\n";
+         PadLeft(FormatMs(metrics.makespan), 16) +
+         PadLeft(FormatFixed(metrics.bubble_fraction, 6), 17) +
+         PadLeft(FormatBytes(metrics.state_bytes()), 14) +
+         PadLeft(FormatMs(metrics.state_exposed), 18) +
+         PadLeft(FormatBytes(MaxPeakMemory(metrics)), 18) + "\n";
 }
 
 const char* kHeader =

@@ -15,22 +15,18 @@ namespace {
 constexpr StateKind kKinds[] = {StateKind::kCompressedKv, StateKind::kIndexerKeys, StateKind::kTopK,
                                 StateKind::kCandidatePool};
 
-std::string Pad(const std::string& text, size_t width) {
-  return text.size() >= width ? text : std::string(width - text.size(), ' ') + text;
-}
-
 std::string CutTable(const ModelSpec& model) {
   std::string text =
       "shared state crossing a cut placed before each layer, bytes per token (payload view;\n"
       "hidden = hc_streams x hidden x 2):\n"
       "  before_layer  hidden   state  compressed_kv  indexer_keys  top_k  candidates\n";
   for (const CutPayload& cut : CutPayloads(model)) {
-    text += "  " + Pad(std::to_string(cut.before_layer), 12) +
-            Pad(std::to_string(cut.hidden_bytes_per_token), 8) +
-            Pad(std::to_string(cut.state_bytes_per_token), 8);
+    text += "  " + PadLeft(std::to_string(cut.before_layer), 12) +
+            PadLeft(std::to_string(cut.hidden_bytes_per_token), 8) +
+            PadLeft(std::to_string(cut.state_bytes_per_token), 8);
     const size_t widths[] = {15, 14, 7, 12};
     for (size_t kind = 0; kind < 4; ++kind) {
-      text += Pad(std::to_string(cut.by_kind[kind]), widths[kind]);
+      text += PadLeft(std::to_string(cut.by_kind[kind]), widths[kind]);
     }
     text += "\n";
   }

@@ -54,20 +54,6 @@ std::vector<Time> CutCosts(const PreparedRun& run) {
 
 }  // namespace
 
-const char* PartitionMethodName(PartitionMethod method) {
-  switch (method) {
-    case PartitionMethod::kStateAware:
-      return "state-aware";
-    case PartitionMethod::kCost:
-      return "cost";
-    case PartitionMethod::kCounts:
-      return "counts";
-    case PartitionMethod::kLayout:
-      return "layout";
-  }
-  return "?";
-}
-
 Result<Partition> PartitionLayers(const PreparedRun& run, PartitionMethod method) {
   const ModelSpec& model = run.config.model;
   const int32_t stages = run.schedule.num_stages;

@@ -105,17 +105,9 @@ Status ApplyFlags(const RunFlags& flags, Config& config) {
     }
   }
   if (flags.schedule_csv) config.schedule.csv = *flags.schedule_csv;
-  STAGECRAFT_RETURN_IF_ERROR(ApplyChoice(flags.state_policy, "--state-policy",
-                                         {{"payload", StatePolicy::kPayload},
-                                          {"direct", StatePolicy::kDirect},
-                                          {"shadow", StatePolicy::kShadow},
-                                          {"auto", StatePolicy::kAuto}},
+  STAGECRAFT_RETURN_IF_ERROR(ApplyChoice(flags.state_policy, "--state-policy", StatePolicyChoices(),
                                          config.schedule.state_policy));
-  STAGECRAFT_RETURN_IF_ERROR(ApplyChoice(flags.partition, "--partition",
-                                         {{"state-aware", PartitionMethod::kStateAware},
-                                          {"cost", PartitionMethod::kCost},
-                                          {"counts", PartitionMethod::kCounts},
-                                          {"layout", PartitionMethod::kLayout}},
+  STAGECRAFT_RETURN_IF_ERROR(ApplyChoice(flags.partition, "--partition", PartitionMethodChoices(),
                                          config.parallel.partition));
   return Status::Ok();
 }

@@ -59,8 +59,6 @@ Status PrepareLayerModel(PreparedRun& run);
 // The partition a method gives for this run (state-aware, cost, counts, layout).
 Result<Partition> PartitionLayers(const PreparedRun& run, PartitionMethod method);
 
-const char* PartitionMethodName(PartitionMethod method);
-
 // How BuildLayerPipeline should treat this run's state (policy, reading, ranks, links).
 LayerPipelineOptions PipelineOptionsOf(const PreparedRun& run);
 

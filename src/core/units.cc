@@ -139,6 +139,10 @@ std::string FormatMs(Time time) {
   return buffer;
 }
 
+std::string PadLeft(const std::string& text, size_t width) {
+  return text.size() >= width ? text : std::string(width - text.size(), ' ') + text;
+}
+
 std::string FormatBytes(int64_t bytes) {
   static const char* kPrefixes[] = {"B", "KiB", "MiB", "GiB", "TiB", "PiB"};
   double value = static_cast<double>(bytes);

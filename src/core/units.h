@@ -22,6 +22,8 @@ Result<double> ParseBandwidth(std::string_view text);  // bytes per second
 std::string FormatMs(Time time);
 // Formats a double with a fixed number of decimals (deterministic output).
 std::string FormatFixed(double value, int decimals);
+// Right-aligns `text` in `width` columns (unchanged when already wider): table cells.
+std::string PadLeft(const std::string& text, size_t width);
 // Human-readable bytes with binary prefixes and 2 decimals ("1.50 GiB").
 std::string FormatBytes(int64_t bytes);
 

@@ -634,11 +634,7 @@ Status ReadParallel(const Reader& reader, const Field& field, ParallelSpec* para
        {"placement",
         EnumInto<Placement>(reader, "placement", {{"loop", Placement::kLoop}, {"v", Placement::kV}},
                             &parallel->placement)},
-       {"partition", EnumInto<PartitionMethod>(reader, "partition method",
-                                               {{"state-aware", PartitionMethod::kStateAware},
-                                                {"cost", PartitionMethod::kCost},
-                                                {"counts", PartitionMethod::kCounts},
-                                                {"layout", PartitionMethod::kLayout}},
+       {"partition", EnumInto<PartitionMethod>(reader, "partition method", PartitionMethodChoices(),
                                                &parallel->partition)},
        {"layer_counts",
         [&reader, parallel](const Field& value) {
@@ -665,26 +661,20 @@ Status ReadSchedule(const Reader& reader, const Field& field, ScheduleSpec* sche
     return Status::Ok();
   };
   return reader.ReadMap(
-      field, {{"name",
-               [&reader, schedule](const Field& value) {
-                 return ReadScheduleName(reader, value, &schedule->name);
-               }},
-              {"group_size", CountInto(reader, &schedule->group_size)},
-              {"p2p", p2p},
-              {"cost_p2p", DurationInto(reader, Sign::kNonNegative, &schedule->cost_p2p)},
-              {"csv", StringInto(reader, &schedule->csv)},
-              {"state_policy", EnumInto<StatePolicy>(reader, "state policy",
-                                                     {{"payload", StatePolicy::kPayload},
-                                                      {"direct", StatePolicy::kDirect},
-                                                      {"shadow", StatePolicy::kShadow},
-                                                      {"auto", StatePolicy::kAuto}},
-                                                     &schedule->state_policy)},
-              {"shadow_reading",
-               EnumInto<ShadowReading>(reader, "shadow reading",
-                                       {{"key-side", ShadowReading::kKeySide},
-                                        {"selection-side", ShadowReading::kSelectionSide}},
-                                       &schedule->shadow_reading)},
-              {"state_buffer_slots", IntInto(reader, 0, &schedule->state_buffer_slots)}});
+      field,
+      {{"name",
+        [&reader, schedule](const Field& value) {
+          return ReadScheduleName(reader, value, &schedule->name);
+        }},
+       {"group_size", CountInto(reader, &schedule->group_size)},
+       {"p2p", p2p},
+       {"cost_p2p", DurationInto(reader, Sign::kNonNegative, &schedule->cost_p2p)},
+       {"csv", StringInto(reader, &schedule->csv)},
+       {"state_policy", EnumInto<StatePolicy>(reader, "state policy", StatePolicyChoices(),
+                                              &schedule->state_policy)},
+       {"shadow_reading", EnumInto<ShadowReading>(reader, "shadow reading", ShadowReadingChoices(),
+                                                  &schedule->shadow_reading)},
+       {"state_buffer_slots", IntInto(reader, 0, &schedule->state_buffer_slots)}});
 }
 
 Status ReadDocument(const Reader& reader, const YAML::Node& root, Config* config) {
@@ -719,6 +709,22 @@ Result<Config> ParseDocuments(const Reader& reader, std::string_view yaml_text) 
 }
 
 }  // namespace
+
+const std::vector<std::pair<std::string, PartitionMethod>>& PartitionMethodChoices() {
+  static const std::vector<std::pair<std::string, PartitionMethod>> kChoices = {
+      {"state-aware", PartitionMethod::kStateAware},
+      {"cost", PartitionMethod::kCost},
+      {"counts", PartitionMethod::kCounts},
+      {"layout", PartitionMethod::kLayout}};
+  return kChoices;
+}
+
+const char* PartitionMethodName(PartitionMethod method) {
+  for (const auto& [name, choice] : PartitionMethodChoices()) {
+    if (choice == method) return name.c_str();
+  }
+  return "?";
+}
 
 std::string ConfigLocations::Where(const std::string& path) const {
   const auto found = by_path.find(path);

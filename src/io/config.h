@@ -6,6 +6,7 @@
 #include <map>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 #include "core/result.h"
@@ -24,6 +25,10 @@ enum class PartitionMethod : uint8_t {
   kCounts,      // layer_counts: explicit layers per stage
   kLayout,      // layout: a Megatron-style layout string
 };
+
+// Every partition method with its name (config key `parallel.partition`, flag `--partition`).
+const std::vector<std::pair<std::string, PartitionMethod>>& PartitionMethodChoices();
+const char* PartitionMethodName(PartitionMethod method);
 
 struct ParallelSpec {
   int32_t pp = 4;                                            // pipeline-parallel ranks

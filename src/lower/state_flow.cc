@@ -4,22 +4,37 @@
 
 namespace stagecraft {
 
-const char* StatePolicyName(StatePolicy policy) {
-  switch (policy) {
-    case StatePolicy::kPayload:
-      return "payload";
-    case StatePolicy::kDirect:
-      return "direct";
-    case StatePolicy::kShadow:
-      return "shadow";
-    case StatePolicy::kAuto:
-      return "auto";
+namespace {
+
+template <typename Enum>
+const char* NameIn(const std::vector<std::pair<std::string, Enum>>& choices, Enum value) {
+  for (const auto& [name, choice] : choices) {
+    if (choice == value) return name.c_str();
   }
   return "?";
 }
 
+}  // namespace
+
+const std::vector<std::pair<std::string, StatePolicy>>& StatePolicyChoices() {
+  static const std::vector<std::pair<std::string, StatePolicy>> kChoices = {
+      {"payload", StatePolicy::kPayload},
+      {"direct", StatePolicy::kDirect},
+      {"shadow", StatePolicy::kShadow},
+      {"auto", StatePolicy::kAuto}};
+  return kChoices;
+}
+
+const std::vector<std::pair<std::string, ShadowReading>>& ShadowReadingChoices() {
+  static const std::vector<std::pair<std::string, ShadowReading>> kChoices = {
+      {"key-side", ShadowReading::kKeySide}, {"selection-side", ShadowReading::kSelectionSide}};
+  return kChoices;
+}
+
+const char* StatePolicyName(StatePolicy policy) { return NameIn(StatePolicyChoices(), policy); }
+
 const char* ShadowReadingName(ShadowReading reading) {
-  return reading == ShadowReading::kKeySide ? "key-side" : "selection-side";
+  return NameIn(ShadowReadingChoices(), reading);
 }
 
 std::vector<int32_t> ReceivingStages(const StateFlow& flow,

@@ -4,6 +4,8 @@
 #pragma once
 
 #include <cstdint>
+#include <string>
+#include <utility>
 #include <vector>
 
 #include "core/time.h"
@@ -18,6 +20,8 @@ enum class StatePolicy : uint8_t {
   kShadow,   // a shadow indexer on the consumer stage recomputes it (compute instead of bytes)
   kAuto,     // per flow the cheapest of the three (resolved before lowering)
 };
+// Every policy with its name, in the order messages list them; the one place the names live.
+const std::vector<std::pair<std::string, StatePolicy>>& StatePolicyChoices();
 const char* StatePolicyName(StatePolicy policy);
 
 // What a shadow indexer recomputes (csa2.md, "Shadow indexers": the report leaves it open).
@@ -25,6 +29,7 @@ enum class ShadowReading : uint8_t {
   kKeySide,        // (A) ship compressed KV, regenerate the indexer keys locally
   kSelectionSide,  // (B) ship the source's query latent, recompute its top-k / candidates
 };
+const std::vector<std::pair<std::string, ShadowReading>>& ShadowReadingChoices();
 const char* ShadowReadingName(ShadowReading reading);
 
 struct StateFlow {

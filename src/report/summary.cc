@@ -9,19 +9,15 @@
 namespace stagecraft {
 namespace {
 
-std::string Pad(const std::string& text, size_t width) {
-  return text.size() >= width ? text : std::string(width - text.size(), ' ') + text;
-}
-
 std::string Percent(double fraction) { return FormatFixed(fraction * 100.0, 2) + "%"; }
 
 std::string FormatStages(const RunInfo& run) {
   std::string text = "  stages (partition " + run.partition + "):\n";
   for (const StageInfo& stage : run.stages) {
-    text += "    stage " + Pad(std::to_string(stage.stage), 2) + " on rank " +
-            Pad(std::to_string(stage.rank), 2) + ": layers " + std::to_string(stage.first_layer) +
-            "-" + std::to_string(stage.last_layer) + ", F " + FormatMs(stage.forward) + " ms, B " +
-            FormatMs(stage.backward) + " ms\n";
+    text += "    stage " + PadLeft(std::to_string(stage.stage), 2) + " on rank " +
+            PadLeft(std::to_string(stage.rank), 2) + ": layers " +
+            std::to_string(stage.first_layer) + "-" + std::to_string(stage.last_layer) + ", F " +
+            FormatMs(stage.forward) + " ms, B " + FormatMs(stage.backward) + " ms\n";
   }
   for (const CutInfo& cut : run.cuts) {
     text += "    cut after stage " + std::to_string(cut.after_stage) + " (before layer " +
@@ -135,12 +131,12 @@ std::string FormatSummary(const RunInfo& run, const Metrics& metrics) {
   text += "  rank      busy_ms      idle_ms      span_ms  peak_act  peak_act_bytes";
   text += state ? "  peak_state_bytes  peak_memory_bytes\n" : "\n";
   for (const RankMetrics& rank : metrics.ranks) {
-    text += "  " + Pad(std::to_string(rank.rank), 4) + Pad(FormatMs(rank.busy), 13) +
-            Pad(FormatMs(rank.idle), 13) + Pad(FormatMs(rank.span), 13) +
-            Pad(std::to_string(rank.peak_activations), 10) +
-            Pad(std::to_string(rank.peak_activation_bytes), 16) +
-            (state ? Pad(std::to_string(rank.peak_state_bytes), 18) +
-                         Pad(std::to_string(rank.peak_memory_bytes), 19)
+    text += "  " + PadLeft(std::to_string(rank.rank), 4) + PadLeft(FormatMs(rank.busy), 13) +
+            PadLeft(FormatMs(rank.idle), 13) + PadLeft(FormatMs(rank.span), 13) +
+            PadLeft(std::to_string(rank.peak_activations), 10) +
+            PadLeft(std::to_string(rank.peak_activation_bytes), 16) +
+            (state ? PadLeft(std::to_string(rank.peak_state_bytes), 18) +
+                         PadLeft(std::to_string(rank.peak_memory_bytes), 19)
                    : "") +
             "\n";
   }

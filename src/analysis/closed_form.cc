@@ -130,6 +130,88 @@ ClosedForm ZbH2Form(const ClosedFormInputs& in) {
   return form;
 }
 
+// DualPipe and DualPipeV (DeepSeek-V3 technical report, Table 2): bubble (PP/2 − 1)(F&B + B − 3W)
+// with parameters 2× and activations PP + 1. Here n ranks run along a direction and each phase
+// gets c microbatches: DualPipe n = p/2, c = m/2, stage costs; DualPipeV n = p, c = m, chunk
+// costs (the V is a DualPipe of PP = 2p stages folded onto p ranks). Rank h (distance from its
+// end) runs 2c(F + B) of work less its F&B ops' gain g = F + B − F&B; it runs 2c − 3n + h + 1 F&B
+// ops (one fewer on the turning rank h = n − 1). The turning rank idles exactly the Table 2
+// bubble, so makespan = 2c(F + B) − (2c − 2n − 1)·g + (n − 1)(F&B + B − 3W). Exact (checked in
+// closed_form_test.cc) with uniform stages, no communication, F = I, W <= F and g <= W; with
+// F != I the simulated makespan differs by a few chunk times (I − F when I > F, (n−1)(F − I)
+// when F > I, found by sweeping), which Table 2 does not model.
+ClosedForm DualPipeForm(const ClosedFormInputs& in, bool folded) {
+  ClosedForm form;
+  const int64_t p = in.pp;
+  const int64_t m = in.microbatches;
+  const int64_t n = folded ? p : p / 2;
+  const int64_t c = folded ? m : m / 2;
+  const int64_t stages = folded ? 2 * p : p;  // PP of Table 2
+  const Time f = in.chunk_forward;
+  const Time b = in.chunk_backward;
+  const Time w = in.chunk_weight_grad;
+  const Time fb = in.chunk_fb.ns() > 0 ? in.chunk_fb : f + b;
+  const Time gain = f + b - fb;
+  const Time bubble = (fb + b - w * 3) * (n - 1);
+  form.source = std::string(folded ? "DualPipeV (DualPipe cut in half, one parameter copy); "
+                                   : "DualPipe; ") +
+                "DeepSeek-V3 technical report (2024), Table 2";
+  form.makespan_formula =
+      "makespan = 2c * (F + B) - (2c - 2n - 1) * (F + B - F&B) + (n - 1) * (F&B + B - 3W)" +
+      std::string(folded ? "  [n = p, c = m; PP = 2p]" : "  [n = p/2, c = m/2; PP = p]");
+  form.makespan = (f + b) * (2 * c) - gain * (2 * c - 2 * n - 1) + bubble;
+  form.makespan_numbers = Int(2 * c) + " * (" + Ms(f) + " + " + Ms(b) + ") - " +
+                          Int(2 * c - 2 * n - 1) + " * " + Ms(gain) + " + (" + Int(n) +
+                          " - 1) * (" + Ms(fb) + " + " + Ms(b) + " - 3 * " + Ms(w) + ")";
+  // Work of every rank, for the fractions.
+  int64_t total_ops = 0;
+  int64_t ranks = 0;
+  for (int64_t h = 0; h < n; ++h) {
+    const int64_t ops = 2 * c - 3 * n + h + 1 - (h == n - 1 ? 1 : 0);
+    const int64_t copies = folded ? 1 : 2;
+    total_ops += copies * ops;
+    ranks += copies;
+  }
+  const Time work_all = (f + b) * (2 * c * ranks) - gain * total_ops;
+  const double capacity = static_cast<double>(form.makespan.ns()) * static_cast<double>(ranks);
+  const double idle = capacity - static_cast<double>(work_all.ns());
+  form.bubble_formula = "bubble_fraction = 1 - (work of all ranks) / (ranks * makespan)";
+  form.bubble_numbers = "1 - " + Ms(work_all) + " / (" + Int(ranks) + " * " + Ms(form.makespan) +
+                        ")  [turning rank idles (PP/2 - 1) * (F&B + B - 3W) = " + Ms(bubble) + "]";
+  form.bubble_fraction = capacity > 0 ? idle / capacity : 0.0;
+  form.overhead_formula = "bubble_overhead = idle / work, all ranks";
+  form.bubble_overhead = work_all.ns() > 0 ? idle / static_cast<double>(work_all.ns()) : 0.0;
+  const Time input_grad = b - w;
+  form.assumption = std::string("uniform stages, no communication, ") +
+                    (folded ? "m >= 2p" : "even p, even m >= 2p") +
+                    ", F = I, W <= F, F&B gain F + B - F&B <= W";
+  form.exact = gain <= w && gain >= Time() && c >= 2 * n && input_grad == f && w <= f;
+  form.inexact_reason =
+      gain < Time() ? "an F&B op costing more than F + B is outside Table 2's model"
+      : input_grad != f || w > f
+          ? "Table 2's bubble takes forward and input-gradient chunks of equal time and W <= F; "
+            "otherwise the chain of forwards and backwards the turning rank waits for changes "
+            "length (the simulation schedules it exactly)"
+          : "an F&B gain larger than W shortens the overlapped ops below the chain of forwards "
+            "and backwards they wait for, so other gaps appear";
+  // Table 2, with the numbers of this run (per chunk; PP as above).
+  const int64_t pp = stages;
+  const auto row = [](const std::string& method, const std::string& bubble_text,
+                      const std::string& params, const std::string& activations) {
+    return "  " + PadRight(method, 10) + PadRight(bubble_text, 44) + PadRight(params, 11) +
+           activations + "\n";
+  };
+  form.table = "DeepSeek-V3 Table 2 (PP = " + Int(pp) + ", per chunk F = " + Ms(f) +
+               ", B = " + Ms(b) + ", W = " + Ms(w) + ", F&B = " + Ms(fb) + "):\n";
+  form.table += row("method", "bubble", "parameter", "activation");
+  form.table += row("1F1B", "(PP-1)(F+B) = " + Ms((f + b) * (pp - 1)), "1x", "PP");
+  form.table += row("ZB1P", "(PP-1)(F+B-2W) = " + Ms((f + b - w * 2) * (pp - 1)), "1x", "PP");
+  form.table += row(folded ? "DualPipeV" : "DualPipe",
+                    "(PP/2-1)(F&B+B-3W) = " + Ms((fb + b - w * 3) * (pp / 2 - 1)),
+                    folded ? "1x" : "2x", "PP+1");
+  return form;
+}
+
 }  // namespace
 
 Result<ClosedForm> DeriveClosedForm(const ClosedFormInputs& in) {
@@ -153,8 +235,11 @@ Result<ClosedForm> DeriveClosedForm(const ClosedFormInputs& in) {
   }
   if (in.schedule == "zb-h1") return ZbH1Form(in);
   if (in.schedule == "zb-h2") return ZbH2Form(in);
+  if (in.schedule == "dualpipe") return DualPipeForm(in, /*folded=*/false);
+  if (in.schedule == "dualpipev") return DualPipeForm(in, /*folded=*/true);
   return Error{"no closed form for schedule '" + in.schedule +
-               "' (derive covers gpipe, 1f1b, interleaved-1f1b, looped-bfs, zb-h1, zb-h2)"};
+               "' (derive covers gpipe, 1f1b, interleaved-1f1b, looped-bfs, zb-h1, zb-h2, "
+               "dualpipe, dualpipev)"};
 }
 
 GapExplanation ExplainGap(const ClosedForm& form, const Metrics& simulated,

@@ -21,6 +21,7 @@ struct ClosedFormInputs {
   Time chunk_forward;      // F of one chunk (per-rank F / v)
   Time chunk_backward;     // B = I + W of one chunk
   Time chunk_weight_grad;  // W of one chunk (part of chunk_backward); the Zero-Bubble forms need it
+  Time chunk_fb = Time();  // an overlapped F&B op of one chunk (DualPipe); zero = F + B
 };
 
 struct ClosedForm {
@@ -36,9 +37,11 @@ struct ClosedForm {
   std::string assumption;      // when the form is exact
   bool exact = true;           // false when the inputs break the assumption
   std::string inexact_reason;  // when exact is false: what the schedule does instead
+  std::string table;           // optional: a comparison table printed after the form (DualPipe)
 };
 
-// The schedules with a closed form: gpipe, 1f1b, interleaved-1f1b, looped-bfs, zb-h1, zb-h2.
+// The schedules with a closed form: gpipe, 1f1b, interleaved-1f1b, looped-bfs, zb-h1, zb-h2,
+// dualpipe, dualpipev.
 Result<ClosedForm> DeriveClosedForm(const ClosedFormInputs& inputs);
 
 // Why the simulated makespan differs from the closed form ("" when they agree).

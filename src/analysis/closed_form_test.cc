@@ -6,6 +6,7 @@
 #include <cstdint>
 #include <random>
 #include <string>
+#include <tuple>
 #include <utility>
 #include <vector>
 
@@ -77,6 +78,7 @@ TEST(DeriveClosedFormTest, UnknownSchedule) {
   EXPECT_TRUE(Contains(form.error().message, "'no-such-schedule'")) << form.error().message;
   EXPECT_TRUE(
       Contains(form.error().message, "gpipe, 1f1b, interleaved-1f1b, looped-bfs, zb-h1, zb-h2"));
+  EXPECT_TRUE(Contains(form.error().message, "dualpipe, dualpipev"));
 }
 
 // A simulated run next to its closed form.
@@ -356,6 +358,86 @@ TEST(ZeroBubbleClosedFormTest, WeightedPeakMemory) {
     }
     EXPECT_EQ(h2[0].count, 2 * pp - 1);
   }
+}
+
+// DeepSeek-V3 technical report, Table 2 (also ../shared reference README §1): DualPipe's bubble
+// is (PP/2 − 1)(F&B + B − 3W) with PP + 1 activations; DualPipeV ("cut in half") keeps it, PP
+// then counting the 2p stages of the V. With equal costs (F = I = W, F&B = F + B, no overlap
+// gain) every rank idles exactly that bubble and holds PP + 1 chunk activations. Exact equality
+// in integer ns: no tolerance.
+TEST(DualPipeClosedFormTest, Table2BubbleAndActivationsWithEqualCosts) {
+  for (const bool folded : {false, true}) {
+    const std::string name = folded ? "dualpipev" : "dualpipe";
+    for (int32_t pp : {4, 8, 16}) {
+      for (int32_t factor : {2, 3, 4}) {
+        const int32_t microbatches = factor * pp;
+        SCOPED_TRACE(name + " p=" + std::to_string(pp) + " m=" + std::to_string(microbatches));
+        const int32_t vpp = folded ? 2 : 1;
+        const Comparison run = Compare(name, {pp, vpp, microbatches, 0},
+                                       Model(1'000'000, 1'000'000, 1'000'000), LowerOptions());
+        // Per chunk: F = I = W = 1 ms (DualPipe) or 0.5 ms (DualPipeV); B = I + W; F&B = F + B.
+        const int64_t chunk = folded ? 500'000 : 1'000'000;
+        const int64_t f = chunk, b = 2 * chunk, w = chunk, fb = f + b;
+        const int64_t table2_pp = folded ? 2 * pp : pp;
+        const int64_t bubble = (table2_pp / 2 - 1) * (fb + b - 3 * w);
+        const int64_t work = (folded ? 2 : 1) * microbatches * (f + b);
+        EXPECT_TRUE(run.form.exact);
+        EXPECT_EQ(run.metrics.makespan, Ns(work + bubble));
+        EXPECT_EQ(run.form.makespan, run.metrics.makespan);
+        EXPECT_EQ(run.gap.gap, Ns(0)) << run.gap.explanation;
+        EXPECT_NEAR(run.form.bubble_fraction, run.metrics.bubble_fraction, 1e-12);
+        for (const RankMetrics& rank : run.metrics.ranks) {
+          EXPECT_EQ(rank.idle, Ns(bubble)) << "rank " << rank.rank;
+          EXPECT_EQ(rank.peak_activations, table2_pp + 1) << "rank " << rank.rank;
+        }
+      }
+    }
+  }
+}
+
+// With an overlap gain g = F + B − F&B <= W, F = I and W <= F the turning rank still idles the
+// Table 2 bubble, and the makespan is 2c(F + B) − (2c − 2n − 1)·g + (n − 1)(F&B + B − 3W).
+TEST(DualPipeClosedFormTest, OverlapGainWithinTheConditions) {
+  for (const bool folded : {false, true}) {
+    const std::string name = folded ? "dualpipev" : "dualpipe";
+    for (const auto& [pp, weight_grad, fb] :
+         {std::tuple{4, 1'000'000, 2'500'000}, std::tuple{8, 500'000, 2'200'000},
+          std::tuple{16, 1'000'000, 2'000'000}, std::tuple{6, 800'000, 2'600'000}}) {
+      const int32_t microbatches = 3 * pp;
+      SCOPED_TRACE(name + " p=" + std::to_string(pp) + " W=" + std::to_string(weight_grad) +
+                   " F&B=" + std::to_string(fb));
+      ModelSpec model = Model(1'000'000, 1'000'000, weight_grad);
+      model.fb = Ns(fb);
+      const int32_t vpp = folded ? 2 : 1;
+      Comparison run;
+      {
+        const Schedule schedule =
+            FindScheduleGenerator(name).value()->generate({pp, vpp, microbatches, 0}).value();
+        const auto costs = UniformStageCosts(model, schedule.num_stages, vpp);
+        const TaskGraph graph = Lower(schedule, costs, LowerOptions()).value();
+        const Trace trace = Simulate(graph);
+        ASSERT_FALSE(trace.deadlock.has_value());
+        run.metrics = ComputeMetrics(schedule, costs, graph, trace);
+        ClosedFormInputs inputs{name, pp, vpp, microbatches, costs[0].forward,
+                                costs[0].backward(), costs[0].weight_grad};
+        inputs.chunk_fb = costs[0].forward + costs[0].backward() - costs[0].overlap_saving;
+        run.form = DeriveClosedForm(inputs).value();
+      }
+      EXPECT_TRUE(run.form.exact);
+      EXPECT_EQ(run.form.makespan, run.metrics.makespan);
+      EXPECT_NEAR(run.form.bubble_fraction, run.metrics.bubble_fraction, 1e-12);
+    }
+  }
+}
+
+// Outside the conditions the form says why (F != I here).
+TEST(DualPipeClosedFormTest, UnequalForwardAndInputGradIsNotExact) {
+  const Comparison run =
+      Compare("dualpipe", {8, 1, 24, 0}, Model(1'000'000, 2'000'000, 1'000'000), LowerOptions());
+  EXPECT_FALSE(run.form.exact);
+  EXPECT_NE(run.gap.gap, Ns(0));
+  EXPECT_TRUE(Contains(run.gap.explanation, "equal time")) << run.gap.explanation;
+  EXPECT_TRUE(Contains(run.form.table, "(PP/2-1)(F&B+B-3W)")) << run.form.table;
 }
 
 }  // namespace

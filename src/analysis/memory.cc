@@ -35,9 +35,15 @@ void AddActivationDeltas(const std::vector<StageCost>& costs, const TaskGraph& g
     const TaskTiming& timing = trace.timings[task];
     auto& out = deltas[info.rank];
     switch (info.action.kind) {
-      case ActionKind::kForward:
-        out.push_back({timing.start, 1, cost.activation_bytes, 0});
+      case ActionKind::kForward: {
+        // The forward in the second half of an F&B op starts with the op.
+        const Time start =
+            info.action.overlapped
+                ? trace.timings[graph.programs[info.rank][info.position - 1]].start
+                : timing.start;
+        out.push_back({start, 1, cost.activation_bytes, 0});
         break;
+      }
       case ActionKind::kBackward:
         out.push_back({timing.end, 0, -cost.activation_bytes, 0});
         break;
@@ -65,8 +71,8 @@ void AddStateDeltas(const Schedule& schedule, const TaskGraph& graph, const Trac
         Time last;
         bool held = false;
         for (int32_t stage : holders) {
-          if (graph.stage_ranks[stage] != rank) continue;
           const uint32_t forward = find(stage, ActionKind::kForward, mb);
+          if (forward == kNone || graph.tasks[forward].rank != rank) continue;
           uint32_t backward = find(stage, ActionKind::kBackward, mb);
           if (backward == kNone) backward = find(stage, ActionKind::kInputGrad, mb);
           if (forward == kNone || backward == kNone) continue;

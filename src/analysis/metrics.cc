@@ -31,7 +31,18 @@ std::vector<ActivationPeak> PeakActivations(const Schedule& schedule,
   for (size_t rank = 0; rank < schedule.rank_actions.size(); ++rank) {
     int32_t count = 0;
     int64_t bytes = 0;
-    for (const Action& action : schedule.rank_actions[rank]) {
+    const std::vector<Action>& program = schedule.rank_actions[rank];
+    for (size_t position = 0; position < program.size(); ++position) {
+      // In an F&B op both microbatches' activations are live together: take the forward first.
+      size_t at = position;
+      if (position + 1 < program.size() && program[position + 1].overlapped &&
+          program[position + 1].kind == ActionKind::kForward) {
+        at = position + 1;
+      } else if (program[position].overlapped && position > 0 &&
+                 program[position].kind == ActionKind::kForward) {
+        at = position - 1;
+      }
+      const Action& action = program[at];
       const StageCost& cost = stage_costs[action.stage.value()];
       switch (action.kind) {
         case ActionKind::kForward:

@@ -4,7 +4,7 @@ namespace stagecraft {
 
 StateBytesClosedForm ClosedFormStateBytes(const std::vector<StateFlow>& flows,
                                           const std::vector<int32_t>& stage_ranks,
-                                          int32_t microbatches) {
+                                          int32_t microbatches, int32_t model_copies) {
   StateBytesClosedForm form;
   for (const StateFlow& flow : flows) {
     int64_t crossings = 0;
@@ -22,11 +22,11 @@ StateBytesClosedForm ClosedFormStateBytes(const std::vector<StateFlow>& flows,
     form.forward += microbatches * bytes * crossings;
     if (flow.differentiable && !shadow) form.backward += microbatches * bytes * crossings;
     if (!shadow || flow.shadow_param_bytes <= 0) continue;
-    // Once per iteration per replica (one per consuming rank): parameters out, gradients back.
-    form.forward += flow.shadow_param_bytes * receiving_ranks;
-    if (flow.shadow_backward.ns() > 0) {
-      form.backward += flow.shadow_param_bytes * receiving_ranks;
-    }
+    // Once per iteration per replica (one per consuming rank, per model copy: DualPipe holds
+    // two): parameters out, gradients back.
+    const int64_t replicas = receiving_ranks * model_copies;
+    form.forward += flow.shadow_param_bytes * replicas;
+    if (flow.shadow_backward.ns() > 0) form.backward += flow.shadow_param_bytes * replicas;
   }
   return form;
 }

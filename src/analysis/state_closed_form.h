@@ -23,6 +23,6 @@ struct StateBytesClosedForm {
 
 StateBytesClosedForm ClosedFormStateBytes(const std::vector<StateFlow>& flows,
                                           const std::vector<int32_t>& stage_ranks,
-                                          int32_t microbatches);
+                                          int32_t microbatches, int32_t model_copies = 1);
 
 }  // namespace stagecraft

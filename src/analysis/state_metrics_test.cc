@@ -151,16 +151,21 @@ TEST(StateLoweringTest, ZeroByteStateChangesNothing) {
 
 // Property: the closed form of the iteration's state bytes equals the simulated bytes, over
 // random flows (payload, direct and shadow with its once-per-iteration parameter sync, any
-// differentiability) on loop and interleaved placements.
+// differentiability) on loop, interleaved, dual (DualPipe: two mirrored model copies, each
+// syncing its own shadow replicas) and V (DualPipeV) placements.
 TEST(StateLoweringTest, ClosedFormStateBytesMatchSimulation) {
   std::mt19937 random(7);
-  for (int trial = 0; trial < 60; ++trial) {
-    const int32_t pp = 2 + static_cast<int32_t>(random() % 4);
-    const int32_t vpp = trial % 3 == 0 ? 2 : 1;
-    const int32_t m = vpp == 2 ? pp * (1 + static_cast<int32_t>(random() % 3))
-                               : 1 + static_cast<int32_t>(random() % 6);
-    const Schedule schedule =
-        Generate(vpp == 2 ? GenerateInterleavedOneFOneB : GenerateOneFOneB, pp, vpp, m);
+  for (int trial = 0; trial < 80; ++trial) {
+    const int kind = trial % 4;  // 0 interleaved, 1 1F1B, 2 DualPipe, 3 DualPipeV
+    int32_t pp = 2 + static_cast<int32_t>(random() % 4);
+    if (kind == 2) pp += pp % 2;  // DualPipe needs an even pipeline
+    const int32_t vpp = kind == 0 || kind == 3 ? 2 : 1;
+    int32_t m = vpp == 2 ? pp * (1 + static_cast<int32_t>(random() % 3))
+                         : 1 + static_cast<int32_t>(random() % 6);
+    if (kind >= 2) m = 2 * pp * (1 + static_cast<int32_t>(random() % 2));
+    const GenerateFn generators[] = {GenerateInterleavedOneFOneB, GenerateOneFOneB,
+                                     GenerateDualPipe, GenerateDualPipeV};
+    const Schedule schedule = Generate(generators[kind], pp, vpp, m);
     const int32_t stages = pp * vpp;
     LowerOptions options = Cluster();
     for (int flow = 0; flow < 4; ++flow) {
@@ -183,7 +188,8 @@ TEST(StateLoweringTest, ClosedFormStateBytesMatchSimulation) {
       options.states.push_back(state);
     }
     const SimRun run = Simulated(schedule, Costs(stages, 4096), options);
-    const StateBytesClosedForm form = ClosedFormStateBytes(options.states, StageRanks(schedule), m);
+    const StateBytesClosedForm form =
+        ClosedFormStateBytes(options.states, StageRanks(schedule), m, kind == 2 ? 2 : 1);
     EXPECT_EQ(form.forward, run.metrics.state_bytes_forward) << "trial " << trial;
     EXPECT_EQ(form.backward, run.metrics.state_bytes_backward) << "trial " << trial;
   }

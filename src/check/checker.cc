@@ -74,6 +74,25 @@ void CheckShape(const Schedule& schedule, std::vector<Violation>& out) {
 // A stage's weights live on one rank: its home is the rank holding most of its actions (the
 // lowest on a tie); every other rank holding some is a violation.
 void CheckStagePlacement(const Schedule& schedule, std::vector<Violation>& out) {
+  if (schedule.placement == Placement::kDual) {
+    // Two copies of every stage: each action must sit where its microbatch's copy lives.
+    for (size_t rank = 0; rank < schedule.rank_actions.size(); ++rank) {
+      for (const Action& action : schedule.rank_actions[rank]) {
+        const int32_t home = PlacedRank(schedule, action);
+        if (home == static_cast<int32_t>(rank)) continue;
+        out.push_back(
+            {ViolationKind::kStageOnTwoRanks, static_cast<int32_t>(rank), FormatAction(action),
+             FormatAction(action) + " is on rank " + std::to_string(rank) +
+                 ", but the dual placement puts stage " + std::to_string(action.stage.value()) +
+                 " of microbatch " + std::to_string(action.microbatch.value()) +
+                 "'s copy on rank " + std::to_string(home),
+             "move it to rank " + std::to_string(home) +
+                 " (microbatches below m/2 run stage s on rank s, the others on "
+                 "rank p-1-s)"});
+      }
+    }
+    return;
+  }
   std::vector<std::map<int32_t, int32_t>> counts(static_cast<size_t>(schedule.num_stages));
   for (size_t rank = 0; rank < schedule.rank_actions.size(); ++rank) {
     for (const Action& action : schedule.rank_actions[rank]) {
@@ -113,9 +132,9 @@ void CheckDuplicates(const ActionIndex& index, int32_t stage, int32_t microbatch
   }
 }
 
-void CheckCompleteness(const ActionIndex& index, const std::vector<int32_t>& stage_ranks,
-                       int32_t stage, int32_t microbatch, std::vector<Violation>& out) {
-  const int32_t rank = stage_ranks[stage];
+// `rank`: where the stage's actions for this microbatch belong (-1 when unknown).
+void CheckCompleteness(const ActionIndex& index, int32_t rank, int32_t stage, int32_t microbatch,
+                       std::vector<Violation>& out) {
   const std::string where = rank >= 0 ? "rank " + std::to_string(rank) + "'s row" : "a rank's row";
   const bool forward = !index.At(stage, ActionKind::kForward, microbatch).empty();
   const bool full = !index.At(stage, ActionKind::kBackward, microbatch).empty();
@@ -165,6 +184,49 @@ void CheckOrder(const ActionIndex& index, int32_t stage, int32_t microbatch,
          "a backward needs its forward's activations");
   before(ActionKind::kInputGrad, ActionKind::kWeightGrad, ViolationKind::kWeightBeforeInput,
          "the weight gradient needs the output gradient that I receives");
+}
+
+// F&B pairs (DualPipe's overlapped ops): the second action of a pair is marked overlapped; the
+// pair must be one forward and one backward (B or I) that do not feed each other.
+void CheckOverlaps(const Schedule& schedule, std::vector<Violation>& out) {
+  const std::string hint =
+      "an F&B op pairs one forward with another microbatch's backward, e.g. "
+      "'(0F3;0B1)OVERLAP_F_B'";
+  for (size_t rank = 0; rank < schedule.rank_actions.size(); ++rank) {
+    const auto& program = schedule.rank_actions[rank];
+    for (size_t position = 0; position < program.size(); ++position) {
+      const Action& tail = program[position];
+      if (!tail.overlapped) continue;
+      const int32_t where = static_cast<int32_t>(rank);
+      const std::string name = FormatAction(tail);
+      if (position == 0 || program[position - 1].overlapped) {
+        out.push_back(
+            {ViolationKind::kBadOverlap, where, name,
+             name + " is marked overlapped but has no action of its own to pair with " +
+                 (position == 0 ? "(it is the rank's first)" : "(a pair already ends there)"),
+             hint});
+        continue;
+      }
+      const Action& head = program[position - 1];
+      const bool head_forward = head.kind == ActionKind::kForward;
+      const bool tail_forward = tail.kind == ActionKind::kForward;
+      const Action& forward = head_forward ? head : tail;
+      const Action& backward = head_forward ? tail : head;
+      if (head_forward == tail_forward || !ReleasesActivation(backward.kind)) {
+        out.push_back({ViolationKind::kBadOverlap, where, name,
+                       "the F&B op " + FormatAction(head) + " + " + name +
+                           " does not pair one forward with one backward (B or I)",
+                       hint});
+      } else if (SameAction({forward.stage, ActionKind::kForward, forward.microbatch},
+                            {backward.stage, ActionKind::kForward, backward.microbatch})) {
+        out.push_back({ViolationKind::kBadOverlap, where, name,
+                       "the F&B op " + FormatAction(head) + " + " + name +
+                           " overlaps a backward with its own forward, which it needs first",
+                       "run " + FormatAction(forward) + " earlier and pair " +
+                           FormatAction(backward) + " with a later forward"});
+      }
+    }
+  }
 }
 
 void CheckDeadlocks(const Schedule& schedule, const std::vector<StageCost>& costs,
@@ -224,6 +286,8 @@ const char* ViolationKindName(ViolationKind kind) {
       return "producer-backward-first";
     case ViolationKind::kStaleRead:
       return "stale-read";
+    case ViolationKind::kBadOverlap:
+      return "bad-overlap";
     case ViolationKind::kDeadlock:
       return "deadlock";
   }
@@ -237,12 +301,17 @@ std::vector<Violation> CheckSchedule(const Schedule& schedule,
   if (!CheckIds(schedule, violations)) return violations;
   CheckShape(schedule, violations);
   CheckStagePlacement(schedule, violations);
+  CheckOverlaps(schedule, violations);
   const ActionIndex index(schedule);
   const std::vector<int32_t> stage_ranks = StageRanks(schedule);
   for (int32_t stage = 0; stage < schedule.num_stages; ++stage) {
     for (int32_t microbatch = 0; microbatch < schedule.num_microbatches; ++microbatch) {
       CheckDuplicates(index, stage, microbatch, violations);
-      CheckCompleteness(index, stage_ranks, stage, microbatch, violations);
+      const int32_t rank = schedule.placement == Placement::kDual
+                               ? PlacedRank(schedule, Action{StageId(stage), ActionKind::kForward,
+                                                             MicrobatchId(microbatch)})
+                               : stage_ranks[stage];
+      CheckCompleteness(index, rank, stage, microbatch, violations);
       CheckOrder(index, stage, microbatch, violations);
     }
   }

@@ -26,6 +26,7 @@ enum class ViolationKind : uint8_t {
   kStateBeforeProducer,    // a consumer stage's F runs before the F that makes its state
   kProducerBackwardFirst,  // a producer's backward runs before a consumer's (dState missing)
   kStaleRead,              // a bounded state buffer slot is overwritten before its last read
+  kBadOverlap,             // an F&B pair that is not one forward and one independent backward
   kDeadlock,               // no action can run and work remains
 };
 const char* ViolationKindName(ViolationKind kind);

@@ -42,6 +42,12 @@ void AddRunFlags(CLI::App& command, RunFlags& flags) {
                       kTimeHelp)
       ->type_name("T");
   command
+      .add_option("--cost-fb", flags.cost_fb,
+                  std::string("cost of one overlapped F&B op (a forward and another "
+                              "microbatch's full backward, DualPipe); default F + B, no gain ") +
+                      kTimeHelp)
+      ->type_name("T");
+  command
       .add_option("--cost-p2p", flags.cost_p2p,
                   std::string("fixed time added to every transfer between two ranks ") + kTimeHelp)
       ->type_name("T");

@@ -211,7 +211,9 @@ int RunList(const std::string& what, std::ostream& out, std::ostream& err) {
   }
   if (what == "placements") {
     out << "loop                stage s on rank s mod p\n"
-        << "v                   stage s < p on rank s, else on rank 2p-1-s (two chunks per rank)\n";
+        << "v                   stage s < p on rank s, else on rank 2p-1-s (two chunks per rank)\n"
+        << "dual                two mirrored model copies (DualPipe): microbatches < m/2 run stage "
+           "s on rank s, the others on rank p-1-s\n";
     return kExitOk;
   }
   if (what == "p2p") {

@@ -19,6 +19,8 @@ ClosedFormInputs InputsOf(const PreparedRun& run) {
   inputs.chunk_forward = run.stage_costs.front().forward;
   inputs.chunk_backward = run.stage_costs.front().backward();
   inputs.chunk_weight_grad = run.stage_costs.front().weight_grad;
+  inputs.chunk_fb = run.stage_costs.front().forward + run.stage_costs.front().backward() -
+                    run.stage_costs.front().overlap_saving;
   return inputs;
 }
 
@@ -45,6 +47,7 @@ std::string DeriveText(const PreparedRun& run, const ClosedForm& form, const Met
   text += "    = " + FormatFixed(form.bubble_overhead, 6) + "    simulated " +
           FormatFixed(metrics.bubble_overhead, 6) + "\n\n";
   text += "gap: " + FormatMs(gap.gap) + " ms: " + gap.explanation + "\n";
+  if (!form.table.empty()) text += "\n" + form.table;
   return text;
 }
 

@@ -91,6 +91,7 @@ Status ApplyFlags(const RunFlags& flags, Config& config) {
       ApplyDuration(flags.cost_input_grad, "--cost-input-grad", true, config.model.input_grad));
   STAGECRAFT_RETURN_IF_ERROR(
       ApplyDuration(flags.cost_weight_grad, "--cost-weight-grad", false, config.model.weight_grad));
+  STAGECRAFT_RETURN_IF_ERROR(ApplyDuration(flags.cost_fb, "--cost-fb", true, config.model.fb));
   STAGECRAFT_RETURN_IF_ERROR(
       ApplyDuration(flags.cost_p2p, "--cost-p2p", false, config.schedule.cost_p2p));
   if (flags.p2p) {
@@ -275,7 +276,8 @@ Result<PreparedRun> PrepareRun(const RunFlags& flags) {
   if (c.model.is_layer_list()) {
     for (const auto& [flag, name] : {std::pair{&flags.cost_forward, "--cost-forward"},
                                      std::pair{&flags.cost_input_grad, "--cost-input-grad"},
-                                     std::pair{&flags.cost_weight_grad, "--cost-weight-grad"}}) {
+                                     std::pair{&flags.cost_weight_grad, "--cost-weight-grad"},
+                                     std::pair{&flags.cost_fb, "--cost-fb"}}) {
       if (*flag) {
         return Error{std::string(name) +
                      ": sets the cost of a uniform model; a layer-list "

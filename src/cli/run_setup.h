@@ -27,6 +27,7 @@ struct RunFlags {
   std::optional<std::string> cost_forward;      // --cost-forward T
   std::optional<std::string> cost_input_grad;   // --cost-input-grad T
   std::optional<std::string> cost_weight_grad;  // --cost-weight-grad T
+  std::optional<std::string> cost_fb;           // --cost-fb T
   std::optional<std::string> cost_p2p;          // --cost-p2p T
   std::optional<std::string> state_policy;      // --state-policy payload|direct|shadow|auto
   std::optional<std::string> partition;         // --partition state-aware|cost|counts|layout

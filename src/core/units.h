@@ -24,6 +24,8 @@ std::string FormatMs(Time time);
 std::string FormatFixed(double value, int decimals);
 // Right-aligns `text` in `width` columns (unchanged when already wider): table cells.
 std::string PadLeft(const std::string& text, size_t width);
+// `text` followed by spaces up to `width` (at least one space when it is already as wide).
+std::string PadRight(const std::string& text, size_t width);
 // Human-readable bytes with binary prefixes and 2 decimals ("1.50 GiB").
 std::string FormatBytes(int64_t bytes);
 

@@ -487,7 +487,7 @@ Status FinishUniformModel(const Reader& reader, const Written& written, ModelSpe
 
 // The layer-list model: model.layers is a list; the uniform model's costs are errors.
 Status FinishLayerListModel(const Reader& reader, const Written& written, ModelSpec* model) {
-  for (const char* key : {"forward", "input_grad", "weight_grad", "activation_bytes",
+  for (const char* key : {"forward", "input_grad", "weight_grad", "fb", "activation_bytes",
                           "weight_grad_bytes", "p2p_bytes"}) {
     if (const Field* field = Find(written, key)) {
       const std::string hint = std::string(key) == "p2p_bytes"
@@ -527,6 +527,7 @@ Status ReadModel(const Reader& reader, const Field& field, ModelSpec* model) {
        {"forward", DurationInto(reader, Sign::kPositive, &model->forward)},
        {"input_grad", DurationInto(reader, Sign::kPositive, &model->input_grad)},
        {"weight_grad", DurationInto(reader, Sign::kNonNegative, &model->weight_grad)},
+       {"fb", DurationInto(reader, Sign::kPositive, &model->fb)},
        {"activation_bytes", BytesInto(reader, &model->activation_bytes)},
        {"weight_grad_bytes", BytesInto(reader, &model->weight_grad_bytes)},
        {"p2p_bytes", BytesInto(reader, &model->p2p_bytes)}},
@@ -632,8 +633,10 @@ Status ReadParallel(const Reader& reader, const Field& field, ParallelSpec* para
        {"vpp", CountInto(reader, &parallel->vpp)},
        {"microbatches", CountInto(reader, &parallel->microbatches)},
        {"placement",
-        EnumInto<Placement>(reader, "placement", {{"loop", Placement::kLoop}, {"v", Placement::kV}},
-                            &parallel->placement)},
+        EnumInto<Placement>(
+            reader, "placement",
+            {{"loop", Placement::kLoop}, {"v", Placement::kV}, {"dual", Placement::kDual}},
+            &parallel->placement)},
        {"partition", EnumInto<PartitionMethod>(reader, "partition method", PartitionMethodChoices(),
                                                &parallel->partition)},
        {"layer_counts",

@@ -613,8 +613,8 @@ TEST(ParallelPartitionTest, Errors) {
             "run.yaml:2:14: parallel.partition: unknown partition method 'state_aware'; did you "
             "mean 'state-aware'? (expected 'state-aware', 'cost', 'counts' or 'layout')");
   EXPECT_EQ(ErrorOf("parallel:\n  placement: zigzag\n"),
-            "run.yaml:2:14: parallel.placement: unknown placement 'zigzag' (expected 'loop' or "
-            "'v')");
+            "run.yaml:2:14: parallel.placement: unknown placement 'zigzag' (expected 'loop', 'v' "
+            "or 'dual')");
   EXPECT_EQ(
       ErrorOf("parallel:\n  partition: counts\n"),
       "run.yaml:2:14: parallel.partition: 'counts' needs parallel.layer_counts, one count per "

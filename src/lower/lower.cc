@@ -53,6 +53,7 @@ class Lowering {
     for (uint32_t task = 0; task < num_compute; ++task) {
       STAGECRAFT_RETURN_IF_ERROR(AddInputs(task));
     }
+    STAGECRAFT_RETURN_IF_ERROR(fused_self_dependency_);
     STAGECRAFT_RETURN_IF_ERROR(AddDirectStateTransfers());
     AddShadowTransfers();
     if (options_.mode == P2pMode::kRendezvous) AddRendezvousEdges();
@@ -80,6 +81,7 @@ class Lowering {
       return Error{RankOf(rank) + ": action " + FormatAction(action) + " appears twice"};
     }
     slot = static_cast<uint32_t>(graph_.tasks.size());
+    op_head_.push_back(slot);
     Task task;
     task.kind = TaskKind::kCompute;
     task.rank = static_cast<int32_t>(rank);
@@ -101,8 +103,41 @@ class Lowering {
         task.duration = cost.weight_grad;
         break;
     }
+    if (action.overlapped) STAGECRAFT_RETURN_IF_ERROR(FuseWithPrevious(rank, task, slot));
     graph_.programs[rank].push_back(slot);
     graph_.tasks.push_back(task);
+    return Status::Ok();
+  }
+
+  // An overlapped F&B op: the previous action of the rank (the head) becomes the fused op and
+  // takes the pair's cost, F + B less the forward stage's overlap saving; `task` (the tail)
+  // takes no time and ends with it. Every input of the tail is an input of the head.
+  Status FuseWithPrevious(size_t rank, Task& task, uint32_t slot) {
+    const std::string where = RankOf(rank) + ": overlapped action " + FormatAction(task.action);
+    if (graph_.programs[rank].empty()) {
+      return Error{where + " is the rank's first action; an F&B pair needs an action before it"};
+    }
+    const uint32_t head = graph_.programs[rank].back();
+    Task& first = graph_.tasks[head];
+    if (first.action.overlapped) {
+      return Error{where + " follows another overlapped action; an F&B op fuses exactly two"};
+    }
+    const bool first_forward = first.action.kind == ActionKind::kForward;
+    const bool second_forward = task.action.kind == ActionKind::kForward;
+    const auto is_backward = [](ActionKind kind) { return ReleasesActivation(kind); };
+    if (!((first_forward && is_backward(task.action.kind)) ||
+          (second_forward && is_backward(first.action.kind)))) {
+      return Error{where + " pairs " + FormatAction(first.action) + " with " +
+                   FormatAction(task.action) +
+                   "; an F&B op overlaps one forward (F) with one backward (B or I)"};
+    }
+    const int32_t forward_stage = (first_forward ? first.action : task.action).stage.value();
+    const Time saving = costs_[forward_stage].overlap_saving;
+    Time fused = first.duration + task.duration - saving;
+    if (fused < Time()) fused = Time();
+    first.duration = fused;
+    task.duration = Time();
+    op_head_[slot] = head;
     return Status::Ok();
   }
 
@@ -250,12 +285,20 @@ class Lowering {
 
   // A data dependency; a transfer task in between when the two run on different ranks. The
   // transfer between stages s and s + 1 carries the hidden state (or its gradient) of cut s
-  // plus the payload-policy shared state crossing that cut.
+  // plus the payload-policy shared state crossing that cut. Inputs of the tail of an F&B op
+  // are inputs of the op (its head).
   void Connect(uint32_t producer, uint32_t consumer, PayloadKind payload) {
     const Task& from = graph_.tasks[producer];
     const Task& to = graph_.tasks[consumer];
+    if (op_head_[consumer] == producer && producer != consumer) {
+      fused_self_dependency_ = Error{RankOf(to.rank) + ": the F&B op " + FormatAction(from.action) +
+                                     " + " + FormatAction(to.action) +
+                                     " overlaps two actions where one needs the other's output; "
+                                     "pair actions of different microbatches or stages"};
+      return;
+    }
     if (from.rank == to.rank) {
-      edges_.emplace_back(producer, consumer);
+      edges_.emplace_back(producer, op_head_[consumer]);
       return;
     }
     const int32_t cut = std::min(from.action.stage.value(), to.action.stage.value());
@@ -289,34 +332,44 @@ class Lowering {
     transfer.action = shown;
     transfer.consumer = to.action;
     transfer.producer_task = producer;
-    transfer.consumer_task = consumer;
+    transfer.consumer_task = op_head_[consumer];
     const uint32_t id = static_cast<uint32_t>(graph_.tasks.size());
     graph_.tasks.push_back(transfer);
     if (producer != kNoTask) edges_.emplace_back(producer, id);
-    edges_.emplace_back(id, consumer);
+    edges_.emplace_back(id, op_head_[consumer]);
   }
 
   // Shadow flows: once per iteration, the owner's parameters go to every replica on another
   // rank before the replica's first forward, and (when the replica computes gradients) the
-  // replica's gradient goes back after its last action, before the owner's last action.
+  // replica's gradient goes back after its last action, before the owner's last action. The
+  // dual placement holds two copies of the model, mirrored: each copy syncs its own replicas.
   void AddShadowTransfers() {
-    for (size_t index = 0; index < options_.states.size(); ++index) {
-      const StateFlow& flow = options_.states[index];
-      if (flow.policy != StatePolicy::kShadow || flow.shadow_param_bytes <= 0) continue;
-      const int32_t owner = graph_.stage_ranks[flow.producer_stage];
-      for (int32_t stage : ReceivingStages(flow, graph_.stage_ranks)) {
-        const int32_t replica = graph_.stage_ranks[stage];
-        const uint32_t first = EdgeActionOf(replica, stage, /*first=*/true);
-        const uint32_t last = EdgeActionOf(replica, stage, /*first=*/false);
-        if (first == kNoTask || graph_.programs[owner].empty()) continue;
-        AddTransferFrom(owner, Action{StageId(flow.producer_stage), ActionKind::kForward, {}},
-                        kNoTask, first, PayloadKind::kShadowSync, flow.shadow_param_bytes,
-                        flow.shadow_param_bytes, static_cast<int32_t>(index));
-        if (flow.shadow_backward.ns() > 0) {
-          AddTransfer(last, graph_.programs[owner].back(), PayloadKind::kShadowGradient,
-                      flow.shadow_param_bytes, flow.shadow_param_bytes,
-                      static_cast<int32_t>(index));
-        }
+    const int copies = schedule_.placement == Placement::kDual ? 2 : 1;
+    for (int copy = 0; copy < copies; ++copy) {
+      for (size_t index = 0; index < options_.states.size(); ++index) {
+        AddShadowTransfersOfFlow(index, copy == 1);
+      }
+    }
+  }
+
+  void AddShadowTransfersOfFlow(size_t index, bool mirrored) {
+    const auto placed = [&](int32_t rank) {
+      return mirrored ? schedule_.num_ranks - 1 - rank : rank;
+    };
+    const StateFlow& flow = options_.states[index];
+    if (flow.policy != StatePolicy::kShadow || flow.shadow_param_bytes <= 0) return;
+    const int32_t owner = placed(graph_.stage_ranks[flow.producer_stage]);
+    for (int32_t stage : ReceivingStages(flow, graph_.stage_ranks)) {
+      const int32_t replica = placed(graph_.stage_ranks[stage]);
+      const uint32_t first = EdgeActionOf(replica, stage, /*first=*/true);
+      const uint32_t last = EdgeActionOf(replica, stage, /*first=*/false);
+      if (first == kNoTask || graph_.programs[owner].empty()) continue;
+      AddTransferFrom(owner, Action{StageId(flow.producer_stage), ActionKind::kForward, {}},
+                      kNoTask, first, PayloadKind::kShadowSync, flow.shadow_param_bytes,
+                      flow.shadow_param_bytes, static_cast<int32_t>(index));
+      if (flow.shadow_backward.ns() > 0) {
+        AddTransfer(last, graph_.programs[owner].back(), PayloadKind::kShadowGradient,
+                    flow.shadow_param_bytes, flow.shadow_param_bytes, static_cast<int32_t>(index));
       }
     }
   }
@@ -406,6 +459,9 @@ class Lowering {
   const LowerOptions& options_;
   TaskGraph graph_;
   std::vector<uint32_t> index_;
+  std::vector<uint32_t> op_head_;  // [compute task] → the task that runs its op (itself, or the
+                                   // head of its F&B pair)
+  Status fused_self_dependency_ = Status::Ok();
   std::vector<int32_t> link_index_;
   std::vector<std::pair<uint32_t, uint32_t>> edges_;
   std::vector<int64_t> cut_forward_;   // [cut] payload-policy state bytes on the activation send

@@ -362,5 +362,49 @@ TEST(LowerTest, Errors) {
   EXPECT_NE(mismatch.error().message.find("3 stage costs for 2 stages"), std::string::npos);
 }
 
+// An F&B op (DualPipe): the pair runs as one task on the head, costing F + B less the forward
+// stage's overlap saving; the tail takes no time; the tail's inputs (here the gradient from
+// rank 1) feed the head, so the op starts only when both halves can.
+TEST(LowerOverlapTest, FusedPairCostsAndInputs) {
+  auto schedule = ParseScheduleCsv("0F0,(0F1;0B0)OVERLAP_F_B,0B1\n1F0,1B0,1F1,1B1\n", "fb.csv");
+  ASSERT_TRUE(schedule.ok()) << schedule.error().message;
+  ModelSpec model;  // F = I = W = 1 ms
+  model.fb = Time::Nanoseconds(2'400'000);
+  const std::vector<StageCost> costs = UniformStageCosts(model, 2, 1);
+  EXPECT_EQ(costs[0].overlap_saving, Time::Nanoseconds(600'000));
+  const TaskGraph graph = LowerOrDie(schedule.value(), costs, LowerOptions());
+  const uint32_t head = ComputeTask(graph, "0F1");
+  const uint32_t tail = ComputeTask(graph, "0B0");
+  EXPECT_EQ(graph.tasks[head].duration, Time::Nanoseconds(2'400'000));  // 1 + 2 − 0.6 ms
+  EXPECT_EQ(graph.tasks[tail].duration, Time());
+  const uint32_t gradient =
+      FindTransfer(graph, ParseAction("1B0").value(), ParseAction("0B0").value());
+  ASSERT_NE(gradient, UINT32_MAX);
+  EXPECT_EQ(graph.tasks[gradient].consumer_task, head);
+  const auto succs = std::vector<uint32_t>(graph.succs.begin() + graph.succ_begin[gradient],
+                                           graph.succs.begin() + graph.succ_begin[gradient + 1]);
+  EXPECT_EQ(succs, std::vector<uint32_t>{head});
+}
+
+TEST(LowerOverlapTest, BadPairsAreErrors) {
+  auto error = [](const std::string& csv) {
+    auto schedule = ParseScheduleCsv(csv, "fb.csv");
+    EXPECT_TRUE(schedule.ok()) << schedule.error().message;
+    if (!schedule.ok()) return std::string();
+    const auto costs = UniformStageCosts(ModelSpec(), schedule.value().num_stages, 1);
+    const Result<TaskGraph> graph = Lower(schedule.value(), costs, LowerOptions());
+    EXPECT_FALSE(graph.ok()) << csv;
+    return graph.ok() ? std::string() : graph.error().message;
+  };
+  // Two forwards are not an F&B op.
+  EXPECT_NE(error("(0F0;0F1)OVERLAP_F_B,0B0,0B1\n")
+                .find("overlaps one forward (F) with one "
+                      "backward"),
+            std::string::npos);
+  // A backward fused with its own forward would wait for itself.
+  EXPECT_NE(error("(0F0;0B0)OVERLAP_F_B\n").find("one needs the other's output"),
+            std::string::npos);
+}
+
 }  // namespace
 }  // namespace stagecraft

@@ -7,7 +7,7 @@ const char* P2pModeName(P2pMode mode) { return mode == P2pMode::kAsync ? "async"
 uint32_t FindComputeTask(const TaskGraph& graph, const Action& action) {
   for (uint32_t task = 0; task < graph.num_tasks(); ++task) {
     const Task& info = graph.tasks[task];
-    if (info.kind == TaskKind::kCompute && info.action == action) return task;
+    if (info.kind == TaskKind::kCompute && SameAction(info.action, action)) return task;
   }
   return UINT32_MAX;
 }
@@ -15,7 +15,8 @@ uint32_t FindComputeTask(const TaskGraph& graph, const Action& action) {
 uint32_t FindTransfer(const TaskGraph& graph, const Action& producer, const Action& consumer) {
   for (uint32_t task = 0; task < graph.num_tasks(); ++task) {
     const Task& info = graph.tasks[task];
-    if (info.kind == TaskKind::kTransfer && info.action == producer && info.consumer == consumer) {
+    if (info.kind == TaskKind::kTransfer && SameAction(info.action, producer) &&
+        SameAction(info.consumer, consumer)) {
       return task;
     }
   }

@@ -1,5 +1,6 @@
 #include "model/model_spec.h"
 
+#include <algorithm>
 #include <cassert>
 
 namespace stagecraft {
@@ -19,6 +20,11 @@ std::vector<StageCost> UniformStageCosts(const ModelSpec& model, int32_t num_sta
   cost.activation_bytes = DivideRounded(model.activation_bytes, chunks_per_rank);
   cost.weight_grad_bytes = DivideRounded(model.weight_grad_bytes, chunks_per_rank);
   cost.p2p_bytes = model.p2p_bytes;
+  if (model.fb.ns() > 0) {
+    const Time full = model.forward + model.input_grad + model.weight_grad;
+    cost.overlap_saving = Time::Nanoseconds(
+        DivideRounded(std::max<int64_t>(0, (full - model.fb).ns()), chunks_per_rank));
+  }
   return std::vector<StageCost>(static_cast<size_t>(num_stages), cost);
 }
 

@@ -23,6 +23,9 @@ struct ModelSpec {
   int64_t activation_bytes = 0;   // M_B: bytes one microbatch holds on one rank from F until I/B
   int64_t weight_grad_bytes = 0;  // M_W: bytes kept from I until W (split backward); default 0
   int64_t p2p_bytes = 0;          // bytes of one activation or gradient crossing a stage cut
+  // F&B: one overlapped op of one microbatch's forward and another's full backward on one rank
+  // (DualPipe), same unit; zero = F + B, no overlap gain. Each of v chunks costs fb/v.
+  Time fb;
 
   // The layer-list model (empty for the uniform model).
   std::vector<LayerSpec> layers;  // in order; sources resolved by ResolveSources
@@ -48,6 +51,7 @@ struct StageCost {
   int64_t activation_bytes = 0;   // M_B of this chunk
   int64_t weight_grad_bytes = 0;  // M_W of this chunk
   int64_t p2p_bytes = 0;          // bytes this stage sends to its neighbour per microbatch
+  Time overlap_saving = Time();   // an F&B op whose forward is this stage costs F + B − this
 
   Time backward() const { return input_grad + weight_grad; }  // B = I + W
   bool operator==(const StageCost&) const = default;

@@ -116,9 +116,20 @@ std::string FormatChromeTrace(const TaskGraph& graph, const Trace& trace,
     const TaskTiming& timing = trace.timings[row.task];
     const bool compute = info.kind == TaskKind::kCompute;
     json.BeginObject().Key("ph").String("X");
-    json.Key("name").String(compute ? OpName(info.action)
-                                    : TransferName(info) + " " + FormatAction(info.action) +
-                                          " -> " + FormatAction(info.consumer));
+    std::string name = compute ? OpName(info.action)
+                               : TransferName(info) + " " + FormatAction(info.action) + " -> " +
+                                     FormatAction(info.consumer);
+    if (compute) {
+      // An F&B op: the head carries the pair's time, the tail ends with it in no time.
+      const auto& program = graph.programs[info.rank];
+      const size_t next = static_cast<size_t>(info.position) + 1;
+      if (next < program.size() && graph.tasks[program[next]].action.overlapped) {
+        name = "F&B " + name + " + " + OpName(graph.tasks[program[next]].action);
+      } else if (info.action.overlapped) {
+        name += " (in the F&B op before it)";
+      }
+    }
+    json.Key("name").String(name);
     json.Key("cat").String(compute ? KindWord(info.action.kind) : "p2p");
     json.Key("pid").Int(row.pid).Key("tid").Int(row.tid);
     json.Key("ts").Raw(Micros(timing.start)).Key("dur").Raw(Micros(timing.end - timing.start));

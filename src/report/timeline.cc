@@ -38,11 +38,14 @@ std::string FormatTimeline(const TaskGraph& graph, const Trace& trace, const Met
   const int32_t num_ranks = std::max<int32_t>(1, static_cast<int32_t>(graph.programs.size()));
   std::string text = "timeline: one column = " + FormatMs(Time::Nanoseconds(column_ns)) +
                      " ms; F forward, B backward, I input-grad, W weight-grad, then the "
-                     "microbatch; small letters for odd chunks; '.' idle\n";
+                     "microbatch; small letters for odd chunks; X&Y an overlapped F&B op; '.' idle\n";
   for (size_t rank = 0; rank < graph.programs.size(); ++rank) {
     std::string row(columns, '.');
-    for (uint32_t task : graph.programs[rank]) {
+    const auto& program = graph.programs[rank];
+    for (size_t position = 0; position < program.size(); ++position) {
+      const uint32_t task = program[position];
       const Task& info = graph.tasks[task];
+      if (info.action.overlapped) continue;  // drawn with the head of its F&B op
       const size_t begin =
           static_cast<size_t>((trace.timings[task].start - origin).ns() / column_ns);
       size_t end = static_cast<size_t>(((trace.timings[task].end - origin).ns() + column_ns / 2) /
@@ -52,8 +55,15 @@ std::string FormatTimeline(const TaskGraph& graph, const Trace& trace, const Met
       const bool odd_chunk = (info.action.stage.value() / num_ranks) % 2 == 1;
       const char letter = ActionKindLetter(info.action.kind);
       const char shown = odd_chunk ? static_cast<char>(std::tolower(letter)) : letter;
-      const std::string label =
-          std::string(1, shown) + std::to_string(info.action.microbatch.value());
+      std::string label = std::string(1, shown) + std::to_string(info.action.microbatch.value());
+      if (position + 1 < program.size() && graph.tasks[program[position + 1]].action.overlapped) {
+        const Action& tail = graph.tasks[program[position + 1]].action;
+        const bool tail_odd = (tail.stage.value() / num_ranks) % 2 == 1;
+        const char tail_letter = ActionKindLetter(tail.kind);
+        label += '&';
+        label += tail_odd ? static_cast<char>(std::tolower(tail_letter)) : tail_letter;
+        label += std::to_string(tail.microbatch.value());
+      }
       const char fill = odd_chunk ? '-' : '=';
       for (size_t column = begin; column < end; ++column) {
         const size_t offset = column - begin;

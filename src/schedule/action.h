@@ -24,8 +24,17 @@ struct Action {
   StageId stage;
   ActionKind kind = ActionKind::kForward;
   MicrobatchId microbatch;
+  // True when this action runs fused with the previous action of its rank as one overlapped
+  // F&B op (DualPipe): the pair starts when both have their inputs and ends together, and
+  // costs the F&B cost (DESIGN.md §1). Not part of the action's identity (SameAction).
+  bool overlapped = false;
   bool operator==(const Action&) const = default;
 };
+
+// Same stage, kind and microbatch (ignores `overlapped`).
+inline bool SameAction(const Action& a, const Action& b) {
+  return a.stage == b.stage && a.kind == b.kind && a.microbatch == b.microbatch;
+}
 
 // "2F0".
 std::string FormatAction(const Action& action);

@@ -31,6 +31,12 @@ const std::vector<ScheduleGenerator>& ScheduleGenerators() {
       {"v-min",
        "V-Min (controllable memory): V placement, minimal-lifespan block; (p+4)//3 microbatches",
        GenerateVMin},
+      {"dualpipe",
+       "DualPipe: bidirectional, two parameter copies (dual placement), F&B overlapped ops, "
+       "even p, even m >= 2p",
+       GenerateDualPipe},
+      {"dualpipev", "DualPipeV: DualPipe cut in half, V placement, F&B overlapped ops, m >= 2p",
+       GenerateDualPipeV},
   };
   return kGenerators;
 }

@@ -63,6 +63,8 @@ Result<Schedule> GenerateZbH2(const GeneratorParams& params);
 Result<Schedule> GenerateZbV(const GeneratorParams& params);
 Result<Schedule> GenerateVHalf(const GeneratorParams& params);
 Result<Schedule> GenerateVMin(const GeneratorParams& params);
+Result<Schedule> GenerateDualPipe(const GeneratorParams& params);
+Result<Schedule> GenerateDualPipeV(const GeneratorParams& params);
 // Automatic zero-bubble schedules (zb_auto.cc) under p or 2p in-flight activations.
 // REQUIRES of the caller: stage_costs has one entry per stage (pp · vpp).
 Result<Schedule> GenerateZb1p(const GeneratorParams& params,

@@ -81,9 +81,9 @@ void ExpectCompleteLoopSchedule(const Schedule& schedule, const GeneratorParams&
 }
 
 TEST(GeneratorRegistryTest, NamesInListOrder) {
-  EXPECT_EQ(ScheduleNames(),
-            (std::vector<std::string>{"gpipe", "1f1b", "interleaved-1f1b", "looped-bfs", "zb-h1",
-                                      "zb-h2", "zb-v", "v-half", "v-min"}));
+  EXPECT_EQ(ScheduleNames(), (std::vector<std::string>{
+                                 "gpipe", "1f1b", "interleaved-1f1b", "looped-bfs", "zb-h1",
+                                 "zb-h2", "zb-v", "v-half", "v-min", "dualpipe", "dualpipev"}));
   for (const ScheduleGenerator& generator : ScheduleGenerators()) {
     EXPECT_NE(std::string(generator.description), "") << generator.name;
     const auto found = FindScheduleGenerator(generator.name);
@@ -124,7 +124,8 @@ TEST(GeneratorTest, EveryActionExactlyOnce) {
     // Split backward (F, I, W): checked in zero_bubble_test.cc and v_shape_test.cc.
     if (generator.generate == GenerateZbH1 || generator.generate == GenerateZbH2 ||
         generator.generate == GenerateZbV || generator.generate == GenerateVHalf ||
-        generator.generate == GenerateVMin) {
+        generator.generate == GenerateVMin || generator.generate == GenerateDualPipe ||
+        generator.generate == GenerateDualPipeV) {  // and dualpipe_test.cc
       continue;
     }
     for (int32_t pp : {1, 2, 3, 4, 5, 8}) {
@@ -314,7 +315,8 @@ TEST(PlacementTest, StageToRank) {
   EXPECT_EQ(ParsePlacement("loop").value(), Placement::kLoop);
   const auto bad = ParsePlacement("zigzag");
   ASSERT_FALSE(bad.ok());
-  EXPECT_TRUE(Contains(bad.error().message, "'loop' or 'v'"));
+  EXPECT_TRUE(Contains(bad.error().message, "'loop', 'v' or 'dual'"));
+  EXPECT_EQ(ParsePlacement("dual").value(), Placement::kDual);
 }
 
 TEST(ScheduleTest, StageRanks) {

@@ -5,20 +5,36 @@
 namespace stagecraft {
 
 const char* PlacementName(Placement placement) {
-  return placement == Placement::kLoop ? "loop" : "v";
+  switch (placement) {
+    case Placement::kLoop:
+      return "loop";
+    case Placement::kV:
+      return "v";
+    case Placement::kDual:
+      return "dual";
+  }
+  return "?";
 }
 
 Result<Placement> ParsePlacement(const std::string& name) {
   if (name == "loop") return Placement::kLoop;
   if (name == "v") return Placement::kV;
-  return Error{"unknown placement '" + name + "' (expected 'loop' or 'v')"};
+  if (name == "dual") return Placement::kDual;
+  return Error{"unknown placement '" + name + "' (expected 'loop', 'v' or 'dual')"};
 }
 
 DeviceId StageToRank(StageId stage, int32_t num_ranks, Placement placement) {
   assert(num_ranks > 0 && stage.value() >= 0);
   const int32_t s = stage.value();
   if (placement == Placement::kLoop) return DeviceId(s % num_ranks);
+  if (placement == Placement::kDual) return DeviceId(s);  // the first copy
   return DeviceId(s < num_ranks ? s : 2 * num_ranks - 1 - s);
+}
+
+int32_t PlacedRank(const Schedule& schedule, const Action& action) {
+  const int32_t rank = StageToRank(action.stage, schedule.num_ranks, schedule.placement).value();
+  return MirroredMicrobatch(schedule, action.microbatch.value()) ? schedule.num_ranks - 1 - rank
+                                                                 : rank;
 }
 
 size_t Schedule::num_actions() const {
@@ -29,6 +45,10 @@ size_t Schedule::num_actions() const {
 
 std::vector<int32_t> StageRanks(const Schedule& schedule) {
   std::vector<int32_t> ranks(static_cast<size_t>(schedule.num_stages), -1);
+  if (schedule.placement == Placement::kDual) {
+    for (int32_t stage = 0; stage < schedule.num_stages; ++stage) ranks[stage] = stage;
+    return ranks;
+  }
   for (size_t rank = 0; rank < schedule.rank_actions.size(); ++rank) {
     for (const Action& action : schedule.rank_actions[rank]) {
       const int32_t stage = action.stage.value();

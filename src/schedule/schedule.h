@@ -17,6 +17,8 @@ namespace stagecraft {
 enum class Placement : uint8_t {
   kLoop,  // stage s on rank s mod p
   kV,     // s < p on rank s, else 2p − 1 − s (two chunks per rank)
+  kDual,  // bidirectional (DualPipe): two copies of the p stages; microbatches 0..m/2 − 1 run
+          // stage s on rank s, the others (fed from the last rank) on rank p − 1 − s
 };
 
 const char* PlacementName(Placement placement);
@@ -52,6 +54,16 @@ inline size_t ActionSlot(const Schedule& schedule, const Action& action) {
 // Where each stage runs, as the schedule says (the rank whose list holds its actions), or -1
 // for a stage with no action. A stage found on several ranks maps to the first; the checker
 // reports the others.
+// For `dual`, the map of the first copy (stage s on rank s); the second copy mirrors it, which
+// keeps every same-rank and cross-rank relation between stages.
 std::vector<int32_t> StageRanks(const Schedule& schedule);
+
+// The rank the placement puts `action` on (for `dual` it depends on the microbatch's copy).
+// REQUIRES: the ids are in range; num_microbatches even for `dual`.
+int32_t PlacedRank(const Schedule& schedule, const Action& action);
+// For `dual`: true when `microbatch` is fed from the last rank (the mirrored copy).
+inline bool MirroredMicrobatch(const Schedule& schedule, int32_t microbatch) {
+  return schedule.placement == Placement::kDual && microbatch >= schedule.num_microbatches / 2;
+}
 
 }  // namespace stagecraft

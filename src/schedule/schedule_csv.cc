@@ -10,15 +10,52 @@ std::string Where(std::string_view source, size_t line, size_t column) {
 }
 
 bool AllStagesMatch(const Schedule& schedule, Placement placement) {
+  Schedule placed_view;
+  placed_view.num_ranks = schedule.num_ranks;
+  placed_view.num_microbatches = schedule.num_microbatches;
+  placed_view.placement = placement;
   for (size_t rank = 0; rank < schedule.rank_actions.size(); ++rank) {
     for (const Action& action : schedule.rank_actions[rank]) {
-      if (StageToRank(action.stage, schedule.num_ranks, placement).value() !=
-          static_cast<int32_t>(rank)) {
-        return false;
-      }
+      if (PlacedRank(placed_view, action) != static_cast<int32_t>(rank)) return false;
     }
   }
   return true;
+}
+
+constexpr std::string_view kOverlapSuffix = "OVERLAP_F_B";
+
+// One cell: an action, or torch's overlapped pair "(0F1;3B0)OVERLAP_F_B" (the second action
+// runs fused with the first). Appends to `actions`.
+Status ParseCell(std::string_view cell, std::vector<Action>& actions) {
+  while (!cell.empty() && (cell.front() == ' ' || cell.front() == '\t')) cell.remove_prefix(1);
+  while (!cell.empty() && (cell.back() == ' ' || cell.back() == '\t')) cell.remove_suffix(1);
+  if (cell.empty() || cell.front() != '(') {
+    auto action = ParseAction(cell);
+    if (!action.ok()) return action.error();
+    actions.push_back(action.value());
+    return Status::Ok();
+  }
+  const std::string expected =
+      " (expected an overlapped pair '(F;B)OVERLAP_F_B', e.g. '(0F1;3B0)OVERLAP_F_B')";
+  const size_t close = cell.find(')');
+  if (close == std::string_view::npos || cell.substr(close + 1) != kOverlapSuffix) {
+    return Error{"bad overlapped action '" + std::string(cell) + "'" + expected};
+  }
+  const std::string_view inner = cell.substr(1, close - 1);
+  const size_t split = inner.find(';');
+  if (split == std::string_view::npos || inner.find(';', split + 1) != std::string_view::npos) {
+    return Error{"bad overlapped action '" + std::string(cell) + "': it needs exactly two actions" +
+                 expected};
+  }
+  auto first = ParseAction(inner.substr(0, split));
+  if (!first.ok()) return first.error();
+  auto second = ParseAction(inner.substr(split + 1));
+  if (!second.ok()) return second.error();
+  actions.push_back(first.value());
+  Action fused = second.value();
+  fused.overlapped = true;
+  actions.push_back(fused);
+  return Status::Ok();
 }
 
 }  // namespace
@@ -44,11 +81,10 @@ Result<Schedule> ParseScheduleCsv(std::string_view text, std::string_view source
         if (cell.size() >= 2 && cell.front() == '"' && cell.back() == '"') {
           cell = cell.substr(1, cell.size() - 2);
         }
-        auto action = ParseAction(cell);
-        if (!action.ok()) {
-          return Error{Where(source, line_number, cell_begin + 1) + action.error().message};
+        auto parsed = ParseCell(cell, actions);
+        if (!parsed.ok()) {
+          return Error{Where(source, line_number, cell_begin + 1) + parsed.error().message};
         }
-        actions.push_back(action.value());
       }
       cell_begin = cell_end + 1;
     }
@@ -78,6 +114,10 @@ Result<Schedule> ParseScheduleCsv(std::string_view text, std::string_view source
   if (schedule.num_stages == 2 * schedule.num_ranks &&
       !AllStagesMatch(schedule, Placement::kLoop) && AllStagesMatch(schedule, Placement::kV)) {
     schedule.placement = Placement::kV;
+  } else if (schedule.num_stages == schedule.num_ranks && schedule.num_ranks > 1 &&
+             schedule.num_microbatches % 2 == 0 && !AllStagesMatch(schedule, Placement::kLoop) &&
+             AllStagesMatch(schedule, Placement::kDual)) {
+    schedule.placement = Placement::kDual;
   }
   return schedule;
 }
@@ -87,6 +127,12 @@ std::string WriteScheduleCsv(const Schedule& schedule) {
   for (const auto& actions : schedule.rank_actions) {
     for (size_t index = 0; index < actions.size(); ++index) {
       if (index > 0) text += ',';
+      if (index + 1 < actions.size() && actions[index + 1].overlapped) {
+        text += "(" + FormatAction(actions[index]) + ";" + FormatAction(actions[index + 1]) + ")" +
+                std::string(kOverlapSuffix);
+        ++index;
+        continue;
+      }
       text += FormatAction(actions[index]);
     }
     text += '\n';

@@ -1,5 +1,6 @@
 // The compute-only schedule CSV of torch.distributed.pipelining: one row per rank, one action
-// per cell (`{stage}{F|B|I|W}{mb}`), empty cells ignored. Text in, text out: the CLI reads and
+// per cell (`{stage}{F|B|I|W}{mb}`, or torch's overlapped pair `(0F1;3B0)OVERLAP_F_B`), empty
+// cells ignored. Text in, text out: the CLI reads and
 // writes the files.
 #pragma once
 
@@ -13,7 +14,8 @@ namespace stagecraft {
 
 // Parses CSV text. `source` names the file in errors ("sched.csv:2:5: ..."). The stage count
 // is the largest stage + 1, the microbatch count the largest microbatch + 1; the placement is
-// `loop` unless every stage sits where the V placement puts it and no loop fits.
+// `loop` unless every stage sits where the V (or the bidirectional `dual`) placement puts it and
+// no loop fits.
 Result<Schedule> ParseScheduleCsv(std::string_view text, std::string_view source);
 
 // One line per rank, cells joined by ',', no trailing empty cells.

@@ -185,16 +185,20 @@ Result<Sweep> RunSweep(const RunFlags& flags, const std::vector<std::optional<st
                        const std::vector<int32_t>& microbatch_counts, bool progress,
                        std::ostream& err) {
   Sweep sweep;
-  const std::vector<ScheduleGenerator>& generators = ScheduleGenerators();
-  const size_t total = pps.size() * generators.size() * microbatch_counts.size();
+  // Both tables: the generators, then the cost-aware ones (zb-1p, zb-2p).
+  std::vector<std::string> names = ScheduleNames();
+  for (const CostAwareScheduleGenerator& generator : CostAwareScheduleGenerators()) {
+    names.emplace_back(generator.name);
+  }
+  const size_t total = pps.size() * names.size() * microbatch_counts.size();
   size_t done = 0;
   for (const std::optional<std::string>& pp : pps) {
-    for (const ScheduleGenerator& generator : generators) {
+    for (const std::string& name : names) {
       for (int32_t microbatches : microbatch_counts) {
-        ShowProgress(progress, err, ++done, total, generator.name, pp, microbatches);
-        auto run = PreparePoint(flags, generator.name, pp, microbatches);
+        ShowProgress(progress, err, ++done, total, name, pp, microbatches);
+        auto run = PreparePoint(flags, name, pp, microbatches);
         if (!run.ok()) {
-          sweep.skips.push_back({generator.name, pp, microbatches, run.error().message});
+          sweep.skips.push_back({name, pp, microbatches, run.error().message});
           continue;
         }
         if (!run.value().config.schedule.csv.empty()) {

@@ -189,20 +189,23 @@ Status CheckLayout(const Config& config, const ConfigLocations& locations,
   return Status::Ok();
 }
 
-// A generator from either table. Cost-aware generators (zb-1p, zb-2p) time the pipeline while
-// they build it, so they get the uniform model's per-stage costs and cost_p2p.
-Result<Schedule> GenerateNamedSchedule(const Config& c) {
-  GeneratorParams params{c.parallel.pp, c.parallel.vpp, c.parallel.microbatches,
+GeneratorParams ParamsOf(const Config& c) {
+  return GeneratorParams{c.parallel.pp, c.parallel.vpp, c.parallel.microbatches,
                          c.schedule.group_size};
-  if (const CostAwareScheduleGenerator* timed = FindCostAwareScheduleGenerator(c.schedule.name)) {
-    if (c.model.is_layer_list()) {
-      return Error{"--schedule: '" + c.schedule.name +
-                   "' needs uniform per-stage costs; use it with a uniform model (model.type: "
-                   "uniform) or pick a schedule from the first table (stagecraft list schedules)"};
-    }
-    const int32_t stages = std::max(1, c.parallel.pp * c.parallel.vpp);
-    return timed->generate(params, UniformStageCosts(c.model, stages, std::max(1, c.parallel.vpp)),
-                           c.schedule.cost_p2p);
+}
+
+// A generator from either table. A cost-aware generator (zb-1p, zb-2p) times the pipeline while
+// it builds it, which needs the stage costs and the transfers, which need a partition, which
+// needs the placement: here it gets a provisional ZB-H1 of the same shape (one chunk per rank,
+// loop placement), and TimeCostAwareSchedule replaces it once the run is lowered.
+Result<Schedule> GenerateNamedSchedule(const Config& c) {
+  const GeneratorParams params = ParamsOf(c);
+  if (FindCostAwareScheduleGenerator(c.schedule.name) != nullptr) {
+    STAGECRAFT_RETURN_IF_ERROR(CheckZbAutoParams(params, c.schedule.name));
+    auto provisional = GenerateZbH1(params);
+    if (!provisional.ok()) return provisional.error();
+    provisional.value().name = c.schedule.name;
+    return provisional;
   }
   auto generator = FindScheduleGenerator(c.schedule.name);
   if (!generator.ok()) return Error{"--schedule: " + generator.error().message};
@@ -237,6 +240,43 @@ Status WriteTextFile(const std::string& path, const std::string& text) {
   if (!stream) return Error{"cannot write '" + path + "' (check that its folder exists)"};
   stream << text;
   if (!stream) return Error{"failed writing '" + path + "'"};
+  return Status::Ok();
+}
+
+// The per-stage compute (shadow-indexer work included) and per-cut transfer times of the lowered
+// provisional schedule (cluster links and payload state included), for a cost-aware generator;
+// then the generator's schedule replaces the provisional one. Direct and shadow-sync transfers
+// run beside the stage-to-stage chain and are not timed by the generator.
+Status TimeCostAwareSchedule(PreparedRun& run) {
+  const CostAwareScheduleGenerator* timed =
+      FindCostAwareScheduleGenerator(run.config.schedule.name);
+  if (timed == nullptr || !run.config.schedule.csv.empty()) return Status::Ok();
+  LowerOptions options = run.lower;
+  options.mode = P2pMode::kAsync;
+  auto graph = Lower(run.schedule, run.stage_costs, options);
+  if (!graph.ok()) return graph.error();
+  const int32_t stages = run.schedule.num_stages;
+  PipelineCosts costs;
+  costs.stages = run.stage_costs;
+  costs.activation_p2p.assign(static_cast<size_t>(std::max(0, stages - 1)), Time());
+  costs.gradient_p2p = costs.activation_p2p;
+  for (const Task& task : graph.value().tasks) {
+    if (task.kind == TaskKind::kCompute && task.action.microbatch.value() == 0) {
+      StageCost& stage = costs.stages[task.action.stage.value()];
+      if (task.action.kind == ActionKind::kForward) stage.forward = task.duration;
+      if (task.action.kind == ActionKind::kInputGrad) stage.input_grad = task.duration;
+    }
+    if (task.kind != TaskKind::kTransfer) continue;
+    const int32_t cut = std::min(task.action.stage.value(), task.consumer.stage.value());
+    if (task.payload == PayloadKind::kActivation) {
+      costs.activation_p2p[cut] = std::max(costs.activation_p2p[cut], task.duration);
+    } else if (task.payload == PayloadKind::kGradient) {
+      costs.gradient_p2p[cut] = std::max(costs.gradient_p2p[cut], task.duration);
+    }
+  }
+  auto schedule = timed->generate(ParamsOf(run.config), costs);
+  if (!schedule.ok()) return schedule.error();
+  run.schedule = std::move(schedule).value();
   return Status::Ok();
 }
 
@@ -286,6 +326,7 @@ Result<PreparedRun> PrepareRun(const RunFlags& flags) {
       }
     }
     STAGECRAFT_RETURN_IF_ERROR(PrepareLayerModel(run));
+    STAGECRAFT_RETURN_IF_ERROR(TimeCostAwareSchedule(run));
     return run;
   }
   const char* kIgnored =
@@ -302,6 +343,7 @@ Result<PreparedRun> PrepareRun(const RunFlags& flags) {
   const int32_t chunks = std::max(1, run.schedule.chunks_per_rank());
   run.stage_costs = UniformStageCosts(c.model, std::max(1, run.schedule.num_stages), chunks);
   run.stage_costs.resize(static_cast<size_t>(run.schedule.num_stages), run.stage_costs.front());
+  STAGECRAFT_RETURN_IF_ERROR(TimeCostAwareSchedule(run));
   return run;
 }
 

@@ -44,12 +44,12 @@ const std::vector<ScheduleGenerator>& ScheduleGenerators() {
 const std::vector<CostAwareScheduleGenerator>& CostAwareScheduleGenerators() {
   static const std::vector<CostAwareScheduleGenerator> kGenerators = {
       {"zb-1p",
-       "Zero Bubble greedy heuristic on the given costs, <= p activations per rank (no ILP: "
-       "bubbles above the paper's ZB-1p)",
+       "Zero Bubble automatic: greedy heuristic on the run's costs and transfers, seeded with "
+       "ZB-H1, memory <= p*M_B per rank",
        GenerateZb1p},
       {"zb-2p",
-       "Zero Bubble greedy heuristic on the given costs, <= 2p activations per rank (no ILP: "
-       "bubbles above the paper's ZB-2p)",
+       "Zero Bubble automatic: greedy heuristic on the run's costs and transfers, seeded with "
+       "ZB-H1/H2, memory <= 2p*M_B per rank",
        GenerateZb2p},
   };
   return kGenerators;

@@ -39,9 +39,19 @@ Result<const ScheduleGenerator*> FindScheduleGenerator(std::string_view name);
 // while they build it, so they also need the per-stage costs and the p2p cost. `list` prints
 // them after the table above; the CLI looks here first (PrepareRun), and a config's
 // schedule.name may name either table.
+// What a cost-aware generator times: per stage its compute costs, per cut s (between stages s
+// and s + 1) how long an activation send and a gradient send take there (with a cluster, the
+// link's latency and bandwidth; with CSA2 state, the payload riding the send).
+struct PipelineCosts {
+  std::vector<StageCost> stages;
+  std::vector<Time> activation_p2p;  // [cut], num_stages − 1 entries (or more)
+  std::vector<Time> gradient_p2p;    // [cut]
+};
+// Every cut costs `cost_p2p` both ways.
+PipelineCosts UniformPipelineCosts(std::vector<StageCost> stages, Time cost_p2p);
+
 using GenerateWithCostsFn = Result<Schedule> (*)(const GeneratorParams&,
-                                                 const std::vector<StageCost>& stage_costs,
-                                                 Time cost_p2p);
+                                                 const PipelineCosts& costs);
 
 struct CostAwareScheduleGenerator {
   const char* name;
@@ -66,11 +76,12 @@ Result<Schedule> GenerateVMin(const GeneratorParams& params);
 Result<Schedule> GenerateDualPipe(const GeneratorParams& params);
 Result<Schedule> GenerateDualPipeV(const GeneratorParams& params);
 // Automatic zero-bubble schedules (zb_auto.cc) under p or 2p in-flight activations.
-// REQUIRES of the caller: stage_costs has one entry per stage (pp · vpp).
-Result<Schedule> GenerateZb1p(const GeneratorParams& params,
-                              const std::vector<StageCost>& stage_costs, Time cost_p2p);
-Result<Schedule> GenerateZb2p(const GeneratorParams& params,
-                              const std::vector<StageCost>& stage_costs, Time cost_p2p);
+// REQUIRES of the caller: costs.stages has one entry per stage (pp · vpp), the p2p vectors
+// at least pp − 1.
+Result<Schedule> GenerateZb1p(const GeneratorParams& params, const PipelineCosts& costs);
+Result<Schedule> GenerateZb2p(const GeneratorParams& params, const PipelineCosts& costs);
+// The argument checks of zb-1p / zb-2p (one chunk per rank), so a caller can fail early.
+Status CheckZbAutoParams(const GeneratorParams& params, std::string_view name);
 
 // One rank of a Zero-Bubble handcrafted schedule (ZB-H1, ZB-H2; defined in zb_h1.cc): `warmup`
 // forwards, then (F, I) pairs, then the remaining I passes; the I of microbatch k is followed by

@@ -4,8 +4,11 @@
 // p2p: a result reaches the neighbouring rank cost_p2p after its producer ends) and, per rank,
 // picks the next pass at the moment the rank falls free:
 //   1. an I whose output gradient has arrived;
-//   2. else an F whose input has arrived, if fewer than `limit` activations are held (an F holds
-//      one, counted in M_B units until its W frees it, so the count never exceeds the limit);
+//   2. else an F whose input has arrived, if the rank's activation memory stays within the limit
+//      k·p·M_B (k = 1 for ZB-1p, 2 for ZB-2p). Memory is weighted as in the paper's App. G: F
+//      adds M_B, I adds M_W − M_B, W frees M_W, with M_B and M_W the stage's activation_bytes
+//      and weight_grad_bytes; when the model gives no M_B the unit is one activation held from F
+//      until its I (M_B = 1, M_W = 0: the peak_activations metric), so the limit is k·p of those;
 //   3. else a pending W (one whose I is done), when the rank would otherwise idle or its memory
 //      is at the limit;
 //   4. else wait for the next arrival. Left-over W passes run at the end of the rank.
@@ -36,7 +39,7 @@ struct RankState {
   int32_t next_forward = 0;
   int32_t next_input_grad = 0;
   std::deque<int32_t> pending_weight_grads;
-  int32_t held = 0;  // activations held: F done minus W done
+  int64_t held = 0;  // activation memory held, in the units of MemoryUnits (F adds M_B, ...)
   int64_t first_start = kUnknown;
   int64_t last_end = 0;
   bool waiting = false;  // nothing to do at `now` until the other ranks at `now` have decided
@@ -51,12 +54,12 @@ struct Candidate {
 class GreedyTimer {
  public:
   GreedyTimer(const GeneratorParams& params, const std::vector<StageCost>& stage_costs,
-              Time cost_p2p, int32_t limit, Knobs knobs)
+              const PipelineCosts& costs, int32_t limit_factor, Knobs knobs)
       : pp_(params.pp),
         microbatches_(params.microbatches),
         stage_costs_(stage_costs),
-        p2p_ns_(cost_p2p.ns()),
-        limit_(limit),
+        costs_(costs),
+        limit_factor_(limit_factor),
         knobs_(knobs),
         ranks_(static_cast<size_t>(pp_)),
         forward_end_(static_cast<size_t>(pp_) * microbatches_, kUnknown),
@@ -98,12 +101,12 @@ class GreedyTimer {
   int64_t ForwardArrival(int32_t rank, int32_t microbatch) const {
     if (rank == 0) return 0;
     const int64_t end = forward_end_[Index(rank - 1, microbatch)];
-    return end == kUnknown ? kUnknown : end + p2p_ns_;
+    return end == kUnknown ? kUnknown : end + costs_.activation_p2p[rank - 1].ns();
   }
   int64_t InputGradArrival(int32_t rank, int32_t microbatch) const {
     if (rank == pp_ - 1) return forward_end_[Index(rank, microbatch)];
     const int64_t end = input_grad_end_[Index(rank + 1, microbatch)];
-    return end == kUnknown ? kUnknown : end + p2p_ns_;
+    return end == kUnknown ? kUnknown : end + costs_.gradient_p2p[rank].ns();
   }
 
   // Places one pass on `rank` or moves its clock to the next event; false if it can do neither.
@@ -117,7 +120,7 @@ class GreedyTimer {
     if (input_grad_at != kUnknown && input_grad_at <= now) {
       return Place(rank, ActionKind::kInputGrad, state.next_input_grad, cost.input_grad);
     }
-    const bool memory_full = state.held >= limit_;
+    const bool memory_full = state.held + Units(rank).forward > Units(rank).limit;
     const int64_t forward_at = state.next_forward < microbatches_ && !memory_full
                                    ? ForwardArrival(rank, state.next_forward)
                                    : kUnknown;
@@ -156,6 +159,20 @@ class GreedyTimer {
     return true;
   }
 
+  struct MemoryUnits {
+    int64_t forward;      // +M_B
+    int64_t input_grad;   // M_W − M_B
+    int64_t weight_grad;  // −M_W
+    int64_t limit;        // k·p·M_B
+  };
+  // The stage's weighted memory deltas, or counts of activations (F until I) when it has no M_B.
+  MemoryUnits Units(int32_t rank) const {
+    const StageCost& cost = stage_costs_[rank];
+    const int64_t m_b = cost.activation_bytes > 0 ? cost.activation_bytes : 1;
+    const int64_t m_w = cost.activation_bytes > 0 ? cost.weight_grad_bytes : 0;
+    return {m_b, m_w - m_b, -m_w, static_cast<int64_t>(limit_factor_) * pp_ * m_b};
+  }
+
   bool Place(int32_t rank, ActionKind kind, int32_t microbatch, Time duration) {
     RankState& state = ranks_[rank];
     const int64_t end = state.now + duration.ns();
@@ -168,16 +185,17 @@ class GreedyTimer {
       case ActionKind::kForward:
         forward_end_[Index(rank, microbatch)] = end;
         ++state.next_forward;
-        ++state.held;
+        state.held += Units(rank).forward;
         break;
       case ActionKind::kInputGrad:
         input_grad_end_[Index(rank, microbatch)] = end;
         ++state.next_input_grad;
         state.pending_weight_grads.push_back(microbatch);
+        state.held += Units(rank).input_grad;
         break;
       default:
         state.pending_weight_grads.pop_front();
-        --state.held;
+        state.held += Units(rank).weight_grad;
         break;
     }
     if (state.next_forward == microbatches_ && state.next_input_grad == microbatches_ &&
@@ -190,8 +208,8 @@ class GreedyTimer {
   int32_t pp_;
   int32_t microbatches_;
   const std::vector<StageCost>& stage_costs_;
-  int64_t p2p_ns_;
-  int32_t limit_;
+  const PipelineCosts& costs_;
+  int32_t limit_factor_;
   Knobs knobs_;
   std::vector<RankState> ranks_;
   std::vector<int64_t> forward_end_;     // ns, per (rank, microbatch)
@@ -199,29 +217,132 @@ class GreedyTimer {
   Schedule schedule_;
 };
 
-Result<Schedule> GenerateZbAuto(const GeneratorParams& params,
-                                const std::vector<StageCost>& stage_costs, Time cost_p2p,
-                                const std::string& name, int32_t limit) {
+// The weighted memory units of MemoryUnits, for a whole schedule: true when no rank's running
+// total goes above factor·p·M_B.
+bool WithinLimit(const Schedule& schedule, const std::vector<StageCost>& costs, int32_t factor) {
+  for (size_t rank = 0; rank < schedule.rank_actions.size(); ++rank) {
+    const StageCost& cost = costs[rank];
+    const int64_t m_b = cost.activation_bytes > 0 ? cost.activation_bytes : 1;
+    const int64_t m_w = cost.activation_bytes > 0 ? cost.weight_grad_bytes : 0;
+    const int64_t limit = static_cast<int64_t>(factor) * schedule.num_ranks * m_b;
+    int64_t held = 0;
+    for (const Action& action : schedule.rank_actions[rank]) {
+      if (action.kind == ActionKind::kForward) held += m_b;
+      if (action.kind == ActionKind::kInputGrad) held += m_w - m_b;
+      if (action.kind == ActionKind::kWeightGrad) held -= m_w;
+      if (held > limit) return false;
+    }
+  }
+  return true;
+}
+
+// Times a fixed one-chunk-per-rank order as the greedy timer does (async p2p, cost_p2p on every
+// cross-rank edge, each pass as soon as its input is there and its rank is free).
+Candidate TimeFixedOrder(Schedule schedule, const PipelineCosts& pipeline) {
+  const std::vector<StageCost>& costs = pipeline.stages;
+  const int32_t p = schedule.num_ranks;
+  const int32_t m = schedule.num_microbatches;
+  std::vector<int64_t> forward_end(static_cast<size_t>(p) * m, kUnknown);
+  std::vector<int64_t> input_end(static_cast<size_t>(p) * m, kUnknown);
+  std::vector<size_t> next(static_cast<size_t>(p), 0);
+  std::vector<int64_t> free_at(static_cast<size_t>(p), 0);
+  std::vector<int64_t> first(static_cast<size_t>(p), kUnknown);
+  Candidate result;
+  bool progress = true;
+  while (progress) {
+    progress = false;
+    for (int32_t rank = 0; rank < p; ++rank) {
+      const auto& program = schedule.rank_actions[rank];
+      while (next[rank] < program.size()) {
+        const Action& action = program[next[rank]];
+        const size_t at = static_cast<size_t>(rank) * m + action.microbatch.value();
+        int64_t ready = 0;
+        Time duration = costs[rank].forward;
+        if (action.kind == ActionKind::kForward) {
+          if (rank > 0) {
+            const int64_t end = forward_end[at - m];
+            if (end == kUnknown) break;
+            ready = end + pipeline.activation_p2p[rank - 1].ns();
+          }
+        } else if (action.kind == ActionKind::kInputGrad) {
+          const int64_t end = rank + 1 < p ? input_end[at + m] : forward_end[at];
+          if (end == kUnknown) break;
+          ready = end + (rank + 1 < p ? pipeline.gradient_p2p[rank].ns() : 0);
+          duration = costs[rank].input_grad;
+        } else {
+          if (input_end[at] == kUnknown) break;
+          ready = input_end[at];
+          duration = costs[rank].weight_grad;
+        }
+        const int64_t start = std::max(ready, free_at[rank]);
+        const int64_t end = start + duration.ns();
+        if (first[rank] == kUnknown) first[rank] = start;
+        free_at[rank] = end;
+        if (action.kind == ActionKind::kForward) forward_end[at] = end;
+        if (action.kind == ActionKind::kInputGrad) input_end[at] = end;
+        ++next[rank];
+        progress = true;
+      }
+    }
+  }
+  result.max_span = 0;
+  result.makespan = 0;
+  for (int32_t rank = 0; rank < p; ++rank) {
+    if (next[rank] < schedule.rank_actions[rank].size()) return Candidate();  // stuck: never kept
+    if (first[rank] == kUnknown) continue;
+    result.max_span = std::max(result.max_span, free_at[rank] - first[rank]);
+    result.makespan = std::max(result.makespan, free_at[rank]);
+  }
+  result.schedule = std::move(schedule);
+  return result;
+}
+
+}  // namespace
+
+Status CheckZbAutoParams(const GeneratorParams& params, std::string_view name) {
   STAGECRAFT_RETURN_IF_ERROR(CheckBasicParams(params, name));
   if (params.vpp != 1) {
-    return Error{name + ": runs one chunk per rank, got vpp = " + std::to_string(params.vpp) +
-                 " (use 'zb-v' for two chunks per rank)"};
+    return Error{std::string(name) + ": runs one chunk per rank, got vpp = " +
+                 std::to_string(params.vpp) + " (use 'zb-v' for two chunks per rank)"};
   }
-  if (stage_costs.size() != static_cast<size_t>(params.pp)) {
-    return Error{name + ": needs one stage cost per rank, got " +
-                 std::to_string(stage_costs.size()) + " for pp = " + std::to_string(params.pp)};
+  return Status::Ok();
+}
+
+namespace {
+
+Result<Schedule> GenerateZbAuto(const GeneratorParams& params, const PipelineCosts& costs,
+                                const std::string& name, int32_t limit_factor) {
+  const std::vector<StageCost>& stage_costs = costs.stages;
+  STAGECRAFT_RETURN_IF_ERROR(CheckZbAutoParams(params, name));
+  if (stage_costs.size() != static_cast<size_t>(params.pp) ||
+      costs.activation_p2p.size() + 1 < stage_costs.size() ||
+      costs.gradient_p2p.size() + 1 < stage_costs.size()) {
+    return Error{name + ": internal: needs one stage cost per rank and a p2p time per cut, got " +
+                 std::to_string(stage_costs.size()) +
+                 " stage costs for pp = " + std::to_string(params.pp)};
   }
   Candidate best;
+  const auto keep = [&best](Candidate candidate) {
+    if (candidate.max_span < best.max_span ||
+        (candidate.max_span == best.max_span && candidate.makespan < best.makespan)) {
+      best = std::move(candidate);
+    }
+  };
+  // The hand schedules seed the search when they fit the limit: ZB-H1 holds p activations,
+  // ZB-H2 2p − 1 (Table 2), so the greedy result is kept only where it beats them.
+  for (const GenerateFn hand : {GenerateZbH1, GenerateZbH2}) {
+    auto seeded = hand(params);
+    if (!seeded.ok()) continue;
+    seeded.value().name = name;
+    if (!WithinLimit(seeded.value(), stage_costs, limit_factor)) continue;
+    keep(TimeFixedOrder(std::move(seeded).value(), costs));
+  }
   for (const bool may_delay : {true, false}) {
     for (const bool short_gaps : {true, false}) {
-      GreedyTimer timer(params, stage_costs, cost_p2p, limit, Knobs{may_delay, short_gaps});
+      GreedyTimer timer(params, stage_costs, costs, limit_factor, Knobs{may_delay, short_gaps});
       auto candidate = timer.Run(EmptyLoopSchedule(params, name));
       if (!candidate.ok()) return candidate.error();
-      if (candidate.value().max_span < best.max_span ||
-          (candidate.value().max_span == best.max_span &&
-           candidate.value().makespan < best.makespan)) {
-        best = std::move(candidate).value();
-      }
+      keep(std::move(candidate).value());
     }
   }
   return std::move(best.schedule);
@@ -229,14 +350,21 @@ Result<Schedule> GenerateZbAuto(const GeneratorParams& params,
 
 }  // namespace
 
-Result<Schedule> GenerateZb1p(const GeneratorParams& params,
-                              const std::vector<StageCost>& stage_costs, Time cost_p2p) {
-  return GenerateZbAuto(params, stage_costs, cost_p2p, "zb-1p", params.pp);
+PipelineCosts UniformPipelineCosts(std::vector<StageCost> stages, Time cost_p2p) {
+  PipelineCosts costs;
+  const size_t cuts = stages.empty() ? 0 : stages.size() - 1;
+  costs.stages = std::move(stages);
+  costs.activation_p2p.assign(cuts, cost_p2p);
+  costs.gradient_p2p.assign(cuts, cost_p2p);
+  return costs;
 }
 
-Result<Schedule> GenerateZb2p(const GeneratorParams& params,
-                              const std::vector<StageCost>& stage_costs, Time cost_p2p) {
-  return GenerateZbAuto(params, stage_costs, cost_p2p, "zb-2p", 2 * params.pp);
+Result<Schedule> GenerateZb1p(const GeneratorParams& params, const PipelineCosts& costs) {
+  return GenerateZbAuto(params, costs, "zb-1p", 1);
+}
+
+Result<Schedule> GenerateZb2p(const GeneratorParams& params, const PipelineCosts& costs) {
+  return GenerateZbAuto(params, costs, "zb-2p", 2);
 }
 
 }  // namespace stagecraft

@@ -24,10 +24,22 @@ TEST(ZbAutoTest, EveryActionOnceAndMemoryLimitHeld) {
         std::pair<GenerateWithCostsFn, int32_t>{GenerateZb2p, 2}}) {
     for (const auto& [pp, microbatches] :
          {std::pair{1, 1}, std::pair{4, 8}, std::pair{5, 3}, std::pair{8, 24}, std::pair{8, 64}}) {
-      for (const int64_t weight_grad_ns : {int64_t{0}, int64_t{9'337'000}}) {
+      for (const auto& [weight_grad_ns, m_b, m_w] :
+           {std::tuple<int64_t, int64_t, int64_t>{0, 0, 0},
+            std::tuple<int64_t, int64_t, int64_t>{9'337'000, 0, 0},
+            // Weighted (App. G): F adds M_B, I adds M_W − M_B, W frees M_W.
+            std::tuple<int64_t, int64_t, int64_t>{9'337'000, 87, 32}}) {
         const GeneratorParams params{pp, 1, microbatches, 0};
+        std::vector<StageCost> costs = Costs(pp, weight_grad_ns);
+        for (StageCost& cost : costs) {
+          cost.activation_bytes = m_b;
+          cost.weight_grad_bytes = m_w;
+        }
         const auto schedule =
-            generate(params, Costs(pp, weight_grad_ns), Time::Nanoseconds(601'000));
+            generate(params, UniformPipelineCosts(costs, Time::Nanoseconds(601'000)));
+        // Without M_B the unit is one activation from F until its I.
+        const int64_t unit_b = m_b > 0 ? m_b : 1;
+        const int64_t unit_w = m_b > 0 ? m_w : 0;
         ASSERT_TRUE(schedule.ok()) << schedule.error().message;
         SCOPED_TRACE(schedule.value().name + " pp=" + std::to_string(pp) +
                      " m=" + std::to_string(microbatches));
@@ -35,16 +47,17 @@ TEST(ZbAutoTest, EveryActionOnceAndMemoryLimitHeld) {
           const auto& actions = schedule.value().rank_actions[rank];
           EXPECT_EQ(actions.size(), 3u * static_cast<size_t>(microbatches));
           std::map<std::tuple<int32_t, ActionKind>, size_t> position;
-          int32_t held = 0;
+          int64_t held = 0;
           for (size_t index = 0; index < actions.size(); ++index) {
             const Action& action = actions[index];
             EXPECT_EQ(action.stage, StageId(rank));
             EXPECT_TRUE(
                 position.emplace(std::tuple{action.microbatch.value(), action.kind}, index).second)
                 << "twice: " << FormatAction(action);
-            if (action.kind == ActionKind::kForward) ++held;
-            if (action.kind == ActionKind::kWeightGrad) --held;
-            EXPECT_LE(held, factor * pp) << FormatAction(action);
+            if (action.kind == ActionKind::kForward) held += unit_b;
+            if (action.kind == ActionKind::kInputGrad) held += unit_w - unit_b;
+            if (action.kind == ActionKind::kWeightGrad) held -= unit_w;
+            EXPECT_LE(held, factor * pp * unit_b) << FormatAction(action);
           }
           for (int32_t microbatch = 0; microbatch < microbatches; ++microbatch) {
             EXPECT_LT((position[{microbatch, ActionKind::kForward}]),
@@ -59,7 +72,7 @@ TEST(ZbAutoTest, EveryActionOnceAndMemoryLimitHeld) {
 }
 
 TEST(ZbAutoTest, RejectsSeveralChunksPerRank) {
-  const auto schedule = GenerateZb2p({4, 2, 8, 0}, Costs(8, 1), Time());
+  const auto schedule = GenerateZb2p({4, 2, 8, 0}, UniformPipelineCosts(Costs(8, 1), Time()));
   ASSERT_FALSE(schedule.ok());
   EXPECT_NE(schedule.error().message.find("one chunk per rank"), std::string::npos);
 }

@@ -362,7 +362,38 @@ Status ReadDims(const Reader& reader, const Field& field, Csa2Dims* dims) {
 }
 
 // Keys an embedding or head entry must not have.
+// parts: {attention, dispatch, mlp, combine}: the forward of the layer in its four pieces
+// (DeepSeek-V3 §3.2.1); the forward is their sum and dispatch + combine its all-to-all.
+Status ReadLayerParts(const Reader& reader, const Field& field, LayerSpec* layer) {
+  Time attention, dispatch, mlp, combine;
+  Written written;
+  STAGECRAFT_RETURN_IF_ERROR(
+      reader.ReadMap(field,
+                     {{"attention", DurationInto(reader, Sign::kNonNegative, &attention)},
+                      {"dispatch", DurationInto(reader, Sign::kNonNegative, &dispatch)},
+                      {"mlp", DurationInto(reader, Sign::kNonNegative, &mlp)},
+                      {"combine", DurationInto(reader, Sign::kNonNegative, &combine)}},
+                     &written));
+  layer->forward = attention + dispatch + mlp + combine;
+  layer->all_to_all = dispatch + combine;
+  if (layer->forward.ns() <= 0) {
+    return reader.At(field,
+                     "the parts add up to no time (expected attention, dispatch, mlp and "
+                     "combine forward times, e.g. {attention: 2ms, dispatch: 1ms, mlp: "
+                     "3ms, combine: 1ms})");
+  }
+  return Status::Ok();
+}
+
 Status CheckLayerEntry(const Reader& reader, const Written& written, LayerSpec* layer) {
+  if (const Field* parts = Find(written, "parts")) {
+    if (const Field* forward = Find(written, "forward")) {
+      return reader.At(*forward,
+                       "given together with parts (the forward is the sum of the parts; give "
+                       "one of them)");
+    }
+    STAGECRAFT_RETURN_IF_ERROR(ReadLayerParts(reader, *parts, layer));
+  }
   if (layer->kind != LayerKind::kDecoder) {
     for (const char* key :
          {"attention", "compress_ratio", "mlp", "kv_source", "index_source", "candidate_source"}) {
@@ -412,7 +443,8 @@ Status ReadLayerEntry(const Reader& reader, const Field& field, LayerSpec* layer
        {"input_grad", DurationInto(reader, Sign::kNonNegative, &layer->input_grad)},
        {"weight_grad", DurationInto(reader, Sign::kNonNegative, &layer->weight_grad)},
        {"activation_bytes", BytesInto(reader, &layer->activation_bytes)},
-       {"weight_grad_bytes", BytesInto(reader, &layer->weight_grad_bytes)}},
+       {"weight_grad_bytes", BytesInto(reader, &layer->weight_grad_bytes)},
+       {"parts", [](const Field&) { return Status::Ok(); }}},  // CheckLayerEntry reads them
       &written));
   return CheckLayerEntry(reader, written, layer);
 }

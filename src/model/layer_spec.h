@@ -81,6 +81,9 @@ struct LayerSpec {
   Time weight_grad;
   int64_t activation_bytes = 0;   // M_B: held from F until I/B; 0 = derive
   int64_t weight_grad_bytes = 0;  // M_W: held from I until W
+  // From `parts`: the forward's expert all-to-all (dispatch + combine), which an overlapped F&B
+  // op (DualPipe) hides behind the other microbatch's computation; zero = no parts given.
+  Time all_to_all;
   int32_t line = 0;  // where the layer was written in the config (for messages); 0 = unknown
   bool operator==(const LayerSpec&) const = default;
 };

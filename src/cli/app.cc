@@ -124,8 +124,29 @@ CLI::App* AddBenchCommand(CLI::App& app, RunFlags& flags, BenchFlags& bench_flag
   return bench;
 }
 
-const std::vector<std::string> kCommands = {"simulate", "check", "derive", "list",
-                                            "bench-schedules"};
+const std::vector<std::string> kCommands = {"simulate", "check",           "derive",
+                                            "list",     "bench-schedules", "comm"};
+
+CLI::App* AddCommCommand(CLI::App& app, CommFlags& flags) {
+  CLI::App* comm = app.add_subcommand(
+      "comm", "the cost of one collective on a preset cluster (alpha-beta, nccl-tests busbw)");
+  comm->add_option("operation", flags.operation,
+                   "allreduce | reducescatter | allgather | alltoall | broadcast | reduce | "
+                   "sendrecv")
+      ->required();
+  comm->add_option("--bytes", flags.bytes, "size of the whole array, e.g. 1GiB (default 1GiB)")
+      ->type_name("SIZE");
+  comm->add_option("--ranks", flags.ranks, "ranks in the group, contiguous (default 8)")
+      ->type_name("N");
+  comm->add_option("--cluster", flags.cluster,
+                   "preset DEVICE or DEVICExNODES, e.g. h100x2 (stagecraft list presets)")
+      ->type_name("PRESET");
+  comm->add_option("--algorithm", flags.algorithm,
+                   "ring (default) | tree | hierarchical (all-reduce only)")
+      ->type_name("A");
+  comm->add_flag("--json", flags.json, "print one JSON object");
+  return comm;
+}
 
 }  // namespace
 
@@ -161,13 +182,16 @@ int RunCli(int argc, const char* const* argv, std::ostream& out, std::ostream& e
   AddRunFlags(*derive, flags);
   derive->add_flag("--json", derive_json, "print one JSON object");
 
-  CLI::App* list =
-      app.add_subcommand("list", "list the choices: schedules, placements, p2p, metrics");
-  list->add_option("what", list_what, "schedules | placements | p2p | metrics");
+  CLI::App* list = app.add_subcommand(
+      "list", "list the choices: schedules, placements, p2p, metrics, presets, collectives");
+  list->add_option("what", list_what,
+                   "schedules | placements | p2p | metrics | presets | collectives");
 
   BenchFlags bench_flags;
   CLI::App* bench = AddBenchCommand(app, flags, bench_flags);
-  for (CLI::App* command : {simulate, check, derive, list, bench}) command->allow_extras();
+  CommFlags comm_flags;
+  CLI::App* comm = AddCommCommand(app, comm_flags);
+  for (CLI::App* command : {simulate, check, derive, list, bench, comm}) command->allow_extras();
 
   try {
     app.parse(argc, argv);
@@ -194,6 +218,7 @@ int RunCli(int argc, const char* const* argv, std::ostream& out, std::ostream& e
   if (*check) return RunCheck(flags, out, err);
   if (*derive) return RunDerive(flags, derive_json, out, err);
   if (*bench) return RunBenchSchedules(flags, bench_flags, out, err);
+  if (*comm) return RunComm(comm_flags, out, err);
   return RunList(list_what, out, err);
 }
 

@@ -5,8 +5,10 @@
 #include "analysis/metrics.h"
 #include "check/checker.h"
 #include "cli/bundled_config.h"
+#include "comm/collective.h"
 #include "core/suggest.h"
 #include "core/units.h"
+#include "hardware/presets.h"
 #include "lower/layer_pipeline.h"
 #include "report/chrome_trace.h"
 #include "report/json_writer.h"
@@ -228,7 +230,42 @@ int RunList(const std::string& what, std::ostream& out, std::ostream& err) {
     out << MetricDefinitions();
     return kExitOk;
   }
-  const std::vector<std::string> choices = {"schedules", "placements", "p2p", "metrics"};
+  if (what == "presets") {
+    for (const DevicePreset& preset : DevicePresets()) {
+      std::string name = preset.name;
+      name.resize(std::max<size_t>(name.size(), 18), ' ');
+      out << name << "  " << preset.description << ": BF16 "
+          << FormatFixed(preset.bf16_flops_per_s / 1e12, 1) << " TFLOP/s, FP8 "
+          << (preset.fp8_flops_per_s > 0
+                  ? FormatFixed(preset.fp8_flops_per_s / 1e12, 1) + " TFLOP/s"
+                  : std::string("none"))
+          << ", HBM " << preset.hbm_bytes / 1'000'000'000 << " GB at "
+          << FormatFixed(preset.hbm_bytes_per_s / 1e9, 0) << " GB/s, NVLink "
+          << FormatFixed(preset.nvlink_bytes_per_s / 1e9, 0) << " GB/s, NIC "
+          << FormatFixed(preset.nic_bytes_per_s / 1e9, 0) << " GB/s per GPU, "
+          << preset.devices_per_node << " per node\n";
+    }
+    out << "(a cluster preset is DEVICE or DEVICExNODES, e.g. h100x2; links carry "
+        << FormatFixed(kNvlinkEfficiency * 100, 1) << "% of NVLink and "
+        << FormatFixed(kNicEfficiency * 100, 1) << "% of NIC bandwidth, as nccl-tests measure)\n";
+    return kExitOk;
+  }
+  if (what == "collectives") {
+    for (const char* name : {"allreduce", "reducescatter", "allgather", "alltoall", "broadcast",
+                             "reduce", "sendrecv"}) {
+      const Collective collective = ParseCollective(name).value();
+      std::string shown = name;
+      shown.resize(18, ' ');
+      out << shown << "  busbw = algbw x "
+          << (collective == Collective::kAllReduce       ? "2(n-1)/n"
+              : BusBandwidthFactor(collective, 2) == 1.0 ? "1"
+                                                         : "(n-1)/n")
+          << "\n";
+    }
+    return kExitOk;
+  }
+  const std::vector<std::string> choices = {"schedules", "placements", "p2p",
+                                            "metrics",   "presets",    "collectives"};
   if (what.empty()) {
     return Fail(err, Error{"list needs a topic (expected " + JoinChoices(choices) +
                            ", e.g. 'stagecraft list schedules')"});

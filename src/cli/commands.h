@@ -64,4 +64,15 @@ int RunBenchSchedules(const RunFlags& flags, const BenchFlags& bench, std::ostre
 // The applicability rule (which vpp a schedule runs at, which points are skipped), for --help.
 const char* BenchSchedulesRule();
 
+// comm: one collective's α-β cost on a preset cluster (comm_command.cc).
+struct CommFlags {
+  std::string operation;           // allreduce, reducescatter, ...
+  std::string bytes = "1GiB";      // --bytes SIZE (the whole array, nccl-tests' size)
+  int32_t ranks = 8;               // --ranks N
+  std::string cluster = "h100";    // --cluster PRESET (DEVICE or DEVICExNODES)
+  std::string algorithm = "ring";  // --algorithm ring|tree|hierarchical
+  bool json = false;
+};
+int RunComm(const CommFlags& flags, std::ostream& out, std::ostream& err);
+
 }  // namespace stagecraft

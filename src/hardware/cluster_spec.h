@@ -3,6 +3,7 @@
 #pragma once
 
 #include <cstdint>
+#include <string>
 
 #include "core/ids.h"
 #include "core/time.h"
@@ -25,6 +26,11 @@ struct ClusterSpec {
   // peak, 989.5 TFLOP/s (NVIDIA H100 datasheet), at 40% efficiency.
   double peak_flops_per_s = 989.5e12;
   double compute_efficiency = 0.4;
+  // From a preset (hardware/presets.h); zero / "custom" when the config spells the cluster out.
+  std::string device = "custom";
+  double peak_fp8_flops_per_s = 0.0;  // dense FP8 peak; 0 = none
+  int64_t hbm_bytes = 0;              // device memory; 0 = unknown (no capacity check)
+  double hbm_bytes_per_s = 0.0;       // device memory bandwidth; 0 = unknown
   bool operator==(const ClusterSpec&) const = default;
 
   double effective_flops_per_s() const { return peak_flops_per_s * compute_efficiency; }

@@ -17,6 +17,7 @@
 
 #include "core/suggest.h"
 #include "core/units.h"
+#include "hardware/presets.h"
 #include "schedule/generator.h"
 
 namespace stagecraft {
@@ -595,12 +596,25 @@ Status ReadDevice(const Reader& reader, const Field& field, ClusterSpec* cluster
 }
 
 // Writing the section at all (even empty) turns the cluster model on.
+// `preset: h100x2` starts from a preset cluster (hardware/presets.h); the other keys override it.
 Status ReadCluster(const Reader& reader, const Field& field, ClusterSpec* cluster) {
   cluster->given = true;
+  if (field.value.IsMap()) {
+    for (const auto& entry : field.value) {
+      if (entry.first.as<std::string>("") != "preset") continue;
+      const Field preset{entry.first, entry.second, field.path + ".preset"};
+      std::string name;
+      STAGECRAFT_RETURN_IF_ERROR(StringInto(reader, &name)(preset));
+      auto spec = ClusterFromPreset(name);
+      if (!spec.ok()) return reader.At(preset, spec.error().message);
+      *cluster = std::move(spec).value();
+    }
+  }
   const auto link = [&reader](LinkSpec* out) -> Apply {
     return [&reader, out](const Field& value) { return ReadLink(reader, value, out); };
   };
-  return reader.ReadMap(field, {{"devices_per_node", CountInto(reader, &cluster->devices_per_node)},
+  return reader.ReadMap(field, {{"preset", [](const Field&) { return Status::Ok(); }},
+                                {"devices_per_node", CountInto(reader, &cluster->devices_per_node)},
                                 {"nodes", CountInto(reader, &cluster->nodes)},
                                 {"intra_node", link(&cluster->intra_node)},
                                 {"inter_node", link(&cluster->inter_node)},

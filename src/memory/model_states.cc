@@ -1,0 +1,79 @@
+#include "memory/model_states.h"
+
+#include <algorithm>
+
+namespace stagecraft {
+
+ModelStateBytes ZeroModelStates(double params, double optimizer_bytes_per_param,
+                                int32_t data_parallel, ZeroStage stage) {
+  const double n = std::max(1, data_parallel);
+  ModelStateBytes bytes;
+  bytes.parameters = 2 * params;
+  bytes.gradients = 2 * params;
+  bytes.optimizer = optimizer_bytes_per_param * params;
+  if (stage >= ZeroStage::kOptimizer) bytes.optimizer /= n;
+  if (stage >= ZeroStage::kGradients) bytes.gradients /= n;
+  if (stage >= ZeroStage::kParameters) bytes.parameters /= n;
+  return bytes;
+}
+
+double ZeroCommunicationElements(double params, ZeroStage stage) {
+  return (stage == ZeroStage::kParameters ? 3 : 2) * params;
+}
+
+double MegatronBytesPerParam(bool distributed_optimizer, int32_t data_parallel) {
+  // bf16 parameters (2) + fp32 gradients (4) + fp32 main parameters, Adam m and v (12).
+  return distributed_optimizer ? 6.0 + 12.0 / std::max(1, data_parallel) : 18.0;
+}
+
+DeepSpeedZero2Estimate EstimateDeepSpeedZero2(double params, int32_t gpus_per_node, int32_t nodes,
+                                              bool cpu_offload) {
+  const double per_node = std::max(1, gpus_per_node);
+  const double total_gpus = per_node * std::max(1, nodes);
+  DeepSpeedZero2Estimate estimate;
+  if (cpu_offload) {
+    estimate.gpu_bytes = 2 * params;
+    estimate.cpu_bytes = params * std::max(4 * per_node, 16.0) * 1.5;
+  } else {
+    estimate.gpu_bytes = 2 * params + 18 * params / total_gpus;
+  }
+  return estimate;
+}
+
+double ActivationBytesPerLayer(const ActivationShape& shape) {
+  const double sbh = shape.seq_len * shape.micro_batch * shape.hidden;
+  const double t = std::max(1, shape.tensor_parallel);
+  const double attention = 5 * shape.heads * shape.seq_len / (shape.hidden * t);
+  switch (shape.recompute) {
+    case Recompute::kFull:
+      return 2 * sbh;
+    case Recompute::kSelective:
+      return shape.sequence_parallel ? 34 * sbh / t : sbh * (10 + 24 / t);
+    case Recompute::kNone:
+      break;
+  }
+  if (shape.sequence_parallel) return sbh * (34 / t + attention);
+  if (t > 1) return sbh * (10 + 24 / t + attention);
+  return sbh * (34 + 5 * shape.heads * shape.seq_len / shape.hidden);
+}
+
+double FirstStageActivationBytes(const ActivationShape& shape, int32_t layers,
+                                 int32_t pipeline_parallel, int32_t virtual_stages) {
+  const double p = std::max(1, pipeline_parallel);
+  const double v = std::max(1, virtual_stages);
+  const double plain = p * (layers / p) * ActivationBytesPerLayer(shape);
+  return v > 1 ? plain * (1 + (p - 1) / (p * v)) : plain;
+}
+
+double MegatronParameterCount(double layers, double hidden, double vocab, double seq_len) {
+  return 12 * layers * hidden * hidden *
+         (1 + 13 / (12 * hidden) + (vocab + seq_len) / (12 * layers * hidden));
+}
+
+double MegatronFlopsPerIteration(double batch, double seq_len, double layers, double hidden,
+                                 double vocab) {
+  return 96 * batch * seq_len * layers * hidden * hidden *
+         (1 + seq_len / (6 * hidden) + vocab / (16 * layers * hidden));
+}
+
+}  // namespace stagecraft

@@ -1,0 +1,73 @@
+// Memory and FLOPs formulas of the published training-memory models, as plain functions of the
+// model's sizes (DESIGN.md §6 "memory"). Bytes are bytes; the papers' "GB" is 1e9 bytes.
+//   - ZeRO (Rajbhandari et al., SC'20, §5 and Figure 1): model states per device with Ψ
+//     parameters, K bytes of optimizer state per parameter (12 for mixed-precision Adam) and N_d
+//     data-parallel ranks: baseline (2 + 2 + K)Ψ; stage 1 2Ψ + 2Ψ + KΨ/N_d; stage 2
+//     2Ψ + (2 + K)Ψ/N_d; stage 3 (2 + 2 + K)Ψ/N_d. Communication per step: 2Ψ elements for the
+//     baseline and stages 1-2, 3Ψ for stage 3.
+//   - Megatron-LM distributed optimizer (bf16 parameters, fp32 gradients): 18 bytes per
+//     parameter without it, 6 + 12/d with it over d data-parallel ranks.
+//   - DeepSpeed estimate_zero2_model_states_mem_needs (current code): without offload the GPU
+//     holds 2P + 18P/G bytes; with CPU offload the GPU holds 2P and the CPU P·max(4G, 16)·1.5,
+//     G the GPUs per node.
+//   - Activations per transformer layer (Korthikanti et al., MLSys'23, Table 2), s sequence,
+//     b microbatch, h hidden, a heads, t tensor-parallel: none sbh(34 + 5as/h); TP
+//     sbh(10 + 24/t + 5as/(ht)); TP + SP sbh(34/t + 5as/(ht)); TP + selective sbh(10 + 24/t);
+//     TP + SP + selective 34sbh/t; full recompute 2sbh. The first stage of 1F1B holds p
+//     microbatches × L/p layers; interleaved multiplies that by 1 + (p − 1)/(p·v).
+//   - Megatron (Narayanan et al., SC'21, §5.1): parameters P = 12lh²(1 + 13/(12h) + (V+s)/(12lh));
+//     FLOPs per iteration with activation recomputation 96Bslh²(1 + s/(6h) + V/(16lh)).
+#pragma once
+
+#include <cstdint>
+
+namespace stagecraft {
+
+enum class ZeroStage : uint8_t { kNone = 0, kOptimizer = 1, kGradients = 2, kParameters = 3 };
+
+// Bytes of parameters, gradients and optimizer state per device (ZeRO, §5).
+struct ModelStateBytes {
+  double parameters = 0;
+  double gradients = 0;
+  double optimizer = 0;
+  double total() const { return parameters + gradients + optimizer; }
+};
+ModelStateBytes ZeroModelStates(double params, double optimizer_bytes_per_param,
+                                int32_t data_parallel, ZeroStage stage);
+// Elements each device sends and receives per step for gradient reduction and parameter
+// gathering: 2Ψ, or 3Ψ with stage 3.
+double ZeroCommunicationElements(double params, ZeroStage stage);
+
+// Megatron's bytes per parameter (bf16 parameters, fp32 main gradients and Adam state).
+double MegatronBytesPerParam(bool distributed_optimizer, int32_t data_parallel);
+
+struct DeepSpeedZero2Estimate {
+  double gpu_bytes = 0;
+  double cpu_bytes = 0;
+};
+DeepSpeedZero2Estimate EstimateDeepSpeedZero2(double params, int32_t gpus_per_node, int32_t nodes,
+                                              bool cpu_offload);
+
+enum class Recompute : uint8_t { kNone, kSelective, kFull };
+struct ActivationShape {
+  double seq_len = 0;           // s
+  double micro_batch = 0;       // b
+  double hidden = 0;            // h
+  double heads = 0;             // a
+  int32_t tensor_parallel = 1;  // t
+  bool sequence_parallel = false;
+  Recompute recompute = Recompute::kNone;
+};
+// Bytes of activations one transformer layer stores for one microbatch (Korthikanti Table 2).
+double ActivationBytesPerLayer(const ActivationShape& shape);
+// The first pipeline stage's peak: p microbatches in flight × L/p layers, × (1 + (p−1)/(p·v))
+// when interleaved over v chunks (v = 1: plain 1F1B).
+double FirstStageActivationBytes(const ActivationShape& shape, int32_t layers,
+                                 int32_t pipeline_parallel, int32_t virtual_stages);
+
+// Megatron's GPT parameter count and FLOPs per iteration (with recomputation).
+double MegatronParameterCount(double layers, double hidden, double vocab, double seq_len);
+double MegatronFlopsPerIteration(double batch, double seq_len, double layers, double hidden,
+                                 double vocab);
+
+}  // namespace stagecraft

@@ -418,8 +418,13 @@ TEST(DualPipeClosedFormTest, OverlapGainWithinTheConditions) {
         const Trace trace = Simulate(graph);
         ASSERT_FALSE(trace.deadlock.has_value());
         run.metrics = ComputeMetrics(schedule, costs, graph, trace);
-        ClosedFormInputs inputs{name, pp, vpp, microbatches, costs[0].forward,
-                                costs[0].backward(), costs[0].weight_grad};
+        ClosedFormInputs inputs{name,
+                                pp,
+                                vpp,
+                                microbatches,
+                                costs[0].forward,
+                                costs[0].backward(),
+                                costs[0].weight_grad};
         inputs.chunk_fb = costs[0].forward + costs[0].backward() - costs[0].overlap_saving;
         run.form = DeriveClosedForm(inputs).value();
       }

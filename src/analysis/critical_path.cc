@@ -7,13 +7,17 @@ namespace {
 
 constexpr uint32_t kNone = UINT32_MAX;
 
-// For each transfer, the transfer that used its link just before it (link FIFO order).
+// For each transfer (collective), the one that used its link (its rank's collective stream)
+// just before it (FIFO order).
 std::vector<uint32_t> PreviousOnLink(const TaskGraph& graph, const Trace& trace) {
   std::vector<uint32_t> previous(graph.num_tasks(), kNone);
-  std::vector<std::vector<uint32_t>> by_link(graph.links.size());
+  std::vector<std::vector<uint32_t>> by_link(graph.links.size() + graph.programs.size());
   for (uint32_t task = 0; task < graph.num_tasks(); ++task) {
-    if (graph.tasks[task].kind == TaskKind::kTransfer)
-      by_link[graph.tasks[task].link].push_back(task);
+    const Task& info = graph.tasks[task];
+    if (info.kind == TaskKind::kTransfer) by_link[info.link].push_back(task);
+    if (info.kind == TaskKind::kCollective) {
+      by_link[graph.links.size() + static_cast<size_t>(info.rank)].push_back(task);
+    }
   }
   for (auto& transfers : by_link) {
     std::sort(transfers.begin(), transfers.end(), [&](uint32_t a, uint32_t b) {
@@ -56,7 +60,7 @@ CriticalPath FindCriticalPath(const TaskGraph& graph, const Trace& trace) {
     }
     if (task.kind == TaskKind::kCompute && task.position > 0) {
       consider(graph.programs[task.rank][task.position - 1]);
-    } else if (task.kind == TaskKind::kTransfer) {
+    } else {
       consider(link_previous[current]);
     }
     current = next;
@@ -67,12 +71,16 @@ CriticalPath FindCriticalPath(const TaskGraph& graph, const Trace& trace) {
     if (info.kind == TaskKind::kCompute) {
       ++path.compute_actions;
       path.compute_time += info.duration;
+    } else if (info.kind == TaskKind::kCollective) {
+      ++path.collectives;
+      path.collective_time += info.duration;
     } else {
       ++path.transfers;
       path.transfer_time += info.duration;
     }
   }
-  path.waiting = (trace.timings[last].end - first_start) - path.compute_time - path.transfer_time;
+  path.waiting = (trace.timings[last].end - first_start) - path.compute_time - path.transfer_time -
+                 path.collective_time;
   return path;
 }
 

@@ -18,7 +18,9 @@ struct CriticalPath {
   Time compute_time;
   int64_t transfers = 0;
   Time transfer_time;
-  Time waiting;  // makespan − compute_time − transfer_time (gaps on the path)
+  int64_t collectives = 0;  // collective-stream tasks (TP, EP, DP, optimizer) on the path
+  Time collective_time;
+  Time waiting;  // makespan − compute − transfer − collective time (gaps on the path)
 };
 
 // Walks back from the last-ending task: at each step, the predecessor (a dependency, the previous

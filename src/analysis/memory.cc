@@ -37,10 +37,9 @@ void AddActivationDeltas(const std::vector<StageCost>& costs, const TaskGraph& g
     switch (info.action.kind) {
       case ActionKind::kForward: {
         // The forward in the second half of an F&B op starts with the op.
-        const Time start =
-            info.action.overlapped
-                ? trace.timings[graph.programs[info.rank][info.position - 1]].start
-                : timing.start;
+        const Time start = info.action.overlapped
+                               ? trace.timings[graph.programs[info.rank][info.position - 1]].start
+                               : timing.start;
         out.push_back({start, 1, cost.activation_bytes, 0});
         break;
       }

@@ -174,6 +174,11 @@ Metrics ComputeMetrics(const Schedule& schedule, const std::vector<StageCost>& s
       rank.bytes_sent += info.bytes;
       continue;
     }
+    if (info.kind == TaskKind::kCollective) {
+      ++metrics.num_collectives;
+      rank.collective += info.duration;
+      continue;
+    }
     ++metrics.num_compute_actions;
     rank.busy += info.duration;
     if (!seen[info.rank] || timing.start < rank.first_start) rank.first_start = timing.start;

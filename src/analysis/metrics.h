@@ -33,6 +33,7 @@ struct RankMetrics {
   int32_t peak_activations = 0;       // chunk activations held at once (F adds, B/I frees)
   int64_t peak_activation_bytes = 0;  // weighted: F adds M_B, I adds M_W − M_B, W and B free
   int64_t bytes_sent = 0;             // bytes this rank sent to other ranks
+  Time collective;                    // time of its collective stream (TP, EP, DP, optimizer)
   int64_t peak_state_bytes = 0;       // resident shared state (own, received, carried)
   int64_t peak_memory_bytes = 0;      // peak of activations + resident shared state
   bool operator==(const RankMetrics&) const = default;
@@ -67,6 +68,7 @@ struct Metrics {
   double bubble_overhead = 0.0;
   int64_t num_compute_actions = 0;
   int64_t num_transfers = 0;
+  int64_t num_collectives = 0;
   int64_t bytes_moved = 0;
   int64_t state_bytes_forward = 0;
   int64_t state_bytes_backward = 0;

@@ -50,6 +50,9 @@ class Lowering {
     STAGECRAFT_RETURN_IF_ERROR(PlanStates());
     STAGECRAFT_RETURN_IF_ERROR(AddComputeTasks());
     const size_t num_compute = graph_.tasks.size();
+    ready_task_.resize(num_compute);
+    for (uint32_t task = 0; task < num_compute; ++task) ready_task_[task] = task;
+    AddCollectives();
     for (uint32_t task = 0; task < num_compute; ++task) {
       STAGECRAFT_RETURN_IF_ERROR(AddInputs(task));
     }
@@ -156,6 +159,96 @@ class Lowering {
       }
     }
     return Status::Ok();
+  }
+
+  uint32_t AddCollective(uint32_t after, PayloadKind kind, Time duration) {
+    const Task& compute = graph_.tasks[after];
+    Task task;
+    task.kind = TaskKind::kCollective;
+    task.payload = kind;
+    task.rank = compute.rank;
+    task.duration = duration;
+    task.action = compute.action;
+    const uint32_t id = static_cast<uint32_t>(graph_.tasks.size());
+    graph_.tasks.push_back(task);
+    return id;
+  }
+
+  // StageCollectives (lower.h): chains after each action, the per-stage reductions and the
+  // per-rank optimizer step.
+  void AddCollectives() {
+    if (options_.collectives.empty() && options_.optimizer_step.empty()) return;
+    const auto stage_of = [&](const Task& task) -> const StageCollectives* {
+      const size_t stage = static_cast<size_t>(task.action.stage.value());
+      return stage < options_.collectives.size() ? &options_.collectives[stage] : nullptr;
+    };
+    for (size_t rank = 0; rank < graph_.programs.size(); ++rank) {
+      const auto& program = graph_.programs[rank];
+      std::vector<uint32_t> reductions;
+      for (size_t position = 0; position < program.size(); ++position) {
+        const uint32_t compute = program[position];
+        // The head of an F&B op waits for its tail: the pair's collectives follow the tail.
+        if (position + 1 < program.size() &&
+            graph_.tasks[program[position + 1]].action.overlapped) {
+          continue;
+        }
+        const bool fused = graph_.tasks[compute].action.overlapped;
+        Time tp;
+        Time ep;
+        for (size_t part = fused ? position - 1 : position; part <= position; ++part) {
+          const Task& task = graph_.tasks[program[part]];
+          const StageCollectives* stage = stage_of(task);
+          if (stage == nullptr) continue;
+          if (task.action.kind == ActionKind::kForward) {
+            tp += stage->tp_forward;
+            ep += stage->ep_forward;
+          } else if (ReleasesActivation(task.action.kind)) {
+            tp += stage->tp_backward;
+            ep += stage->ep_backward;
+          }
+        }
+        if (fused) ep = Time();  // hidden behind the other half's compute
+        uint32_t last = compute;
+        for (const auto& [kind, duration] : {std::pair{PayloadKind::kTensorParallel, tp},
+                                             std::pair{PayloadKind::kExpertParallel, ep}}) {
+          if (duration.ns() <= 0) continue;
+          const uint32_t collective = AddCollective(compute, kind, duration);
+          edges_.emplace_back(last, collective);
+          last = collective;
+        }
+        if (last != compute) {
+          ready_task_[compute] = last;
+          if (fused) ready_task_[program[position - 1]] = last;
+          if (position + 1 < program.size()) edges_.emplace_back(last, program[position + 1]);
+        }
+      }
+      // Data-parallel reductions: after each stage's last action on this rank.
+      std::vector<int32_t> stages;
+      for (uint32_t compute : program) {
+        const int32_t stage = graph_.tasks[compute].action.stage.value();
+        if (std::find(stages.begin(), stages.end(), stage) == stages.end()) stages.push_back(stage);
+      }
+      for (int32_t stage : stages) {
+        if (static_cast<size_t>(stage) >= options_.collectives.size()) continue;
+        const Time reduce = options_.collectives[stage].dp_reduce;
+        if (reduce.ns() <= 0) continue;
+        uint32_t last_of_stage = program.front();
+        for (uint32_t compute : program) {
+          if (graph_.tasks[compute].action.stage.value() == stage) last_of_stage = compute;
+        }
+        const uint32_t collective =
+            AddCollective(last_of_stage, PayloadKind::kDataParallel, reduce);
+        edges_.emplace_back(ready_task_[last_of_stage], collective);
+        reductions.push_back(collective);
+      }
+      if (rank < options_.optimizer_step.size() && options_.optimizer_step[rank].ns() > 0 &&
+          !program.empty()) {
+        const uint32_t step = AddCollective(program.back(), PayloadKind::kOptimizerStep,
+                                            options_.optimizer_step[rank]);
+        edges_.emplace_back(ready_task_[program.back()], step);
+        for (uint32_t reduction : reductions) edges_.emplace_back(reduction, step);
+      }
+    }
   }
 
   // The task producing the gradient that B/I of `stage` needs from stage + 1.
@@ -298,7 +391,11 @@ class Lowering {
       return;
     }
     if (from.rank == to.rank) {
-      edges_.emplace_back(producer, op_head_[consumer]);
+      if (ready_task_[producer] != producer) {
+        edges_.emplace_back(ready_task_[producer], op_head_[consumer]);
+      } else {
+        edges_.emplace_back(producer, op_head_[consumer]);
+      }
       return;
     }
     const int32_t cut = std::min(from.action.stage.value(), to.action.stage.value());
@@ -335,7 +432,7 @@ class Lowering {
     transfer.consumer_task = op_head_[consumer];
     const uint32_t id = static_cast<uint32_t>(graph_.tasks.size());
     graph_.tasks.push_back(transfer);
-    if (producer != kNoTask) edges_.emplace_back(producer, id);
+    if (producer != kNoTask) edges_.emplace_back(ready_task_[producer], id);
     edges_.emplace_back(id, op_head_[consumer]);
   }
 
@@ -459,6 +556,8 @@ class Lowering {
   const LowerOptions& options_;
   TaskGraph graph_;
   std::vector<uint32_t> index_;
+  std::vector<uint32_t> ready_task_;  // [compute task] → the task after which its outputs exist
+                                      // (itself, or the last collective that follows it)
   std::vector<uint32_t> op_head_;  // [compute task] → the task that runs its op (itself, or the
                                    // head of its F&B pair)
   Status fused_self_dependency_ = Status::Ok();

@@ -20,11 +20,29 @@
 
 namespace stagecraft {
 
+// The parallel dimensions around the pipeline, as collective-stream work (TaskKind::kCollective).
+// Per stage: the tensor- and expert-parallel collectives after each forward and each backward
+// (B or I) of one microbatch, synchronous (the rank's next action waits for them: Megatron's
+// tensor parallelism without communication overlap); the data-parallel gradient reduction after
+// the stage's last action, overlapping whatever the rank still computes. Per rank: the
+// optimizer step after its reductions. An F&B op (DualPipe) runs the TP collectives of both
+// halves after it and hides the EP all-to-all (its overlap gain models that).
+struct StageCollectives {
+  Time tp_forward;
+  Time tp_backward;
+  Time ep_forward;
+  Time ep_backward;
+  Time dp_reduce;
+  bool operator==(const StageCollectives&) const = default;
+};
+
 struct LowerOptions {
   P2pMode mode = P2pMode::kAsync;  // point-to-point semantics
   Time cost_p2p;                   // fixed time added to every transfer between two ranks
   ClusterSpec cluster;             // links; when !cluster.given transfers cost only cost_p2p
   std::vector<StateFlow> states;   // shared state to move (layer-list models); policy != kAuto
+  std::vector<StageCollectives> collectives;  // [stage], or empty: no collectives
+  std::vector<Time> optimizer_step;           // [rank], or empty: no optimizer step
 };
 
 // REQUIRES: stage_costs.size() == schedule.num_stages. Fails, naming the action, when an action

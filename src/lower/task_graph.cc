@@ -39,6 +39,14 @@ const char* PayloadName(PayloadKind payload) {
       return "shadow-params";
     case PayloadKind::kShadowGradient:
       return "shadow-grads";
+    case PayloadKind::kTensorParallel:
+      return "tp";
+    case PayloadKind::kExpertParallel:
+      return "ep";
+    case PayloadKind::kDataParallel:
+      return "dp";
+    case PayloadKind::kOptimizerStep:
+      return "optimizer";
   }
   return "?";
 }
@@ -47,6 +55,10 @@ std::string DescribeTask(const TaskGraph& graph, uint32_t task_id) {
   const Task& task = graph.tasks[task_id];
   if (task.kind == TaskKind::kCompute) {
     return "rank " + std::to_string(task.rank) + " " + FormatAction(task.action);
+  }
+  if (task.kind == TaskKind::kCollective) {
+    return std::string(PayloadName(task.payload)) + " collective after " +
+           FormatAction(task.action) + " (rank " + std::to_string(task.rank) + ")";
   }
   std::string what = PayloadName(task.payload);
   if (task.flow >= 0 && task.flow < static_cast<int32_t>(graph.states.size())) {

@@ -23,7 +23,12 @@ enum class P2pMode : uint8_t {
 };
 const char* P2pModeName(P2pMode mode);
 
-enum class TaskKind : uint8_t { kCompute, kTransfer };
+// kCollective: work on the device's collective stream (DESIGN.md §3), one FIFO per rank: the
+// collectives of the parallel dimensions around the pipeline (tensor-, expert- and
+// data-parallel), timed by the comm model for the whole group. The simulated pipeline is one
+// representative of its tensor- and data-parallel peers, which run the same program in step, so
+// a collective starts when this rank reaches it. The optimizer step runs there too, last.
+enum class TaskKind : uint8_t { kCompute, kTransfer, kCollective };
 
 // What a transfer carries.
 enum class PayloadKind : uint8_t {
@@ -34,8 +39,14 @@ enum class PayloadKind : uint8_t {
   kStateGradient,   // direct policy: its dState, consumer rank → producer rank
   kShadowSync,      // shadow policy: the owner's parameters to a replica, once per iteration
   kShadowGradient,  // shadow policy: a replica's parameter gradient back to the owner
+  // Collectives (TaskKind::kCollective):
+  kTensorParallel,  // the tensor-parallel all-reduces (or AG + RS) of one action's layers
+  kExpertParallel,  // the all-to-all dispatch and combine of one action's MoE layers
+  kDataParallel,    // the data-parallel gradient reduction of one stage, after its last backward
+  kOptimizerStep,   // the optimizer step of the rank's parameters, after every reduction
 };
-// "activation", "gradient", "state", "dstate", "shadow-params", "shadow-grads".
+// "activation", "gradient", "state", "dstate", "shadow-params", "shadow-grads", "tp", "ep", "dp",
+// "optimizer".
 const char* PayloadName(PayloadKind payload);
 
 struct Task {

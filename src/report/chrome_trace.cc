@@ -68,6 +68,13 @@ void WriteThreadNames(JsonWriter& json, int32_t ranks, const TaskGraph& graph) {
     json.EndObject().EndObject();
     name(rank, 0, "compute");
   }
+  std::vector<uint8_t> has_collectives(static_cast<size_t>(ranks), 0);
+  for (const Task& task : graph.tasks) {
+    if (task.kind == TaskKind::kCollective) has_collectives[task.rank] = 1;
+  }
+  for (int32_t rank = 0; rank < ranks; ++rank) {
+    if (has_collectives[rank]) name(rank, 1 + 2 * ranks, "collectives");
+  }
   for (const Link& link : graph.links) {
     name(link.from, 1 + link.to, "send to rank " + std::to_string(link.to));
     name(link.to, 1 + ranks + link.from, "recv from rank " + std::to_string(link.from));
@@ -100,6 +107,8 @@ std::string FormatChromeTrace(const TaskGraph& graph, const Trace& trace,
     const Time start = trace.timings[task].start;
     if (info.kind == TaskKind::kCompute) {
       rows.push_back({info.rank, 0, start, task});
+    } else if (info.kind == TaskKind::kCollective) {
+      rows.push_back({info.rank, 1 + 2 * ranks, start, task});
     } else {
       rows.push_back({info.rank, 1 + info.peer, start, task});
       rows.push_back({info.peer, 1 + ranks + info.rank, start, task});
@@ -119,6 +128,9 @@ std::string FormatChromeTrace(const TaskGraph& graph, const Trace& trace,
     std::string name = compute ? OpName(info.action)
                                : TransferName(info) + " " + FormatAction(info.action) + " -> " +
                                      FormatAction(info.consumer);
+    if (info.kind == TaskKind::kCollective) {
+      name = std::string(PayloadName(info.payload)) + " after " + FormatAction(info.action);
+    }
     if (compute) {
       // An F&B op: the head carries the pair's time, the tail ends with it in no time.
       const auto& program = graph.programs[info.rank];
@@ -130,7 +142,8 @@ std::string FormatChromeTrace(const TaskGraph& graph, const Trace& trace,
       }
     }
     json.Key("name").String(name);
-    json.Key("cat").String(compute ? KindWord(info.action.kind) : "p2p");
+    json.Key("cat").String(compute ? KindWord(info.action.kind)
+                                   : (info.kind == TaskKind::kCollective ? "collective" : "p2p"));
     json.Key("pid").Int(row.pid).Key("tid").Int(row.tid);
     json.Key("ts").Raw(Micros(timing.start)).Key("dur").Raw(Micros(timing.end - timing.start));
     json.Key("args").BeginObject();

@@ -22,13 +22,19 @@ Trace Simulator::Run() {
   tasks_.resize(num_tasks);
   for (uint32_t task = 0; task < num_tasks; ++task) {
     const Task& info = graph_.tasks[task];
+    // Links and the ranks' collective streams are first-come-first-served resources, numbered
+    // links first, then one collective stream per rank.
     const bool transfer = info.kind == TaskKind::kTransfer;
-    tasks_[task] = SimTask{info.duration.ns(), transfer ? info.link : info.rank,
-                           static_cast<uint8_t>(transfer ? 1 : 0)};
+    const bool collective = info.kind == TaskKind::kCollective;
+    const int32_t resource =
+        transfer ? info.link
+                 : (collective ? static_cast<int32_t>(graph_.links.size()) + info.rank : info.rank);
+    tasks_[task] =
+        SimTask{info.duration.ns(), resource, static_cast<uint8_t>(transfer || collective ? 1 : 0)};
   }
   stream_next_.assign(graph_.programs.size(), 0);
   stream_busy_.assign(graph_.programs.size(), 0);
-  link_free_.assign(graph_.links.size(), Time());
+  link_free_.assign(graph_.links.size() + graph_.programs.size(), Time());
 
   EventQueue queue;
   queue.Reserve(graph_.programs.size() + graph_.links.size() + 16);

@@ -45,8 +45,8 @@ class Simulator {
   // What the event loop reads per task, packed (16 bytes) for cache locality.
   struct SimTask {
     int64_t duration_ns;
-    int32_t resource;  // compute: the rank; transfer: the link
-    uint8_t transfer;  // 1 for a transfer
+    int32_t resource;  // compute: the rank; transfer: the link; collective: links + rank
+    uint8_t transfer;  // 1 for a transfer or a collective (a FIFO resource, not the program)
   };
 
   const TaskGraph& graph_;
@@ -55,7 +55,7 @@ class Simulator {
   std::vector<uint32_t> missing_;     // [task] unmet dependencies; 0 = ready
   std::vector<size_t> stream_next_;   // [rank] position of the next action in its program
   std::vector<uint8_t> stream_busy_;  // [rank]
-  std::vector<Time> link_free_;       // [link] when its last transfer so far ends
+  std::vector<Time> link_free_;       // [link, then rank's collective stream] when it falls free
 };
 
 // Convenience: Simulator(graph).Run().

@@ -390,5 +390,43 @@ TEST(SimulatorTest, EmptyGraph) {
   EXPECT_EQ(trace.events, 0u);
 }
 
+// Collective-stream work (lower.h StageCollectives): with GPipe on 2 ranks, m 2, F = I = W = 1 ms
+// (B = 2 ms), TP 0.25 ms after each F and 0.5 ms after each B, a 3 ms DP reduction per stage
+// and a 1 ms optimizer step per rank. TP is synchronous: rank 0 runs F0 [0,1] tp [1,1.25] F1
+// [1.25,2.25] tp [2.25,2.5]; rank 1 gets F0 at 1.25: F0 [1.25,2.25] tp F1 [2.5,3.5] tp [3.5,3.75]
+// B0 [3.75,5.75] tp [5.75,6.25] B1 [6.25,8.25] tp [8.25,8.75], then DP [8.75,11.75] and the step
+// [11.75,12.75]. Rank 0's B0 waits for rank 1's B0 and its TP (6.25): B0 [6.25,8.25] tp
+// [8.25,8.75] B1 (needs rank 1's B1 + tp at 8.75) [8.75,10.75] tp [10.75,11.25] DP
+// [11.25,14.25] step [14.25,15.25]. Compute time stays busy time; the collectives do not.
+TEST(LowerCollectivesTest, SynchronousTpThenReductionAndStep) {
+  const Schedule schedule = GenerateGpipe({2, 1, 2, 0}).value();
+  LowerOptions options;
+  StageCollectives stage;
+  stage.tp_forward = Time::Nanoseconds(250'000);
+  stage.tp_backward = Time::Nanoseconds(500'000);
+  stage.dp_reduce = Time::Nanoseconds(3'000'000);
+  options.collectives = {stage, stage};
+  options.optimizer_step = {Time::Nanoseconds(1'000'000), Time::Nanoseconds(1'000'000)};
+  ModelSpec model;  // F = I = W = 1 ms
+  const TaskGraph graph = LowerOrDie(schedule, model, options);
+  const Trace trace = Simulate(graph);
+  ASSERT_FALSE(trace.deadlock.has_value());
+  auto end_of = [&](const std::string& action) {
+    return trace.timings[Find(graph, action)].end.ns();
+  };
+  EXPECT_EQ(end_of("1F1"), 3'500'000);
+  EXPECT_EQ(end_of("1B1"), 8'250'000);
+  EXPECT_EQ(end_of("0B1"), 10'750'000);
+  int64_t last = 0;
+  int collectives = 0;
+  for (uint32_t task = 0; task < graph.num_tasks(); ++task) {
+    if (graph.tasks[task].kind != TaskKind::kCollective) continue;
+    ++collectives;
+    last = std::max(last, trace.timings[task].end.ns());
+  }
+  EXPECT_EQ(collectives, 2 * 4 + 2 + 2);  // TP after 4 actions per rank, DP and step per rank
+  EXPECT_EQ(last, 15'250'000);
+}
+
 }  // namespace
 }  // namespace stagecraft

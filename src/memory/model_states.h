@@ -21,6 +21,8 @@
 
 #include <cstdint>
 
+#include "model/transformer.h"  // Recompute
+
 namespace stagecraft {
 
 enum class ZeroStage : uint8_t { kNone = 0, kOptimizer = 1, kGradients = 2, kParameters = 3 };
@@ -48,7 +50,6 @@ struct DeepSpeedZero2Estimate {
 DeepSpeedZero2Estimate EstimateDeepSpeedZero2(double params, int32_t gpus_per_node, int32_t nodes,
                                               bool cpu_offload);
 
-enum class Recompute : uint8_t { kNone, kSelective, kFull };
 struct ActivationShape {
   double seq_len = 0;           // s
   double micro_batch = 0;       // b

@@ -1,0 +1,143 @@
+#include "model/transformer.h"
+
+#include <algorithm>
+#include <cmath>
+
+namespace stagecraft {
+namespace {
+
+struct Parts {
+  double linear = 0;  // forward FLOPs of the weight matmuls
+  double core = 0;    // forward FLOPs of the attention core (no weights)
+};
+
+Parts DecoderParts(const TransformerSpec& spec, const TransformerRun& run) {
+  const double b = static_cast<double>(run.micro_batch);
+  const double s = static_cast<double>(run.seq_len);
+  const double h = static_cast<double>(spec.hidden);
+  const double kv = static_cast<double>(spec.kv_heads_or_heads() * spec.head_dim_or_default());
+  const double q = static_cast<double>(spec.heads * spec.head_dim_or_default());
+  const double f = static_cast<double>(spec.ffn_or_default());
+  const double t = std::max(1, run.tensor_parallel);
+  Parts parts;
+  parts.linear = (2 * b * s * h * (q + 2 * kv) + 2 * b * s * q * h +
+                  2 * b * s * h * f * (spec.swiglu ? 3 : 2)) /
+                 t;
+  parts.core = 4 * b * s * s * q / t * (spec.causal ? 0.5 : 1.0);
+  return parts;
+}
+
+Time Seconds(double seconds) { return Time::Nanoseconds(std::llround(seconds * 1e9)); }
+
+Time Roofline(double flops, double bytes, const ComputeRate& rate) {
+  double seconds = rate.flops_per_s > 0 ? flops / rate.flops_per_s : 0.0;
+  if (rate.bytes_per_s > 0) seconds = std::max(seconds, bytes / rate.bytes_per_s);
+  return Seconds(seconds);
+}
+
+}  // namespace
+
+LayerFlops DecoderLayerFlops(const TransformerSpec& spec, const TransformerRun& run) {
+  const Parts parts = DecoderParts(spec, run);
+  LayerFlops flops;
+  flops.forward = parts.linear + parts.core;
+  flops.input_grad = parts.linear + 2 * parts.core;
+  flops.weight_grad = parts.linear;
+  flops.model = 3 * parts.linear + 3 * parts.core;
+  if (run.recompute == Recompute::kFull) flops.input_grad += flops.forward;
+  if (run.recompute == Recompute::kSelective) flops.input_grad += parts.core;
+  return flops;
+}
+
+LayerFlops HeadFlops(const TransformerSpec& spec, const TransformerRun& run) {
+  const double logits = 2.0 * static_cast<double>(run.micro_batch) *
+                        static_cast<double>(run.seq_len) * static_cast<double>(spec.hidden) *
+                        static_cast<double>(spec.vocab) / std::max(1, run.tensor_parallel);
+  return LayerFlops{logits, logits, logits, 3 * logits};
+}
+
+double DecoderLayerParams(const TransformerSpec& spec) {
+  const double h = static_cast<double>(spec.hidden);
+  const double kv = static_cast<double>(spec.kv_heads_or_heads() * spec.head_dim_or_default());
+  const double q = static_cast<double>(spec.heads * spec.head_dim_or_default());
+  const double f = static_cast<double>(spec.ffn_or_default());
+  const double attention = h * (q + 2 * kv) + (q + 2 * kv) + q * h + h;
+  const double mlp = spec.swiglu ? 3 * h * f + 2 * f + h : 2 * h * f + f + h;
+  return attention + mlp + 4 * h;  // two layer norms (scale and bias)
+}
+
+double EmbeddingParams(const TransformerSpec& spec, int64_t seq_len) {
+  return static_cast<double>(spec.vocab + seq_len) * static_cast<double>(spec.hidden);
+}
+
+double TransformerParams(const TransformerSpec& spec, int64_t seq_len) {
+  const double head = spec.tied_embeddings
+                          ? 0.0
+                          : static_cast<double>(spec.vocab) * static_cast<double>(spec.hidden);
+  return spec.layers * DecoderLayerParams(spec) + EmbeddingParams(spec, seq_len) + head +
+         2.0 * static_cast<double>(spec.hidden);  // final layer norm
+}
+
+double DecoderActivationBytes(const TransformerSpec& spec, const TransformerRun& run) {
+  const double s = static_cast<double>(run.seq_len);
+  const double b = static_cast<double>(run.micro_batch);
+  const double h = static_cast<double>(spec.hidden);
+  const double a = static_cast<double>(spec.heads);
+  const double t = std::max(1, run.tensor_parallel);
+  const double sbh = s * b * h;
+  const double core = 5 * a * s / (h * t);
+  switch (run.recompute) {
+    case Recompute::kFull:
+      return 2 * sbh;
+    case Recompute::kSelective:
+      return run.sequence_parallel ? 34 * sbh / t : sbh * (10 + 24 / t);
+    case Recompute::kNone:
+      break;
+  }
+  if (run.sequence_parallel) return sbh * (34 / t + core);
+  return t > 1 ? sbh * (10 + 24 / t + core) : sbh * (34 + 5 * a * s / h);
+}
+
+std::vector<LayerSpec> TransformerLayers(const TransformerSpec& spec, const TransformerRun& run,
+                                         const ComputeRate& rate) {
+  const double t = std::max(1, run.tensor_parallel);
+  const double activations = DecoderActivationBytes(spec, run);
+  const double tokens_hidden =
+      2.0 * static_cast<double>(run.seq_len * run.micro_batch * spec.hidden);
+  std::vector<LayerSpec> layers;
+  LayerSpec embedding;
+  embedding.kind = LayerKind::kEmbedding;
+  // A gather: reads b·s rows of h and writes them; no FLOPs worth counting.
+  embedding.forward = Roofline(0, 2 * tokens_hidden, rate);
+  embedding.input_grad = Time();
+  embedding.weight_grad = Roofline(0, 2 * tokens_hidden, rate);
+  layers.push_back(embedding);
+  const LayerFlops decoder = DecoderLayerFlops(spec, run);
+  const double weight_bytes = 2.0 * DecoderLayerParams(spec) / t;
+  for (int32_t index = 0; index < spec.layers; ++index) {
+    LayerSpec layer;
+    layer.kind = LayerKind::kDecoder;
+    layer.attention = AttentionMode::kFull;
+    layer.compress_ratio = 1;
+    layer.mlp = MlpKind::kDense;
+    layer.forward = Roofline(decoder.forward, weight_bytes + activations, rate);
+    layer.input_grad = Roofline(decoder.input_grad, weight_bytes + activations, rate);
+    layer.weight_grad = Roofline(decoder.weight_grad, weight_bytes + activations, rate);
+    layer.activation_bytes = std::llround(activations);
+    // M_W = 32sbh per layer (Qi et al., ICLR 2024, App. G): the linear layers' inputs that W
+    // still needs after I, per TP rank.
+    layer.weight_grad_bytes = std::llround(16 * tokens_hidden / t);
+    layers.push_back(layer);
+  }
+  LayerSpec head;
+  head.kind = LayerKind::kHead;
+  const LayerFlops logits = HeadFlops(spec, run);
+  const double head_bytes = 2.0 * static_cast<double>(spec.vocab * spec.hidden) / t;
+  head.forward = Roofline(logits.forward, head_bytes, rate);
+  head.input_grad = Roofline(logits.input_grad, head_bytes, rate);
+  head.weight_grad = Roofline(logits.weight_grad, head_bytes, rate);
+  layers.push_back(head);
+  return layers;
+}
+
+}  // namespace stagecraft

@@ -1,0 +1,86 @@
+// Dense decoder-only transformers (GPT, Llama; MHA or GQA, GELU or SwiGLU MLP) described by their
+// dimensions: per-layer FLOPs, parameters and activation bytes, and the layer list the pipeline
+// runs (embedding, decoder layers, head) with times from a FLOPs/bandwidth roofline. Counts are
+// per microbatch of b sequences of s tokens, per tensor-parallel rank (t).
+//   Forward FLOPs of a decoder layer (FLOPs = 2 x multiply-adds):
+//     QKV   2bsh·(h + 2·g·d)        g KV heads of width d (MHA: g·d = h)
+//     proj  2bsh²
+//     core  4bs²h                   scores QKᵀ and values (halved when causal masking skips work)
+//     MLP   2bsh·f·(3 with SwiGLU, else 2)
+//   Head: 2bshV. Backward: the input gradient repeats the forward's FLOPs (twice for the
+//   attention core, which has no weights); the weight gradient repeats the linear layers'.
+//   Recomputation adds the forward (full) or the attention core (selective) to the backward.
+//   With all four at MHA, f = 4h, no causal saving, this is Megatron's 24bsh² + 4bs²h per layer
+//   (Narayanan et al., SC'21, §5.1).
+#pragma once
+
+#include <cstdint>
+#include <vector>
+
+#include "core/time.h"
+#include "model/layer_spec.h"
+
+namespace stagecraft {
+
+struct TransformerSpec {
+  int32_t layers = 0;           // decoder layers; 0 = not a transformer model
+  int64_t hidden = 0;           // h
+  int64_t heads = 0;            // a
+  int64_t kv_heads = 0;         // g; 0 = heads (MHA)
+  int64_t head_dim = 0;         // d; 0 = h / a
+  int64_t ffn_hidden = 0;       // f; 0 = 4h
+  int64_t vocab = 0;            // V
+  bool swiglu = false;          // gated MLP (3 matrices)
+  bool causal = false;          // the attention core skips the masked half
+  bool tied_embeddings = true;  // the head reuses the embedding matrix (GPT, Megatron)
+  bool operator==(const TransformerSpec&) const = default;
+
+  int64_t kv_heads_or_heads() const { return kv_heads > 0 ? kv_heads : heads; }
+  int64_t head_dim_or_default() const { return head_dim > 0 ? head_dim : hidden / heads; }
+  int64_t ffn_or_default() const { return ffn_hidden > 0 ? ffn_hidden : 4 * hidden; }
+};
+
+enum class Recompute : uint8_t { kNone, kSelective, kFull };
+
+// How a layer runs: sequence length, microbatch, tensor parallelism, recomputation.
+struct TransformerRun {
+  int64_t seq_len = 2048;
+  int64_t micro_batch = 1;
+  int32_t tensor_parallel = 1;
+  bool sequence_parallel = false;
+  Recompute recompute = Recompute::kNone;
+};
+
+struct LayerFlops {
+  double forward = 0;     // per TP rank
+  double input_grad = 0;  // including recomputation
+  double weight_grad = 0;
+  double model = 0;  // forward + backward without recomputation (for MFU), per TP rank
+};
+LayerFlops DecoderLayerFlops(const TransformerSpec& spec, const TransformerRun& run);
+LayerFlops HeadFlops(const TransformerSpec& spec, const TransformerRun& run);
+
+// Parameters of one decoder layer (weights and biases, layer norms), and of the embedding.
+double DecoderLayerParams(const TransformerSpec& spec);
+double EmbeddingParams(const TransformerSpec& spec, int64_t seq_len);  // V·h + s·h positions
+// The whole model (the head counted once when tied).
+double TransformerParams(const TransformerSpec& spec, int64_t seq_len);
+
+// Activation bytes one decoder layer stores per microbatch, Korthikanti et al. Table 2 (its a
+// and h; with recomputation what stays stored).
+double DecoderActivationBytes(const TransformerSpec& spec, const TransformerRun& run);
+
+// The device a layer's time is derived on: achieved FLOP/s and bytes/s.
+struct ComputeRate {
+  double flops_per_s = 0;  // peak × efficiency
+  double bytes_per_s = 0;  // HBM bandwidth × efficiency; 0 = no memory bound
+};
+
+// The layer list: embedding, `layers` decoders (attention full, dense MLP, no shared state),
+// head; each with F/I/W times = max(FLOPs / flops_per_s, bytes / bytes_per_s), its bytes the
+// layer's weights (bf16, per TP rank) read once per pass plus its activations written, and
+// activation_bytes from DecoderActivationBytes.
+std::vector<LayerSpec> TransformerLayers(const TransformerSpec& spec, const TransformerRun& run,
+                                         const ComputeRate& rate);
+
+}  // namespace stagecraft

@@ -1,0 +1,91 @@
+#include "model/transformer.h"
+
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <tuple>
+
+namespace stagecraft {
+namespace {
+
+TransformerSpec Gpt(int32_t layers, int64_t hidden, int64_t heads) {
+  TransformerSpec spec;
+  spec.layers = layers;
+  spec.hidden = hidden;
+  spec.heads = heads;
+  spec.vocab = 51200;
+  return spec;
+}
+
+// Megatron's parameter formula P = 12lh²(1 + 13/(12h) + (V+s)/(12lh)) (Narayanan et al. §5.1)
+// counts per layer 12h² + 13h and the embedding (V + s)h; ours adds the final layer norm (2h).
+// Table 1's 145.6B row: l 80, h 12288, V 51200, s 2048 → 145.6B (to 0.1B).
+TEST(TransformerTest, ParametersMatchMegatron) {
+  for (const auto& [layers, hidden, heads] :
+       {std::tuple{24, int64_t{2304}, int64_t{24}}, std::tuple{80, int64_t{12288}, int64_t{96}},
+        std::tuple{128, int64_t{25600}, int64_t{160}}}) {
+    const TransformerSpec spec = Gpt(layers, hidden, heads);
+    const double h = static_cast<double>(hidden);
+    const double megatron =
+        12 * layers * h * h * (1 + 13 / (12 * h) + (51200.0 + 2048) / (12 * layers * h));
+    EXPECT_NEAR((TransformerParams(spec, 2048) - 2 * h) / megatron, 1.0, 1e-12);
+  }
+  EXPECT_NEAR(TransformerParams(Gpt(80, 12288, 96), 2048) / 1e9, 145.6, 0.05);
+}
+
+// Megatron's FLOPs per iteration with full recomputation, 96Bslh²(1 + s/(6h) + V/(16lh)),
+// from our per-layer counts: l decoders (forward + input grad + weight grad, recomputation in
+// the input grad) and the head (forward and backward), B sequences as B microbatches of one.
+TEST(TransformerTest, FlopsMatchMegatronWithFullRecompute) {
+  const TransformerSpec spec = Gpt(80, 12288, 96);
+  TransformerRun run;
+  run.seq_len = 2048;
+  run.micro_batch = 1;
+  run.recompute = Recompute::kFull;
+  const LayerFlops layer = DecoderLayerFlops(spec, run);
+  const LayerFlops head = HeadFlops(spec, run);
+  const double per_sequence = 80 * (layer.forward + layer.input_grad + layer.weight_grad) +
+                              head.forward + head.input_grad + head.weight_grad;
+  const double b = 2304, s = 2048, l = 80, h = 12288, v = 51200;
+  const double megatron = 96 * b * s * l * h * h * (1 + s / (6 * h) + v / (16 * l * h));
+  EXPECT_NEAR(b * per_sequence / megatron, 1.0, 1e-12);
+  // Model FLOPs (no recomputation) are 3/4 of the decoder part.
+  EXPECT_NEAR(layer.model / (layer.forward * 3), 1.0, 1e-12);
+}
+
+// Tensor parallelism divides the FLOPs; GQA shrinks the KV projections; causal halves the core.
+TEST(TransformerTest, VariantsScaleTheCounts) {
+  TransformerSpec spec = Gpt(2, 4096, 32);
+  TransformerRun run;
+  run.seq_len = 4096;
+  const double full = DecoderLayerFlops(spec, run).forward;
+  run.tensor_parallel = 4;
+  EXPECT_NEAR(DecoderLayerFlops(spec, run).forward * 4 / full, 1.0, 1e-12);
+  run.tensor_parallel = 1;
+  spec.kv_heads = 8;  // GQA: K and V of 8 heads of 128
+  const double h = 4096, s = 4096;
+  EXPECT_NEAR(full - DecoderLayerFlops(spec, run).forward, 2 * s * h * (2 * h - 2 * 1024), 1);
+  spec.kv_heads = 0;
+  spec.causal = true;
+  EXPECT_NEAR(full - DecoderLayerFlops(spec, run).forward, 2 * s * s * h, 1);
+}
+
+// The layer list: E, l decoders, L, with times from the roofline.
+TEST(TransformerTest, LayerListAndRoofline) {
+  const TransformerSpec spec = Gpt(4, 1024, 16);
+  TransformerRun run;
+  run.seq_len = 1024;
+  const ComputeRate rate{100e12, 1e12};
+  const auto layers = TransformerLayers(spec, run, rate);
+  ASSERT_EQ(layers.size(), 6u);
+  EXPECT_EQ(layers.front().kind, LayerKind::kEmbedding);
+  EXPECT_EQ(layers.back().kind, LayerKind::kHead);
+  const LayerFlops flops = DecoderLayerFlops(spec, run);
+  EXPECT_EQ(layers[1].forward.ns(), std::llround(flops.forward / 100e12 * 1e9));
+  // Compute bound here; with a slow memory the bytes bound wins.
+  const auto slow = TransformerLayers(spec, run, ComputeRate{100e12, 1e9});
+  EXPECT_GT(slow[1].forward, layers[1].forward);
+}
+
+}  // namespace
+}  // namespace stagecraft

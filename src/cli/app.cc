@@ -18,6 +18,10 @@ void AddRunFlags(CLI::App& command, RunFlags& flags) {
       .add_option("--schedule", flags.schedule, "schedule generator (stagecraft list schedules)")
       ->type_name("NAME");
   command.add_option("--pp", flags.pp, "pipeline-parallel ranks P")->type_name("P");
+  command.add_option("--tp", flags.tp, "tensor-parallel ranks per stage T (transformer models)")
+      ->type_name("T");
+  command.add_option("--dp", flags.dp, "data-parallel replicas D (transformer models)")
+      ->type_name("D");
   command.add_option("--vpp", flags.vpp, "chunks (virtual stages) per rank V")->type_name("V");
   command.add_option("--microbatches", flags.microbatches, "microbatches per iteration M")
       ->type_name("M");

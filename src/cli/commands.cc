@@ -79,6 +79,17 @@ RunInfo MakeRunInfo(const PreparedRun& run) {
   info.input_grad = run.config.model.input_grad;
   info.weight_grad = run.config.model.weight_grad;
   if (run.config.model.is_layer_list()) AddLayerInfo(run, info);
+  const ParallelPlan& plan = run.parallel_plan;
+  if (plan.world_size > 0) {
+    info.world_size = plan.world_size;
+    info.tp = run.config.parallel.tp;
+    info.dp = run.config.parallel.dp;
+    info.tokens_per_iteration = plan.tokens_per_iteration;
+    info.hardware_flops_per_iteration = plan.hardware_flops_per_iteration;
+    info.model_flops_per_iteration = plan.model_flops_per_iteration;
+    info.peak_flops_per_device = plan.peak_flops_per_device;
+    info.params = plan.params;
+  }
   return info;
 }
 

@@ -156,8 +156,8 @@ int DeriveLayerModel(const PreparedRun& run, bool json, std::ostream& out, std::
   const int code = SimulateRun(run, simulated, err);
   if (code != kExitOk) return code;
   const int32_t copies = run.schedule.placement == Placement::kDual ? 2 : 1;
-  const StateBytesClosedForm form = ClosedFormStateBytes(
-      run.lower.states, StageRanks(run.schedule), run.schedule.num_microbatches, copies);
+  const StateBytesClosedForm form = ClosedFormStateBytes(run.lower.states, StageRanks(run.schedule),
+                                                         run.schedule.num_microbatches, copies);
   out << (json ? DeriveStateJson(run, simulated.metrics, form)
                : DeriveStateText(run, simulated.metrics, form));
   return kExitOk;

@@ -103,7 +103,8 @@ LayerPipelineOptions PipelineOptionsOf(const PreparedRun& run) {
 
 Status PrepareLayerModel(PreparedRun& run) {
   ModelSpec& model = run.config.model;
-  EstimateLayerCosts(model, run.config.cluster.effective_flops_per_s());
+  if (!model.is_transformer())
+    EstimateLayerCosts(model, run.config.cluster.effective_flops_per_s());
   auto partition = PartitionLayers(run, run.config.parallel.partition);
   if (!partition.ok()) return partition.error();
   run.partition = std::move(partition).value();

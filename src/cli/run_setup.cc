@@ -80,6 +80,8 @@ Status ApplyChoice(const std::optional<std::string>& flag, const char* name,
 Status ApplyFlags(const RunFlags& flags, Config& config) {
   if (flags.schedule) config.schedule.name = *flags.schedule;
   STAGECRAFT_RETURN_IF_ERROR(ApplyCount(flags.pp, "--pp", config.parallel.pp));
+  STAGECRAFT_RETURN_IF_ERROR(ApplyCount(flags.tp, "--tp", config.parallel.tp));
+  STAGECRAFT_RETURN_IF_ERROR(ApplyCount(flags.dp, "--dp", config.parallel.dp));
   STAGECRAFT_RETURN_IF_ERROR(ApplyCount(flags.vpp, "--vpp", config.parallel.vpp));
   STAGECRAFT_RETURN_IF_ERROR(
       ApplyCount(flags.microbatches, "--microbatches", config.parallel.microbatches));
@@ -178,9 +180,13 @@ Status CheckLayout(const Config& config, const ConfigLocations& locations,
                  std::to_string(schedule.chunks_per_rank()) +
                  "); expected at most one stage per layer: lower --pp or --vpp"};
   }
-  if (config.cluster.given && schedule.num_ranks > config.cluster.num_devices()) {
+  const int32_t world = schedule.num_ranks * config.parallel.tp * config.parallel.dp;
+  if (config.cluster.given && world > config.cluster.num_devices()) {
     return Error{locations.Where("cluster") + "pp = " + std::to_string(schedule.num_ranks) +
-                 " needs " + Plural(schedule.num_ranks, "device") + " but the cluster has " +
+                 (world != schedule.num_ranks ? " x tp = " + std::to_string(config.parallel.tp) +
+                                                    " x dp = " + std::to_string(config.parallel.dp)
+                                              : std::string()) +
+                 " needs " + Plural(world, "device") + " but the cluster has " +
                  std::to_string(config.cluster.num_devices()) + " (" +
                  Plural(config.cluster.nodes, "node") + " x " +
                  Plural(config.cluster.devices_per_node, "device") +
@@ -286,6 +292,20 @@ Result<PreparedRun> PrepareRun(const RunFlags& flags) {
   if (!config.ok()) return config.error();
   run.config = std::move(config).value();
   STAGECRAFT_RETURN_IF_ERROR(ApplyFlags(flags, run.config));
+  if (!run.config.model.is_transformer() &&
+      (run.config.parallel.tp > 1 || run.config.parallel.dp > 1)) {
+    return Error{run.locations.Where(run.config.parallel.tp > 1 ? "parallel.tp" : "parallel.dp") +
+                 "tensor and data parallelism are simulated for transformer models "
+                 "(model.type: transformer) so far; this model is '" +
+                 run.config.model.name + "': drop tp/dp or describe the model by its dimensions"};
+  }
+  if (run.config.model.is_transformer() && !run.config.cluster.given &&
+      (run.config.parallel.tp > 1 || run.config.parallel.dp > 1)) {
+    return Error{
+        "tp/dp: the collectives need a cluster to run on; add one (cluster: {preset: "
+        "h100x2}, stagecraft list presets)"};
+  }
+  STAGECRAFT_RETURN_IF_ERROR(BuildTransformerModel(run.config));
   const Config& c = run.config;
   if (!c.schedule.csv.empty()) {
     std::string path = c.schedule.csv;
@@ -327,6 +347,11 @@ Result<PreparedRun> PrepareRun(const RunFlags& flags) {
     }
     STAGECRAFT_RETURN_IF_ERROR(PrepareLayerModel(run));
     STAGECRAFT_RETURN_IF_ERROR(TimeCostAwareSchedule(run));
+    if (c.model.is_transformer()) {
+      run.parallel_plan = PlanParallel(c, run.partition, run.schedule);
+      run.lower.collectives = run.parallel_plan.collectives;
+      run.lower.optimizer_step = run.parallel_plan.optimizer_step;
+    }
     return run;
   }
   const char* kIgnored =

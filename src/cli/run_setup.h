@@ -7,6 +7,7 @@
 #include <string>
 #include <vector>
 
+#include "cli/parallel_setup.h"
 #include "core/result.h"
 #include "io/config.h"
 #include "lower/layer_pipeline.h"
@@ -21,6 +22,8 @@ struct RunFlags {
   std::string config_path;                      // positional CONFIG; "" = the bundled example
   std::optional<std::string> schedule;          // --schedule NAME
   std::optional<std::string> pp;                // --pp P
+  std::optional<std::string> tp;                // --tp T
+  std::optional<std::string> dp;                // --dp D
   std::optional<std::string> vpp;               // --vpp V
   std::optional<std::string> microbatches;      // --microbatches M
   std::optional<std::string> group_size;        // --group-size G
@@ -43,6 +46,7 @@ struct PreparedRun {
   Schedule schedule;
   std::vector<StageCost> stage_costs;
   LowerOptions lower;
+  ParallelPlan parallel_plan;      // transformer models: collectives and FLOP counts
   std::vector<std::string> notes;  // things the user should know (printed to stderr)
 };
 

@@ -26,6 +26,8 @@ struct ClusterSpec {
   // peak, 989.5 TFLOP/s (NVIDIA H100 datasheet), at 40% efficiency.
   double peak_flops_per_s = 989.5e12;
   double compute_efficiency = 0.4;
+  // Fraction of the HBM bandwidth a memory-bound kernel reaches (assumed default).
+  double memory_efficiency = 0.8;
   // From a preset (hardware/presets.h); zero / "custom" when the config spells the cluster out.
   std::string device = "custom";
   double peak_fp8_flops_per_s = 0.0;  // dense FP8 peak; 0 = none

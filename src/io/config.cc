@@ -540,11 +540,76 @@ Status FinishLayerListModel(const Reader& reader, const Written& written, ModelS
   return ReadLayerList(reader, *layers, model);
 }
 
-// type: uniform (the default) or layers; a list under `layers` with no type means layers.
+// model.transformer: the dimensions of a dense decoder-only transformer.
+Status ReadTransformer(const Reader& reader, const Field& field, TransformerSpec* spec) {
+  const auto wide = [&reader](int64_t* out) -> Apply {
+    return [&reader, out](const Field& value) -> Status {
+      int32_t number = 0;
+      STAGECRAFT_RETURN_IF_ERROR(reader.Int(value, 1, &number));
+      *out = number;
+      return Status::Ok();
+    };
+  };
+  Written written;
+  STAGECRAFT_RETURN_IF_ERROR(
+      reader.ReadMap(field,
+                     {{"layers", CountInto(reader, &spec->layers)},
+                      {"hidden", wide(&spec->hidden)},
+                      {"heads", wide(&spec->heads)},
+                      {"kv_heads", wide(&spec->kv_heads)},
+                      {"head_dim", wide(&spec->head_dim)},
+                      {"ffn_hidden", wide(&spec->ffn_hidden)},
+                      {"vocab", wide(&spec->vocab)},
+                      {"swiglu", BoolInto(reader, &spec->swiglu)},
+                      {"causal", BoolInto(reader, &spec->causal)},
+                      {"tied_embeddings", BoolInto(reader, &spec->tied_embeddings)}},
+                     &written));
+  for (const char* key : {"layers", "hidden", "heads", "vocab"}) {
+    if (Find(written, key) == nullptr) {
+      return reader.At(field, std::string("needs '") + key +
+                                  "' (a transformer is given by layers, hidden, heads and vocab; "
+                                  "kv_heads, head_dim, ffn_hidden, swiglu, causal optional)");
+    }
+  }
+  if (spec->head_dim == 0 && spec->hidden % spec->heads != 0) {
+    return reader.At(*Find(written, "heads"),
+                     std::to_string(spec->heads) + " heads do not divide hidden " +
+                         std::to_string(spec->hidden) + " (give head_dim explicitly)");
+  }
+  if (spec->kv_heads > 0 && spec->heads % spec->kv_heads != 0) {
+    return reader.At(*Find(written, "kv_heads"),
+                     std::to_string(spec->kv_heads) + " KV heads do not divide " +
+                         std::to_string(spec->heads) + " query heads (GQA groups must be equal)");
+  }
+  return Status::Ok();
+}
+
+// The transformer model: model.transformer holds its dimensions; costs are derived.
+Status FinishTransformerModel(const Reader& reader, const Field& field, const Written& written,
+                              ModelSpec* model) {
+  for (const char* key : {"forward", "input_grad", "weight_grad", "fb", "activation_bytes",
+                          "weight_grad_bytes", "p2p_bytes", "layers", "dims"}) {
+    if (const Field* found = Find(written, key)) {
+      return reader.At(*found,
+                       "does not apply to a transformer model (its costs, layers and payload "
+                       "follow from model.transformer)");
+    }
+  }
+  const Field* spec = Find(written, "transformer");
+  if (spec == nullptr) {
+    return reader.At(field,
+                     "type: transformer needs model.transformer, e.g. {layers: 24, hidden: 2304, "
+                     "heads: 24, vocab: 51200}");
+  }
+  return ReadTransformer(reader, *spec, &model->transformer);
+}
+
+// type: uniform (the default), layers or transformer; a list under `layers` with no type means
+// layers.
 Status ReadModel(const Reader& reader, const Field& field, ModelSpec* model) {
   std::string type;
   const Apply read_type = [&reader, &type](const Field& value) {
-    return reader.Choice(value, "model type", {"uniform", "layers"}, &type);
+    return reader.Choice(value, "model type", {"uniform", "layers", "transformer"}, &type);
   };
   const Apply later = [](const Field&) { return Status::Ok(); };  // once the type is known
   Written written;
@@ -563,8 +628,13 @@ Status ReadModel(const Reader& reader, const Field& field, ModelSpec* model) {
        {"fb", DurationInto(reader, Sign::kPositive, &model->fb)},
        {"activation_bytes", BytesInto(reader, &model->activation_bytes)},
        {"weight_grad_bytes", BytesInto(reader, &model->weight_grad_bytes)},
-       {"p2p_bytes", BytesInto(reader, &model->p2p_bytes)}},
+       {"p2p_bytes", BytesInto(reader, &model->p2p_bytes)},
+       {"transformer", later}},
       &written));
+  if (type == "transformer") return FinishTransformerModel(reader, field, written, model);
+  if (const Field* transformer = Find(written, "transformer")) {
+    return reader.At(*transformer, "applies to type: transformer only (set model.type)");
+  }
   const Field* layers = Find(written, "layers");
   const bool layer_list =
       type == "layers" || (type.empty() && layers != nullptr && layers->value.IsSequence());
@@ -587,12 +657,17 @@ Status ReadDevice(const Reader& reader, const Field& field, ClusterSpec* cluster
     cluster->peak_flops_per_s = tflops * 1e12;
     return Status::Ok();
   };
-  return reader.ReadMap(
-      field, {{"peak_tflops", peak}, {"efficiency", [&reader, cluster](const Field& value) {
-                                        return reader.Number(value, 1.0,
-                                                             "a fraction > 0 and <= 1 such as 0.4",
-                                                             &cluster->compute_efficiency);
-                                      }}});
+  return reader.ReadMap(field,
+                        {{"peak_tflops", peak},
+                         {"efficiency",
+                          [&reader, cluster](const Field& value) {
+                            return reader.Number(value, 1.0, "a fraction > 0 and <= 1 such as 0.4",
+                                                 &cluster->compute_efficiency);
+                          }},
+                         {"memory_efficiency", [&reader, cluster](const Field& value) {
+                            return reader.Number(value, 1.0, "a fraction > 0 and <= 1 such as 0.8",
+                                                 &cluster->memory_efficiency);
+                          }}});
 }
 
 // Writing the section at all (even empty) turns the cluster model on.
@@ -689,7 +764,16 @@ Status ReadParallel(const Reader& reader, const Field& field, ParallelSpec* para
         [&reader, parallel](const Field& value) {
           return ReadLayerCounts(reader, value, &parallel->layer_counts);
         }},
-       {"layout", StringInto(reader, &parallel->layout)}},
+       {"layout", StringInto(reader, &parallel->layout)},
+       {"tp", CountInto(reader, &parallel->tp)},
+       {"dp", CountInto(reader, &parallel->dp)},
+       {"sequence_parallel", BoolInto(reader, &parallel->sequence_parallel)},
+       {"recompute", EnumInto<Recompute>(reader, "recompute",
+                                         {{"none", Recompute::kNone},
+                                          {"selective", Recompute::kSelective},
+                                          {"full", Recompute::kFull}},
+                                         &parallel->recompute)},
+       {"distributed_optimizer", BoolInto(reader, &parallel->distributed_optimizer)}},
       &written));
   return CheckPartition(reader, written, parallel);
 }

@@ -38,6 +38,14 @@ struct ParallelSpec {
   PartitionMethod partition = PartitionMethod::kStateAware;  // layer-list models only
   std::vector<int32_t> layer_counts;  // partition: counts; one entry per stage
   std::string layout;                 // partition: layout, e.g. "Et*3|t*4|t*3L"
+  // The dimensions around the pipeline (transformer models; the simulated pipeline is one
+  // representative of its tensor- and data-parallel peers).
+  int32_t tp = 1;                          // tensor-parallel ranks per stage
+  int32_t dp = 1;                          // data-parallel replicas of the pipeline
+  bool sequence_parallel = false;          // Megatron sequence parallelism (AG + RS instead of AR)
+  Recompute recompute = Recompute::kNone;  // activation recomputation
+  bool distributed_optimizer = false;      // optimizer state sharded over dp (ZeRO-1)
+  int32_t world_size() const { return pp * tp * dp; }
   bool operator==(const ParallelSpec&) const = default;
 };
 

@@ -219,7 +219,8 @@ TEST(ParseConfigErrorTest, UnknownKeyInSection) {
   EXPECT_EQ(message,
             "run.yaml:3:3: unknown key 'microbatch' in parallel; did you mean 'microbatches'? "
             "(expected one of 'pp', 'vpp', 'microbatches', 'placement', 'partition', "
-            "'layer_counts' or 'layout')");
+            "'layer_counts', 'layout', 'tp', 'dp', 'sequence_parallel', 'recompute' or "
+            "'distributed_optimizer')");
 }
 
 TEST(ParseConfigErrorTest, UnknownTopLevelKey) {
@@ -342,7 +343,7 @@ TEST(ParseConfigErrorTest, UnknownModelType) {
   const std::string message = ErrorOf("model:\n  type: unifrom\n");
   EXPECT_EQ(message,
             "run.yaml:2:9: model.type: unknown model type 'unifrom'; did you mean 'uniform'? "
-            "(expected 'uniform' or 'layers')");
+            "(expected 'uniform', 'layers' or 'transformer')");
 }
 
 TEST(ParseConfigErrorTest, UnknownP2pMode) {

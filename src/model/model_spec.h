@@ -11,6 +11,7 @@
 
 #include "core/time.h"
 #include "model/layer_spec.h"
+#include "model/transformer.h"
 
 namespace stagecraft {
 
@@ -33,7 +34,12 @@ struct ModelSpec {
   int32_t seq_len = 4096;         // tokens per sequence
   int32_t micro_batch_size = 1;   // sequences per microbatch
 
-  bool is_layer_list() const { return !layers.empty(); }
+  // A dense transformer given by its dimensions (type: transformer): the run setup turns it into
+  // the layer list above once the parallel layout and the device are known.
+  TransformerSpec transformer;
+
+  bool is_layer_list() const { return !layers.empty() || is_transformer(); }
+  bool is_transformer() const { return transformer.layers > 0; }
   int64_t tokens_per_microbatch() const { return static_cast<int64_t>(seq_len) * micro_batch_size; }
 
   ModelSpec()

@@ -47,6 +47,15 @@ struct RunInfo {
   std::string state_policy;  // the configured movement policy
   std::vector<StageInfo> stages;
   std::vector<CutInfo> cuts;
+  // Transformer models: the whole job around the simulated pipeline (world_size 0 = none).
+  int32_t world_size = 0;  // pp · tp · dp
+  int32_t tp = 1;
+  int32_t dp = 1;
+  int64_t tokens_per_iteration = 0;
+  double hardware_flops_per_iteration = 0;  // with recomputation
+  double model_flops_per_iteration = 0;     // without
+  double peak_flops_per_device = 0;
+  double params = 0;
 };
 
 }  // namespace stagecraft

@@ -103,6 +103,43 @@ void WriteStages(JsonWriter& json, const RunInfo& run) {
   json.EndArray();
 }
 
+struct Throughput {
+  double seconds = 0;
+  double tflops_per_gpu = 0;  // hardware FLOPs (with recomputation) per GPU per second
+  double mfu = 0;             // model FLOPs / (time · GPUs · peak)
+  double tokens_per_s = 0;
+};
+
+Throughput ThroughputOf(const RunInfo& run, const Metrics& metrics) {
+  Throughput result;
+  result.seconds = static_cast<double>(metrics.makespan.ns()) * 1e-9;
+  if (result.seconds <= 0 || run.world_size <= 0) return result;
+  const double gpu_seconds = result.seconds * run.world_size;
+  result.tflops_per_gpu = run.hardware_flops_per_iteration / gpu_seconds / 1e12;
+  if (run.peak_flops_per_device > 0) {
+    result.mfu = run.model_flops_per_iteration / (gpu_seconds * run.peak_flops_per_device);
+  }
+  result.tokens_per_s = static_cast<double>(run.tokens_per_iteration) / result.seconds;
+  return result;
+}
+
+std::string FormatThroughput(const RunInfo& run, const Metrics& metrics) {
+  const Throughput t = ThroughputOf(run, metrics);
+  Time collective;
+  for (const RankMetrics& rank : metrics.ranks) collective = std::max(collective, rank.collective);
+  std::string text = "  parallel          pp " + std::to_string(run.pp) + " x tp " +
+                     std::to_string(run.tp) + " x dp " + std::to_string(run.dp) + " = " +
+                     std::to_string(run.world_size) + " GPUs, " + FormatFixed(run.params / 1e9, 2) +
+                     "B parameters, " + std::to_string(run.tokens_per_iteration) +
+                     " tokens per iteration\n";
+  text += "  throughput        " + FormatFixed(t.tflops_per_gpu, 1) +
+          " TFLOP/s per GPU (hardware FLOPs, recomputation included), MFU " + Percent(t.mfu) +
+          ", " + FormatFixed(t.tokens_per_s, 0) + " tokens/s\n";
+  text += "  collectives       " + std::to_string(metrics.num_collectives) +
+          " on the collective streams, busiest rank " + FormatMs(collective) + " ms\n\n";
+  return text;
+}
+
 }  // namespace
 
 std::string FormatSummary(const RunInfo& run, const Metrics& metrics) {
@@ -125,6 +162,7 @@ std::string FormatSummary(const RunInfo& run, const Metrics& metrics) {
   text += "  bubble_overhead   " + FormatFixed(metrics.bubble_overhead, 6) + "  (idle / ideal)\n";
   text += "  compute actions   " + std::to_string(metrics.num_compute_actions) + ", transfers " +
           std::to_string(metrics.num_transfers) + " (" + FormatBytes(metrics.bytes_moved) + ")\n\n";
+  if (run.world_size > 0) text += FormatThroughput(run, metrics);
   if (!run.stages.empty()) text += FormatStages(run);
   if (!metrics.flows.empty()) text += FormatStateSummary(run, metrics);
   const bool state = !metrics.flows.empty();
@@ -155,6 +193,22 @@ std::string FormatMetricsJson(const RunInfo& run, const Metrics& metrics) {
   json.Key("p2p").String(P2pModeName(run.p2p));
   json.Key("cost_p2p_ms").Raw(FormatMs(run.cost_p2p));
   json.Key("makespan_ms").Raw(FormatMs(metrics.makespan));
+  if (run.world_size > 0) {
+    const Throughput t = ThroughputOf(run, metrics);
+    json.Key("parallel").BeginObject();
+    json.Key("world_size").Int(run.world_size);
+    json.Key("tp").Int(run.tp);
+    json.Key("dp").Int(run.dp);
+    json.Key("params").Fixed(run.params, 0);
+    json.Key("tokens_per_iteration").Int(run.tokens_per_iteration);
+    json.Key("hardware_flops_per_iteration").Fixed(run.hardware_flops_per_iteration, 0);
+    json.Key("model_flops_per_iteration").Fixed(run.model_flops_per_iteration, 0);
+    json.Key("tflops_per_gpu").Fixed(t.tflops_per_gpu, 3);
+    json.Key("mfu").Fixed(t.mfu, 6);
+    json.Key("tokens_per_s").Fixed(t.tokens_per_s, 3);
+    json.Key("collectives").Int(metrics.num_collectives);
+    json.EndObject();
+  }
   json.Key("bubble_fraction").Fixed(metrics.bubble_fraction, 6);
   json.Key("bubble_rate_span").Fixed(metrics.bubble_rate_span, 6);
   json.Key("bubble_overhead").Fixed(metrics.bubble_overhead, 6);

@@ -1,0 +1,150 @@
+// The parallel dimensions around the pipeline for transformer models: the layer list with times
+// on the configured device, the tensor-parallel collectives after each action, the
+// data-parallel gradient reduction per stage, the optimizer step per rank, and the FLOP counts
+// behind MFU and per-GPU throughput.
+#include "cli/parallel_setup.h"
+
+#include <algorithm>
+#include <cmath>
+
+#include "comm/collective.h"
+#include "core/units.h"
+
+namespace stagecraft {
+namespace {
+
+// Bytes of HBM traffic per parameter in a mixed-precision Adam step: read the fp32 master
+// weight, gradient, m and v (16), write weight, m and v (12) and the bf16 copy (2).
+constexpr double kOptimizerBytesPerParam = 30.0;
+// Gradients are reduced in fp32 (Megatron's default main_grads).
+constexpr double kGradientBytes = 4.0;
+
+TransformerRun RunOf(const Config& config) {
+  TransformerRun run;
+  run.seq_len = config.model.seq_len;
+  run.micro_batch = config.model.micro_batch_size;
+  run.tensor_parallel = config.parallel.tp;
+  run.sequence_parallel = config.parallel.sequence_parallel;
+  run.recompute = config.parallel.recompute;
+  return run;
+}
+
+Time AllReduce(const ClusterSpec& cluster, int32_t ranks, int32_t ranks_per_node, double bytes) {
+  if (ranks <= 1 || bytes <= 0) return Time();
+  CollectiveGroup group = GroupOnCluster(cluster, ranks);
+  group.ranks_per_node = std::max(1, std::min(ranks, ranks_per_node));
+  auto cost = EstimateCollective(Collective::kAllReduce, CollectiveAlgorithm::kRing,
+                                 std::llround(bytes), group);
+  return cost.ok() ? cost.value().time : Time();
+}
+
+}  // namespace
+
+Status BuildTransformerModel(Config& config) {
+  ModelSpec& model = config.model;
+  if (!model.is_transformer() || !model.layers.empty()) return Status::Ok();
+  const TransformerSpec& spec = model.transformer;
+  const int32_t t = config.parallel.tp;
+  if (spec.heads % t != 0 || spec.ffn_or_default() % t != 0) {
+    return Error{"parallel.tp: " + std::to_string(t) + " does not divide the " +
+                 std::to_string(spec.heads) + " heads and the MLP width " +
+                 std::to_string(spec.ffn_or_default()) +
+                 " (tensor parallelism splits both); pick a divisor of both"};
+  }
+  if (t > 1 && config.cluster.given && t > config.cluster.devices_per_node) {
+    return Error{"parallel.tp: " + std::to_string(t) + " tensor-parallel ranks exceed a node of " +
+                 std::to_string(config.cluster.devices_per_node) +
+                 " devices (its all-reduces need NVLink); lower --tp"};
+  }
+  ComputeRate rate;
+  rate.flops_per_s = config.cluster.effective_flops_per_s();
+  rate.bytes_per_s = config.cluster.hbm_bytes_per_s * config.cluster.memory_efficiency;
+  model.layers = TransformerLayers(spec, RunOf(config), rate);
+  // The stage-to-stage send: b·s·h bf16 per microbatch, split over the TP ranks (Megatron's
+  // scatter/gather of the pipeline send).
+  model.dims.hc_streams = 1;
+  model.dims.hidden = static_cast<int32_t>(spec.hidden / t);
+  return Status::Ok();
+}
+
+ParallelPlan PlanParallel(const Config& config, const Partition& partition,
+                          const Schedule& schedule) {
+  ParallelPlan plan;
+  const ModelSpec& model = config.model;
+  if (!model.is_transformer()) return plan;
+  const TransformerSpec& spec = model.transformer;
+  const TransformerRun run = RunOf(config);
+  const ParallelSpec& parallel = config.parallel;
+  const ClusterSpec& cluster = config.cluster;
+  const int32_t t = parallel.tp;
+  const int32_t d = parallel.dp;
+  const int32_t m = schedule.num_microbatches;
+  // FLOPs of one microbatch through the whole model (all TP ranks).
+  const LayerFlops decoder = DecoderLayerFlops(spec, run);
+  const LayerFlops head = HeadFlops(spec, run);
+  const double hardware_per_microbatch =
+      t * (spec.layers * (decoder.forward + decoder.input_grad + decoder.weight_grad) +
+           head.forward + head.input_grad + head.weight_grad);
+  const double model_per_microbatch = t * (spec.layers * decoder.model + head.model);
+  plan.world_size = parallel.world_size();
+  plan.tokens_per_iteration = static_cast<int64_t>(m) * run.micro_batch * run.seq_len * d;
+  plan.hardware_flops_per_iteration = hardware_per_microbatch * m * d;
+  plan.model_flops_per_iteration = model_per_microbatch * m * d;
+  plan.peak_flops_per_device = cluster.peak_flops_per_s;
+  plan.params = TransformerParams(spec, run.seq_len);
+  if (t == 1 && d == 1) return plan;
+
+  // Tensor parallelism: per decoder 2 all-reduces of b·s·h bf16 forward and 2 backward (SP: an
+  // all-gather and a reduce-scatter each, the same time on a ring); full recomputation repeats
+  // the forward's in the backward. The embedding reduces its output once; the head's
+  // vocab-parallel cross entropy 3 all-reduces of b·s fp32 scalars.
+  const double activation = 2.0 * static_cast<double>(run.seq_len * run.micro_batch * spec.hidden);
+  const Time tp_layer = AllReduce(cluster, t, t, activation);
+  const Time tp_loss =
+      AllReduce(cluster, t, t, 4.0 * static_cast<double>(run.seq_len * run.micro_batch));
+  // Data parallelism: the DP peers of a rank sit t apart, so a node holds devices_per_node / t
+  // of them; each stage's fp32 gradients (per TP rank) are all-reduced after its last action
+  // (with the distributed optimizer: reduce-scatter then all-gather, the same ring time).
+  const int32_t dp_per_node = std::max(1, cluster.devices_per_node / std::max(1, t));
+  const double decoder_params = DecoderLayerParams(spec) / t;
+  const double embedding_params = EmbeddingParams(spec, run.seq_len) / t;
+  const double head_params =
+      spec.tied_embeddings ? embedding_params : static_cast<double>(spec.vocab * spec.hidden) / t;
+  plan.collectives.resize(static_cast<size_t>(partition.num_stages()));
+  std::vector<double> stage_params(static_cast<size_t>(partition.num_stages()), 0.0);
+  for (int32_t stage = 0; stage < partition.num_stages(); ++stage) {
+    StageCollectives& c = plan.collectives[stage];
+    for (int32_t index = partition.begin(stage); index < partition.end(stage); ++index) {
+      switch (model.layers[index].kind) {
+        case LayerKind::kEmbedding:
+          c.tp_forward += tp_layer;
+          stage_params[stage] += embedding_params;
+          break;
+        case LayerKind::kDecoder:
+          c.tp_forward += tp_layer * 2;
+          c.tp_backward += tp_layer * (parallel.recompute == Recompute::kFull ? 4 : 2);
+          stage_params[stage] += decoder_params;
+          break;
+        case LayerKind::kHead:
+          c.tp_forward += tp_loss * 3;
+          stage_params[stage] += head_params;
+          break;
+      }
+    }
+    c.dp_reduce = AllReduce(cluster, d, dp_per_node, stage_params[stage] * kGradientBytes);
+  }
+  // The optimizer step of each rank's parameters (sharded over dp with the distributed
+  // optimizer), bound by HBM traffic.
+  const double bandwidth = cluster.hbm_bytes_per_s * cluster.memory_efficiency;
+  plan.optimizer_step.assign(static_cast<size_t>(schedule.num_ranks), Time());
+  const std::vector<int32_t> ranks = StageRanks(schedule);
+  for (int32_t stage = 0; stage < partition.num_stages(); ++stage) {
+    if (bandwidth <= 0 || ranks[stage] < 0) continue;
+    const double params = stage_params[stage] / (parallel.distributed_optimizer ? d : 1);
+    plan.optimizer_step[ranks[stage]] +=
+        Time::Nanoseconds(std::llround(params * kOptimizerBytesPerParam / bandwidth * 1e9));
+  }
+  return plan;
+}
+
+}  // namespace stagecraft

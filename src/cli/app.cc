@@ -18,6 +18,19 @@ void AddRunFlags(CLI::App& command, RunFlags& flags) {
       .add_option("--schedule", flags.schedule, "schedule generator (stagecraft list schedules)")
       ->type_name("NAME");
   command.add_option("--pp", flags.pp, "pipeline-parallel ranks P")->type_name("P");
+  command
+      .add_option("--hf-config", flags.hf_config,
+                  "take the model from a HuggingFace config.json (dense Llama-style models; "
+                  "seq_len and micro_batch_size stay the config's)")
+      ->type_name("FILE");
+  command
+      .add_option("--seq-len", flags.seq_len,
+                  "tokens per sequence S (layer-list and transformer models)")
+      ->type_name("S");
+  command
+      .add_option("--micro-batch-size", flags.micro_batch_size,
+                  "sequences per microbatch B (layer-list and transformer models)")
+      ->type_name("B");
   command.add_option("--tp", flags.tp, "tensor-parallel ranks per stage T (transformer models)")
       ->type_name("T");
   command.add_option("--dp", flags.dp, "data-parallel replicas D (transformer models)")

@@ -12,6 +12,7 @@
 #include "cli/bundled_config.h"
 #include "core/suggest.h"
 #include "core/units.h"
+#include "io/hf_config.h"
 #include "model/model_spec.h"
 #include "schedule/generator.h"
 #include "schedule/schedule_csv.h"
@@ -81,6 +82,9 @@ Status ApplyFlags(const RunFlags& flags, Config& config) {
   if (flags.schedule) config.schedule.name = *flags.schedule;
   STAGECRAFT_RETURN_IF_ERROR(ApplyCount(flags.pp, "--pp", config.parallel.pp));
   STAGECRAFT_RETURN_IF_ERROR(ApplyCount(flags.tp, "--tp", config.parallel.tp));
+  STAGECRAFT_RETURN_IF_ERROR(ApplyCount(flags.seq_len, "--seq-len", config.model.seq_len));
+  STAGECRAFT_RETURN_IF_ERROR(
+      ApplyCount(flags.micro_batch_size, "--micro-batch-size", config.model.micro_batch_size));
   STAGECRAFT_RETURN_IF_ERROR(ApplyCount(flags.dp, "--dp", config.parallel.dp));
   STAGECRAFT_RETURN_IF_ERROR(ApplyCount(flags.vpp, "--vpp", config.parallel.vpp));
   STAGECRAFT_RETURN_IF_ERROR(
@@ -292,6 +296,13 @@ Result<PreparedRun> PrepareRun(const RunFlags& flags) {
   if (!config.ok()) return config.error();
   run.config = std::move(config).value();
   STAGECRAFT_RETURN_IF_ERROR(ApplyFlags(flags, run.config));
+  if (flags.hf_config) {
+    auto text = ReadTextFile(*flags.hf_config);
+    if (!text.ok()) return Error{"--hf-config: " + text.error().message};
+    auto model = ModelFromHfConfig(text.value(), BaseName(*flags.hf_config), run.config.model);
+    if (!model.ok()) return model.error();
+    run.config.model = std::move(model).value();
+  }
   if (!run.config.model.is_transformer() &&
       (run.config.parallel.tp > 1 || run.config.parallel.dp > 1)) {
     return Error{run.locations.Where(run.config.parallel.tp > 1 ? "parallel.tp" : "parallel.dp") +

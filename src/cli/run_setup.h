@@ -22,6 +22,9 @@ struct RunFlags {
   std::string config_path;                      // positional CONFIG; "" = the bundled example
   std::optional<std::string> schedule;          // --schedule NAME
   std::optional<std::string> pp;                // --pp P
+  std::optional<std::string> hf_config;         // --hf-config FILE
+  std::optional<std::string> seq_len;           // --seq-len S
+  std::optional<std::string> micro_batch_size;  // --micro-batch-size B
   std::optional<std::string> tp;                // --tp T
   std::optional<std::string> dp;                // --dp D
   std::optional<std::string> vpp;               // --vpp V

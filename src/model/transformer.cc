@@ -61,13 +61,16 @@ double DecoderLayerParams(const TransformerSpec& spec) {
   const double kv = static_cast<double>(spec.kv_heads_or_heads() * spec.head_dim_or_default());
   const double q = static_cast<double>(spec.heads * spec.head_dim_or_default());
   const double f = static_cast<double>(spec.ffn_or_default());
-  const double attention = h * (q + 2 * kv) + (q + 2 * kv) + q * h + h;
-  const double mlp = spec.swiglu ? 3 * h * f + 2 * f + h : 2 * h * f + f + h;
-  return attention + mlp + 4 * h;  // two layer norms (scale and bias)
+  const double bias = spec.bias ? 1.0 : 0.0;
+  const double attention = h * (q + 2 * kv) + q * h + bias * ((q + 2 * kv) + h);
+  const double mlp = spec.swiglu ? 3 * h * f + bias * (2 * f + h) : 2 * h * f + bias * (f + h);
+  const double norms = spec.bias ? 4 * h : 2 * h;  // two LayerNorms (scale, bias) or RMSNorms
+  return attention + mlp + norms;
 }
 
 double EmbeddingParams(const TransformerSpec& spec, int64_t seq_len) {
-  return static_cast<double>(spec.vocab + seq_len) * static_cast<double>(spec.hidden);
+  return static_cast<double>(spec.vocab + (spec.learned_positions ? seq_len : 0)) *
+         static_cast<double>(spec.hidden);
 }
 
 double TransformerParams(const TransformerSpec& spec, int64_t seq_len) {
@@ -75,7 +78,7 @@ double TransformerParams(const TransformerSpec& spec, int64_t seq_len) {
                           ? 0.0
                           : static_cast<double>(spec.vocab) * static_cast<double>(spec.hidden);
   return spec.layers * DecoderLayerParams(spec) + EmbeddingParams(spec, seq_len) + head +
-         2.0 * static_cast<double>(spec.hidden);  // final layer norm
+         (spec.bias ? 2.0 : 1.0) * static_cast<double>(spec.hidden);  // final norm
 }
 
 double DecoderActivationBytes(const TransformerSpec& spec, const TransformerRun& run) {

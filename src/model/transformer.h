@@ -33,6 +33,8 @@ struct TransformerSpec {
   bool swiglu = false;          // gated MLP (3 matrices)
   bool causal = false;          // the attention core skips the masked half
   bool tied_embeddings = true;  // the head reuses the embedding matrix (GPT, Megatron)
+  bool bias = true;               // linear biases and LayerNorm (GPT); false: none, RMSNorm (Llama)
+  bool learned_positions = true;  // a learned position table of s·h (GPT); false: RoPE
   bool operator==(const TransformerSpec&) const = default;
 
   int64_t kv_heads_or_heads() const { return kv_heads > 0 ? kv_heads : heads; }
@@ -62,7 +64,8 @@ LayerFlops HeadFlops(const TransformerSpec& spec, const TransformerRun& run);
 
 // Parameters of one decoder layer (weights and biases, layer norms), and of the embedding.
 double DecoderLayerParams(const TransformerSpec& spec);
-double EmbeddingParams(const TransformerSpec& spec, int64_t seq_len);  // V·h + s·h positions
+// V·h, plus s·h learned positions when the model has them.
+double EmbeddingParams(const TransformerSpec& spec, int64_t seq_len);
 // The whole model (the head counted once when tied).
 double TransformerParams(const TransformerSpec& spec, int64_t seq_len);
 

@@ -141,8 +141,8 @@ CLI::App* AddBenchCommand(CLI::App& app, RunFlags& flags, BenchFlags& bench_flag
   return bench;
 }
 
-const std::vector<std::string> kCommands = {"simulate", "check",           "derive",
-                                            "list",     "bench-schedules", "comm"};
+const std::vector<std::string> kCommands = {"simulate",        "check", "derive", "list",
+                                            "bench-schedules", "comm",  "memory"};
 
 CLI::App* AddCommCommand(CLI::App& app, CommFlags& flags) {
   CLI::App* comm = app.add_subcommand(
@@ -208,7 +208,14 @@ int RunCli(int argc, const char* const* argv, std::ostream& out, std::ostream& e
   CLI::App* bench = AddBenchCommand(app, flags, bench_flags);
   CommFlags comm_flags;
   CLI::App* comm = AddCommCommand(app, comm_flags);
-  for (CLI::App* command : {simulate, check, derive, list, bench, comm}) command->allow_extras();
+  bool memory_json = false;
+  CLI::App* memory = app.add_subcommand(
+      "memory", "memory per device: model states, activations, shared state vs capacity");
+  AddRunFlags(*memory, flags);
+  memory->add_flag("--json", memory_json, "print one JSON object");
+  for (CLI::App* command : {simulate, check, derive, list, bench, comm, memory}) {
+    command->allow_extras();
+  }
 
   try {
     app.parse(argc, argv);
@@ -236,6 +243,7 @@ int RunCli(int argc, const char* const* argv, std::ostream& out, std::ostream& e
   if (*derive) return RunDerive(flags, derive_json, out, err);
   if (*bench) return RunBenchSchedules(flags, bench_flags, out, err);
   if (*comm) return RunComm(comm_flags, out, err);
+  if (*memory) return RunMemory(flags, memory_json, out, err);
   return RunList(list_what, out, err);
 }
 

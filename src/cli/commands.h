@@ -75,4 +75,8 @@ struct CommFlags {
 };
 int RunComm(const CommFlags& flags, std::ostream& out, std::ostream& err);
 
+// memory: per-device model states, activations and shared state against the capacity
+// (memory_command.cc). Exit 1 when a device does not fit.
+int RunMemory(const RunFlags& flags, bool json, std::ostream& out, std::ostream& err);
+
 }  // namespace stagecraft

@@ -92,7 +92,6 @@ ParallelPlan PlanParallel(const Config& config, const Partition& partition,
   plan.model_flops_per_iteration = model_per_microbatch * m * d;
   plan.peak_flops_per_device = cluster.peak_flops_per_s;
   plan.params = TransformerParams(spec, run.seq_len);
-  if (t == 1 && d == 1) return plan;
 
   // Tensor parallelism: per decoder 2 all-reduces of b·s·h bf16 forward and 2 backward (SP: an
   // all-gather and a reduce-scatter each, the same time on a ring); full recomputation repeats
@@ -133,11 +132,19 @@ ParallelPlan PlanParallel(const Config& config, const Partition& partition,
     }
     c.dp_reduce = AllReduce(cluster, d, dp_per_node, stage_params[stage] * kGradientBytes);
   }
+  const std::vector<int32_t> ranks = StageRanks(schedule);
+  plan.rank_params.assign(static_cast<size_t>(schedule.num_ranks), 0.0);
+  for (int32_t stage = 0; stage < partition.num_stages(); ++stage) {
+    if (ranks[stage] >= 0) plan.rank_params[ranks[stage]] += stage_params[stage];
+  }
+  if (t == 1 && d == 1) {  // no collectives: a single pipeline
+    plan.collectives.clear();
+    return plan;
+  }
   // The optimizer step of each rank's parameters (sharded over dp with the distributed
   // optimizer), bound by HBM traffic.
   const double bandwidth = cluster.hbm_bytes_per_s * cluster.memory_efficiency;
   plan.optimizer_step.assign(static_cast<size_t>(schedule.num_ranks), Time());
-  const std::vector<int32_t> ranks = StageRanks(schedule);
   for (int32_t stage = 0; stage < partition.num_stages(); ++stage) {
     if (bandwidth <= 0 || ranks[stage] < 0) continue;
     const double params = stage_params[stage] / (parallel.distributed_optimizer ? d : 1);

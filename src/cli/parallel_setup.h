@@ -26,6 +26,7 @@ struct ParallelPlan {
   double model_flops_per_iteration = 0;       // without (MFU's basis)
   double peak_flops_per_device = 0;
   double params = 0;
+  std::vector<double> rank_params;  // [rank] parameters one device holds (its stages, / tp)
 };
 ParallelPlan PlanParallel(const Config& config, const Partition& partition,
                           const Schedule& schedule);

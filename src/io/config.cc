@@ -773,7 +773,23 @@ Status ReadParallel(const Reader& reader, const Field& field, ParallelSpec* para
                                           {"selective", Recompute::kSelective},
                                           {"full", Recompute::kFull}},
                                          &parallel->recompute)},
-       {"distributed_optimizer", BoolInto(reader, &parallel->distributed_optimizer)}},
+       {"distributed_optimizer", BoolInto(reader, &parallel->distributed_optimizer)},
+       {"zero_stage",
+        [&reader, parallel](const Field& value) -> Status {
+          const Status read = reader.Int(value, 0, &parallel->zero_stage);
+          if (!read.ok()) return read;
+          if (parallel->zero_stage > 3) {
+            return reader.At(value, "is " + std::to_string(parallel->zero_stage) +
+                                        " (expected 0, 1, 2 or 3: ZeRO's stages)");
+          }
+          return Status::Ok();
+        }},
+       {"precision", EnumInto<TrainingPrecision>(reader, "precision",
+                                                 {{"fp32", TrainingPrecision::kFp32},
+                                                  {"bf16", TrainingPrecision::kBf16},
+                                                  {"fp16", TrainingPrecision::kFp16},
+                                                  {"fp8", TrainingPrecision::kFp8}},
+                                                 &parallel->precision)}},
       &written));
   return CheckPartition(reader, written, parallel);
 }

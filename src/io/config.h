@@ -13,6 +13,7 @@
 #include "hardware/cluster_spec.h"
 #include "lower/state_flow.h"
 #include "lower/task_graph.h"
+#include "memory/model_states.h"
 #include "model/model_spec.h"
 #include "schedule/schedule.h"
 
@@ -45,6 +46,10 @@ struct ParallelSpec {
   bool sequence_parallel = false;          // Megatron sequence parallelism (AG + RS instead of AR)
   Recompute recompute = Recompute::kNone;  // activation recomputation
   bool distributed_optimizer = false;      // optimizer state sharded over dp (ZeRO-1)
+  int32_t zero_stage = 0;                  // 0-3: what is sharded over dp (1 optimizer, 2 +grads,
+                                           // 3 +params); distributed_optimizer means >= 1
+  TrainingPrecision precision = TrainingPrecision::kBf16;  // parameter, gradient and optimizer
+                                                           // bytes (memory/model_states.h)
   int32_t world_size() const { return pp * tp * dp; }
   bool operator==(const ParallelSpec&) const = default;
 };

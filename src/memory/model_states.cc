@@ -26,6 +26,44 @@ double MegatronBytesPerParam(bool distributed_optimizer, int32_t data_parallel) 
   return distributed_optimizer ? 6.0 + 12.0 / std::max(1, data_parallel) : 18.0;
 }
 
+const char* TrainingPrecisionName(TrainingPrecision precision) {
+  switch (precision) {
+    case TrainingPrecision::kFp32:
+      return "fp32";
+    case TrainingPrecision::kBf16:
+      return "bf16";
+    case TrainingPrecision::kFp16:
+      return "fp16";
+    case TrainingPrecision::kFp8:
+      return "fp8";
+  }
+  return "?";
+}
+
+BytesPerParam ModelStateBytesPerParam(TrainingPrecision precision) {
+  switch (precision) {
+    case TrainingPrecision::kFp32:
+      return {4, 4, 8};
+    case TrainingPrecision::kBf16:
+    case TrainingPrecision::kFp16:
+      return {2, 4, 12};
+    case TrainingPrecision::kFp8:
+      return {3, 4, 12};
+  }
+  return {2, 4, 12};
+}
+
+ModelStateBytes ShardedModelStates(double params, TrainingPrecision precision, int32_t zero_stage,
+                                   int32_t data_parallel) {
+  const BytesPerParam per = ModelStateBytesPerParam(precision);
+  const double n = std::max(1, data_parallel);
+  ModelStateBytes bytes;
+  bytes.parameters = per.parameters * params / (zero_stage >= 3 ? n : 1);
+  bytes.gradients = per.gradients * params / (zero_stage >= 2 ? n : 1);
+  bytes.optimizer = per.optimizer * params / (zero_stage >= 1 ? n : 1);
+  return bytes;
+}
+
 DeepSpeedZero2Estimate EstimateDeepSpeedZero2(double params, int32_t gpus_per_node, int32_t nodes,
                                               bool cpu_offload) {
   const double per_node = std::max(1, gpus_per_node);

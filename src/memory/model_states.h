@@ -43,6 +43,26 @@ double ZeroCommunicationElements(double params, ZeroStage stage);
 // Megatron's bytes per parameter (bf16 parameters, fp32 main gradients and Adam state).
 double MegatronBytesPerParam(bool distributed_optimizer, int32_t data_parallel);
 
+// Bytes per parameter of the model states by training precision, with Adam:
+//   fp32  parameters 4, gradients 4, optimizer 8 (m, v)
+//   bf16  parameters 2, gradients 4 (fp32 main gradients, Megatron), optimizer 12 (fp32 master
+//         weights, m, v): Megatron's 18 bytes per parameter
+//   fp16  as bf16 (with loss scaling, precision/loss_scaler.h)
+//   fp8   as bf16 plus the fp8 copy of the weights the GEMMs read (1): 19
+enum class TrainingPrecision : uint8_t { kFp32, kBf16, kFp16, kFp8 };
+const char* TrainingPrecisionName(TrainingPrecision precision);
+struct BytesPerParam {
+  double parameters = 0;
+  double gradients = 0;
+  double optimizer = 0;
+};
+BytesPerParam ModelStateBytesPerParam(TrainingPrecision precision);
+// Model-state bytes of `params` parameters on one device with ZeRO stage `zero_stage` (0-3)
+// over `data_parallel` ranks: stage 1 shards the optimizer state, 2 also the gradients, 3 also
+// the parameters.
+ModelStateBytes ShardedModelStates(double params, TrainingPrecision precision, int32_t zero_stage,
+                                   int32_t data_parallel);
+
 struct DeepSpeedZero2Estimate {
   double gpu_bytes = 0;
   double cpu_bytes = 0;

@@ -115,3 +115,21 @@ TEST(ActivationTest, FirstStage) {
 
 }  // namespace
 }  // namespace stagecraft
+
+namespace stagecraft {
+namespace {
+
+// By precision and sharding: bf16 with ZeRO-1 (Megatron's distributed optimizer) is 6 + 12/d
+// bytes per parameter (reference facts §2); without sharding 18.
+TEST(ShardedModelStatesTest, MegatronDistributedOptimizer) {
+  EXPECT_DOUBLE_EQ(ShardedModelStates(1.0, TrainingPrecision::kBf16, 0, 8).total(), 18.0);
+  EXPECT_DOUBLE_EQ(ShardedModelStates(1.0, TrainingPrecision::kBf16, 1, 8).total(),
+                   MegatronBytesPerParam(true, 8));
+  EXPECT_DOUBLE_EQ(ShardedModelStates(1.0, TrainingPrecision::kBf16, 2, 8).total(), 2 + 16.0 / 8);
+  EXPECT_DOUBLE_EQ(ShardedModelStates(1.0, TrainingPrecision::kBf16, 3, 8).total(), 18.0 / 8);
+  EXPECT_DOUBLE_EQ(ShardedModelStates(1.0, TrainingPrecision::kFp32, 0, 1).total(), 16.0);
+  EXPECT_DOUBLE_EQ(ShardedModelStates(1.0, TrainingPrecision::kFp8, 0, 1).total(), 19.0);
+}
+
+}  // namespace
+}  // namespace stagecraft

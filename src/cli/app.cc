@@ -35,6 +35,8 @@ void AddRunFlags(CLI::App& command, RunFlags& flags) {
       ->type_name("T");
   command.add_option("--dp", flags.dp, "data-parallel replicas D (transformer models)")
       ->type_name("D");
+  command.add_option("--cp", flags.cp, "context-parallel ranks C (transformer models)")
+      ->type_name("C");
   command.add_option("--vpp", flags.vpp, "chunks (virtual stages) per rank V")->type_name("V");
   command.add_option("--microbatches", flags.microbatches, "microbatches per iteration M")
       ->type_name("M");

@@ -84,6 +84,7 @@ RunInfo MakeRunInfo(const PreparedRun& run) {
     info.world_size = plan.world_size;
     info.tp = run.config.parallel.tp;
     info.dp = run.config.parallel.dp;
+    info.cp = run.config.parallel.cp;
     info.tokens_per_iteration = plan.tokens_per_iteration;
     info.hardware_flops_per_iteration = plan.hardware_flops_per_iteration;
     info.model_flops_per_iteration = plan.model_flops_per_iteration;

@@ -24,6 +24,7 @@ TransformerRun RunOf(const Config& config) {
   run.seq_len = config.model.seq_len;
   run.micro_batch = config.model.micro_batch_size;
   run.tensor_parallel = config.parallel.tp;
+  run.context_parallel = config.parallel.cp;
   run.sequence_parallel = config.parallel.sequence_parallel;
   run.recompute = config.parallel.recompute;
   return run;
@@ -56,6 +57,12 @@ Status BuildTransformerModel(Config& config) {
                  std::to_string(config.cluster.devices_per_node) +
                  " devices (its all-reduces need NVLink); lower --tp"};
   }
+  const int32_t cp = config.parallel.cp;
+  if (model.seq_len % cp != 0) {
+    return Error{"parallel.cp: " + std::to_string(cp) + " does not divide seq_len " +
+                 std::to_string(model.seq_len) +
+                 " (each context-parallel rank holds s/cp tokens); pick a divisor"};
+  }
   ComputeRate rate;
   rate.flops_per_s = config.cluster.effective_flops_per_s();
   rate.bytes_per_s = config.cluster.hbm_bytes_per_s * config.cluster.memory_efficiency;
@@ -63,7 +70,7 @@ Status BuildTransformerModel(Config& config) {
   // The stage-to-stage send: b·s·h bf16 per microbatch, split over the TP ranks (Megatron's
   // scatter/gather of the pipeline send).
   model.dims.hc_streams = 1;
-  model.dims.hidden = static_cast<int32_t>(spec.hidden / t);
+  model.dims.hidden = static_cast<int32_t>(spec.hidden / (t * cp));  // and over the CP ranks
   return Status::Ok();
 }
 
@@ -78,14 +85,16 @@ ParallelPlan PlanParallel(const Config& config, const Partition& partition,
   const ClusterSpec& cluster = config.cluster;
   const int32_t t = parallel.tp;
   const int32_t d = parallel.dp;
+  const int32_t cp = parallel.cp;
   const int32_t m = schedule.num_microbatches;
   // FLOPs of one microbatch through the whole model (all TP ranks).
   const LayerFlops decoder = DecoderLayerFlops(spec, run);
   const LayerFlops head = HeadFlops(spec, run);
   const double hardware_per_microbatch =
-      t * (spec.layers * (decoder.forward + decoder.input_grad + decoder.weight_grad) +
-           head.forward + head.input_grad + head.weight_grad);
-  const double model_per_microbatch = t * (spec.layers * decoder.model + head.model);
+      t * cp *
+      (spec.layers * (decoder.forward + decoder.input_grad + decoder.weight_grad) + head.forward +
+       head.input_grad + head.weight_grad);
+  const double model_per_microbatch = t * cp * (spec.layers * decoder.model + head.model);
   plan.world_size = parallel.world_size();
   plan.tokens_per_iteration = static_cast<int64_t>(m) * run.micro_batch * run.seq_len * d;
   plan.hardware_flops_per_iteration = hardware_per_microbatch * m * d;
@@ -97,13 +106,47 @@ ParallelPlan PlanParallel(const Config& config, const Partition& partition,
   // all-gather and a reduce-scatter each, the same time on a ring); full recomputation repeats
   // the forward's in the backward. The embedding reduces its output once; the head's
   // vocab-parallel cross entropy 3 all-reduces of b·s fp32 scalars.
-  const double activation = 2.0 * static_cast<double>(run.seq_len * run.micro_batch * spec.hidden);
+  const double tokens = static_cast<double>(run.seq_len * run.micro_batch) / cp;  // per CP rank
+  const double activation = 2.0 * tokens * static_cast<double>(spec.hidden);
   const Time tp_layer = AllReduce(cluster, t, t, activation);
-  const Time tp_loss =
-      AllReduce(cluster, t, t, 4.0 * static_cast<double>(run.seq_len * run.micro_batch));
+  const Time tp_loss = AllReduce(cluster, t, t, 4.0 * tokens);
+  // Context parallelism: the CP peers of a rank sit t apart. Ring attention passes a K and V
+  // block of s/cp tokens (bf16, this TP rank's heads) per step while computing against the block
+  // in hand; only what the compute does not hide is charged (RingAttentionExposed). The
+  // backward passes K, V and their gradients against twice the compute. The all-gather mode
+  // gathers all K and V before the attention (and reduce-scatters dK, dV after), exposed.
+  Time cp_forward;
+  Time cp_backward;
+  if (cp > 1) {
+    const double q_width = static_cast<double>(spec.heads * spec.head_dim_or_default());
+    const double kv_width =
+        static_cast<double>(spec.kv_heads_or_heads() * spec.head_dim_or_default());
+    const double block = static_cast<double>(run.seq_len) / cp;
+    const double b = static_cast<double>(run.micro_batch);
+    const double step_flops = 4 * b * block * block * q_width / t * (spec.causal ? 0.5 : 1.0);
+    const double step_bytes = 4 * b * block * kv_width / t;
+    const bool in_node = t * cp <= cluster.devices_per_node;
+    const LinkSpec& link = in_node ? cluster.intra_node : cluster.inter_node;
+    const double rate = cluster.effective_flops_per_s();
+    if (parallel.cp_all_gather) {
+      CollectiveGroup group = GroupOnCluster(cluster, cp);
+      group.ranks_per_node = in_node ? cp : 1;
+      auto gather = EstimateCollective(Collective::kAllGather, CollectiveAlgorithm::kRing,
+                                       std::llround(step_bytes * cp), group);
+      cp_forward = gather.ok() ? gather.value().time : Time();
+      cp_backward = cp_forward;
+    } else {
+      cp_forward = RingAttentionExposed(cp, step_flops, rate, step_bytes, link);
+      cp_backward = RingAttentionExposed(cp, 2 * step_flops, rate, 2 * step_bytes, link);
+    }
+    if (parallel.recompute == Recompute::kFull) cp_backward += cp_forward;
+  }
   // Data parallelism: the DP peers of a rank sit t apart, so a node holds devices_per_node / t
   // of them; each stage's fp32 gradients (per TP rank) are all-reduced after its last action
   // (with the distributed optimizer: reduce-scatter then all-gather, the same ring time).
+  // Gradients are reduced over the data- and context-parallel ranks (they hold the same
+  // weights), t apart.
+  const int32_t reducers = d * cp;
   const int32_t dp_per_node = std::max(1, cluster.devices_per_node / std::max(1, t));
   const double decoder_params = DecoderLayerParams(spec) / t;
   const double embedding_params = EmbeddingParams(spec, run.seq_len) / t;
@@ -122,6 +165,8 @@ ParallelPlan PlanParallel(const Config& config, const Partition& partition,
         case LayerKind::kDecoder:
           c.tp_forward += tp_layer * 2;
           c.tp_backward += tp_layer * (parallel.recompute == Recompute::kFull ? 4 : 2);
+          c.cp_forward += cp_forward;
+          c.cp_backward += cp_backward;
           stage_params[stage] += decoder_params;
           break;
         case LayerKind::kHead:
@@ -130,14 +175,14 @@ ParallelPlan PlanParallel(const Config& config, const Partition& partition,
           break;
       }
     }
-    c.dp_reduce = AllReduce(cluster, d, dp_per_node, stage_params[stage] * kGradientBytes);
+    c.dp_reduce = AllReduce(cluster, reducers, dp_per_node, stage_params[stage] * kGradientBytes);
   }
   const std::vector<int32_t> ranks = StageRanks(schedule);
   plan.rank_params.assign(static_cast<size_t>(schedule.num_ranks), 0.0);
   for (int32_t stage = 0; stage < partition.num_stages(); ++stage) {
     if (ranks[stage] >= 0) plan.rank_params[ranks[stage]] += stage_params[stage];
   }
-  if (t == 1 && d == 1) {  // no collectives: a single pipeline
+  if (t == 1 && d == 1 && cp == 1) {  // no collectives: a single pipeline
     plan.collectives.clear();
     return plan;
   }
@@ -147,7 +192,7 @@ ParallelPlan PlanParallel(const Config& config, const Partition& partition,
   plan.optimizer_step.assign(static_cast<size_t>(schedule.num_ranks), Time());
   for (int32_t stage = 0; stage < partition.num_stages(); ++stage) {
     if (bandwidth <= 0 || ranks[stage] < 0) continue;
-    const double params = stage_params[stage] / (parallel.distributed_optimizer ? d : 1);
+    const double params = stage_params[stage] / (parallel.distributed_optimizer ? reducers : 1);
     plan.optimizer_step[ranks[stage]] +=
         Time::Nanoseconds(std::llround(params * kOptimizerBytesPerParam / bandwidth * 1e9));
   }

@@ -86,6 +86,7 @@ Status ApplyFlags(const RunFlags& flags, Config& config) {
   STAGECRAFT_RETURN_IF_ERROR(
       ApplyCount(flags.micro_batch_size, "--micro-batch-size", config.model.micro_batch_size));
   STAGECRAFT_RETURN_IF_ERROR(ApplyCount(flags.dp, "--dp", config.parallel.dp));
+  STAGECRAFT_RETURN_IF_ERROR(ApplyCount(flags.cp, "--cp", config.parallel.cp));
   STAGECRAFT_RETURN_IF_ERROR(ApplyCount(flags.vpp, "--vpp", config.parallel.vpp));
   STAGECRAFT_RETURN_IF_ERROR(
       ApplyCount(flags.microbatches, "--microbatches", config.parallel.microbatches));
@@ -184,17 +185,19 @@ Status CheckLayout(const Config& config, const ConfigLocations& locations,
                  std::to_string(schedule.chunks_per_rank()) +
                  "); expected at most one stage per layer: lower --pp or --vpp"};
   }
-  const int32_t world = schedule.num_ranks * config.parallel.tp * config.parallel.dp;
+  const int32_t world =
+      schedule.num_ranks * config.parallel.tp * config.parallel.cp * config.parallel.dp;
   if (config.cluster.given && world > config.cluster.num_devices()) {
-    return Error{locations.Where("cluster") + "pp = " + std::to_string(schedule.num_ranks) +
-                 (world != schedule.num_ranks ? " x tp = " + std::to_string(config.parallel.tp) +
-                                                    " x dp = " + std::to_string(config.parallel.dp)
-                                              : std::string()) +
-                 " needs " + Plural(world, "device") + " but the cluster has " +
-                 std::to_string(config.cluster.num_devices()) + " (" +
-                 Plural(config.cluster.nodes, "node") + " x " +
-                 Plural(config.cluster.devices_per_node, "device") +
-                 " per node); lower --pp or add nodes"};
+    return Error{
+        locations.Where("cluster") + "pp = " + std::to_string(schedule.num_ranks) +
+        (world != schedule.num_ranks ? " x tp = " + std::to_string(config.parallel.tp) +
+                                           " x cp = " + std::to_string(config.parallel.cp) +
+                                           " x dp = " + std::to_string(config.parallel.dp)
+                                     : std::string()) +
+        " needs " + Plural(world, "device") + " but the cluster has " +
+        std::to_string(config.cluster.num_devices()) + " (" + Plural(config.cluster.nodes, "node") +
+        " x " + Plural(config.cluster.devices_per_node, "device") +
+        " per node); lower --pp or add nodes"};
   }
   return Status::Ok();
 }
@@ -304,14 +307,14 @@ Result<PreparedRun> PrepareRun(const RunFlags& flags) {
     run.config.model = std::move(model).value();
   }
   if (!run.config.model.is_transformer() &&
-      (run.config.parallel.tp > 1 || run.config.parallel.dp > 1)) {
+      (run.config.parallel.tp > 1 || run.config.parallel.dp > 1 || run.config.parallel.cp > 1)) {
     return Error{run.locations.Where(run.config.parallel.tp > 1 ? "parallel.tp" : "parallel.dp") +
                  "tensor and data parallelism are simulated for transformer models "
                  "(model.type: transformer) so far; this model is '" +
                  run.config.model.name + "': drop tp/dp or describe the model by its dimensions"};
   }
   if (run.config.model.is_transformer() && !run.config.cluster.given &&
-      (run.config.parallel.tp > 1 || run.config.parallel.dp > 1)) {
+      (run.config.parallel.tp > 1 || run.config.parallel.dp > 1 || run.config.parallel.cp > 1)) {
     return Error{
         "tp/dp: the collectives need a cluster to run on; add one (cluster: {preset: "
         "h100x2}, stagecraft list presets)"};

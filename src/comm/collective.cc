@@ -38,6 +38,14 @@ double RingHalf(double bytes, int32_t n, const LinkSpec& link) {
 
 }  // namespace
 
+Time RingAttentionExposed(int32_t cp, double step_flops, double flops_per_s, double step_bytes,
+                          const LinkSpec& link) {
+  if (cp <= 1) return Time();
+  const double compute = flops_per_s > 0 ? step_flops / flops_per_s : 0.0;
+  const double transfer = Seconds(link.latency) + Transfer(step_bytes, link);
+  return Time::Nanoseconds(std::llround((cp - 1) * std::max(0.0, transfer - compute) * 1e9));
+}
+
 const char* CollectiveName(Collective collective) {
   for (const Named& named : kCollectives) {
     if (named.collective == collective) return named.name;

@@ -73,4 +73,13 @@ struct CollectiveCost {
 Result<CollectiveCost> EstimateCollective(Collective collective, CollectiveAlgorithm algorithm,
                                           int64_t bytes, const CollectiveGroup& group);
 
+// Ring attention (context parallelism over cp ranks): cp − 1 steps, each sending the KV block
+// in hand to the next rank while computing attention against it. A step is hidden when its
+// compute (step_flops at flops_per_s) lasts at least its transfer (α + step_bytes/β over
+// `link`). With blocks of c tokens, compute 4c²h FLOPs and transfer 4ch bytes (K and V, bf16),
+// that is c >= F/B: peak FLOP/s over bandwidth (reference facts §4). Returns the exposed time
+// of all steps: (cp − 1)·max(0, transfer − compute).
+Time RingAttentionExposed(int32_t cp, double step_flops, double flops_per_s, double step_bytes,
+                          const LinkSpec& link);
+
 }  // namespace stagecraft

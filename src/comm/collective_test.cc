@@ -2,6 +2,8 @@
 
 #include <gtest/gtest.h>
 
+#include <cmath>
+
 #include "hardware/presets.h"
 
 namespace stagecraft {
@@ -139,6 +141,34 @@ TEST(PresetTest, ClusterNames) {
   for (const char* name : {"a100", "h100", "h200", "h800", "b200"}) {
     EXPECT_TRUE(FindDevicePreset(name).ok()) << name;
   }
+}
+
+}  // namespace
+}  // namespace stagecraft
+
+namespace stagecraft {
+namespace {
+
+// Ring attention's overlap condition (reference facts §4; Liu et al., "Ring Attention", 2023):
+// with blocks of c tokens a step computes 4c²h FLOPs and passes 4ch bytes, so it hides its
+// transfer iff c >= F/B. A100 numbers: F = 312 TFLOP/s, B = 246.6 GB/s (the a100 preset's
+// usable NVLink) → F/B = 1265.2 tokens; h = 8192, no latency. Exact threshold: ±1 token.
+TEST(RingAttentionTest, OverlapConditionIsBlockSizeAtLeastFOverB) {
+  const double flops = 312e12;
+  const LinkSpec link{Time(), 300e9 * kNvlinkEfficiency};
+  const double threshold = flops / link.bandwidth_bytes_per_s;
+  const double h = 8192;
+  auto exposed = [&](double c) {
+    return RingAttentionExposed(4, 4 * c * c * h, flops, 4 * c * h, link);
+  };
+  EXPECT_EQ(exposed(std::ceil(threshold) + 1), Time());
+  EXPECT_GT(exposed(std::floor(threshold) - 1), Time());
+  EXPECT_EQ(exposed(4 * threshold), Time());
+  // Below the threshold the exposed time is (cp − 1)(transfer − compute).
+  const double c = 512;
+  const double per_step = 4 * c * h / link.bandwidth_bytes_per_s - 4 * c * c * h / flops;
+  EXPECT_NEAR(static_cast<double>(exposed(c).ns()), 3 * per_step * 1e9, 1.0);
+  EXPECT_EQ(RingAttentionExposed(1, 1, 1, 1e12, link), Time());
 }
 
 }  // namespace

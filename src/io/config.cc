@@ -767,6 +767,15 @@ Status ReadParallel(const Reader& reader, const Field& field, ParallelSpec* para
        {"layout", StringInto(reader, &parallel->layout)},
        {"tp", CountInto(reader, &parallel->tp)},
        {"dp", CountInto(reader, &parallel->dp)},
+       {"cp", CountInto(reader, &parallel->cp)},
+       {"cp_mode",
+        [&reader, parallel](const Field& value) -> Status {
+          std::string mode;
+          const Status read = reader.Choice(value, "cp mode", {"ring", "all-gather"}, &mode);
+          if (!read.ok()) return read;
+          parallel->cp_all_gather = mode == "all-gather";
+          return Status::Ok();
+        }},
        {"sequence_parallel", BoolInto(reader, &parallel->sequence_parallel)},
        {"recompute", EnumInto<Recompute>(reader, "recompute",
                                          {{"none", Recompute::kNone},

@@ -43,6 +43,8 @@ struct ParallelSpec {
   // representative of its tensor- and data-parallel peers).
   int32_t tp = 1;                          // tensor-parallel ranks per stage
   int32_t dp = 1;                          // data-parallel replicas of the pipeline
+  int32_t cp = 1;                          // context-parallel ranks (sequence split)
+  bool cp_all_gather = false;              // CP by all-gathering KV instead of the ring
   bool sequence_parallel = false;          // Megatron sequence parallelism (AG + RS instead of AR)
   Recompute recompute = Recompute::kNone;  // activation recomputation
   bool distributed_optimizer = false;      // optimizer state sharded over dp (ZeRO-1)
@@ -50,7 +52,7 @@ struct ParallelSpec {
                                            // 3 +params); distributed_optimizer means >= 1
   TrainingPrecision precision = TrainingPrecision::kBf16;  // parameter, gradient and optimizer
                                                            // bytes (memory/model_states.h)
-  int32_t world_size() const { return pp * tp * dp; }
+  int32_t world_size() const { return pp * tp * cp * dp; }
   bool operator==(const ParallelSpec&) const = default;
 };
 

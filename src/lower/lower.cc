@@ -195,6 +195,7 @@ class Lowering {
         const bool fused = graph_.tasks[compute].action.overlapped;
         Time tp;
         Time ep;
+        Time cp;
         for (size_t part = fused ? position - 1 : position; part <= position; ++part) {
           const Task& task = graph_.tasks[program[part]];
           const StageCollectives* stage = stage_of(task);
@@ -202,14 +203,17 @@ class Lowering {
           if (task.action.kind == ActionKind::kForward) {
             tp += stage->tp_forward;
             ep += stage->ep_forward;
+            cp += stage->cp_forward;
           } else if (ReleasesActivation(task.action.kind)) {
             tp += stage->tp_backward;
             ep += stage->ep_backward;
+            cp += stage->cp_backward;
           }
         }
         if (fused) ep = Time();  // hidden behind the other half's compute
         uint32_t last = compute;
-        for (const auto& [kind, duration] : {std::pair{PayloadKind::kTensorParallel, tp},
+        for (const auto& [kind, duration] : {std::pair{PayloadKind::kContextParallel, cp},
+                                             std::pair{PayloadKind::kTensorParallel, tp},
                                              std::pair{PayloadKind::kExpertParallel, ep}}) {
           if (duration.ns() <= 0) continue;
           const uint32_t collective = AddCollective(compute, kind, duration);

@@ -32,6 +32,8 @@ struct StageCollectives {
   Time tp_backward;
   Time ep_forward;
   Time ep_backward;
+  Time cp_forward;  // context parallelism: what the ring does not hide (or the all-gather)
+  Time cp_backward;
   Time dp_reduce;
   bool operator==(const StageCollectives&) const = default;
 };

@@ -43,6 +43,8 @@ const char* PayloadName(PayloadKind payload) {
       return "tp";
     case PayloadKind::kExpertParallel:
       return "ep";
+    case PayloadKind::kContextParallel:
+      return "cp";
     case PayloadKind::kDataParallel:
       return "dp";
     case PayloadKind::kOptimizerStep:

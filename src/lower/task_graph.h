@@ -40,10 +40,12 @@ enum class PayloadKind : uint8_t {
   kShadowSync,      // shadow policy: the owner's parameters to a replica, once per iteration
   kShadowGradient,  // shadow policy: a replica's parameter gradient back to the owner
   // Collectives (TaskKind::kCollective):
-  kTensorParallel,  // the tensor-parallel all-reduces (or AG + RS) of one action's layers
-  kExpertParallel,  // the all-to-all dispatch and combine of one action's MoE layers
-  kDataParallel,    // the data-parallel gradient reduction of one stage, after its last backward
-  kOptimizerStep,   // the optimizer step of the rank's parameters, after every reduction
+  kTensorParallel,   // the tensor-parallel all-reduces (or AG + RS) of one action's layers
+  kExpertParallel,   // the all-to-all dispatch and combine of one action's MoE layers
+  kContextParallel,  // context parallelism: the exposed part of ring attention's KV passing
+                     // (or the KV all-gather) of one action's layers
+  kDataParallel,     // the data-parallel gradient reduction of one stage, after its last backward
+  kOptimizerStep,    // the optimizer step of the rank's parameters, after every reduction
 };
 // "activation", "gradient", "state", "dstate", "shadow-params", "shadow-grads", "tp", "ep", "dp",
 // "optimizer".

@@ -19,11 +19,13 @@ Parts DecoderParts(const TransformerSpec& spec, const TransformerRun& run) {
   const double q = static_cast<double>(spec.heads * spec.head_dim_or_default());
   const double f = static_cast<double>(spec.ffn_or_default());
   const double t = std::max(1, run.tensor_parallel);
+  const double cp = std::max(1, run.context_parallel);
   Parts parts;
   parts.linear = (2 * b * s * h * (q + 2 * kv) + 2 * b * s * q * h +
                   2 * b * s * h * f * (spec.swiglu ? 3 : 2)) /
-                 t;
-  parts.core = 4 * b * s * s * q / t * (spec.causal ? 0.5 : 1.0);
+                 (t * cp);
+  // With context parallelism each rank's s/cp queries meet all s keys.
+  parts.core = 4 * b * s * s * q / (t * cp) * (spec.causal ? 0.5 : 1.0);
   return parts;
 }
 
@@ -52,7 +54,8 @@ LayerFlops DecoderLayerFlops(const TransformerSpec& spec, const TransformerRun& 
 LayerFlops HeadFlops(const TransformerSpec& spec, const TransformerRun& run) {
   const double logits = 2.0 * static_cast<double>(run.micro_batch) *
                         static_cast<double>(run.seq_len) * static_cast<double>(spec.hidden) *
-                        static_cast<double>(spec.vocab) / std::max(1, run.tensor_parallel);
+                        static_cast<double>(spec.vocab) /
+                        (std::max(1, run.tensor_parallel) * std::max(1, run.context_parallel));
   return LayerFlops{logits, logits, logits, 3 * logits};
 }
 
@@ -82,13 +85,16 @@ double TransformerParams(const TransformerSpec& spec, int64_t seq_len) {
 }
 
 double DecoderActivationBytes(const TransformerSpec& spec, const TransformerRun& run) {
-  const double s = static_cast<double>(run.seq_len);
+  // Context parallelism keeps s/cp tokens per rank (the attention matrix of s/cp queries by s
+  // keys: the 5as/h term keeps the full s on the key side).
+  const double s = static_cast<double>(run.seq_len) / std::max(1, run.context_parallel);
   const double b = static_cast<double>(run.micro_batch);
   const double h = static_cast<double>(spec.hidden);
   const double a = static_cast<double>(spec.heads);
   const double t = std::max(1, run.tensor_parallel);
   const double sbh = s * b * h;
-  const double core = 5 * a * s / (h * t);
+  const double keys = static_cast<double>(run.seq_len);
+  const double core = 5 * a * keys / (h * t);
   switch (run.recompute) {
     case Recompute::kFull:
       return 2 * sbh;
@@ -98,7 +104,7 @@ double DecoderActivationBytes(const TransformerSpec& spec, const TransformerRun&
       break;
   }
   if (run.sequence_parallel) return sbh * (34 / t + core);
-  return t > 1 ? sbh * (10 + 24 / t + core) : sbh * (34 + 5 * a * s / h);
+  return t > 1 ? sbh * (10 + 24 / t + core) : sbh * (34 + 5 * a * keys / h);
 }
 
 std::vector<LayerSpec> TransformerLayers(const TransformerSpec& spec, const TransformerRun& run,

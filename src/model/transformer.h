@@ -49,6 +49,7 @@ struct TransformerRun {
   int64_t seq_len = 2048;
   int64_t micro_batch = 1;
   int32_t tensor_parallel = 1;
+  int32_t context_parallel = 1;  // cp: each rank holds s/cp of the sequence (all FLOPs / cp)
   bool sequence_parallel = false;
   Recompute recompute = Recompute::kNone;
 };

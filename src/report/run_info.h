@@ -51,6 +51,7 @@ struct RunInfo {
   int32_t world_size = 0;  // pp · tp · dp
   int32_t tp = 1;
   int32_t dp = 1;
+  int32_t cp = 1;
   int64_t tokens_per_iteration = 0;
   double hardware_flops_per_iteration = 0;  // with recomputation
   double model_flops_per_iteration = 0;     // without

@@ -128,10 +128,10 @@ std::string FormatThroughput(const RunInfo& run, const Metrics& metrics) {
   Time collective;
   for (const RankMetrics& rank : metrics.ranks) collective = std::max(collective, rank.collective);
   std::string text = "  parallel          pp " + std::to_string(run.pp) + " x tp " +
-                     std::to_string(run.tp) + " x dp " + std::to_string(run.dp) + " = " +
-                     std::to_string(run.world_size) + " GPUs, " + FormatFixed(run.params / 1e9, 2) +
-                     "B parameters, " + std::to_string(run.tokens_per_iteration) +
-                     " tokens per iteration\n";
+                     std::to_string(run.tp) + " x cp " + std::to_string(run.cp) + " x dp " +
+                     std::to_string(run.dp) + " = " + std::to_string(run.world_size) + " GPUs, " +
+                     FormatFixed(run.params / 1e9, 2) + "B parameters, " +
+                     std::to_string(run.tokens_per_iteration) + " tokens per iteration\n";
   text += "  throughput        " + FormatFixed(t.tflops_per_gpu, 1) +
           " TFLOP/s per GPU (hardware FLOPs, recomputation included), MFU " + Percent(t.mfu) +
           ", " + FormatFixed(t.tokens_per_s, 0) + " tokens/s\n";
@@ -199,6 +199,7 @@ std::string FormatMetricsJson(const RunInfo& run, const Metrics& metrics) {
     json.Key("world_size").Int(run.world_size);
     json.Key("tp").Int(run.tp);
     json.Key("dp").Int(run.dp);
+    json.Key("cp").Int(run.cp);
     json.Key("params").Fixed(run.params, 0);
     json.Key("tokens_per_iteration").Int(run.tokens_per_iteration);
     json.Key("hardware_flops_per_iteration").Fixed(run.hardware_flops_per_iteration, 0);

@@ -37,6 +37,9 @@ void AddRunFlags(CLI::App& command, RunFlags& flags) {
       ->type_name("D");
   command.add_option("--cp", flags.cp, "context-parallel ranks C (transformer models)")
       ->type_name("C");
+  command
+      .add_option("--ep", flags.ep, "expert-parallel ranks E within dp (MoE transformer models)")
+      ->type_name("E");
   command.add_option("--vpp", flags.vpp, "chunks (virtual stages) per rank V")->type_name("V");
   command.add_option("--microbatches", flags.microbatches, "microbatches per iteration M")
       ->type_name("M");

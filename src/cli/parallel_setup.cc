@@ -25,6 +25,7 @@ TransformerRun RunOf(const Config& config) {
   run.micro_batch = config.model.micro_batch_size;
   run.tensor_parallel = config.parallel.tp;
   run.context_parallel = config.parallel.cp;
+  run.expert_parallel = config.parallel.ep;
   run.sequence_parallel = config.parallel.sequence_parallel;
   run.recompute = config.parallel.recompute;
   return run;
@@ -58,6 +59,18 @@ Status BuildTransformerModel(Config& config) {
                  " devices (its all-reduces need NVLink); lower --tp"};
   }
   const int32_t cp = config.parallel.cp;
+  const int32_t ep = config.parallel.ep;
+  if (ep > 1 && !spec.moe()) {
+    return Error{"parallel.ep: " + std::to_string(ep) +
+                 " expert-parallel ranks, but the model has no experts (a dense MLP); drop ep"};
+  }
+  if (ep > 1 && (config.parallel.dp % ep != 0 || spec.experts % ep != 0)) {
+    return Error{"parallel.ep: " + std::to_string(ep) + " must divide dp (" +
+                 std::to_string(config.parallel.dp) +
+                 "; expert parallelism shards the experts "
+                 "over data-parallel ranks) and the " +
+                 std::to_string(spec.experts) + " routed experts"};
+  }
   if (model.seq_len % cp != 0) {
     return Error{"parallel.cp: " + std::to_string(cp) + " does not divide seq_len " +
                  std::to_string(model.seq_len) +
@@ -86,15 +99,20 @@ ParallelPlan PlanParallel(const Config& config, const Partition& partition,
   const int32_t t = parallel.tp;
   const int32_t d = parallel.dp;
   const int32_t cp = parallel.cp;
+  const int32_t ep = parallel.ep;
   const int32_t m = schedule.num_microbatches;
   // FLOPs of one microbatch through the whole model (all TP ranks).
   const LayerFlops decoder = DecoderLayerFlops(spec, run);
   const LayerFlops head = HeadFlops(spec, run);
-  const double hardware_per_microbatch =
-      t * cp *
-      (spec.layers * (decoder.forward + decoder.input_grad + decoder.weight_grad) + head.forward +
-       head.input_grad + head.weight_grad);
-  const double model_per_microbatch = t * cp * (spec.layers * decoder.model + head.model);
+  const LayerFlops moe = DecoderLayerFlops(spec, run, /*moe_layer=*/true);
+  const int32_t moe_layers = spec.moe() ? spec.layers - spec.dense_layers : 0;
+  const int32_t dense_layers = spec.layers - moe_layers;
+  const auto all = [](const LayerFlops& f) { return f.forward + f.input_grad + f.weight_grad; };
+  const double hardware_per_microbatch = t * cp *
+                                         (dense_layers * all(decoder) + moe_layers * all(moe) +
+                                          head.forward + head.input_grad + head.weight_grad);
+  const double model_per_microbatch =
+      t * cp * (dense_layers * decoder.model + moe_layers * moe.model + head.model);
   plan.world_size = parallel.world_size();
   plan.tokens_per_iteration = static_cast<int64_t>(m) * run.micro_batch * run.seq_len * d;
   plan.hardware_flops_per_iteration = hardware_per_microbatch * m * d;
@@ -115,6 +133,24 @@ ParallelPlan PlanParallel(const Config& config, const Partition& partition,
   // in hand; only what the compute does not hide is charged (RingAttentionExposed). The
   // backward passes K, V and their gradients against twice the compute. The all-gather mode
   // gathers all K and V before the attention (and reduce-scatters dK, dV after), exposed.
+  // Expert parallelism: per MoE layer an all-to-all dispatch (k_e·h per token, bf16; fp8 with
+  // precision fp8, as DeepSeek-V3) and combine (k_e·h bf16) forward, and both again backward,
+  // among the ep ranks, which sit t·cp apart.
+  Time ep_layer;
+  if (ep > 1) {
+    const double per_token = static_cast<double>(spec.experts_per_token * spec.hidden);
+    const double dispatch =
+        tokens * per_token * (parallel.precision == TrainingPrecision::kFp8 ? 1.0 : 2.0) / t;
+    const double combine = tokens * per_token * 2.0 / t;
+    CollectiveGroup group = GroupOnCluster(cluster, ep);
+    group.ranks_per_node =
+        std::max(1, std::min(ep, cluster.devices_per_node / std::max(1, t * cp)));
+    for (const double bytes : {dispatch, combine}) {
+      auto cost = EstimateCollective(Collective::kAllToAll, CollectiveAlgorithm::kRing,
+                                     std::llround(bytes), group);
+      if (cost.ok()) ep_layer += cost.value().time;
+    }
+  }
   Time cp_forward;
   Time cp_backward;
   if (cp > 1) {
@@ -149,11 +185,15 @@ ParallelPlan PlanParallel(const Config& config, const Partition& partition,
   const int32_t reducers = d * cp;
   const int32_t dp_per_node = std::max(1, cluster.devices_per_node / std::max(1, t));
   const double decoder_params = DecoderLayerParams(spec) / t;
+  // A MoE layer: the routed experts sharded over ep (reduced over dp·cp/ep), the rest not.
+  const double routed_params = RoutedExpertParams(spec) / ep / t;
+  const double moe_dense_params = (DecoderLayerParams(spec, true) - RoutedExpertParams(spec)) / t;
   const double embedding_params = EmbeddingParams(spec, run.seq_len) / t;
   const double head_params =
       spec.tied_embeddings ? embedding_params : static_cast<double>(spec.vocab * spec.hidden) / t;
   plan.collectives.resize(static_cast<size_t>(partition.num_stages()));
   std::vector<double> stage_params(static_cast<size_t>(partition.num_stages()), 0.0);
+  std::vector<double> stage_expert_params(static_cast<size_t>(partition.num_stages()), 0.0);
   for (int32_t stage = 0; stage < partition.num_stages(); ++stage) {
     StageCollectives& c = plan.collectives[stage];
     for (int32_t index = partition.begin(stage); index < partition.end(stage); ++index) {
@@ -162,27 +202,39 @@ ParallelPlan PlanParallel(const Config& config, const Partition& partition,
           c.tp_forward += tp_layer;
           stage_params[stage] += embedding_params;
           break;
-        case LayerKind::kDecoder:
+        case LayerKind::kDecoder: {
           c.tp_forward += tp_layer * 2;
           c.tp_backward += tp_layer * (parallel.recompute == Recompute::kFull ? 4 : 2);
           c.cp_forward += cp_forward;
           c.cp_backward += cp_backward;
-          stage_params[stage] += decoder_params;
+          const int32_t decoder_index = index - 1;  // layers[0] is the embedding
+          if (spec.moe_layer(decoder_index)) {
+            c.ep_forward += ep_layer;
+            c.ep_backward += ep_layer * (parallel.recompute == Recompute::kFull ? 2 : 1);
+            stage_params[stage] += moe_dense_params + routed_params;
+            stage_expert_params[stage] += routed_params;
+          } else {
+            stage_params[stage] += decoder_params;
+          }
           break;
+        }
         case LayerKind::kHead:
           c.tp_forward += tp_loss * 3;
           stage_params[stage] += head_params;
           break;
       }
     }
-    c.dp_reduce = AllReduce(cluster, reducers, dp_per_node, stage_params[stage] * kGradientBytes);
+    const double dense = stage_params[stage] - stage_expert_params[stage];
+    c.dp_reduce = AllReduce(cluster, reducers, dp_per_node, dense * kGradientBytes) +
+                  AllReduce(cluster, reducers / ep, std::max(1, dp_per_node / ep),
+                            stage_expert_params[stage] * kGradientBytes);
   }
   const std::vector<int32_t> ranks = StageRanks(schedule);
   plan.rank_params.assign(static_cast<size_t>(schedule.num_ranks), 0.0);
   for (int32_t stage = 0; stage < partition.num_stages(); ++stage) {
     if (ranks[stage] >= 0) plan.rank_params[ranks[stage]] += stage_params[stage];
   }
-  if (t == 1 && d == 1 && cp == 1) {  // no collectives: a single pipeline
+  if (t == 1 && d == 1 && cp == 1 && ep == 1) {  // no collectives: a single pipeline
     plan.collectives.clear();
     return plan;
   }

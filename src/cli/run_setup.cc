@@ -87,6 +87,7 @@ Status ApplyFlags(const RunFlags& flags, Config& config) {
       ApplyCount(flags.micro_batch_size, "--micro-batch-size", config.model.micro_batch_size));
   STAGECRAFT_RETURN_IF_ERROR(ApplyCount(flags.dp, "--dp", config.parallel.dp));
   STAGECRAFT_RETURN_IF_ERROR(ApplyCount(flags.cp, "--cp", config.parallel.cp));
+  STAGECRAFT_RETURN_IF_ERROR(ApplyCount(flags.ep, "--ep", config.parallel.ep));
   STAGECRAFT_RETURN_IF_ERROR(ApplyCount(flags.vpp, "--vpp", config.parallel.vpp));
   STAGECRAFT_RETURN_IF_ERROR(
       ApplyCount(flags.microbatches, "--microbatches", config.parallel.microbatches));

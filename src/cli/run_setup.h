@@ -28,6 +28,7 @@ struct RunFlags {
   std::optional<std::string> tp;                // --tp T
   std::optional<std::string> dp;                // --dp D
   std::optional<std::string> cp;                // --cp C
+  std::optional<std::string> ep;                // --ep E
   std::optional<std::string> vpp;               // --vpp V
   std::optional<std::string> microbatches;      // --microbatches M
   std::optional<std::string> group_size;        // --group-size G

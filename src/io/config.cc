@@ -562,7 +562,17 @@ Status ReadTransformer(const Reader& reader, const Field& field, TransformerSpec
                       {"vocab", wide(&spec->vocab)},
                       {"swiglu", BoolInto(reader, &spec->swiglu)},
                       {"causal", BoolInto(reader, &spec->causal)},
-                      {"tied_embeddings", BoolInto(reader, &spec->tied_embeddings)}},
+                      {"tied_embeddings", BoolInto(reader, &spec->tied_embeddings)},
+                      {"experts", wide(&spec->experts)},
+                      {"experts_per_token", wide(&spec->experts_per_token)},
+                      {"expert_ffn", wide(&spec->expert_ffn)},
+                      {"shared_experts", wide(&spec->shared_experts)},
+                      {"dense_layers", IntInto(reader, 0, &spec->dense_layers)},
+                      {"q_lora_rank", wide(&spec->q_lora_rank)},
+                      {"kv_lora_rank", wide(&spec->kv_lora_rank)},
+                      {"qk_nope_dim", wide(&spec->qk_nope_dim)},
+                      {"qk_rope_dim", wide(&spec->qk_rope_dim)},
+                      {"v_head_dim", wide(&spec->v_head_dim)}},
                      &written));
   for (const char* key : {"layers", "hidden", "heads", "vocab"}) {
     if (Find(written, key) == nullptr) {
@@ -575,6 +585,17 @@ Status ReadTransformer(const Reader& reader, const Field& field, TransformerSpec
     return reader.At(*Find(written, "heads"),
                      std::to_string(spec->heads) + " heads do not divide hidden " +
                          std::to_string(spec->hidden) + " (give head_dim explicitly)");
+  }
+  if (spec->experts > 0 && (spec->experts_per_token < 1 || spec->expert_ffn < 1 ||
+                            spec->experts_per_token > spec->experts)) {
+    return reader.At(*Find(written, "experts"),
+                     "a mixture of experts needs experts_per_token (1.." +
+                         std::to_string(spec->experts) + ") and expert_ffn");
+  }
+  if (spec->kv_lora_rank > 0 &&
+      (spec->qk_nope_dim < 1 || spec->qk_rope_dim < 1 || spec->v_head_dim < 1)) {
+    return reader.At(*Find(written, "kv_lora_rank"),
+                     "latent attention needs qk_nope_dim, qk_rope_dim and v_head_dim");
   }
   if (spec->kv_heads > 0 && spec->heads % spec->kv_heads != 0) {
     return reader.At(*Find(written, "kv_heads"),
@@ -768,6 +789,7 @@ Status ReadParallel(const Reader& reader, const Field& field, ParallelSpec* para
        {"tp", CountInto(reader, &parallel->tp)},
        {"dp", CountInto(reader, &parallel->dp)},
        {"cp", CountInto(reader, &parallel->cp)},
+       {"ep", CountInto(reader, &parallel->ep)},
        {"cp_mode",
         [&reader, parallel](const Field& value) -> Status {
           std::string mode;

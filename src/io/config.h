@@ -44,6 +44,7 @@ struct ParallelSpec {
   int32_t tp = 1;                          // tensor-parallel ranks per stage
   int32_t dp = 1;                          // data-parallel replicas of the pipeline
   int32_t cp = 1;                          // context-parallel ranks (sequence split)
+  int32_t ep = 1;                          // expert-parallel ranks (MoE; within dp)
   bool cp_all_gather = false;              // CP by all-gathering KV instead of the ring
   bool sequence_parallel = false;          // Megatron sequence parallelism (AG + RS instead of AR)
   Recompute recompute = Recompute::kNone;  // activation recomputation

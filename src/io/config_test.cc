@@ -219,7 +219,7 @@ TEST(ParseConfigErrorTest, UnknownKeyInSection) {
   EXPECT_EQ(message,
             "run.yaml:3:3: unknown key 'microbatch' in parallel; did you mean 'microbatches'? "
             "(expected one of 'pp', 'vpp', 'microbatches', 'placement', 'partition', "
-            "'layer_counts', 'layout', 'tp', 'dp', 'cp', 'cp_mode', 'sequence_parallel', "
+            "'layer_counts', 'layout', 'tp', 'dp', 'cp', 'ep', 'cp_mode', 'sequence_parallel', "
             "'recompute', 'distributed_optimizer', 'zero_stage' or 'precision')");
 }
 

@@ -2,6 +2,7 @@
 
 #include <yaml-cpp/yaml.h>
 
+#include <algorithm>
 #include <string>
 
 namespace stagecraft {
@@ -30,14 +31,6 @@ Result<ModelSpec> ModelFromHfConfig(std::string_view json, std::string_view sour
     return Error{std::string(source) +
                  ": expected a JSON object with the model's hyperparameters (a HuggingFace "
                  "config.json)"};
-  }
-  for (const char* moe : {"n_routed_experts", "num_local_experts", "kv_lora_rank"}) {
-    if (root[moe]) {
-      return Error{Where(source, root[moe]) + "'" + moe +
-                   "': mixture-of-experts and latent-attention configs (DeepSeek-V3, Mixtral) "
-                   "are not imported yet; describe the model as a layer list (model.type: "
-                   "layers) or give a dense config"};
-    }
   }
   const auto integer = [&](const char* key, bool required, int64_t* out) -> Status {
     const YAML::Node node = root[key];
@@ -68,7 +61,7 @@ Result<ModelSpec> ModelFromHfConfig(std::string_view json, std::string_view sour
   STAGECRAFT_RETURN_IF_ERROR(integer("head_dim", false, &spec.head_dim));
   STAGECRAFT_RETURN_IF_ERROR(integer("intermediate_size", true, &spec.ffn_hidden));
   STAGECRAFT_RETURN_IF_ERROR(integer("vocab_size", true, &spec.vocab));
-  if (spec.head_dim == 0 && spec.hidden % spec.heads != 0) {
+  if (spec.head_dim == 0 && spec.hidden % spec.heads != 0 && !root["kv_lora_rank"]) {
     return Error{std::string(source) + ": num_attention_heads " + std::to_string(spec.heads) +
                  " does not divide hidden_size " + std::to_string(spec.hidden) +
                  " and there is no head_dim"};
@@ -77,6 +70,36 @@ Result<ModelSpec> ModelFromHfConfig(std::string_view json, std::string_view sour
     return Error{Where(source, root["num_key_value_heads"]) + "num_key_value_heads " +
                  std::to_string(spec.kv_heads) + " does not divide num_attention_heads " +
                  std::to_string(spec.heads)};
+  }
+  // Mixture of experts: DeepSeek (n_routed_experts, moe_intermediate_size, n_shared_experts,
+  // first_k_dense_replace) or Mixtral (num_local_experts; intermediate_size is the expert's).
+  STAGECRAFT_RETURN_IF_ERROR(integer("n_routed_experts", false, &spec.experts));
+  if (spec.experts > 0) {
+    STAGECRAFT_RETURN_IF_ERROR(integer("num_experts_per_tok", true, &spec.experts_per_token));
+    STAGECRAFT_RETURN_IF_ERROR(integer("moe_intermediate_size", true, &spec.expert_ffn));
+    STAGECRAFT_RETURN_IF_ERROR(integer("n_shared_experts", false, &spec.shared_experts));
+    int64_t dense = 0;
+    if (root["first_k_dense_replace"]) {
+      dense = root["first_k_dense_replace"].as<int64_t>(0);
+    }
+    spec.dense_layers = static_cast<int32_t>(std::min<int64_t>(dense, spec.layers));
+  } else if (root["num_local_experts"]) {
+    STAGECRAFT_RETURN_IF_ERROR(integer("num_local_experts", true, &spec.experts));
+    STAGECRAFT_RETURN_IF_ERROR(integer("num_experts_per_tok", true, &spec.experts_per_token));
+    spec.expert_ffn = spec.ffn_hidden;
+  }
+  if (spec.experts_per_token > spec.experts) {
+    return Error{Where(source, root["num_experts_per_tok"]) + "num_experts_per_tok " +
+                 std::to_string(spec.experts_per_token) + " exceeds the " +
+                 std::to_string(spec.experts) + " routed experts"};
+  }
+  // Multi-head latent attention (DeepSeek-V2/V3).
+  STAGECRAFT_RETURN_IF_ERROR(integer("kv_lora_rank", false, &spec.kv_lora_rank));
+  if (spec.kv_lora_rank > 0) {
+    STAGECRAFT_RETURN_IF_ERROR(integer("q_lora_rank", false, &spec.q_lora_rank));
+    STAGECRAFT_RETURN_IF_ERROR(integer("qk_nope_head_dim", true, &spec.qk_nope_dim));
+    STAGECRAFT_RETURN_IF_ERROR(integer("qk_rope_head_dim", true, &spec.qk_rope_dim));
+    STAGECRAFT_RETURN_IF_ERROR(integer("v_head_dim", true, &spec.v_head_dim));
   }
   const std::string act = root["hidden_act"] ? root["hidden_act"].as<std::string>("") : "silu";
   spec.swiglu = act == "silu" || act == "swiglu";

@@ -1,10 +1,12 @@
 // HuggingFace config.json import (`--hf-config FILE`): the model section from a transformers
-// config. Llama-style dense models (model_type llama, mistral, qwen2, ... : hidden_size,
-// num_hidden_layers, num_attention_heads, num_key_value_heads, intermediate_size, vocab_size,
-// head_dim, hidden_act, tie_word_embeddings) become a `type: transformer` model: SwiGLU when
-// hidden_act is silu, no biases, RMSNorm, RoPE (no position table), causal attention. Mixture-
-// of-experts and latent-attention configs (DeepSeek-V3's n_routed_experts, kv_lora_rank) are
-// refused with what is missing, not half-read. JSON is read with the YAML parser (JSON is YAML).
+// config, as a `type: transformer` model. Dense Llama-style models (model_type llama, mistral,
+// qwen2, ...: hidden_size, num_hidden_layers, num_attention_heads, num_key_value_heads,
+// intermediate_size, vocab_size, head_dim, hidden_act, tie_word_embeddings): SwiGLU when
+// hidden_act is silu, no biases, RMSNorm, RoPE (no position table), causal attention. Mixtures
+// of experts: DeepSeek (n_routed_experts, num_experts_per_tok, moe_intermediate_size,
+// n_shared_experts, first_k_dense_replace) and Mixtral (num_local_experts). Multi-head latent
+// attention (DeepSeek-V2/V3: kv_lora_rank, q_lora_rank, qk_nope_head_dim, qk_rope_head_dim,
+// v_head_dim). JSON is read with the YAML parser (JSON is YAML).
 #pragma once
 
 #include <string_view>

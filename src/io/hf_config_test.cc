@@ -57,12 +57,40 @@ TEST(HfConfigTest, Errors) {
   EXPECT_TRUE(Contains(error(R"({"num_hidden_layers": 2, "hidden_size": "big",
       "num_attention_heads": 2, "intermediate_size": 8, "vocab_size": 10})"),
                        "'hidden_size' must be an integer >= 1"));
-  EXPECT_TRUE(Contains(error(R"({"n_routed_experts": 256, "num_hidden_layers": 61})"),
-                       "mixture-of-experts and latent-attention"));
+  EXPECT_TRUE(Contains(error(R"({"num_hidden_layers": 2, "hidden_size": 64,
+      "num_attention_heads": 8, "intermediate_size": 8, "vocab_size": 10,
+      "n_routed_experts": 4, "num_experts_per_tok": 8, "moe_intermediate_size": 16})"),
+                       "exceeds the 4 routed experts"));
   EXPECT_TRUE(Contains(error(R"({"num_hidden_layers": 2, "hidden_size": 64,
       "num_attention_heads": 8, "num_key_value_heads": 3, "intermediate_size": 8,
       "vocab_size": 10})"),
                        "does not divide num_attention_heads"));
+}
+
+// DeepSeek-V3 (MoE with 256 routed experts of 2048, 1 shared, top-8, 3 dense layers; MLA with
+// q_lora 1536, kv_lora 512, qk 128 + 64, v 128): the technical report's 671B total parameters
+// (Table 1; the 685B on the Hub adds the 14B multi-token-prediction module, not modelled).
+// Tolerance: the report rounds to 1B. Activated per token: the report says 37B; we count 37.55B
+// with the input embedding table and 36.62B without it, so we check the latter to ±0.5B.
+constexpr const char* kDeepSeekV3 = R"({"_name_or_path": "deepseek-ai/DeepSeek-V3",
+  "first_k_dense_replace": 3, "hidden_act": "silu", "hidden_size": 7168,
+  "intermediate_size": 18432, "kv_lora_rank": 512, "model_type": "deepseek_v3",
+  "moe_intermediate_size": 2048, "n_routed_experts": 256, "n_shared_experts": 1,
+  "num_attention_heads": 128, "num_experts_per_tok": 8, "num_hidden_layers": 61,
+  "num_key_value_heads": 128, "q_lora_rank": 1536, "qk_nope_head_dim": 128,
+  "qk_rope_head_dim": 64, "v_head_dim": 128, "vocab_size": 129280})";
+
+TEST(HfConfigTest, DeepSeekV3MoeAndMla) {
+  const ModelSpec model = ModelFromHfConfig(kDeepSeekV3, "dsv3.json", ModelSpec()).value();
+  const TransformerSpec& spec = model.transformer;
+  EXPECT_TRUE(spec.moe());
+  EXPECT_TRUE(spec.mla());
+  EXPECT_EQ(spec.dense_layers, 3);
+  EXPECT_FALSE(spec.moe_layer(2));
+  EXPECT_TRUE(spec.moe_layer(3));
+  EXPECT_NEAR(TransformerParams(spec, 4096) / 1e9, 671.0, 0.5);
+  const double embedding = 129280.0 * 7168.0;
+  EXPECT_NEAR((ActiveParams(spec, 4096) - embedding) / 1e9, 37.0, 0.5);
 }
 
 }  // namespace

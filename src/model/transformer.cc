@@ -11,21 +11,66 @@ struct Parts {
   double core = 0;    // forward FLOPs of the attention core (no weights)
 };
 
-Parts DecoderParts(const TransformerSpec& spec, const TransformerRun& run) {
-  const double b = static_cast<double>(run.micro_batch);
-  const double s = static_cast<double>(run.seq_len);
+// Forward FLOPs per token of the attention projections (q, k, v, output) and per (query, key)
+// pair of the attention core, and parameters of the attention block.
+struct AttentionShape {
+  double projection_flops_per_token = 0;
+  double core_flops_per_pair = 0;
+  double params = 0;
+};
+
+AttentionShape Attention(const TransformerSpec& spec) {
   const double h = static_cast<double>(spec.hidden);
+  const double a = static_cast<double>(spec.heads);
+  AttentionShape shape;
+  if (spec.mla()) {
+    // MLA: q = W_qb·norm(W_qa·x) (or W_q·x), [c_kv, k_rope] = W_kva·x, [k_nope, v] = W_kvb·c_kv,
+    // output W_o over a·v_head_dim.
+    const double qk = static_cast<double>(spec.qk_nope_dim + spec.qk_rope_dim);
+    const double v = static_cast<double>(spec.v_head_dim);
+    const double ql = static_cast<double>(spec.q_lora_rank);
+    const double kvl = static_cast<double>(spec.kv_lora_rank);
+    const double rope = static_cast<double>(spec.qk_rope_dim);
+    const double q_params = ql > 0 ? h * ql + ql + ql * a * qk : h * a * qk;
+    const double kv_params =
+        h * (kvl + rope) + kvl + kvl * a * (static_cast<double>(spec.qk_nope_dim) + v);
+    shape.params = q_params + kv_params + a * v * h;
+    shape.projection_flops_per_token = 2 * (shape.params - (ql > 0 ? ql : 0) - kvl);
+    shape.core_flops_per_pair = 2 * a * qk + 2 * a * v;
+    return shape;
+  }
   const double kv = static_cast<double>(spec.kv_heads_or_heads() * spec.head_dim_or_default());
   const double q = static_cast<double>(spec.heads * spec.head_dim_or_default());
-  const double f = static_cast<double>(spec.ffn_or_default());
+  const double bias = spec.bias ? 1.0 : 0.0;
+  shape.params = h * (q + 2 * kv) + q * h + bias * ((q + 2 * kv) + h);
+  shape.projection_flops_per_token = 2 * (h * (q + 2 * kv) + q * h);
+  shape.core_flops_per_pair = 4 * q;
+  return shape;
+}
+
+// Forward FLOPs per token of the MLP: dense, or the k_e routed and E_s shared experts plus the
+// router.
+double MlpFlopsPerToken(const TransformerSpec& spec, bool moe_layer) {
+  const double h = static_cast<double>(spec.hidden);
+  if (moe_layer) {
+    const double active = static_cast<double>(spec.experts_per_token + spec.shared_experts);
+    return 2 * 3 * h * static_cast<double>(spec.expert_ffn) * active +
+           2 * h * static_cast<double>(spec.experts);
+  }
+  return 2 * h * static_cast<double>(spec.ffn_or_default()) * (spec.swiglu ? 3 : 2);
+}
+
+Parts DecoderParts(const TransformerSpec& spec, const TransformerRun& run, bool moe_layer) {
+  const double b = static_cast<double>(run.micro_batch);
+  const double s = static_cast<double>(run.seq_len);
   const double t = std::max(1, run.tensor_parallel);
   const double cp = std::max(1, run.context_parallel);
+  const AttentionShape attention = Attention(spec);
   Parts parts;
-  parts.linear = (2 * b * s * h * (q + 2 * kv) + 2 * b * s * q * h +
-                  2 * b * s * h * f * (spec.swiglu ? 3 : 2)) /
-                 (t * cp);
+  parts.linear =
+      b * s * (attention.projection_flops_per_token + MlpFlopsPerToken(spec, moe_layer)) / (t * cp);
   // With context parallelism each rank's s/cp queries meet all s keys.
-  parts.core = 4 * b * s * s * q / (t * cp) * (spec.causal ? 0.5 : 1.0);
+  parts.core = b * s * s * attention.core_flops_per_pair / (t * cp) * (spec.causal ? 0.5 : 1.0);
   return parts;
 }
 
@@ -39,8 +84,9 @@ Time Roofline(double flops, double bytes, const ComputeRate& rate) {
 
 }  // namespace
 
-LayerFlops DecoderLayerFlops(const TransformerSpec& spec, const TransformerRun& run) {
-  const Parts parts = DecoderParts(spec, run);
+LayerFlops DecoderLayerFlops(const TransformerSpec& spec, const TransformerRun& run,
+                             bool moe_layer) {
+  const Parts parts = DecoderParts(spec, run, moe_layer);
   LayerFlops flops;
   flops.forward = parts.linear + parts.core;
   flops.input_grad = parts.linear + 2 * parts.core;
@@ -59,16 +105,33 @@ LayerFlops HeadFlops(const TransformerSpec& spec, const TransformerRun& run) {
   return LayerFlops{logits, logits, logits, 3 * logits};
 }
 
-double DecoderLayerParams(const TransformerSpec& spec) {
+double RoutedExpertParams(const TransformerSpec& spec) {
+  return static_cast<double>(spec.experts) * 3 * static_cast<double>(spec.hidden) *
+         static_cast<double>(spec.expert_ffn);
+}
+
+double DecoderLayerParams(const TransformerSpec& spec, bool moe_layer) {
   const double h = static_cast<double>(spec.hidden);
-  const double kv = static_cast<double>(spec.kv_heads_or_heads() * spec.head_dim_or_default());
-  const double q = static_cast<double>(spec.heads * spec.head_dim_or_default());
   const double f = static_cast<double>(spec.ffn_or_default());
   const double bias = spec.bias ? 1.0 : 0.0;
-  const double attention = h * (q + 2 * kv) + q * h + bias * ((q + 2 * kv) + h);
-  const double mlp = spec.swiglu ? 3 * h * f + bias * (2 * f + h) : 2 * h * f + bias * (f + h);
+  double mlp = spec.swiglu ? 3 * h * f + bias * (2 * f + h) : 2 * h * f + bias * (f + h);
+  if (moe_layer) {
+    mlp = RoutedExpertParams(spec) +
+          static_cast<double>(spec.shared_experts) * 3 * h * static_cast<double>(spec.expert_ffn) +
+          h * static_cast<double>(spec.experts);  // router
+  }
   const double norms = spec.bias ? 4 * h : 2 * h;  // two LayerNorms (scale, bias) or RMSNorms
-  return attention + mlp + norms;
+  return Attention(spec).params + mlp + norms;
+}
+
+double ActiveParams(const TransformerSpec& spec, int64_t seq_len) {
+  double inactive = 0;
+  if (spec.moe()) {
+    const double unused =
+        1.0 - static_cast<double>(spec.experts_per_token) / static_cast<double>(spec.experts);
+    inactive = (spec.layers - spec.dense_layers) * RoutedExpertParams(spec) * unused;
+  }
+  return TransformerParams(spec, seq_len) - inactive;
 }
 
 double EmbeddingParams(const TransformerSpec& spec, int64_t seq_len) {
@@ -80,7 +143,11 @@ double TransformerParams(const TransformerSpec& spec, int64_t seq_len) {
   const double head = spec.tied_embeddings
                           ? 0.0
                           : static_cast<double>(spec.vocab) * static_cast<double>(spec.hidden);
-  return spec.layers * DecoderLayerParams(spec) + EmbeddingParams(spec, seq_len) + head +
+  double decoders = 0;
+  for (int32_t index = 0; index < spec.layers; ++index) {
+    decoders += DecoderLayerParams(spec, spec.moe_layer(index));
+  }
+  return decoders + EmbeddingParams(spec, seq_len) + head +
          (spec.bias ? 2.0 : 1.0) * static_cast<double>(spec.hidden);  // final norm
 }
 
@@ -94,7 +161,9 @@ double DecoderActivationBytes(const TransformerSpec& spec, const TransformerRun&
   const double t = std::max(1, run.tensor_parallel);
   const double sbh = s * b * h;
   const double keys = static_cast<double>(run.seq_len);
-  const double core = 5 * a * keys / (h * t);
+  // FlashAttention-style kernels (causal: true) never store the s x s scores, Korthikanti's
+  // 5as/h term, just as selective recomputation drops it.
+  const double core = spec.causal ? 0.0 : 5 * a * keys / (h * t);
   switch (run.recompute) {
     case Recompute::kFull:
       return 2 * sbh;
@@ -104,7 +173,7 @@ double DecoderActivationBytes(const TransformerSpec& spec, const TransformerRun&
       break;
   }
   if (run.sequence_parallel) return sbh * (34 / t + core);
-  return t > 1 ? sbh * (10 + 24 / t + core) : sbh * (34 + 5 * a * keys / h);
+  return t > 1 ? sbh * (10 + 24 / t + core) : sbh * (34 + core);
 }
 
 std::vector<LayerSpec> TransformerLayers(const TransformerSpec& spec, const TransformerRun& run,
@@ -121,14 +190,19 @@ std::vector<LayerSpec> TransformerLayers(const TransformerSpec& spec, const Tran
   embedding.input_grad = Time();
   embedding.weight_grad = Roofline(0, 2 * tokens_hidden, rate);
   layers.push_back(embedding);
-  const LayerFlops decoder = DecoderLayerFlops(spec, run);
-  const double weight_bytes = 2.0 * DecoderLayerParams(spec) / t;
   for (int32_t index = 0; index < spec.layers; ++index) {
+    const bool moe = spec.moe_layer(index);
+    const LayerFlops decoder = DecoderLayerFlops(spec, run, moe);
+    // Weights read per pass: a MoE layer reads the experts its tokens reach, at most all.
+    const double routed = moe ? RoutedExpertParams(spec) : 0.0;
+    const double weight_bytes =
+        2.0 * (DecoderLayerParams(spec, moe) - routed + routed / std::max(1, run.expert_parallel)) /
+        t;
     LayerSpec layer;
     layer.kind = LayerKind::kDecoder;
     layer.attention = AttentionMode::kFull;
     layer.compress_ratio = 1;
-    layer.mlp = MlpKind::kDense;
+    layer.mlp = moe ? MlpKind::kMoe : MlpKind::kDense;
     layer.forward = Roofline(decoder.forward, weight_bytes + activations, rate);
     layer.input_grad = Roofline(decoder.input_grad, weight_bytes + activations, rate);
     layer.weight_grad = Roofline(decoder.weight_grad, weight_bytes + activations, rate);

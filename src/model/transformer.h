@@ -23,19 +23,37 @@
 namespace stagecraft {
 
 struct TransformerSpec {
-  int32_t layers = 0;           // decoder layers; 0 = not a transformer model
-  int64_t hidden = 0;           // h
-  int64_t heads = 0;            // a
-  int64_t kv_heads = 0;         // g; 0 = heads (MHA)
-  int64_t head_dim = 0;         // d; 0 = h / a
-  int64_t ffn_hidden = 0;       // f; 0 = 4h
-  int64_t vocab = 0;            // V
-  bool swiglu = false;          // gated MLP (3 matrices)
-  bool causal = false;          // the attention core skips the masked half
-  bool tied_embeddings = true;  // the head reuses the embedding matrix (GPT, Megatron)
+  int32_t layers = 0;             // decoder layers; 0 = not a transformer model
+  int64_t hidden = 0;             // h
+  int64_t heads = 0;              // a
+  int64_t kv_heads = 0;           // g; 0 = heads (MHA)
+  int64_t head_dim = 0;           // d; 0 = h / a
+  int64_t ffn_hidden = 0;         // f; 0 = 4h
+  int64_t vocab = 0;              // V
+  bool swiglu = false;            // gated MLP (3 matrices)
+  bool causal = false;            // FlashAttention-style core: skips the masked half and
+                                  // stores no s x s scores (Korthikanti's 5as/h term)
+  bool tied_embeddings = true;    // the head reuses the embedding matrix (GPT, Megatron)
   bool bias = true;               // linear biases and LayerNorm (GPT); false: none, RMSNorm (Llama)
   bool learned_positions = true;  // a learned position table of s·h (GPT); false: RoPE
+  // Mixture of experts (DeepSeek, Mixtral): 0 experts = a dense MLP in every layer. The first
+  // `dense_layers` layers keep the dense MLP of width ffn_hidden.
+  int64_t experts = 0;            // routed experts E
+  int64_t experts_per_token = 0;  // k_e
+  int64_t expert_ffn = 0;         // f_e, width of one expert (gated, 3 matrices, SwiGLU)
+  int64_t shared_experts = 0;     // E_s, always active
+  int32_t dense_layers = 0;
+  // Multi-head latent attention (DeepSeek-V2/V3): kv_lora_rank > 0 turns it on.
+  int64_t q_lora_rank = 0;  // 0 = a full query projection
+  int64_t kv_lora_rank = 0;
+  int64_t qk_nope_dim = 0;
+  int64_t qk_rope_dim = 0;
+  int64_t v_head_dim = 0;
   bool operator==(const TransformerSpec&) const = default;
+
+  bool moe() const { return experts > 0; }
+  bool mla() const { return kv_lora_rank > 0; }
+  bool moe_layer(int32_t index) const { return moe() && index >= dense_layers; }
 
   int64_t kv_heads_or_heads() const { return kv_heads > 0 ? kv_heads : heads; }
   int64_t head_dim_or_default() const { return head_dim > 0 ? head_dim : hidden / heads; }
@@ -50,6 +68,7 @@ struct TransformerRun {
   int64_t micro_batch = 1;
   int32_t tensor_parallel = 1;
   int32_t context_parallel = 1;  // cp: each rank holds s/cp of the sequence (all FLOPs / cp)
+  int32_t expert_parallel = 1;   // ep: a rank holds 1/ep of the routed experts
   bool sequence_parallel = false;
   Recompute recompute = Recompute::kNone;
 };
@@ -60,15 +79,21 @@ struct LayerFlops {
   double weight_grad = 0;
   double model = 0;  // forward + backward without recomputation (for MFU), per TP rank
 };
-LayerFlops DecoderLayerFlops(const TransformerSpec& spec, const TransformerRun& run);
+// `moe_layer`: the layer's MLP is the mixture of experts (TransformerSpec::moe_layer).
+LayerFlops DecoderLayerFlops(const TransformerSpec& spec, const TransformerRun& run,
+                             bool moe_layer = false);
 LayerFlops HeadFlops(const TransformerSpec& spec, const TransformerRun& run);
 
 // Parameters of one decoder layer (weights and biases, layer norms), and of the embedding.
-double DecoderLayerParams(const TransformerSpec& spec);
+double DecoderLayerParams(const TransformerSpec& spec, bool moe_layer = false);
+// Of those, the routed experts' (sharded over expert-parallel ranks).
+double RoutedExpertParams(const TransformerSpec& spec);
 // V·h, plus s·h learned positions when the model has them.
 double EmbeddingParams(const TransformerSpec& spec, int64_t seq_len);
 // The whole model (the head counted once when tied).
 double TransformerParams(const TransformerSpec& spec, int64_t seq_len);
+// The parameters one token passes through: all but the routed experts it is not sent to.
+double ActiveParams(const TransformerSpec& spec, int64_t seq_len);
 
 // Activation bytes one decoder layer stores per microbatch, Korthikanti et al. Table 2 (its a
 // and h; with recomputation what stays stored).

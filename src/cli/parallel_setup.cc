@@ -9,6 +9,7 @@
 
 #include "comm/collective.h"
 #include "core/units.h"
+#include "model/layer_costs.h"
 
 namespace stagecraft {
 namespace {
@@ -87,11 +88,106 @@ Status BuildTransformerModel(Config& config) {
   return Status::Ok();
 }
 
+namespace {
+
+// The optimizer step of each rank's parameters, bound by HBM traffic.
+std::vector<Time> OptimizerSteps(const Config& config, const Schedule& schedule,
+                                 const std::vector<double>& stage_params, int32_t shards) {
+  const ClusterSpec& cluster = config.cluster;
+  const double bandwidth = cluster.hbm_bytes_per_s * cluster.memory_efficiency;
+  std::vector<Time> steps(static_cast<size_t>(schedule.num_ranks), Time());
+  const std::vector<int32_t> ranks = StageRanks(schedule);
+  for (size_t stage = 0; stage < stage_params.size(); ++stage) {
+    if (bandwidth <= 0 || ranks[stage] < 0) continue;
+    const double params = stage_params[stage] / std::max(1, shards);
+    steps[ranks[stage]] +=
+        Time::Nanoseconds(std::llround(params * kOptimizerBytesPerParam / bandwidth * 1e9));
+  }
+  return steps;
+}
+
+// CSA2 layer lists (csa2.md formulas): expert and data parallelism around the pipeline. A MoE
+// layer's all-to-all dispatch carries k_e·d bytes per token (FP8) and its combine k_e·d·2 (BF16),
+// each way (csa2.md); routed experts are sharded over ep and their gradients reduced over dp/ep.
+ParallelPlan PlanLayerListParallel(const Config& config, const Partition& partition,
+                                   const Schedule& schedule) {
+  ParallelPlan plan;
+  const ModelSpec& model = config.model;
+  const ParallelSpec& parallel = config.parallel;
+  const ClusterSpec& cluster = config.cluster;
+  const Csa2Dims& dims = model.dims;
+  const int32_t d = parallel.dp;
+  const int32_t ep = parallel.ep;
+  const int32_t m = schedule.num_microbatches;
+  const double tokens = static_cast<double>(model.tokens_per_microbatch());
+  double flops_per_microbatch = 0;
+  for (const LayerSpec& layer : model.layers) {
+    flops_per_microbatch +=
+        3 * LayerForwardFlops(layer, dims, model.seq_len, model.micro_batch_size);
+  }
+  plan.world_size = schedule.num_ranks * parallel.tp * parallel.cp * parallel.dp;
+  plan.tokens_per_iteration = static_cast<int64_t>(tokens) * m * d;
+  plan.hardware_flops_per_iteration = flops_per_microbatch * m * d;
+  plan.model_flops_per_iteration = plan.hardware_flops_per_iteration;
+  plan.peak_flops_per_device = cluster.peak_flops_per_s;
+  Time ep_layer;
+  if (ep > 1) {
+    CollectiveGroup group = GroupOnCluster(cluster, ep);
+    group.ranks_per_node = std::max(1, std::min(ep, cluster.devices_per_node));
+    const double per_token = static_cast<double>(dims.experts_per_token) * dims.hidden;
+    for (const double bytes : {tokens * per_token, tokens * per_token * 2}) {
+      auto cost = EstimateCollective(Collective::kAllToAll, CollectiveAlgorithm::kRing,
+                                     std::llround(bytes), group);
+      if (cost.ok()) ep_layer += cost.value().time;
+    }
+  }
+  const int32_t stages = partition.num_stages();
+  plan.collectives.resize(static_cast<size_t>(stages));
+  std::vector<double> stage_params(static_cast<size_t>(stages), 0.0);
+  const int32_t dp_per_node = std::max(1, cluster.devices_per_node);
+  for (int32_t stage = 0; stage < stages; ++stage) {
+    StageCollectives& c = plan.collectives[stage];
+    double dense = 0;
+    double experts = 0;
+    for (int32_t index = partition.begin(stage); index < partition.end(stage); ++index) {
+      const LayerSpec& layer = model.layers[index];
+      const double routed = LayerRoutedExpertParams(layer, dims);
+      plan.params += LayerParams(layer, dims);
+      dense += LayerParams(layer, dims) - routed;
+      experts += routed / ep;
+      if (routed > 0) {
+        c.ep_forward += ep_layer;
+        c.ep_backward += ep_layer;
+      }
+    }
+    stage_params[stage] = dense + experts;
+    c.dp_reduce =
+        AllReduce(cluster, d, dp_per_node, dense * kGradientBytes) +
+        AllReduce(cluster, d / ep, std::max(1, dp_per_node / ep), experts * kGradientBytes);
+  }
+  const std::vector<int32_t> ranks = StageRanks(schedule);
+  plan.rank_params.assign(static_cast<size_t>(schedule.num_ranks), 0.0);
+  for (int32_t stage = 0; stage < stages; ++stage) {
+    if (ranks[stage] >= 0) plan.rank_params[ranks[stage]] += stage_params[stage];
+  }
+  if (d == 1 && ep == 1) {
+    plan.collectives.clear();
+    return plan;
+  }
+  plan.optimizer_step =
+      OptimizerSteps(config, schedule, stage_params, parallel.distributed_optimizer ? d : 1);
+  return plan;
+}
+
+}  // namespace
+
 ParallelPlan PlanParallel(const Config& config, const Partition& partition,
                           const Schedule& schedule) {
   ParallelPlan plan;
   const ModelSpec& model = config.model;
-  if (!model.is_transformer()) return plan;
+  if (!model.is_transformer()) {
+    return model.is_layer_list() ? PlanLayerListParallel(config, partition, schedule) : plan;
+  }
   const TransformerSpec& spec = model.transformer;
   const TransformerRun run = RunOf(config);
   const ParallelSpec& parallel = config.parallel;
@@ -113,7 +209,7 @@ ParallelPlan PlanParallel(const Config& config, const Partition& partition,
                                           head.forward + head.input_grad + head.weight_grad);
   const double model_per_microbatch =
       t * cp * (dense_layers * decoder.model + moe_layers * moe.model + head.model);
-  plan.world_size = parallel.world_size();
+  plan.world_size = schedule.num_ranks * parallel.tp * parallel.cp * parallel.dp;
   plan.tokens_per_iteration = static_cast<int64_t>(m) * run.micro_batch * run.seq_len * d;
   plan.hardware_flops_per_iteration = hardware_per_microbatch * m * d;
   plan.model_flops_per_iteration = model_per_microbatch * m * d;

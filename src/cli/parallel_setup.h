@@ -28,6 +28,8 @@ struct ParallelPlan {
   double params = 0;
   std::vector<double> rank_params;  // [rank] parameters one device holds (its stages, / tp)
 };
+// Transformer models: TP, CP, EP and DP. CSA2 layer-list models: EP and DP (tp = cp = 1),
+// parameters and FLOPs from the csa2.md formulas (model/layer_costs.h). Other models: empty.
 ParallelPlan PlanParallel(const Config& config, const Partition& partition,
                           const Schedule& schedule);
 

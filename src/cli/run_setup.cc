@@ -307,8 +307,29 @@ Result<PreparedRun> PrepareRun(const RunFlags& flags) {
     if (!model.ok()) return model.error();
     run.config.model = std::move(model).value();
   }
-  if (!run.config.model.is_transformer() &&
-      (run.config.parallel.tp > 1 || run.config.parallel.dp > 1 || run.config.parallel.cp > 1)) {
+  const bool csa2_layers = run.config.model.is_layer_list() && !run.config.model.is_transformer();
+  if (csa2_layers && (run.config.parallel.tp > 1 || run.config.parallel.cp > 1)) {
+    return Error{run.locations.Where(run.config.parallel.tp > 1 ? "parallel.tp" : "parallel.cp") +
+                 "tensor and context parallelism are simulated for transformer models "
+                 "(model.type: transformer) so far; a CSA2 layer list takes pp, dp and ep"};
+  }
+  if (csa2_layers && run.config.parallel.ep > 1 &&
+      (run.config.parallel.dp % run.config.parallel.ep != 0 ||
+       run.config.model.dims.routed_experts % run.config.parallel.ep != 0)) {
+    return Error{run.locations.Where("parallel.ep") + "ep " +
+                 std::to_string(run.config.parallel.ep) + " must divide dp (" +
+                 std::to_string(run.config.parallel.dp) + ") and the " +
+                 std::to_string(run.config.model.dims.routed_experts) + " routed experts"};
+  }
+  if ((csa2_layers || run.config.model.is_transformer()) && !run.config.cluster.given &&
+      (run.config.parallel.dp > 1 || run.config.parallel.ep > 1)) {
+    return Error{
+        "dp/ep: the collectives need a cluster to run on; add one (cluster: {preset: "
+        "h800x2}, stagecraft list presets)"};
+  }
+  if (!run.config.model.is_layer_list() &&
+      (run.config.parallel.tp > 1 || run.config.parallel.dp > 1 || run.config.parallel.cp > 1 ||
+       run.config.parallel.ep > 1)) {
     return Error{run.locations.Where(run.config.parallel.tp > 1 ? "parallel.tp" : "parallel.dp") +
                  "tensor and data parallelism are simulated for transformer models "
                  "(model.type: transformer) so far; this model is '" +
@@ -362,11 +383,9 @@ Result<PreparedRun> PrepareRun(const RunFlags& flags) {
     }
     STAGECRAFT_RETURN_IF_ERROR(PrepareLayerModel(run));
     STAGECRAFT_RETURN_IF_ERROR(TimeCostAwareSchedule(run));
-    if (c.model.is_transformer()) {
-      run.parallel_plan = PlanParallel(c, run.partition, run.schedule);
-      run.lower.collectives = run.parallel_plan.collectives;
-      run.lower.optimizer_step = run.parallel_plan.optimizer_step;
-    }
+    run.parallel_plan = PlanParallel(c, run.partition, run.schedule);
+    run.lower.collectives = run.parallel_plan.collectives;
+    run.lower.optimizer_step = run.parallel_plan.optimizer_step;
     return run;
   }
   const char* kIgnored =

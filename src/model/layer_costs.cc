@@ -119,6 +119,40 @@ Time FlopsToTime(double flops, double flops_per_second) {
 
 }  // namespace
 
+double LayerRoutedExpertParams(const LayerSpec& layer, const Csa2Dims& dims) {
+  if (layer.kind != LayerKind::kDecoder || layer.mlp != MlpKind::kMoe) return 0.0;
+  return static_cast<double>(dims.routed_experts) * 3.0 * dims.hidden * dims.expert_width;
+}
+
+double LayerParams(const LayerSpec& layer, const Csa2Dims& dims) {
+  const double d = dims.hidden;
+  switch (layer.kind) {
+    case LayerKind::kEmbedding:
+    case LayerKind::kHead:
+      return static_cast<double>(dims.vocab) * d;
+    case LayerKind::kDecoder:
+      break;
+  }
+  double params = AttentionProjectionParams(dims);
+  const int64_t m = std::max(layer.compress_ratio, 1);
+  if (layer.attention == AttentionMode::kFull) {
+    params += d * dims.head_dim * (m > 1 ? 2 : 1) +
+              static_cast<double>(dims.head_dim) * dims.indexer_key_dim + dims.indexer_key_dim +
+              IndexerQueryParams(dims);
+  } else if (layer.attention == AttentionMode::kReindex) {
+    params += IndexerQueryParams(dims);
+  }
+  if (layer.mlp == MlpKind::kMoe) {
+    params += LayerRoutedExpertParams(layer, dims) +
+              static_cast<double>(dims.shared_experts) * 3.0 * d * dims.expert_width +
+              d * dims.routed_experts;
+  } else {
+    const double width = dims.dense_width > 0 ? dims.dense_width : 4.0 * d;
+    params += 3.0 * d * width;
+  }
+  return params;
+}
+
 double LayerForwardFlops(const LayerSpec& layer, const Csa2Dims& dims, int32_t seq_len,
                          int32_t micro_batch_size) {
   const double tokens = static_cast<double>(seq_len) * micro_batch_size;

@@ -27,4 +27,12 @@ double LayerForwardFlops(const LayerSpec& layer, const Csa2Dims& dims, int32_t s
 // costs are kept. REQUIRES: flops_per_second > 0 (peak × efficiency).
 void EstimateLayerCosts(ModelSpec& model, double flops_per_second);
 
+// Parameters of one layer (csa2.md "Per-layer cost formulas"): decoder attention projections P
+// (≈126.6M), plus for a full layer the compressor d·c·(1 + [m>1]), the indexer-key projection
+// c·c_I + c_I and the indexer query d_c·n_I·c_I + d·n_I, for a reindex layer the indexer query;
+// MoE (E + E_s)·3·d·f + d·E (dense 3·d·f); embedding and (untied) head V·d each.
+double LayerParams(const LayerSpec& layer, const Csa2Dims& dims);
+// Of those, the routed experts' E·3·d·f (MoE decoders; 0 otherwise).
+double LayerRoutedExpertParams(const LayerSpec& layer, const Csa2Dims& dims);
+
 }  // namespace stagecraft

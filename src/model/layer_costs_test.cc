@@ -178,3 +178,31 @@ TEST(LayerCostsTest, EstimateFillsZeroCostsOnly) {
 
 }  // namespace
 }  // namespace stagecraft
+
+namespace stagecraft {
+namespace {
+
+// csa2.md "Per-layer cost formulas": attention projections P ≈ 126.6M (to 0.1M) for the V4.1
+// dims; a reuse layer adds nothing to them; MoE (E + E_s)·3·d·f + d·E.
+TEST(LayerParamsTest, V41FlashFormulas) {
+  Csa2Dims dims;  // the V4.1-Flash defaults
+  LayerSpec reuse;
+  reuse.attention = AttentionMode::kReuse;
+  reuse.compress_ratio = 1;
+  const double moe = (384.0 + 1) * 3 * 5120 * 2304 + 5120.0 * 384;
+  EXPECT_NEAR((LayerParams(reuse, dims) - moe) / 1e6, 126.6, 0.05);
+  EXPECT_DOUBLE_EQ(LayerRoutedExpertParams(reuse, dims), 384.0 * 3 * 5120 * 2304);
+  LayerSpec full = reuse;
+  full.attention = AttentionMode::kFull;
+  full.compress_ratio = 2;
+  // Compressor 2·d·c, indexer keys c·c_I + c_I, indexer query d_c·n_I·c_I + d·n_I.
+  const double extra = 2.0 * 5120 * 512 + 512.0 * 128 + 128 + 1280.0 * 32 * 128 + 5120.0 * 32;
+  EXPECT_DOUBLE_EQ(LayerParams(full, dims) - LayerParams(reuse, dims), extra);
+  LayerSpec head;
+  head.kind = LayerKind::kHead;
+  EXPECT_DOUBLE_EQ(LayerParams(head, dims), 129280.0 * 5120);
+  EXPECT_DOUBLE_EQ(LayerRoutedExpertParams(head, dims), 0.0);
+}
+
+}  // namespace
+}  // namespace stagecraft

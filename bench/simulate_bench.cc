@@ -203,12 +203,15 @@ namespace stagecraft {
 namespace {
 
 // DeepSeek-V4.1-Flash (examples/deepseek-v4.1-flash.yaml, 42 layers, every shared-state edge)
-// at pp = 16, m = 512: config, partition, lowering with state, simulation and metrics — the
-// path `stagecraft simulate` takes for one run. Target (issue): under 1 s.
+// at pp = 16 (dp 8, ep 8), m = 512: config, partition, lowering with state and collectives,
+// simulation and metrics — the path `stagecraft simulate` takes for one run. Target (issue):
+// under 1 s.
 void BM_V41FlashPp16(benchmark::State& state) {
   RunFlags flags;
   flags.config_path = std::string(STAGECRAFT_EXAMPLES_DIR) + "/deepseek-v4.1-flash.yaml";
   flags.pp = "16";
+  flags.dp = "8";  // the example's 16 nodes hold pp 16 x dp 8, experts sharded over ep 8
+  flags.ep = "8";
   flags.microbatches = "512";
   int64_t actions = 0;
   int64_t tasks = 0;

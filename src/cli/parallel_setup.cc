@@ -41,6 +41,16 @@ Time AllReduce(const ClusterSpec& cluster, int32_t ranks, int32_t ranks_per_node
   return cost.ok() ? cost.value().time : Time();
 }
 
+// A ring all-gather (or reduce-scatter: the same time) of `bytes` in all over `ranks`.
+Time Gather(const ClusterSpec& cluster, int32_t ranks, int32_t ranks_per_node, double bytes) {
+  if (ranks <= 1 || bytes <= 0) return Time();
+  CollectiveGroup group = GroupOnCluster(cluster, ranks);
+  group.ranks_per_node = std::max(1, std::min(ranks, ranks_per_node));
+  auto cost = EstimateCollective(Collective::kAllGather, CollectiveAlgorithm::kRing,
+                                 std::llround(bytes), group);
+  return cost.ok() ? cost.value().time : Time();
+}
+
 }  // namespace
 
 Status BuildTransformerModel(Config& config) {
@@ -175,7 +185,8 @@ ParallelPlan PlanLayerListParallel(const Config& config, const Partition& partit
     return plan;
   }
   plan.optimizer_step =
-      OptimizerSteps(config, schedule, stage_params, parallel.distributed_optimizer ? d : 1);
+      OptimizerSteps(config, schedule, stage_params,
+                     (parallel.distributed_optimizer || parallel.zero_stage >= 1) ? d : 1);
   return plan;
 }
 
@@ -321,9 +332,21 @@ ParallelPlan PlanParallel(const Config& config, const Partition& partition,
       }
     }
     const double dense = stage_params[stage] - stage_expert_params[stage];
-    c.dp_reduce = AllReduce(cluster, reducers, dp_per_node, dense * kGradientBytes) +
-                  AllReduce(cluster, reducers / ep, std::max(1, dp_per_node / ep),
-                            stage_expert_params[stage] * kGradientBytes);
+    const double experts = stage_expert_params[stage];
+    if (parallel.zero_stage >= 3) {
+      // ZeRO-3 / FSDP full sharding: bf16 parameters gathered before every F and B/I
+      // (prefetched), fp32 gradients reduce-scattered after every B or W; nothing left for the
+      // end of the iteration.
+      c.shard_gather = Gather(cluster, reducers, dp_per_node, dense * 2) +
+                       Gather(cluster, reducers / ep, std::max(1, dp_per_node / ep), experts * 2);
+      c.shard_reduce =
+          Gather(cluster, reducers, dp_per_node, dense * kGradientBytes) +
+          Gather(cluster, reducers / ep, std::max(1, dp_per_node / ep), experts * kGradientBytes);
+      continue;
+    }
+    c.dp_reduce =
+        AllReduce(cluster, reducers, dp_per_node, dense * kGradientBytes) +
+        AllReduce(cluster, reducers / ep, std::max(1, dp_per_node / ep), experts * kGradientBytes);
   }
   const std::vector<int32_t> ranks = StageRanks(schedule);
   plan.rank_params.assign(static_cast<size_t>(schedule.num_ranks), 0.0);
@@ -340,7 +363,9 @@ ParallelPlan PlanParallel(const Config& config, const Partition& partition,
   plan.optimizer_step.assign(static_cast<size_t>(schedule.num_ranks), Time());
   for (int32_t stage = 0; stage < partition.num_stages(); ++stage) {
     if (bandwidth <= 0 || ranks[stage] < 0) continue;
-    const double params = stage_params[stage] / (parallel.distributed_optimizer ? reducers : 1);
+    const double params =
+        stage_params[stage] /
+        (parallel.distributed_optimizer || parallel.zero_stage >= 1 ? reducers : 1);
     plan.optimizer_step[ranks[stage]] +=
         Time::Nanoseconds(std::llround(params * kOptimizerBytesPerParam / bandwidth * 1e9));
   }

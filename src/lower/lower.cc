@@ -185,6 +185,21 @@ class Lowering {
     for (size_t rank = 0; rank < graph_.programs.size(); ++rank) {
       const auto& program = graph_.programs[rank];
       std::vector<uint32_t> reductions;
+      // ZeRO-3 / FSDP: gather the stage's parameters before each F and B/I, prefetched: the
+      // gather for the op at position p starts when the op at p − 2 ends (one op ahead).
+      for (size_t position = 0; position < program.size(); ++position) {
+        const Task& task = graph_.tasks[program[position]];
+        const StageCollectives* stage = stage_of(task);
+        if (stage == nullptr || stage->shard_gather.ns() <= 0 ||
+            task.action.kind == ActionKind::kWeightGrad) {
+          continue;
+        }
+        const size_t head = task.action.overlapped ? position - 1 : position;
+        const uint32_t gather =
+            AddCollective(program[position], PayloadKind::kShardGather, stage->shard_gather);
+        if (head >= 2) edges_.emplace_back(program[head - 2], gather);
+        edges_.emplace_back(gather, program[head]);
+      }
       for (size_t position = 0; position < program.size(); ++position) {
         const uint32_t compute = program[position];
         // The head of an F&B op waits for its tail: the pair's collectives follow the tail.
@@ -224,6 +239,19 @@ class Lowering {
           ready_task_[compute] = last;
           if (fused) ready_task_[program[position - 1]] = last;
           if (position + 1 < program.size()) edges_.emplace_back(last, program[position + 1]);
+        }
+        // ZeRO-3 / FSDP: reduce-scatter the gradients the op produced (B or W), off the
+        // critical path; the optimizer step waits for them.
+        for (size_t part = fused ? position - 1 : position; part <= position; ++part) {
+          const Task& task = graph_.tasks[program[part]];
+          const StageCollectives* stage = stage_of(task);
+          const bool weights = task.action.kind == ActionKind::kBackward ||
+                               task.action.kind == ActionKind::kWeightGrad;
+          if (stage == nullptr || stage->shard_reduce.ns() <= 0 || !weights) continue;
+          const uint32_t reduce =
+              AddCollective(program[part], PayloadKind::kShardReduce, stage->shard_reduce);
+          edges_.emplace_back(last, reduce);
+          reductions.push_back(reduce);
         }
       }
       // Data-parallel reductions: after each stage's last action on this rank.

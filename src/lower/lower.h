@@ -35,6 +35,8 @@ struct StageCollectives {
   Time cp_forward;  // context parallelism: what the ring does not hide (or the all-gather)
   Time cp_backward;
   Time dp_reduce;
+  Time shard_gather;  // ZeRO-3 / FSDP: before each F and each B or I (prefetched)
+  Time shard_reduce;  // ZeRO-3 / FSDP: after each B or W (not blocking)
   bool operator==(const StageCollectives&) const = default;
 };
 

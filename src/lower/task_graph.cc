@@ -47,6 +47,10 @@ const char* PayloadName(PayloadKind payload) {
       return "cp";
     case PayloadKind::kDataParallel:
       return "dp";
+    case PayloadKind::kShardGather:
+      return "shard-gather";
+    case PayloadKind::kShardReduce:
+      return "shard-reduce";
     case PayloadKind::kOptimizerStep:
       return "optimizer";
   }

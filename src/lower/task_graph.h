@@ -45,6 +45,9 @@ enum class PayloadKind : uint8_t {
   kContextParallel,  // context parallelism: the exposed part of ring attention's KV passing
                      // (or the KV all-gather) of one action's layers
   kDataParallel,     // the data-parallel gradient reduction of one stage, after its last backward
+  kShardGather,      // ZeRO-3 / FSDP: all-gather of a stage's parameters before an F or a B/I,
+                     // prefetched one action ahead
+  kShardReduce,      // ZeRO-3 / FSDP: reduce-scatter of a stage's gradients after each B or W
   kOptimizerStep,    // the optimizer step of the rank's parameters, after every reduction
 };
 // "activation", "gradient", "state", "dstate", "shadow-params", "shadow-grads", "tp", "ep", "dp",

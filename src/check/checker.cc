@@ -353,7 +353,9 @@ std::optional<Deadlock> FindDeadlock(const TaskGraph& graph) {
     const uint32_t task = ready.back();
     ready.pop_back();
     const Task& info = graph.tasks[task];
-    if (info.kind == TaskKind::kTransfer) {
+    // Transfers and collectives run on first-come-first-served resources (links, the
+    // collective stream) in the order they become ready: they never wait for order.
+    if (info.kind != TaskKind::kCompute) {
       finish(task);
       continue;
     }

@@ -41,7 +41,8 @@ int RunMemory(const RunFlags& flags, bool json, std::ostream& out, std::ostream&
     Row row{rank.rank, 0, {}, rank.peak_activation_bytes, rank.peak_state_bytes, 0};
     if (states_known) {
       row.params = run.parallel_plan.rank_params[rank.rank];
-      row.states = ShardedModelStates(row.params, parallel.precision, zero, parallel.dp);
+      row.states = ShardedModelStates(row.params, parallel.precision, zero,
+                                      std::max(1, run.parallel_plan.shard_ranks));
     }
     const int64_t transient = std::max(rank.peak_memory_bytes, rank.peak_activation_bytes);
     row.total = row.states.total() + static_cast<double>(transient);
@@ -75,7 +76,8 @@ int RunMemory(const RunFlags& flags, bool json, std::ostream& out, std::ostream&
   } else {
     out << "stagecraft memory: " << run.label << "\n";
     out << "  precision " << TrainingPrecisionName(parallel.precision) << ", ZeRO stage " << zero
-        << " over dp " << parallel.dp << ", recompute "
+        << " over " << std::max(1, run.parallel_plan.shard_ranks) << " ranks"
+        << (parallel.hybrid_shard ? " (hybrid: one node's)" : "") << ", recompute "
         << (parallel.recompute == Recompute::kFull        ? "full"
             : parallel.recompute == Recompute::kSelective ? "selective"
                                                           : "none")

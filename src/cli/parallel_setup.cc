@@ -140,6 +140,7 @@ ParallelPlan PlanLayerListParallel(const Config& config, const Partition& partit
   plan.hardware_flops_per_iteration = flops_per_microbatch * m * d;
   plan.model_flops_per_iteration = plan.hardware_flops_per_iteration;
   plan.peak_flops_per_device = cluster.peak_flops_per_s;
+  plan.shard_ranks = d;
   Time ep_layer;
   if (ep > 1) {
     CollectiveGroup group = GroupOnCluster(cluster, ep);
@@ -290,6 +291,12 @@ ParallelPlan PlanParallel(const Config& config, const Partition& partition,
   // Gradients are reduced over the data- and context-parallel ranks (they hold the same
   // weights), t apart.
   const int32_t reducers = d * cp;
+  // ZeRO / FSDP shard over all of them, or (hybrid) over the ones in one node.
+  const int32_t shards =
+      parallel.hybrid_shard
+          ? std::max(1, std::min(reducers, cluster.devices_per_node / std::max(1, t)))
+          : reducers;
+  plan.shard_ranks = shards;
   const int32_t dp_per_node = std::max(1, cluster.devices_per_node / std::max(1, t));
   const double decoder_params = DecoderLayerParams(spec) / t;
   // A MoE layer: the routed experts sharded over ep (reduced over dp·cp/ep), the rest not.
@@ -334,14 +341,19 @@ ParallelPlan PlanParallel(const Config& config, const Partition& partition,
     const double dense = stage_params[stage] - stage_expert_params[stage];
     const double experts = stage_expert_params[stage];
     if (parallel.zero_stage >= 3) {
-      // ZeRO-3 / FSDP full sharding: bf16 parameters gathered before every F and B/I
-      // (prefetched), fp32 gradients reduce-scattered after every B or W; nothing left for the
-      // end of the iteration.
-      c.shard_gather = Gather(cluster, reducers, dp_per_node, dense * 2) +
-                       Gather(cluster, reducers / ep, std::max(1, dp_per_node / ep), experts * 2);
+      // ZeRO-3 / FSDP full sharding over `shards` ranks: bf16 parameters gathered before every
+      // F and B/I (prefetched), fp32 gradients reduce-scattered after every B or W. Hybrid
+      // sharding shards within a node and all-reduces the shards across the nodes at the end.
+      const int32_t per_node = parallel.hybrid_shard ? shards : dp_per_node;
+      c.shard_gather = Gather(cluster, shards, per_node, dense * 2) +
+                       Gather(cluster, shards / ep, std::max(1, per_node / ep), experts * 2);
       c.shard_reduce =
-          Gather(cluster, reducers, dp_per_node, dense * kGradientBytes) +
-          Gather(cluster, reducers / ep, std::max(1, dp_per_node / ep), experts * kGradientBytes);
+          Gather(cluster, shards, per_node, dense * kGradientBytes) +
+          Gather(cluster, shards / ep, std::max(1, per_node / ep), experts * kGradientBytes);
+      if (parallel.hybrid_shard) {
+        c.dp_reduce =
+            AllReduce(cluster, reducers / shards, 1, (dense + experts) / shards * kGradientBytes);
+      }
       continue;
     }
     c.dp_reduce =
@@ -363,9 +375,8 @@ ParallelPlan PlanParallel(const Config& config, const Partition& partition,
   plan.optimizer_step.assign(static_cast<size_t>(schedule.num_ranks), Time());
   for (int32_t stage = 0; stage < partition.num_stages(); ++stage) {
     if (bandwidth <= 0 || ranks[stage] < 0) continue;
-    const double params =
-        stage_params[stage] /
-        (parallel.distributed_optimizer || parallel.zero_stage >= 1 ? reducers : 1);
+    const double params = stage_params[stage] /
+                          (parallel.distributed_optimizer || parallel.zero_stage >= 1 ? shards : 1);
     plan.optimizer_step[ranks[stage]] +=
         Time::Nanoseconds(std::llround(params * kOptimizerBytesPerParam / bandwidth * 1e9));
   }

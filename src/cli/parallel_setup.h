@@ -27,6 +27,7 @@ struct ParallelPlan {
   double peak_flops_per_device = 0;
   double params = 0;
   std::vector<double> rank_params;  // [rank] parameters one device holds (its stages, / tp)
+  int32_t shard_ranks = 1;          // ranks ZeRO / FSDP shards over (dp·cp, or a node's share)
 };
 // Transformer models: TP, CP, EP and DP. CSA2 layer-list models: EP and DP (tp = cp = 1),
 // parameters and FLOPs from the csa2.md formulas (model/layer_costs.h). Other models: empty.

@@ -805,6 +805,17 @@ Status ReadParallel(const Reader& reader, const Field& field, ParallelSpec* para
                                           {"full", Recompute::kFull}},
                                          &parallel->recompute)},
        {"distributed_optimizer", BoolInto(reader, &parallel->distributed_optimizer)},
+       {"fsdp",
+        [&reader, parallel](const Field& value) -> Status {
+          std::string mode;
+          const Status read =
+              reader.Choice(value, "fsdp sharding strategy",
+                            {"no-shard", "shard-grad-op", "full-shard", "hybrid"}, &mode);
+          if (!read.ok()) return read;
+          parallel->zero_stage = mode == "no-shard" ? 0 : mode == "shard-grad-op" ? 2 : 3;
+          parallel->hybrid_shard = mode == "hybrid";
+          return Status::Ok();
+        }},
        {"zero_stage",
         [&reader, parallel](const Field& value) -> Status {
           const Status read = reader.Int(value, 0, &parallel->zero_stage);

@@ -49,6 +49,7 @@ struct ParallelSpec {
   bool sequence_parallel = false;          // Megatron sequence parallelism (AG + RS instead of AR)
   Recompute recompute = Recompute::kNone;  // activation recomputation
   bool distributed_optimizer = false;      // optimizer state sharded over dp (ZeRO-1)
+  bool hybrid_shard = false;               // FSDP hybrid: shard within a node, replicate across
   int32_t zero_stage = 0;                  // 0-3: what is sharded over dp (1 optimizer, 2 +grads,
                                            // 3 +params); distributed_optimizer means >= 1
   TrainingPrecision precision = TrainingPrecision::kBf16;  // parameter, gradient and optimizer

@@ -22,7 +22,10 @@ const char* MetricDefinitions() {
          "  state_bytes       shared state moved between ranks per iteration (forward + dState)\n"
          "  state_exposed     critical-path transfer time due to shared-state bytes\n"
          "  peak_state_bytes  most resident shared state on d (own, received, carried)\n"
-         "  peak_memory_bytes peak of activations + resident shared state on d\n";
+         "  peak_memory_bytes peak of activations + resident shared state on d\n"
+         "  collectives       work on d's collective stream (TP, CP, EP, DP, ZeRO-3, optimizer)\n"
+         "  tflops_per_gpu    FLOPs of the whole job, recomputation included / (makespan * GPUs)\n"
+         "  mfu               model FLOPs (no recomputation) / (makespan * GPUs * peak)\n";
 }
 
 std::vector<ActivationPeak> PeakActivations(const Schedule& schedule,

@@ -76,8 +76,10 @@ int RunMemory(const RunFlags& flags, bool json, std::ostream& out, std::ostream&
   } else {
     out << "stagecraft memory: " << run.label << "\n";
     out << "  precision " << TrainingPrecisionName(parallel.precision) << ", ZeRO stage " << zero
-        << " over " << std::max(1, run.parallel_plan.shard_ranks) << " ranks"
-        << (parallel.hybrid_shard ? " (hybrid: one node's)" : "") << ", recompute "
+        << (zero == 0 ? std::string(" (nothing sharded)")
+                      : " over " + std::to_string(std::max(1, run.parallel_plan.shard_ranks)) +
+                            " ranks" + (parallel.hybrid_shard ? " (hybrid: one node's)" : ""))
+        << ", recompute "
         << (parallel.recompute == Recompute::kFull        ? "full"
             : parallel.recompute == Recompute::kSelective ? "selective"
                                                           : "none")

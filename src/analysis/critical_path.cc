@@ -74,6 +74,8 @@ CriticalPath FindCriticalPath(const TaskGraph& graph, const Trace& trace) {
     } else if (info.kind == TaskKind::kCollective) {
       ++path.collectives;
       path.collective_time += info.duration;
+    } else if (info.kind == TaskKind::kDelay) {
+      continue;  // a timer: its time counts as waiting
     } else {
       ++path.transfers;
       path.transfer_time += info.duration;

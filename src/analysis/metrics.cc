@@ -182,6 +182,7 @@ Metrics ComputeMetrics(const Schedule& schedule, const std::vector<StageCost>& s
       rank.collective += info.duration;
       continue;
     }
+    if (info.kind == TaskKind::kDelay) continue;  // a timer, not work
     ++metrics.num_compute_actions;
     rank.busy += info.duration;
     if (!seen[info.rank] || timing.start < rank.first_start) rank.first_start = timing.start;

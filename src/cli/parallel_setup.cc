@@ -51,6 +51,31 @@ Time Gather(const ClusterSpec& cluster, int32_t ranks, int32_t ranks_per_node, d
   return cost.ok() ? cost.value().time : Time();
 }
 
+// The data-parallel reduction of `grad_bytes` (fp32 gradients, produced evenly through the
+// stage's last backward) in the configured buckets: each bucket's all-reduce over `ranks`, ready
+// once the backward has produced it (its cumulative share of the bytes). Empty without buckets.
+std::vector<std::pair<double, Time>> Buckets(const ParallelSpec& parallel,
+                                             const ClusterSpec& cluster, int32_t ranks,
+                                             int32_t per_node, double grad_bytes) {
+  std::vector<std::pair<double, Time>> buckets;
+  if (parallel.grad_buckets == GradBuckets::kNone || ranks <= 1 || grad_bytes <= 0) {
+    return buckets;
+  }
+  const double mib = 1024.0 * 1024.0;
+  const double regular = parallel.grad_buckets == GradBuckets::kPytorch
+                             ? 25 * mib
+                             : std::max(4e7, 1e6 * parallel.dp) * kGradientBytes;
+  double done = 0;
+  while (done < grad_bytes) {
+    const double size =
+        std::min(grad_bytes - done,
+                 parallel.grad_buckets == GradBuckets::kPytorch && done == 0 ? mib : regular);
+    done += size;
+    buckets.emplace_back(done / grad_bytes, AllReduce(cluster, ranks, per_node, size));
+  }
+  return buckets;
+}
+
 }  // namespace
 
 Status BuildTransformerModel(Config& config) {
@@ -175,6 +200,11 @@ ParallelPlan PlanLayerListParallel(const Config& config, const Partition& partit
     c.dp_reduce =
         AllReduce(cluster, d, dp_per_node, dense * kGradientBytes) +
         AllReduce(cluster, d / ep, std::max(1, dp_per_node / ep), experts * kGradientBytes);
+    c.dp_buckets = Buckets(parallel, cluster, d, dp_per_node, dense * kGradientBytes);
+    for (const auto& bucket : Buckets(parallel, cluster, d / ep, std::max(1, dp_per_node / ep),
+                                      experts * kGradientBytes)) {
+      c.dp_buckets.push_back(bucket);
+    }
   }
   const std::vector<int32_t> ranks = StageRanks(schedule);
   plan.rank_params.assign(static_cast<size_t>(schedule.num_ranks), 0.0);
@@ -359,6 +389,11 @@ ParallelPlan PlanParallel(const Config& config, const Partition& partition,
     c.dp_reduce =
         AllReduce(cluster, reducers, dp_per_node, dense * kGradientBytes) +
         AllReduce(cluster, reducers / ep, std::max(1, dp_per_node / ep), experts * kGradientBytes);
+    c.dp_buckets = Buckets(parallel, cluster, reducers, dp_per_node, dense * kGradientBytes);
+    for (const auto& bucket : Buckets(parallel, cluster, reducers / ep,
+                                      std::max(1, dp_per_node / ep), experts * kGradientBytes)) {
+      c.dp_buckets.push_back(bucket);
+    }
   }
   const std::vector<int32_t> ranks = StageRanks(schedule);
   plan.rank_params.assign(static_cast<size_t>(schedule.num_ranks), 0.0);

@@ -805,6 +805,11 @@ Status ReadParallel(const Reader& reader, const Field& field, ParallelSpec* para
                                           {"full", Recompute::kFull}},
                                          &parallel->recompute)},
        {"distributed_optimizer", BoolInto(reader, &parallel->distributed_optimizer)},
+       {"grad_buckets", EnumInto<GradBuckets>(reader, "gradient buckets",
+                                              {{"none", GradBuckets::kNone},
+                                               {"pytorch", GradBuckets::kPytorch},
+                                               {"megatron", GradBuckets::kMegatron}},
+                                              &parallel->grad_buckets)},
        {"fsdp",
         [&reader, parallel](const Field& value) -> Status {
           std::string mode;

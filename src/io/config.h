@@ -31,6 +31,10 @@ enum class PartitionMethod : uint8_t {
 const std::vector<std::pair<std::string, PartitionMethod>>& PartitionMethodChoices();
 const char* PartitionMethodName(PartitionMethod method);
 
+// Gradient buckets of the data-parallel reduction: PyTorch DDP (a first bucket of 1 MiB, then
+// 25 MiB) or Megatron-LM (max(4e7, 1e6 · dp) parameters per bucket).
+enum class GradBuckets : uint8_t { kNone, kPytorch, kMegatron };
+
 struct ParallelSpec {
   int32_t pp = 4;                                            // pipeline-parallel ranks
   int32_t vpp = 1;                                           // chunks (virtual stages) per rank
@@ -49,9 +53,11 @@ struct ParallelSpec {
   bool sequence_parallel = false;          // Megatron sequence parallelism (AG + RS instead of AR)
   Recompute recompute = Recompute::kNone;  // activation recomputation
   bool distributed_optimizer = false;      // optimizer state sharded over dp (ZeRO-1)
-  bool hybrid_shard = false;               // FSDP hybrid: shard within a node, replicate across
-  int32_t zero_stage = 0;                  // 0-3: what is sharded over dp (1 optimizer, 2 +grads,
-                                           // 3 +params); distributed_optimizer means >= 1
+  GradBuckets grad_buckets = GradBuckets::kNone;  // DP reduction overlapped with the last
+                                                  // backward in buckets (none: after it)
+  bool hybrid_shard = false;  // FSDP hybrid: shard within a node, replicate across
+  int32_t zero_stage = 0;     // 0-3: what is sharded over dp (1 optimizer, 2 +grads,
+                              // 3 +params); distributed_optimizer means >= 1
   TrainingPrecision precision = TrainingPrecision::kBf16;  // parameter, gradient and optimizer
                                                            // bytes (memory/model_states.h)
   int32_t world_size() const { return pp * tp * cp * dp; }

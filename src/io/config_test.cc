@@ -220,7 +220,8 @@ TEST(ParseConfigErrorTest, UnknownKeyInSection) {
             "run.yaml:3:3: unknown key 'microbatch' in parallel; did you mean 'microbatches'? "
             "(expected one of 'pp', 'vpp', 'microbatches', 'placement', 'partition', "
             "'layer_counts', 'layout', 'tp', 'dp', 'cp', 'ep', 'cp_mode', 'sequence_parallel', "
-            "'recompute', 'distributed_optimizer', 'fsdp', 'zero_stage' or 'precision')");
+            "'recompute', 'distributed_optimizer', 'grad_buckets', 'fsdp', 'zero_stage' or "
+            "'precision')");
 }
 
 TEST(ParseConfigErrorTest, UnknownTopLevelKey) {

@@ -1,6 +1,7 @@
 #include "lower/lower.h"
 
 #include <algorithm>
+#include <cmath>
 #include <tuple>
 #include <utility>
 
@@ -59,6 +60,7 @@ class Lowering {
     STAGECRAFT_RETURN_IF_ERROR(fused_self_dependency_);
     STAGECRAFT_RETURN_IF_ERROR(AddDirectStateTransfers());
     AddShadowTransfers();
+    AddReductions();
     if (options_.mode == P2pMode::kRendezvous) AddRendezvousEdges();
     BuildAdjacency(graph_, edges_);
     std::sort(graph_.links.begin(), graph_.links.end(), [](const Link& a, const Link& b) {
@@ -254,7 +256,29 @@ class Lowering {
           reductions.push_back(reduce);
         }
       }
-      // Data-parallel reductions: after each stage's last action on this rank.
+      shard_reductions_.push_back(std::move(reductions));
+    }
+  }
+
+  // Data-parallel reductions after each stage's last action on its rank, then the optimizer
+  // step. With gradient buckets (StageCollectives::dp_buckets) bucket k is reduced once the
+  // last backward has produced its share: a delay task that starts with that backward (it has
+  // the backward's inputs and the rank's previous action as predecessors) and lasts the
+  // bucket's fraction of it. Runs after every input edge exists.
+  void AddReductions() {
+    if (options_.collectives.empty() && options_.optimizer_step.empty()) return;
+    std::vector<std::vector<uint32_t>> preds_of(graph_.tasks.size());
+    std::vector<uint8_t> wanted(graph_.tasks.size(), 0);
+    for (size_t rank = 0; rank < graph_.programs.size(); ++rank) {
+      for (uint32_t compute : graph_.programs[rank]) wanted[op_head_[compute]] = 1;
+    }
+    for (const auto& [from, to] : edges_) {
+      if (to < wanted.size() && wanted[to]) preds_of[to].push_back(from);
+    }
+    for (size_t rank = 0; rank < graph_.programs.size(); ++rank) {
+      const auto& program = graph_.programs[rank];
+      std::vector<uint32_t> reductions =
+          rank < shard_reductions_.size() ? shard_reductions_[rank] : std::vector<uint32_t>();
       std::vector<int32_t> stages;
       for (uint32_t compute : program) {
         const int32_t stage = graph_.tasks[compute].action.stage.value();
@@ -262,14 +286,43 @@ class Lowering {
       }
       for (int32_t stage : stages) {
         if (static_cast<size_t>(stage) >= options_.collectives.size()) continue;
-        const Time reduce = options_.collectives[stage].dp_reduce;
-        if (reduce.ns() <= 0) continue;
-        uint32_t last_of_stage = program.front();
-        for (uint32_t compute : program) {
-          if (graph_.tasks[compute].action.stage.value() == stage) last_of_stage = compute;
+        const StageCollectives& collectives = options_.collectives[stage];
+        size_t last_position = 0;
+        for (size_t position = 0; position < program.size(); ++position) {
+          if (graph_.tasks[program[position]].action.stage.value() == stage) {
+            last_position = position;
+          }
         }
+        const uint32_t last_of_stage = program[last_position];
+        if (!collectives.dp_buckets.empty()) {
+          const uint32_t head = op_head_[last_of_stage];
+          const size_t head_position = static_cast<size_t>(graph_.tasks[head].position);
+          const Time work = graph_.tasks[head].duration;
+          for (const auto& [fraction, reduce] : collectives.dp_buckets) {
+            if (reduce.ns() <= 0) continue;
+            uint32_t ready = ready_task_[last_of_stage];
+            if (fraction < 1.0) {
+              Task delay;
+              delay.kind = TaskKind::kDelay;
+              delay.rank = static_cast<int32_t>(rank);
+              delay.action = graph_.tasks[last_of_stage].action;
+              delay.duration = Time::Nanoseconds(
+                  std::llround(static_cast<double>(work.ns()) * std::max(0.0, fraction)));
+              ready = static_cast<uint32_t>(graph_.tasks.size());
+              graph_.tasks.push_back(delay);
+              for (uint32_t pred : preds_of[head]) edges_.emplace_back(pred, ready);
+              if (head_position > 0) edges_.emplace_back(program[head_position - 1], ready);
+            }
+            const uint32_t collective =
+                AddCollective(last_of_stage, PayloadKind::kDataParallel, reduce);
+            edges_.emplace_back(ready, collective);
+            reductions.push_back(collective);
+          }
+          continue;
+        }
+        if (collectives.dp_reduce.ns() <= 0) continue;
         const uint32_t collective =
-            AddCollective(last_of_stage, PayloadKind::kDataParallel, reduce);
+            AddCollective(last_of_stage, PayloadKind::kDataParallel, collectives.dp_reduce);
         edges_.emplace_back(ready_task_[last_of_stage], collective);
         reductions.push_back(collective);
       }
@@ -593,6 +646,7 @@ class Lowering {
   std::vector<uint32_t> op_head_;  // [compute task] → the task that runs its op (itself, or the
                                    // head of its F&B pair)
   Status fused_self_dependency_ = Status::Ok();
+  std::vector<std::vector<uint32_t>> shard_reductions_;  // [rank] ZeRO-3 reduce-scatters
   std::vector<int32_t> link_index_;
   std::vector<std::pair<uint32_t, uint32_t>> edges_;
   std::vector<int64_t> cut_forward_;   // [cut] payload-policy state bytes on the activation send

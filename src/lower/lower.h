@@ -9,6 +9,7 @@
 // the replica's parameters once per iteration (gradients back when it computes them).
 #pragma once
 
+#include <utility>
 #include <vector>
 
 #include "core/result.h"
@@ -35,6 +36,9 @@ struct StageCollectives {
   Time cp_forward;  // context parallelism: what the ring does not hide (or the all-gather)
   Time cp_backward;
   Time dp_reduce;
+  // Gradient buckets instead of one dp_reduce: (fraction of the stage's last backward after
+  // which the bucket's gradients exist, its reduction time), in production order.
+  std::vector<std::pair<double, Time>> dp_buckets;
   Time shard_gather;  // ZeRO-3 / FSDP: before each F and each B or I (prefetched)
   Time shard_reduce;  // ZeRO-3 / FSDP: after each B or W (not blocking)
   bool operator==(const StageCollectives&) const = default;

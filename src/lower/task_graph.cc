@@ -62,6 +62,10 @@ std::string DescribeTask(const TaskGraph& graph, uint32_t task_id) {
   if (task.kind == TaskKind::kCompute) {
     return "rank " + std::to_string(task.rank) + " " + FormatAction(task.action);
   }
+  if (task.kind == TaskKind::kDelay) {
+    return "rank " + std::to_string(task.rank) + " gradient bucket ready during " +
+           FormatAction(task.action);
+  }
   if (task.kind == TaskKind::kCollective) {
     return std::string(PayloadName(task.payload)) + " collective after " +
            FormatAction(task.action) + " (rank " + std::to_string(task.rank) + ")";

@@ -28,7 +28,9 @@ const char* P2pModeName(P2pMode mode);
 // data-parallel), timed by the comm model for the whole group. The simulated pipeline is one
 // representative of its tensor- and data-parallel peers, which run the same program in step, so
 // a collective starts when this rank reaches it. The optimizer step runs there too, last.
-enum class TaskKind : uint8_t { kCompute, kTransfer, kCollective };
+// kDelay: a timer on no resource: it starts when its predecessors end and lasts its duration
+// (the moment a share of an action's work is done, e.g. a gradient bucket ready mid-backward).
+enum class TaskKind : uint8_t { kCompute, kTransfer, kCollective, kDelay };
 
 // What a transfer carries.
 enum class PayloadKind : uint8_t {

@@ -105,6 +105,7 @@ std::string FormatChromeTrace(const TaskGraph& graph, const Trace& trace,
     if (!trace.finished[task]) continue;
     const Task& info = graph.tasks[task];
     const Time start = trace.timings[task].start;
+    if (info.kind == TaskKind::kDelay) continue;  // a timer, not shown
     if (info.kind == TaskKind::kCompute) {
       rows.push_back({info.rank, 0, start, task});
     } else if (info.kind == TaskKind::kCollective) {

@@ -36,9 +36,10 @@ std::string FormatTimeline(const TaskGraph& graph, const Trace& trace, const Met
   const int64_t column_ns = ColumnWidthNs(graph, metrics, max_columns);
   const size_t columns = static_cast<size_t>((metrics.makespan.ns() + column_ns - 1) / column_ns);
   const int32_t num_ranks = std::max<int32_t>(1, static_cast<int32_t>(graph.programs.size()));
-  std::string text = "timeline: one column = " + FormatMs(Time::Nanoseconds(column_ns)) +
-                     " ms; F forward, B backward, I input-grad, W weight-grad, then the "
-                     "microbatch; small letters for odd chunks; X&Y an overlapped F&B op; '.' idle\n";
+  std::string text =
+      "timeline: one column = " + FormatMs(Time::Nanoseconds(column_ns)) +
+      " ms; F forward, B backward, I input-grad, W weight-grad, then the "
+      "microbatch; small letters for odd chunks; X&Y an overlapped F&B op; '.' idle\n";
   for (size_t rank = 0; rank < graph.programs.size(); ++rank) {
     std::string row(columns, '.');
     const auto& program = graph.programs[rank];

@@ -29,8 +29,8 @@ Trace Simulator::Run() {
     const int32_t resource =
         transfer ? info.link
                  : (collective ? static_cast<int32_t>(graph_.links.size()) + info.rank : info.rank);
-    tasks_[task] =
-        SimTask{info.duration.ns(), resource, static_cast<uint8_t>(transfer || collective ? 1 : 0)};
+    const uint8_t kind = info.kind == TaskKind::kDelay ? 2 : (transfer || collective ? 1 : 0);
+    tasks_[task] = SimTask{info.duration.ns(), resource, kind};
   }
   stream_next_.assign(graph_.programs.size(), 0);
   stream_busy_.assign(graph_.programs.size(), 0);
@@ -72,7 +72,9 @@ void Simulator::OnEvent(const Event& event, EventQueue& queue) {
 
 void Simulator::MarkReady(uint32_t task_id, Time now, EventQueue& queue) {
   const SimTask& task = tasks_[task_id];
-  if (!task.transfer) {
+  if (task.transfer == 2) {
+    Start(task_id, now, queue);  // a delay: no resource to wait for
+  } else if (!task.transfer) {
     TryStartStream(task.resource, now, queue);
   } else {
     // Links serve transfers first come, first served. Transfers become ready in event order,

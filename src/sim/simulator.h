@@ -46,7 +46,8 @@ class Simulator {
   struct SimTask {
     int64_t duration_ns;
     int32_t resource;  // compute: the rank; transfer: the link; collective: links + rank
-    uint8_t transfer;  // 1 for a transfer or a collective (a FIFO resource, not the program)
+    uint8_t transfer;  // 1 for a transfer or a collective (a FIFO resource, not the program);
+                       // 2 for a delay (no resource)
   };
 
   const TaskGraph& graph_;

@@ -428,5 +428,39 @@ TEST(LowerCollectivesTest, SynchronousTpThenReductionAndStep) {
   EXPECT_EQ(last, 15'250'000);
 }
 
+// Gradient buckets (StageCollectives::dp_buckets): one rank, one microbatch, F = 1 ms and
+// B = 2 ms (I = W = 1 ms, full backward). Two buckets of 1 ms each, ready at half and at the end
+// of the backward: the first runs 2-3 ms, during the backward, the second 3-4 ms; one
+// unbucketed 2 ms reduction would run 3-5 ms.
+TEST(LowerCollectivesTest, GradientBucketsOverlapTheLastBackward) {
+  const Schedule schedule = GenerateGpipe({1, 1, 1, 0}).value();
+  ModelSpec model;
+  LowerOptions options;
+  StageCollectives stage;
+  stage.dp_buckets = {{0.5, Time::Nanoseconds(1'000'000)}, {1.0, Time::Nanoseconds(1'000'000)}};
+  options.collectives = {stage};
+  const TaskGraph graph = LowerOrDie(schedule, model, options);
+  const Trace trace = Simulate(graph);
+  ASSERT_FALSE(trace.deadlock.has_value());
+  std::vector<std::pair<int64_t, int64_t>> buckets;
+  for (uint32_t task = 0; task < graph.num_tasks(); ++task) {
+    if (graph.tasks[task].kind != TaskKind::kCollective) continue;
+    buckets.emplace_back(trace.timings[task].start.ns(), trace.timings[task].end.ns());
+  }
+  std::sort(buckets.begin(), buckets.end());
+  EXPECT_EQ(buckets, (std::vector<std::pair<int64_t, int64_t>>{{2'000'000, 3'000'000},
+                                                               {3'000'000, 4'000'000}}));
+  stage.dp_buckets.clear();
+  stage.dp_reduce = Time::Nanoseconds(2'000'000);
+  options.collectives = {stage};
+  const TaskGraph single = LowerOrDie(schedule, model, options);
+  const Trace single_trace = Simulate(single);
+  int64_t end = 0;
+  for (uint32_t task = 0; task < single.num_tasks(); ++task) {
+    end = std::max(end, single_trace.timings[task].end.ns());
+  }
+  EXPECT_EQ(end, 5'000'000);
+}
+
 }  // namespace
 }  // namespace stagecraft

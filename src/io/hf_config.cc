@@ -3,7 +3,10 @@
 #include <yaml-cpp/yaml.h>
 
 #include <algorithm>
+#include <initializer_list>
 #include <string>
+#include <utility>
+#include <vector>
 
 namespace stagecraft {
 namespace {
@@ -13,6 +16,112 @@ std::string Where(std::string_view source, const YAML::Node& node) {
   if (mark.line < 0) return std::string(source) + ": ";
   return std::string(source) + ":" + std::to_string(mark.line + 1) + ":" +
          std::to_string(mark.column + 1) + ": ";
+}
+
+// An integer list such as compress_ratios; false when the node is not one.
+bool IntList(const YAML::Node& node, std::vector<int64_t>* out) {
+  if (!node || !node.IsSequence()) return false;
+  out->clear();
+  try {
+    for (const YAML::Node& item : node) out->push_back(item.as<int64_t>());
+  } catch (const YAML::Exception&) {
+    return false;
+  }
+  return true;
+}
+
+// DeepSeek-V4.1 (model_type deepseek_v41_text, or its text_config; NeMo AutoModel's
+// DeepseekV41TextConfig): the CSA2 layer list. Decoder i is swa_only when compress_ratios[i] is
+// 0, else full when i is a KV source, reindex when an index source only, reuse otherwise; its
+// sources follow the csa2.md rules (ResolveSources), which reproduce the config's lists.
+Result<ModelSpec> CsaModelFromConfig(const YAML::Node& root, std::string_view source,
+                                     const ModelSpec& base) {
+  ModelSpec model = base;
+  model.transformer = TransformerSpec();
+  model.name = root["_name_or_path"] ? root["_name_or_path"].as<std::string>("deepseek-v4.1")
+                                     : "deepseek-v4.1";
+  Csa2Dims& dims = model.dims;
+  const auto field = [&](const char* key, int32_t* out) -> Status {
+    const YAML::Node node = root[key];
+    if (!node) return Status::Ok();  // the released default stays
+    try {
+      const int64_t value = node.as<int64_t>();
+      if (value < 0 || value > 2147483647) throw YAML::BadConversion(node.Mark());
+      *out = static_cast<int32_t>(value);
+    } catch (const YAML::Exception&) {
+      return Error{Where(source, node) + "'" + key + "' must be an integer >= 0"};
+    }
+    return Status::Ok();
+  };
+  int32_t layers = 40;
+  for (const auto& [key, out] : std::initializer_list<std::pair<const char*, int32_t*>>{
+           {"num_hidden_layers", &layers},
+           {"hidden_size", &dims.hidden},
+           {"hc_mult", &dims.hc_streams},
+           {"vocab_size", &dims.vocab},
+           {"num_attention_heads", &dims.heads},
+           {"head_dim", &dims.head_dim},
+           {"q_lora_rank", &dims.query_latent},
+           {"o_groups", &dims.output_groups},
+           {"o_lora_rank", &dims.output_group_dim},
+           {"sliding_window", &dims.window},
+           {"index_n_heads", &dims.indexer_heads},
+           {"index_head_dim", &dims.indexer_key_dim},
+           {"index_topk", &dims.top_k},
+           {"candidate_topk_blocks", &dims.candidate_blocks},
+           {"n_routed_experts", &dims.routed_experts},
+           {"n_shared_experts", &dims.shared_experts},
+           {"num_experts_per_tok", &dims.experts_per_token},
+           {"moe_intermediate_size", &dims.expert_width}}) {
+    STAGECRAFT_RETURN_IF_ERROR(field(key, out));
+  }
+  dims.kv_dim = dims.head_dim;  // one shared KV head of head_dim (K = V)
+  std::vector<int64_t> ratios;
+  std::vector<int64_t> kv_sources = {2, 8, 14, 20};
+  std::vector<int64_t> index_sources = {2, 8, 14, 20, 24, 28, 32, 36};
+  if (!IntList(root["compress_ratios"], &ratios)) {
+    return Error{std::string(source) +
+                 ": 'compress_ratios' (one compression ratio per layer, 0 for sliding-window "
+                 "only) is missing or not a list of integers"};
+  }
+  if (root["kv_source_layer_ids"] && !IntList(root["kv_source_layer_ids"], &kv_sources)) {
+    return Error{Where(source, root["kv_source_layer_ids"]) + "expected a list of layer ids"};
+  }
+  if (root["index_source_layer_ids"] && !IntList(root["index_source_layer_ids"], &index_sources)) {
+    return Error{Where(source, root["index_source_layer_ids"]) + "expected a list of layer ids"};
+  }
+  if (static_cast<int64_t>(ratios.size()) < layers) {
+    return Error{Where(source, root["compress_ratios"]) + "covers " +
+                 std::to_string(ratios.size()) + " layers but num_hidden_layers is " +
+                 std::to_string(layers) + " (one ratio per backbone layer)"};
+  }
+  const auto contains = [](const std::vector<int64_t>& ids, int64_t id) {
+    return std::find(ids.begin(), ids.end(), id) != ids.end();
+  };
+  model.layers.clear();
+  LayerSpec embedding;
+  embedding.kind = LayerKind::kEmbedding;
+  model.layers.push_back(embedding);
+  for (int32_t index = 0; index < layers; ++index) {
+    LayerSpec layer;
+    layer.kind = LayerKind::kDecoder;
+    layer.mlp = MlpKind::kMoe;
+    layer.compress_ratio = static_cast<int32_t>(ratios[index]);
+    layer.attention = ratios[index] == 0               ? AttentionMode::kSwaOnly
+                      : contains(kv_sources, index)    ? AttentionMode::kFull
+                      : contains(index_sources, index) ? AttentionMode::kReindex
+                                                       : AttentionMode::kReuse;
+    model.layers.push_back(layer);
+  }
+  LayerSpec head;
+  head.kind = LayerKind::kHead;
+  model.layers.push_back(head);
+  const Status resolved = ResolveSources(model.layers);
+  if (!resolved.ok()) {
+    return Error{std::string(source) +
+                 ": the layer schedule breaks the CSA2 rules: " + resolved.error().message};
+  }
+  return model;
 }
 
 }  // namespace
@@ -31,6 +140,17 @@ Result<ModelSpec> ModelFromHfConfig(std::string_view json, std::string_view sour
     return Error{std::string(source) +
                  ": expected a JSON object with the model's hyperparameters (a HuggingFace "
                  "config.json)"};
+  }
+  // DeepSeek-V4.1: the text config alone, or nested under text_config.
+  const YAML::Node text = root["text_config"] ? root["text_config"] : root;
+  const std::string model_type =
+      text["model_type"] ? text["model_type"].as<std::string>("") : std::string();
+  if (text["compress_ratios"] || model_type.rfind("deepseek_v41", 0) == 0) {
+    auto model = CsaModelFromConfig(text, source, base);
+    if (model.ok() && root["_name_or_path"]) {
+      model.value().name = root["_name_or_path"].as<std::string>(model.value().name);
+    }
+    return model;
   }
   const auto integer = [&](const char* key, bool required, int64_t* out) -> Status {
     const YAML::Node node = root[key];

@@ -95,3 +95,40 @@ TEST(HfConfigTest, DeepSeekV3MoeAndMla) {
 
 }  // namespace
 }  // namespace stagecraft
+
+namespace stagecraft {
+namespace {
+
+// DeepSeek-V4.1: the layer modes follow compress_ratios and the source lists; a ratio list
+// shorter than the layers, and a schedule that breaks the CSA2 rules, are errors.
+TEST(HfConfigTest, DeepSeekV41LayerList) {
+  const std::string json = R"({"model_type": "deepseek_v41_text", "num_hidden_layers": 6,
+      "compress_ratios": [0, 2, 2, 1, 1, 1], "kv_source_layer_ids": [1, 3],
+      "index_source_layer_ids": [1, 3, 4]})";
+  const ModelSpec model = ModelFromHfConfig(json, "v41.json", ModelSpec()).value();
+  ASSERT_EQ(model.layers.size(), 8u);  // embedding, 6 decoders, head
+  EXPECT_EQ(model.layers[1].attention, AttentionMode::kSwaOnly);
+  EXPECT_EQ(model.layers[2].attention, AttentionMode::kFull);
+  EXPECT_EQ(model.layers[3].attention, AttentionMode::kReuse);
+  EXPECT_EQ(model.layers[3].kv_source, 2);  // decoder 1 is layers[2]
+  EXPECT_EQ(model.layers[4].attention, AttentionMode::kFull);
+  EXPECT_EQ(model.layers[5].attention, AttentionMode::kReindex);
+  EXPECT_EQ(model.layers[6].attention, AttentionMode::kReuse);
+  EXPECT_EQ(model.layers[6].index_source, 5);
+  auto error = [](const std::string& text) {
+    const auto result = ModelFromHfConfig(text, "v41.json", ModelSpec());
+    EXPECT_FALSE(result.ok()) << text;
+    return result.ok() ? std::string() : result.error().message;
+  };
+  EXPECT_TRUE(Contains(error(R"({"model_type": "deepseek_v41_text", "num_hidden_layers": 4,
+      "compress_ratios": [0, 2]})"),
+                       "covers 2 layers but num_hidden_layers is 4"));
+  // A reuse layer of ratio 1 after only a ratio-2 source: no KV source with its ratio.
+  EXPECT_TRUE(Contains(error(R"({"model_type": "deepseek_v41_text", "num_hidden_layers": 3,
+      "compress_ratios": [2, 1, 1], "kv_source_layer_ids": [0],
+      "index_source_layer_ids": [0]})"),
+                       "breaks the CSA2 rules"));
+}
+
+}  // namespace
+}  // namespace stagecraft

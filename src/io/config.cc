@@ -396,8 +396,8 @@ Status CheckLayerEntry(const Reader& reader, const Written& written, LayerSpec* 
     STAGECRAFT_RETURN_IF_ERROR(ReadLayerParts(reader, *parts, layer));
   }
   if (layer->kind != LayerKind::kDecoder) {
-    for (const char* key :
-         {"attention", "compress_ratio", "mlp", "kv_source", "index_source", "candidate_source"}) {
+    for (const char* key : {"attention", "compress_ratio", "mlp", "kv_source", "index_source",
+                            "candidate_source", "engram"}) {
       if (const Field* field = Find(written, key)) {
         return reader.At(*field,
                          std::string("applies to decoder layers only (this entry has kind: ") +
@@ -445,6 +445,7 @@ Status ReadLayerEntry(const Reader& reader, const Field& field, LayerSpec* layer
        {"weight_grad", DurationInto(reader, Sign::kNonNegative, &layer->weight_grad)},
        {"activation_bytes", BytesInto(reader, &layer->activation_bytes)},
        {"weight_grad_bytes", BytesInto(reader, &layer->weight_grad_bytes)},
+       {"engram", BoolInto(reader, &layer->engram)},
        {"parts", [](const Field&) { return Status::Ok(); }}},  // CheckLayerEntry reads them
       &written));
   return CheckLayerEntry(reader, written, layer);

@@ -537,7 +537,7 @@ TEST(LayerListConfigTest, EntryErrors) {
             "run.yaml:4:26: unknown key 'kv_sorce' in model.layers[1]; did you mean 'kv_source'? "
             "(expected one of 'kind', 'attention', 'compress_ratio', 'mlp', 'repeat', 'kv_source', "
             "'index_source', 'candidate_source', 'forward', 'input_grad', 'weight_grad', "
-            "'activation_bytes', 'weight_grad_bytes' or 'parts')");
+            "'activation_bytes', 'weight_grad_bytes', 'engram' or 'parts')");
   EXPECT_EQ(ErrorOf(head + "    - full\n"),
             "run.yaml:4:7: model.layers[1]: found 'full' (expected a layer entry, a map such as "
             "{attention: full, compress_ratio: 1})");

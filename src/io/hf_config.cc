@@ -95,6 +95,10 @@ Result<ModelSpec> CsaModelFromConfig(const YAML::Node& root, std::string_view so
                  std::to_string(ratios.size()) + " layers but num_hidden_layers is " +
                  std::to_string(layers) + " (one ratio per backbone layer)"};
   }
+  std::vector<int64_t> engram_layers = {1, 14};
+  if (root["engram_layer_ids"] && !IntList(root["engram_layer_ids"], &engram_layers)) {
+    return Error{Where(source, root["engram_layer_ids"]) + "expected a list of layer ids"};
+  }
   const auto contains = [](const std::vector<int64_t>& ids, int64_t id) {
     return std::find(ids.begin(), ids.end(), id) != ids.end();
   };
@@ -107,6 +111,7 @@ Result<ModelSpec> CsaModelFromConfig(const YAML::Node& root, std::string_view so
     layer.kind = LayerKind::kDecoder;
     layer.mlp = MlpKind::kMoe;
     layer.compress_ratio = static_cast<int32_t>(ratios[index]);
+    layer.engram = contains(engram_layers, index);
     layer.attention = ratios[index] == 0               ? AttentionMode::kSwaOnly
                       : contains(kv_sources, index)    ? AttentionMode::kFull
                       : contains(index_sources, index) ? AttentionMode::kReindex

@@ -150,7 +150,19 @@ double LayerParams(const LayerSpec& layer, const Csa2Dims& dims) {
     const double width = dims.dense_width > 0 ? dims.dense_width : 4.0 * d;
     params += 3.0 * d * width;
   }
+  if (layer.engram) params += EngramProjectionParams(dims);
   return params;
+}
+
+double EngramProjectionParams(const Csa2Dims& dims) {
+  return 24.0 * 256.0 * dims.hidden * (dims.hc_streams + 1);
+}
+
+double VisionEncoderFlops(int32_t layers, int64_t width, int64_t mlp_width, int64_t patches) {
+  const double d = static_cast<double>(width);
+  const double n = static_cast<double>(patches);
+  return 2.0 * layers * (4 * d * d + 3 * d * static_cast<double>(mlp_width)) * n +
+         4.0 * layers * d * n * n;
 }
 
 double LayerForwardFlops(const LayerSpec& layer, const Csa2Dims& dims, int32_t seq_len,
@@ -163,7 +175,8 @@ double LayerForwardFlops(const LayerSpec& layer, const Csa2Dims& dims, int32_t s
       return 2.0 * dims.vocab * static_cast<double>(dims.hidden) * tokens;
     case LayerKind::kDecoder:
       return AttentionFlopsPerSequence(layer, dims, seq_len) * micro_batch_size +
-             MlpFlopsPerToken(layer, dims) * tokens;
+             MlpFlopsPerToken(layer, dims) * tokens +
+             (layer.engram ? 2.0 * EngramProjectionParams(dims) * tokens : 0.0);
   }
   return 0.0;
 }

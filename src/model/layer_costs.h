@@ -35,4 +35,12 @@ double LayerParams(const LayerSpec& layer, const Csa2Dims& dims);
 // Of those, the routed experts' E·3·d·f (MoE decoders; 0 otherwise).
 double LayerRoutedExpertParams(const LayerSpec& layer, const Csa2Dims& dims);
 
+// The Engram module's projection (csa2.md): 24 lookups × 256 values per token projected into the
+// hc + 1 streams: 24·256·d·(hc + 1) parameters (≈157M for V4.1), twice that in FLOPs per token.
+// (The hashed tables themselves are looked up, not multiplied: see the Engram issue.)
+double EngramProjectionParams(const Csa2Dims& dims);
+// The vision encoder on one image of `patches` patches (csa2.md): L_v layers of width d_v and MLP
+// f_v, 2·L_v·(4·d_v² + 3·d_v·f_v)·N_p + 4·L_v·d_v·N_p² forward FLOPs; it emits N_p/9 tokens.
+double VisionEncoderFlops(int32_t layers, int64_t width, int64_t mlp_width, int64_t patches);
+
 }  // namespace stagecraft

@@ -206,3 +206,34 @@ TEST(LayerParamsTest, V41FlashFormulas) {
 
 }  // namespace
 }  // namespace stagecraft
+
+namespace stagecraft {
+namespace {
+
+// csa2.md: the Engram projection 24·256·d·(hc+1) ≈ 157M parameters (to 1M), 2× in FLOPs per
+// token; a layer with `engram` carries both.
+TEST(LayerParamsTest, EngramProjection) {
+  Csa2Dims dims;  // V4.1: d 5120, hc 4
+  EXPECT_NEAR(EngramProjectionParams(dims) / 1e6, 157.0, 0.5);
+  LayerSpec layer;
+  layer.attention = AttentionMode::kSwaOnly;
+  layer.compress_ratio = 0;
+  LayerSpec with = layer;
+  with.engram = true;
+  EXPECT_DOUBLE_EQ(LayerParams(with, dims) - LayerParams(layer, dims),
+                   EngramProjectionParams(dims));
+  EXPECT_DOUBLE_EQ(LayerForwardFlops(with, dims, 4096, 1) - LayerForwardFlops(layer, dims, 4096, 1),
+                   2 * EngramProjectionParams(dims) * 4096);
+}
+
+// The vision encoder (csa2.md: 32 layers, width 1024, MLP 2816): linear in the layers, and
+// more than linear in the patches (the attention core grows with N_p²); no patches, no work.
+TEST(LayerParamsTest, VisionEncoderFlopsScaling) {
+  const double one = VisionEncoderFlops(32, 1024, 2816, 4608);
+  EXPECT_DOUBLE_EQ(VisionEncoderFlops(64, 1024, 2816, 4608), 2 * one);
+  EXPECT_GT(VisionEncoderFlops(32, 1024, 2816, 9216), 2 * one);
+  EXPECT_DOUBLE_EQ(VisionEncoderFlops(32, 1024, 2816, 0), 0.0);
+}
+
+}  // namespace
+}  // namespace stagecraft

@@ -84,7 +84,9 @@ struct LayerSpec {
   // From `parts`: the forward's expert all-to-all (dispatch + combine), which an overlapped F&B
   // op (DualPipe) hides behind the other microbatch's computation; zero = no parts given.
   Time all_to_all;
-  int32_t line = 0;  // where the layer was written in the config (for messages); 0 = unknown
+  bool engram = false;  // decoder: carries an Engram module (V4.1: layers 1 and 14); its
+                        // projection's parameters and FLOPs join the layer's (layer_costs.h)
+  int32_t line = 0;     // where the layer was written in the config (for messages); 0 = unknown
   bool operator==(const LayerSpec&) const = default;
 };
 

@@ -104,7 +104,9 @@ LayerPipelineOptions PipelineOptionsOf(const PreparedRun& run) {
 Status PrepareLayerModel(PreparedRun& run) {
   ModelSpec& model = run.config.model;
   if (!model.is_transformer())
-    EstimateLayerCosts(model, run.config.cluster.effective_flops_per_s());
+    EstimateLayerCosts(model, run.config.cluster.effective_flops_per_s(),
+                       run.config.cluster.hbm_bytes_per_s * run.config.cluster.memory_efficiency,
+                       run.config.parallel.ep);
   auto partition = PartitionLayers(run, run.config.parallel.partition);
   if (!partition.ok()) return partition.error();
   run.partition = std::move(partition).value();

@@ -181,7 +181,24 @@ double LayerForwardFlops(const LayerSpec& layer, const Csa2Dims& dims, int32_t s
   return 0.0;
 }
 
-void EstimateLayerCosts(ModelSpec& model, double flops_per_second) {
+// Bytes one microbatch's forward moves through HBM: the weights it reads (bf16) and its
+// activations (written once).
+double LayerBytes(const LayerSpec& layer, const Csa2Dims& dims, double tokens,
+                  int32_t expert_parallel) {
+  // The embedding gathers one row per token, not its whole table.
+  double weights =
+      layer.kind == LayerKind::kEmbedding ? tokens * dims.hidden : LayerParams(layer, dims);
+  const double routed = LayerRoutedExpertParams(layer, dims);
+  if (routed > 0) {
+    const double reached =
+        std::min(static_cast<double>(dims.routed_experts), tokens * dims.experts_per_token);
+    weights -= routed - routed * reached / dims.routed_experts / expert_parallel;
+  }
+  return 2.0 * weights + static_cast<double>(ActivationBytesPerToken(layer, dims)) * tokens;
+}
+
+void EstimateLayerCosts(ModelSpec& model, double flops_per_second, double bytes_per_second,
+                        int32_t expert_parallel) {
   assert(flops_per_second > 0);
   const int64_t tokens = model.tokens_per_microbatch();
   for (LayerSpec& layer : model.layers) {
@@ -189,6 +206,12 @@ void EstimateLayerCosts(ModelSpec& model, double flops_per_second) {
       const double flops =
           LayerForwardFlops(layer, model.dims, model.seq_len, model.micro_batch_size);
       layer.forward = FlopsToTime(flops, flops_per_second);
+      if (bytes_per_second > 0) {
+        const Time memory = FlopsToTime(LayerBytes(layer, model.dims, static_cast<double>(tokens),
+                                                   std::max(1, expert_parallel)),
+                                        bytes_per_second);
+        layer.forward = std::max(layer.forward, memory);
+      }
     }
     // Backward ≈ 2 × forward, I ≈ W (csa2.md): each half equals the layer's forward time.
     if (layer.input_grad == Time()) layer.input_grad = layer.forward;

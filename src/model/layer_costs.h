@@ -24,8 +24,13 @@ double LayerForwardFlops(const LayerSpec& layer, const Csa2Dims& dims, int32_t s
 // activation_bytes = 34·d bytes per token for a decoder layer (Korthikanti et al. 2023, Table 2,
 // without the attention-score term: the attention is sparse and fused), 0 for the embedding, and
 // 4·d + 4·V for the head (norm and projection inputs in bf16, fp32 logits; ibid. §4.3). Given
-// costs are kept. REQUIRES: flops_per_second > 0 (peak × efficiency).
-void EstimateLayerCosts(ModelSpec& model, double flops_per_second);
+// costs are kept. With bytes_per_second > 0 (HBM bandwidth × efficiency) a derived forward is
+// max(FLOPs / flops_per_second, bytes / bytes_per_second), the bytes being the weights the
+// microbatch reads (bf16; a MoE layer reads the min(E, tokens·k_e) experts its tokens reach, of
+// which a device holds 1/expert_parallel) plus its activations written. REQUIRES:
+// flops_per_second > 0 (peak × efficiency), expert_parallel >= 1.
+void EstimateLayerCosts(ModelSpec& model, double flops_per_second, double bytes_per_second = 0,
+                        int32_t expert_parallel = 1);
 
 // Parameters of one layer (csa2.md "Per-layer cost formulas"): decoder attention projections P
 // (≈126.6M), plus for a full layer the compressor d·c·(1 + [m>1]), the indexer-key projection

@@ -125,6 +125,15 @@ Status BuildTransformerModel(Config& config) {
 
 namespace {
 
+// The ranks holding a stage's parameters: its rank, and with the dual placement (DualPipe's two
+// model copies) the mirrored rank too.
+std::vector<int32_t> HoldingRanks(const Schedule& schedule, const std::vector<int32_t>& ranks,
+                                  size_t stage) {
+  if (ranks[stage] < 0) return {};
+  if (schedule.placement != Placement::kDual) return {ranks[stage]};
+  return {ranks[stage], schedule.num_ranks - 1 - ranks[stage]};
+}
+
 // The optimizer step of each rank's parameters, bound by HBM traffic.
 std::vector<Time> OptimizerSteps(const Config& config, const Schedule& schedule,
                                  const std::vector<double>& stage_params, int32_t shards) {
@@ -133,10 +142,12 @@ std::vector<Time> OptimizerSteps(const Config& config, const Schedule& schedule,
   std::vector<Time> steps(static_cast<size_t>(schedule.num_ranks), Time());
   const std::vector<int32_t> ranks = StageRanks(schedule);
   for (size_t stage = 0; stage < stage_params.size(); ++stage) {
-    if (bandwidth <= 0 || ranks[stage] < 0) continue;
+    if (bandwidth <= 0) continue;
     const double params = stage_params[stage] / std::max(1, shards);
-    steps[ranks[stage]] +=
-        Time::Nanoseconds(std::llround(params * kOptimizerBytesPerParam / bandwidth * 1e9));
+    for (int32_t rank : HoldingRanks(schedule, ranks, stage)) {
+      steps[rank] +=
+          Time::Nanoseconds(std::llround(params * kOptimizerBytesPerParam / bandwidth * 1e9));
+    }
   }
   return steps;
 }
@@ -209,7 +220,9 @@ ParallelPlan PlanLayerListParallel(const Config& config, const Partition& partit
   const std::vector<int32_t> ranks = StageRanks(schedule);
   plan.rank_params.assign(static_cast<size_t>(schedule.num_ranks), 0.0);
   for (int32_t stage = 0; stage < stages; ++stage) {
-    if (ranks[stage] >= 0) plan.rank_params[ranks[stage]] += stage_params[stage];
+    for (int32_t rank : HoldingRanks(schedule, ranks, static_cast<size_t>(stage))) {
+      plan.rank_params[rank] += stage_params[stage];
+    }
   }
   if (d == 1 && ep == 1) {
     plan.collectives.clear();
@@ -398,7 +411,9 @@ ParallelPlan PlanParallel(const Config& config, const Partition& partition,
   const std::vector<int32_t> ranks = StageRanks(schedule);
   plan.rank_params.assign(static_cast<size_t>(schedule.num_ranks), 0.0);
   for (int32_t stage = 0; stage < partition.num_stages(); ++stage) {
-    if (ranks[stage] >= 0) plan.rank_params[ranks[stage]] += stage_params[stage];
+    for (int32_t rank : HoldingRanks(schedule, ranks, static_cast<size_t>(stage))) {
+      plan.rank_params[rank] += stage_params[stage];
+    }
   }
   if (t == 1 && d == 1 && cp == 1 && ep == 1) {  // no collectives: a single pipeline
     plan.collectives.clear();
@@ -409,11 +424,13 @@ ParallelPlan PlanParallel(const Config& config, const Partition& partition,
   const double bandwidth = cluster.hbm_bytes_per_s * cluster.memory_efficiency;
   plan.optimizer_step.assign(static_cast<size_t>(schedule.num_ranks), Time());
   for (int32_t stage = 0; stage < partition.num_stages(); ++stage) {
-    if (bandwidth <= 0 || ranks[stage] < 0) continue;
+    if (bandwidth <= 0) continue;
     const double params = stage_params[stage] /
                           (parallel.distributed_optimizer || parallel.zero_stage >= 1 ? shards : 1);
-    plan.optimizer_step[ranks[stage]] +=
-        Time::Nanoseconds(std::llround(params * kOptimizerBytesPerParam / bandwidth * 1e9));
+    for (int32_t rank : HoldingRanks(schedule, ranks, static_cast<size_t>(stage))) {
+      plan.optimizer_step[rank] +=
+          Time::Nanoseconds(std::llround(params * kOptimizerBytesPerParam / bandwidth * 1e9));
+    }
   }
   return plan;
 }

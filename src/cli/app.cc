@@ -147,7 +147,7 @@ CLI::App* AddBenchCommand(CLI::App& app, RunFlags& flags, BenchFlags& bench_flag
 }
 
 const std::vector<std::string> kCommands = {"simulate",        "check", "derive", "list",
-                                            "bench-schedules", "comm",  "memory"};
+                                            "bench-schedules", "comm",  "memory", "multimodal"};
 
 CLI::App* AddCommCommand(CLI::App& app, CommFlags& flags) {
   CLI::App* comm = app.add_subcommand(
@@ -218,7 +218,23 @@ int RunCli(int argc, const char* const* argv, std::ostream& out, std::ostream& e
       "memory", "memory per device: model states, activations, shared state vs capacity");
   AddRunFlags(*memory, flags);
   memory->add_flag("--json", memory_json, "print one JSON object");
-  for (CLI::App* command : {simulate, check, derive, list, bench, comm, memory}) {
+  MultimodalFlags multimodal_flags;
+  CLI::App* multimodal = app.add_subcommand(
+      "multimodal",
+      "multimodal cost tables: contrastive losses, Engram tables, CP indexer balance");
+  multimodal->add_option("topic", multimodal_flags.topic, "contrastive | engram | cp")->required();
+  multimodal->add_option("--ranks", multimodal_flags.ranks, "D data-parallel ranks, or cp")
+      ->type_name("N");
+  multimodal->add_option("--batch", multimodal_flags.batch, "pairs per rank b")->type_name("B");
+  multimodal->add_option("--width", multimodal_flags.width, "embedding width e")->type_name("E");
+  multimodal->add_option("--owners", multimodal_flags.owners, "Engram owner counts, e.g. 8,16")
+      ->type_name("G,...");
+  multimodal->add_option("--seq-len", multimodal_flags.seq_len, "sequence length (cp)")
+      ->type_name("S");
+  multimodal
+      ->add_option("--compress-ratio", multimodal_flags.compress_ratio, "compression ratio m (cp)")
+      ->type_name("M");
+  for (CLI::App* command : {simulate, check, derive, list, bench, comm, memory, multimodal}) {
     command->allow_extras();
   }
 
@@ -249,6 +265,7 @@ int RunCli(int argc, const char* const* argv, std::ostream& out, std::ostream& e
   if (*bench) return RunBenchSchedules(flags, bench_flags, out, err);
   if (*comm) return RunComm(comm_flags, out, err);
   if (*memory) return RunMemory(flags, memory_json, out, err);
+  if (*multimodal) return RunMultimodal(multimodal_flags, out, err);
   return RunList(list_what, out, err);
 }
 

@@ -75,6 +75,18 @@ struct CommFlags {
 };
 int RunComm(const CommFlags& flags, std::ostream& out, std::ostream& err);
 
+// multimodal: the multimodal cost formulas as tables (multimodal_command.cc).
+struct MultimodalFlags {
+  std::string topic;                      // contrastive | engram | cp
+  int32_t ranks = 8;                      // --ranks: D (contrastive) or cp
+  int64_t batch = 256;                    // --batch: pairs per rank
+  int64_t width = 1024;                   // --width: embedding width
+  std::string owners = "8,16,32,64,128";  // --owners: Engram owner counts
+  int64_t seq_len = 1048576;              // --seq-len (cp)
+  int32_t compress_ratio = 4;             // --compress-ratio (cp)
+};
+int RunMultimodal(const MultimodalFlags& flags, std::ostream& out, std::ostream& err);
+
 // memory: per-device model states, activations and shared state against the capacity
 // (memory_command.cc). Exit 1 when a device does not fit.
 int RunMemory(const RunFlags& flags, bool json, std::ostream& out, std::ostream& err);

@@ -279,11 +279,6 @@ ParallelPlan PlanParallel(const Config& config, const Partition& partition,
   const double activation = 2.0 * tokens * static_cast<double>(spec.hidden);
   const Time tp_layer = AllReduce(cluster, t, t, activation);
   const Time tp_loss = AllReduce(cluster, t, t, 4.0 * tokens);
-  // Context parallelism: the CP peers of a rank sit t apart. Ring attention passes a K and V
-  // block of s/cp tokens (bf16, this TP rank's heads) per step while computing against the block
-  // in hand; only what the compute does not hide is charged (RingAttentionExposed). The
-  // backward passes K, V and their gradients against twice the compute. The all-gather mode
-  // gathers all K and V before the attention (and reduce-scatters dK, dV after), exposed.
   // Expert parallelism: per MoE layer an all-to-all dispatch (k_e·h per token, bf16; fp8 with
   // precision fp8, as DeepSeek-V3) and combine (k_e·h bf16) forward, and both again backward,
   // among the ep ranks, which sit t·cp apart.
@@ -302,6 +297,11 @@ ParallelPlan PlanParallel(const Config& config, const Partition& partition,
       if (cost.ok()) ep_layer += cost.value().time;
     }
   }
+  // Context parallelism: the CP peers of a rank sit t apart. Ring attention passes a K and V
+  // block of s/cp tokens (bf16, this TP rank's heads) per step while computing against the block
+  // in hand; only what the compute does not hide is charged (RingAttentionExposed). The
+  // backward passes K, V and their gradients against twice the compute. The all-gather mode
+  // gathers all K and V before the attention (and reduce-scatters dK, dV after), exposed.
   Time cp_forward;
   Time cp_backward;
   if (cp > 1) {

@@ -32,23 +32,32 @@ TransformerRun RunOf(const Config& config) {
   return run;
 }
 
-Time AllReduce(const ClusterSpec& cluster, int32_t ranks, int32_t ranks_per_node, double bytes) {
+// The ring time of `kind` moving `bytes` in all over `ranks` ranks, `ranks_per_node` of them in a
+// node; nothing for a group of one or nothing to move.
+Time Ring(const ClusterSpec& cluster, Collective kind, int32_t ranks, int32_t ranks_per_node,
+          double bytes) {
   if (ranks <= 1 || bytes <= 0) return Time();
   CollectiveGroup group = GroupOnCluster(cluster, ranks);
   group.ranks_per_node = std::max(1, std::min(ranks, ranks_per_node));
-  auto cost = EstimateCollective(Collective::kAllReduce, CollectiveAlgorithm::kRing,
-                                 std::llround(bytes), group);
+  auto cost = EstimateCollective(kind, CollectiveAlgorithm::kRing, std::llround(bytes), group);
   return cost.ok() ? cost.value().time : Time();
+}
+
+Time AllReduce(const ClusterSpec& cluster, int32_t ranks, int32_t ranks_per_node, double bytes) {
+  return Ring(cluster, Collective::kAllReduce, ranks, ranks_per_node, bytes);
 }
 
 // A ring all-gather (or reduce-scatter: the same time) of `bytes` in all over `ranks`.
 Time Gather(const ClusterSpec& cluster, int32_t ranks, int32_t ranks_per_node, double bytes) {
-  if (ranks <= 1 || bytes <= 0) return Time();
-  CollectiveGroup group = GroupOnCluster(cluster, ranks);
-  group.ranks_per_node = std::max(1, std::min(ranks, ranks_per_node));
-  auto cost = EstimateCollective(Collective::kAllGather, CollectiveAlgorithm::kRing,
-                                 std::llround(bytes), group);
-  return cost.ok() ? cost.value().time : Time();
+  return Ring(cluster, Collective::kAllGather, ranks, ranks_per_node, bytes);
+}
+
+// `kind` over a stage's dense bytes among `ranks` (`per_node` of them in a node) plus over its
+// routed-expert bytes among the ranks / ep that hold the same experts.
+Time DenseAndExperts(const ClusterSpec& cluster, Collective kind, int32_t ranks, int32_t per_node,
+                     int32_t ep, double dense_bytes, double expert_bytes) {
+  return Ring(cluster, kind, ranks, per_node, dense_bytes) +
+         Ring(cluster, kind, ranks / ep, std::max(1, per_node / ep), expert_bytes);
 }
 
 // The data-parallel reduction of `grad_bytes` (fp32 gradients, produced evenly through the
@@ -74,6 +83,29 @@ std::vector<std::pair<double, Time>> Buckets(const ParallelSpec& parallel,
     buckets.emplace_back(done / grad_bytes, AllReduce(cluster, ranks, per_node, size));
   }
   return buckets;
+}
+
+// Buckets of the dense gradients over `ranks`, then of the routed experts' over ranks / ep.
+std::vector<std::pair<double, Time>> DenseAndExpertBuckets(const ParallelSpec& parallel,
+                                                           const ClusterSpec& cluster,
+                                                           int32_t ranks, int32_t per_node,
+                                                           int32_t ep, double dense_bytes,
+                                                           double expert_bytes) {
+  std::vector<std::pair<double, Time>> buckets =
+      Buckets(parallel, cluster, ranks, per_node, dense_bytes);
+  for (const auto& bucket :
+       Buckets(parallel, cluster, ranks / ep, std::max(1, per_node / ep), expert_bytes)) {
+    buckets.push_back(bucket);
+  }
+  return buckets;
+}
+
+// An expert-parallel MoE layer's all-to-alls one way: the dispatch and the combine among the ep
+// ranks, `per_node` of them in a node.
+Time ExpertAllToAlls(const ClusterSpec& cluster, int32_t ep, int32_t per_node, double dispatch,
+                     double combine) {
+  return Ring(cluster, Collective::kAllToAll, ep, per_node, dispatch) +
+         Ring(cluster, Collective::kAllToAll, ep, per_node, combine);
 }
 
 }  // namespace
@@ -152,6 +184,16 @@ std::vector<Time> OptimizerSteps(const Config& config, const Schedule& schedule,
   return steps;
 }
 
+// The parameters each rank holds: those of the stages it runs (HoldingRanks).
+std::vector<double> RankParams(const Schedule& schedule, const std::vector<double>& stage_params) {
+  std::vector<double> params(static_cast<size_t>(schedule.num_ranks), 0.0);
+  const std::vector<int32_t> ranks = StageRanks(schedule);
+  for (size_t stage = 0; stage < stage_params.size(); ++stage) {
+    for (int32_t rank : HoldingRanks(schedule, ranks, stage)) params[rank] += stage_params[stage];
+  }
+  return params;
+}
+
 // CSA2 layer lists (csa2.md formulas): expert and data parallelism around the pipeline. A MoE
 // layer's all-to-all dispatch carries k_e·d bytes per token (FP8) and its combine k_e·d·2 (BF16),
 // each way (csa2.md); routed experts are sharded over ep and their gradients reduced over dp/ep.
@@ -177,17 +219,9 @@ ParallelPlan PlanLayerListParallel(const Config& config, const Partition& partit
   plan.model_flops_per_iteration = plan.hardware_flops_per_iteration;
   plan.peak_flops_per_device = cluster.peak_flops_per_s;
   plan.shard_ranks = d;
-  Time ep_layer;
-  if (ep > 1) {
-    CollectiveGroup group = GroupOnCluster(cluster, ep);
-    group.ranks_per_node = std::max(1, std::min(ep, cluster.devices_per_node));
-    const double per_token = static_cast<double>(dims.experts_per_token) * dims.hidden;
-    for (const double bytes : {tokens * per_token, tokens * per_token * 2}) {
-      auto cost = EstimateCollective(Collective::kAllToAll, CollectiveAlgorithm::kRing,
-                                     std::llround(bytes), group);
-      if (cost.ok()) ep_layer += cost.value().time;
-    }
-  }
+  const double per_token = static_cast<double>(dims.experts_per_token) * dims.hidden;
+  const Time ep_layer = ExpertAllToAlls(cluster, ep, cluster.devices_per_node, tokens * per_token,
+                                        tokens * per_token * 2);
   const int32_t stages = partition.num_stages();
   plan.collectives.resize(static_cast<size_t>(stages));
   std::vector<double> stage_params(static_cast<size_t>(stages), 0.0);
@@ -208,22 +242,12 @@ ParallelPlan PlanLayerListParallel(const Config& config, const Partition& partit
       }
     }
     stage_params[stage] = dense + experts;
-    c.dp_reduce =
-        AllReduce(cluster, d, dp_per_node, dense * kGradientBytes) +
-        AllReduce(cluster, d / ep, std::max(1, dp_per_node / ep), experts * kGradientBytes);
-    c.dp_buckets = Buckets(parallel, cluster, d, dp_per_node, dense * kGradientBytes);
-    for (const auto& bucket : Buckets(parallel, cluster, d / ep, std::max(1, dp_per_node / ep),
-                                      experts * kGradientBytes)) {
-      c.dp_buckets.push_back(bucket);
-    }
+    c.dp_reduce = DenseAndExperts(cluster, Collective::kAllReduce, d, dp_per_node, ep,
+                                  dense * kGradientBytes, experts * kGradientBytes);
+    c.dp_buckets = DenseAndExpertBuckets(parallel, cluster, d, dp_per_node, ep,
+                                         dense * kGradientBytes, experts * kGradientBytes);
   }
-  const std::vector<int32_t> ranks = StageRanks(schedule);
-  plan.rank_params.assign(static_cast<size_t>(schedule.num_ranks), 0.0);
-  for (int32_t stage = 0; stage < stages; ++stage) {
-    for (int32_t rank : HoldingRanks(schedule, ranks, static_cast<size_t>(stage))) {
-      plan.rank_params[rank] += stage_params[stage];
-    }
-  }
+  plan.rank_params = RankParams(schedule, stage_params);
   if (d == 1 && ep == 1) {
     plan.collectives.clear();
     return plan;
@@ -282,21 +306,12 @@ ParallelPlan PlanParallel(const Config& config, const Partition& partition,
   // Expert parallelism: per MoE layer an all-to-all dispatch (k_e·h per token, bf16; fp8 with
   // precision fp8, as DeepSeek-V3) and combine (k_e·h bf16) forward, and both again backward,
   // among the ep ranks, which sit t·cp apart.
-  Time ep_layer;
-  if (ep > 1) {
-    const double per_token = static_cast<double>(spec.experts_per_token * spec.hidden);
-    const double dispatch =
-        tokens * per_token * (parallel.precision == TrainingPrecision::kFp8 ? 1.0 : 2.0) / t;
-    const double combine = tokens * per_token * 2.0 / t;
-    CollectiveGroup group = GroupOnCluster(cluster, ep);
-    group.ranks_per_node =
-        std::max(1, std::min(ep, cluster.devices_per_node / std::max(1, t * cp)));
-    for (const double bytes : {dispatch, combine}) {
-      auto cost = EstimateCollective(Collective::kAllToAll, CollectiveAlgorithm::kRing,
-                                     std::llround(bytes), group);
-      if (cost.ok()) ep_layer += cost.value().time;
-    }
-  }
+  const double per_token = static_cast<double>(spec.experts_per_token * spec.hidden);
+  const double dispatch =
+      tokens * per_token * (parallel.precision == TrainingPrecision::kFp8 ? 1.0 : 2.0) / t;
+  const Time ep_layer =
+      ExpertAllToAlls(cluster, ep, cluster.devices_per_node / std::max(1, t * cp), dispatch,
+                      tokens * per_token * 2.0 / t);
   // Context parallelism: the CP peers of a rank sit t apart. Ring attention passes a K and V
   // block of s/cp tokens (bf16, this TP rank's heads) per step while computing against the block
   // in hand; only what the compute does not hide is charged (RingAttentionExposed). The
@@ -316,11 +331,7 @@ ParallelPlan PlanParallel(const Config& config, const Partition& partition,
     const LinkSpec& link = in_node ? cluster.intra_node : cluster.inter_node;
     const double rate = cluster.effective_flops_per_s();
     if (parallel.cp_all_gather) {
-      CollectiveGroup group = GroupOnCluster(cluster, cp);
-      group.ranks_per_node = in_node ? cp : 1;
-      auto gather = EstimateCollective(Collective::kAllGather, CollectiveAlgorithm::kRing,
-                                       std::llround(step_bytes * cp), group);
-      cp_forward = gather.ok() ? gather.value().time : Time();
+      cp_forward = Gather(cluster, cp, in_node ? cp : 1, step_bytes * cp);
       cp_backward = cp_forward;
     } else {
       cp_forward = RingAttentionExposed(cp, step_flops, rate, step_bytes, link);
@@ -388,50 +399,30 @@ ParallelPlan PlanParallel(const Config& config, const Partition& partition,
       // F and B/I (prefetched), fp32 gradients reduce-scattered after every B or W. Hybrid
       // sharding shards within a node and all-reduces the shards across the nodes at the end.
       const int32_t per_node = parallel.hybrid_shard ? shards : dp_per_node;
-      c.shard_gather = Gather(cluster, shards, per_node, dense * 2) +
-                       Gather(cluster, shards / ep, std::max(1, per_node / ep), experts * 2);
-      c.shard_reduce =
-          Gather(cluster, shards, per_node, dense * kGradientBytes) +
-          Gather(cluster, shards / ep, std::max(1, per_node / ep), experts * kGradientBytes);
+      c.shard_gather = DenseAndExperts(cluster, Collective::kAllGather, shards, per_node, ep,
+                                       dense * 2, experts * 2);
+      c.shard_reduce = DenseAndExperts(cluster, Collective::kAllGather, shards, per_node, ep,
+                                       dense * kGradientBytes, experts * kGradientBytes);
       if (parallel.hybrid_shard) {
         c.dp_reduce =
             AllReduce(cluster, reducers / shards, 1, (dense + experts) / shards * kGradientBytes);
       }
       continue;
     }
-    c.dp_reduce =
-        AllReduce(cluster, reducers, dp_per_node, dense * kGradientBytes) +
-        AllReduce(cluster, reducers / ep, std::max(1, dp_per_node / ep), experts * kGradientBytes);
-    c.dp_buckets = Buckets(parallel, cluster, reducers, dp_per_node, dense * kGradientBytes);
-    for (const auto& bucket : Buckets(parallel, cluster, reducers / ep,
-                                      std::max(1, dp_per_node / ep), experts * kGradientBytes)) {
-      c.dp_buckets.push_back(bucket);
-    }
+    c.dp_reduce = DenseAndExperts(cluster, Collective::kAllReduce, reducers, dp_per_node, ep,
+                                  dense * kGradientBytes, experts * kGradientBytes);
+    c.dp_buckets = DenseAndExpertBuckets(parallel, cluster, reducers, dp_per_node, ep,
+                                         dense * kGradientBytes, experts * kGradientBytes);
   }
-  const std::vector<int32_t> ranks = StageRanks(schedule);
-  plan.rank_params.assign(static_cast<size_t>(schedule.num_ranks), 0.0);
-  for (int32_t stage = 0; stage < partition.num_stages(); ++stage) {
-    for (int32_t rank : HoldingRanks(schedule, ranks, static_cast<size_t>(stage))) {
-      plan.rank_params[rank] += stage_params[stage];
-    }
-  }
+  plan.rank_params = RankParams(schedule, stage_params);
   if (t == 1 && d == 1 && cp == 1 && ep == 1) {  // no collectives: a single pipeline
     plan.collectives.clear();
     return plan;
   }
-  // The optimizer step of each rank's parameters (sharded over dp with the distributed
-  // optimizer), bound by HBM traffic.
-  const double bandwidth = cluster.hbm_bytes_per_s * cluster.memory_efficiency;
-  plan.optimizer_step.assign(static_cast<size_t>(schedule.num_ranks), Time());
-  for (int32_t stage = 0; stage < partition.num_stages(); ++stage) {
-    if (bandwidth <= 0) continue;
-    const double params = stage_params[stage] /
-                          (parallel.distributed_optimizer || parallel.zero_stage >= 1 ? shards : 1);
-    for (int32_t rank : HoldingRanks(schedule, ranks, static_cast<size_t>(stage))) {
-      plan.optimizer_step[rank] +=
-          Time::Nanoseconds(std::llround(params * kOptimizerBytesPerParam / bandwidth * 1e9));
-    }
-  }
+  // The optimizer step of each rank's parameters (sharded with the distributed optimizer).
+  plan.optimizer_step = OptimizerSteps(
+      config, schedule, stage_params,
+      parallel.distributed_optimizer || parallel.zero_stage >= 1 ? shards : 1);
   return plan;
 }
 

@@ -309,9 +309,8 @@ ParallelPlan PlanParallel(const Config& config, const Partition& partition,
   const double per_token = static_cast<double>(spec.experts_per_token * spec.hidden);
   const double dispatch =
       tokens * per_token * (parallel.precision == TrainingPrecision::kFp8 ? 1.0 : 2.0) / t;
-  const Time ep_layer =
-      ExpertAllToAlls(cluster, ep, cluster.devices_per_node / std::max(1, t * cp), dispatch,
-                      tokens * per_token * 2.0 / t);
+  const Time ep_layer = ExpertAllToAlls(cluster, ep, cluster.devices_per_node / std::max(1, t * cp),
+                                        dispatch, tokens * per_token * 2.0 / t);
   // Context parallelism: the CP peers of a rank sit t apart. Ring attention passes a K and V
   // block of s/cp tokens (bf16, this TP rank's heads) per step while computing against the block
   // in hand; only what the compute does not hide is charged (RingAttentionExposed). The
@@ -420,9 +419,9 @@ ParallelPlan PlanParallel(const Config& config, const Partition& partition,
     return plan;
   }
   // The optimizer step of each rank's parameters (sharded with the distributed optimizer).
-  plan.optimizer_step = OptimizerSteps(
-      config, schedule, stage_params,
-      parallel.distributed_optimizer || parallel.zero_stage >= 1 ? shards : 1);
+  plan.optimizer_step =
+      OptimizerSteps(config, schedule, stage_params,
+                     parallel.distributed_optimizer || parallel.zero_stage >= 1 ? shards : 1);
   return plan;
 }
 

@@ -51,11 +51,6 @@ struct Sweep {
   std::string label;                  // what ran, from the first prepared run
 };
 
-int Fail(std::ostream& err, const std::string& message, int code = kExitBadInput) {
-  err << "stagecraft: error: " << message << "\n";
-  return code;
-}
-
 // "8,16,32": whole numbers >= 1, sorted, duplicates dropped.
 Result<std::vector<int32_t>> ParseCountList(const std::string& text, const char* flag,
                                             const char* example) {

@@ -11,32 +11,29 @@
 namespace stagecraft {
 
 int RunComm(const CommFlags& flags, std::ostream& out, std::ostream& err) {
-  auto fail = [&err](const std::string& message) {
-    err << "stagecraft: error: " << message << "\n";
-    return kExitBadInput;
-  };
   auto collective = ParseCollective(flags.operation);
-  if (!collective.ok()) return fail("comm: " + collective.error().message);
+  if (!collective.ok()) return Fail(err, "comm: " + collective.error().message);
   auto algorithm = ParseCollectiveAlgorithm(flags.algorithm);
-  if (!algorithm.ok()) return fail("--algorithm: " + algorithm.error().message);
+  if (!algorithm.ok()) return Fail(err, "--algorithm: " + algorithm.error().message);
   auto bytes = ParseBytes(flags.bytes);
-  if (!bytes.ok()) return fail("--bytes: " + bytes.error().message);
+  if (!bytes.ok()) return Fail(err, "--bytes: " + bytes.error().message);
   auto cluster = ClusterFromPreset(flags.cluster);
-  if (!cluster.ok()) return fail("--cluster: " + cluster.error().message);
+  if (!cluster.ok()) return Fail(err, "--cluster: " + cluster.error().message);
   if (flags.ranks < 1) {
-    return fail("--ranks: needs at least 1 rank, got " + std::to_string(flags.ranks));
+    return Fail(err, "--ranks: needs at least 1 rank, got " + std::to_string(flags.ranks));
   }
   if (flags.ranks > cluster.value().num_devices()) {
-    return fail("--ranks: " + std::to_string(flags.ranks) + " ranks do not fit cluster '" +
-                flags.cluster + "' (" + std::to_string(cluster.value().num_devices()) +
-                " devices); use a preset with more nodes, e.g. '" + cluster.value().device + "x" +
-                std::to_string((flags.ranks + cluster.value().devices_per_node - 1) /
-                               cluster.value().devices_per_node) +
-                "'");
+    return Fail(err, "--ranks: " + std::to_string(flags.ranks) + " ranks do not fit cluster '" +
+                         flags.cluster + "' (" + std::to_string(cluster.value().num_devices()) +
+                         " devices); use a preset with more nodes, e.g. '" +
+                         cluster.value().device + "x" +
+                         std::to_string((flags.ranks + cluster.value().devices_per_node - 1) /
+                                        cluster.value().devices_per_node) +
+                         "'");
   }
   const CollectiveGroup group = GroupOnCluster(cluster.value(), flags.ranks);
   auto cost = EstimateCollective(collective.value(), algorithm.value(), bytes.value(), group);
-  if (!cost.ok()) return fail("comm: " + cost.error().message);
+  if (!cost.ok()) return Fail(err, "comm: " + cost.error().message);
   const CollectiveCost& c = cost.value();
   const double factor = BusBandwidthFactor(collective.value(), flags.ranks);
   if (flags.json) {

@@ -19,17 +19,18 @@
 #include "sim/simulator.h"
 
 namespace stagecraft {
+
+int Fail(std::ostream& err, const std::string& message, int code) {
+  err << "stagecraft: error: " << message << "\n";
+  return code;
+}
+
 namespace {
 
 constexpr const char* kBundledTraceFile = "stagecraft-trace.json";
 
 void PrintNotes(const PreparedRun& run, std::ostream& err) {
   for (const std::string& note : run.notes) err << "stagecraft: note: " << note << "\n";
-}
-
-int Fail(std::ostream& err, const Error& error, int code = kExitBadInput) {
-  err << "stagecraft: error: " << error.message << "\n";
-  return code;
 }
 
 // Stages and cuts of a layer-list model, for the reports.
@@ -115,7 +116,7 @@ int SimulateRun(const PreparedRun& run, Simulated& result, std::ostream& err) {
   PrintNotes(run, err);
   if (!StructureIsSound(run, err)) return kExitViolations;
   auto graph = Lower(run.schedule, run.stage_costs, run.lower);
-  if (!graph.ok()) return Fail(err, graph.error(), kExitViolations);
+  if (!graph.ok()) return Fail(err, graph.error().message, kExitViolations);
   result.graph = std::move(graph).value();
   result.trace = Simulate(result.graph);
   if (result.trace.deadlock) {
@@ -131,19 +132,21 @@ int SimulateRun(const PreparedRun& run, Simulated& result, std::ostream& err) {
 int RunSimulate(const RunFlags& flags, const OutputFlags& output, std::ostream& out,
                 std::ostream& err) {
   auto run = PrepareRun(flags);
-  if (!run.ok()) return Fail(err, run.error());
+  if (!run.ok()) return Fail(err, run.error().message);
   if (output.compare_policies && !run.value().config.model.is_layer_list()) {
-    return Fail(err, Error{"--compare-policies needs a layer-list model (model.type: layers); "
-                           "a uniform model has no shared state"});
+    return Fail(err,
+                "--compare-policies needs a layer-list model (model.type: layers); "
+                "a uniform model has no shared state");
   }
   if (output.compare_policies && output.json) {
-    return Fail(err, Error{"--compare-policies prints a table; drop --json (or run --json once "
-                           "per --state-policy)"});
+    return Fail(err,
+                "--compare-policies prints a table; drop --json (or run --json once "
+                "per --state-policy)");
   }
   if (!output.write_schedule_csv.empty()) {
     const Status written =
         WriteTextFile(output.write_schedule_csv, WriteScheduleCsv(run.value().schedule));
-    if (!written.ok()) return Fail(err, written.error());
+    if (!written.ok()) return Fail(err, written.error().message);
   }
   Simulated simulated;
   const int code = SimulateRun(run.value(), simulated, err);
@@ -158,7 +161,7 @@ int RunSimulate(const RunFlags& flags, const OutputFlags& output, std::ostream& 
         run.value().schedule, run.value().stage_costs, simulated.graph, simulated.trace);
     const Status written =
         WriteTextFile(trace_path, FormatChromeTrace(simulated.graph, simulated.trace, &memory));
-    if (!written.ok()) return Fail(err, written.error());
+    if (!written.ok()) return Fail(err, written.error().message);
   }
   const RunInfo info = MakeRunInfo(run.value());
   if (output.json) {
@@ -177,12 +180,12 @@ int RunSimulate(const RunFlags& flags, const OutputFlags& output, std::ostream& 
   if (layer_list && !output.json && run.value().config.schedule.csv.empty() &&
       (method == PartitionMethod::kStateAware || method == PartitionMethod::kCost)) {
     auto table = ComparePartitions(run.value());
-    if (!table.ok()) return Fail(err, table.error(), kExitViolations);
+    if (!table.ok()) return Fail(err, table.error().message, kExitViolations);
     out << "\n" << table.value();
   }
   if (output.compare_policies) {
     auto table = ComparePolicies(run.value());
-    if (!table.ok()) return Fail(err, table.error(), kExitViolations);
+    if (!table.ok()) return Fail(err, table.error().message, kExitViolations);
     out << "\n" << table.value();
   }
   return kExitOk;
@@ -190,7 +193,7 @@ int RunSimulate(const RunFlags& flags, const OutputFlags& output, std::ostream& 
 
 int RunCheck(const RunFlags& flags, std::ostream& out, std::ostream& err) {
   auto run = PrepareRun(flags);
-  if (!run.ok()) return Fail(err, run.error());
+  if (!run.ok()) return Fail(err, run.error().message);
   PrintNotes(run.value(), err);
   CheckOptions options;
   options.lower = run.value().lower;
@@ -279,11 +282,11 @@ int RunList(const std::string& what, std::ostream& out, std::ostream& err) {
   const std::vector<std::string> choices = {"schedules", "placements", "p2p",
                                             "metrics",   "presets",    "collectives"};
   if (what.empty()) {
-    return Fail(err, Error{"list needs a topic (expected " + JoinChoices(choices) +
-                           ", e.g. 'stagecraft list schedules')"});
+    return Fail(err, "list needs a topic (expected " + JoinChoices(choices) +
+                         ", e.g. 'stagecraft list schedules')");
   }
-  return Fail(err, Error{"cannot list '" + what + "'" + DidYouMean(what, choices) + " (expected " +
-                         JoinChoices(choices) + ")"});
+  return Fail(err, "cannot list '" + what + "'" + DidYouMean(what, choices) + " (expected " +
+                       JoinChoices(choices) + ")");
 }
 
 }  // namespace stagecraft

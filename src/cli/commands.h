@@ -17,6 +17,9 @@ constexpr int kExitOk = 0;
 constexpr int kExitViolations = 1;
 constexpr int kExitBadInput = 2;
 
+// Writes "stagecraft: error: MESSAGE" to err and returns code.
+int Fail(std::ostream& err, const std::string& message, int code = kExitBadInput);
+
 struct OutputFlags {
   bool json = false;               // --json
   bool timeline = false;           // --timeline

@@ -79,18 +79,12 @@ std::string DeriveJson(const PreparedRun& run, const ClosedForm& form, const Met
 
 int RunDerive(const RunFlags& flags, bool json, std::ostream& out, std::ostream& err) {
   auto run = PrepareRun(flags);
-  if (!run.ok()) {
-    err << "stagecraft: error: " << run.error().message << "\n";
-    return kExitBadInput;
-  }
+  if (!run.ok()) return Fail(err, run.error().message);
   if (run.value().config.model.is_layer_list()) {
     return DeriveLayerModel(run.value(), json, out, err);
   }
   auto form = DeriveClosedForm(InputsOf(run.value()));
-  if (!form.ok()) {
-    err << "stagecraft: error: " << form.error().message << "\n";
-    return kExitBadInput;
-  }
+  if (!form.ok()) return Fail(err, form.error().message);
   Simulated simulated;
   const int code = SimulateRun(run.value(), simulated, err);
   if (code != kExitOk) return code;

@@ -15,10 +15,7 @@ namespace stagecraft {
 
 int RunMemory(const RunFlags& flags, bool json, std::ostream& out, std::ostream& err) {
   auto prepared = PrepareRun(flags);
-  if (!prepared.ok()) {
-    err << "stagecraft: error: " << prepared.error().message << "\n";
-    return kExitBadInput;
-  }
+  if (!prepared.ok()) return Fail(err, prepared.error().message);
   const PreparedRun& run = prepared.value();
   Simulated simulated;
   const int code = SimulateRun(run, simulated, err);

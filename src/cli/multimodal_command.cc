@@ -14,11 +14,6 @@
 namespace stagecraft {
 namespace {
 
-int Fail(std::ostream& err, const std::string& message) {
-  err << "stagecraft: error: " << message << "\n";
-  return kExitBadInput;
-}
-
 // "8,16,32" → the numbers, each >= 1.
 Result<std::vector<int32_t>> CountList(const std::string& text, const std::string& flag) {
   std::vector<int32_t> values;

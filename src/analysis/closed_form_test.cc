@@ -13,15 +13,12 @@
 #include "analysis/critical_path.h"
 #include "lower/lower.h"
 #include "schedule/generator.h"
+#include "testing/test_util.h"
 
 namespace stagecraft {
 namespace {
 
 Time Ns(int64_t ns) { return Time::Nanoseconds(ns); }
-
-bool Contains(const std::string& text, const std::string& part) {
-  return text.find(part) != std::string::npos;
-}
 
 ClosedForm Derive(const std::string& schedule, int32_t pp, int32_t vpp, int32_t microbatches,
                   int64_t chunk_forward_ns, int64_t chunk_backward_ns,

@@ -8,13 +8,10 @@
 
 #include "schedule/generator.h"
 #include "schedule/schedule_csv.h"
+#include "testing/test_util.h"
 
 namespace stagecraft {
 namespace {
-
-bool Contains(const std::string& text, const std::string& part) {
-  return text.find(part) != std::string::npos;
-}
 
 Schedule FromCsv(const std::string& csv) {
   Result<Schedule> schedule = ParseScheduleCsv(csv, "check.csv");

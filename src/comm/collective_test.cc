@@ -5,13 +5,10 @@
 #include <cmath>
 
 #include "hardware/presets.h"
+#include "testing/test_util.h"
 
 namespace stagecraft {
 namespace {
-
-bool Contains(const std::string& text, const std::string& part) {
-  return text.find(part) != std::string::npos;
-}
 
 CollectiveGroup Flat(int32_t ranks, double bandwidth, int64_t latency_ns) {
   CollectiveGroup group;

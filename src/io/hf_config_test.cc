@@ -4,12 +4,10 @@
 
 #include <string>
 
+#include "testing/test_util.h"
+
 namespace stagecraft {
 namespace {
-
-bool Contains(const std::string& text, const std::string& part) {
-  return text.find(part) != std::string::npos;
-}
 
 constexpr const char* kLlama2 = R"({"_name_or_path": "meta-llama/Llama-2-7b-hf",
   "hidden_act": "silu", "hidden_size": 4096, "intermediate_size": 11008,

@@ -8,13 +8,10 @@
 
 #include "schedule/generator.h"
 #include "schedule/schedule_csv.h"
+#include "testing/test_util.h"
 
 namespace stagecraft {
 namespace {
-
-bool Contains(const std::string& text, const std::string& part) {
-  return text.find(part) != std::string::npos;
-}
 
 // Every (stage, microbatch) has one F and either one B or one I and one W, on the rank the
 // placement gives; F&B pairs are a forward then a full backward; W follows its I.

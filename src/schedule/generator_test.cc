@@ -8,6 +8,8 @@
 #include <tuple>
 #include <vector>
 
+#include "testing/test_util.h"
+
 namespace stagecraft {
 namespace {
 
@@ -42,10 +44,6 @@ std::string ErrorOf(GenerateFn generate, const GeneratorParams& params) {
   EXPECT_FALSE(schedule.ok()) << "pp=" << params.pp << " vpp=" << params.vpp
                               << " m=" << params.microbatches << " group=" << params.group_size;
   return schedule.ok() ? "" : schedule.error().message;
-}
-
-bool Contains(const std::string& text, const std::string& part) {
-  return text.find(part) != std::string::npos;
 }
 
 // Every (stage, microbatch) has exactly one F and one B, no I/W, each on the rank the loop

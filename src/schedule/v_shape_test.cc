@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "schedule/generator.h"
+#include "testing/test_util.h"
 
 namespace stagecraft {
 namespace {
@@ -22,10 +23,6 @@ std::string Joined(const std::vector<Action>& actions) {
   std::string text;
   for (const Action& action : actions) text += (text.empty() ? "" : " ") + FormatAction(action);
   return text;
-}
-
-bool Contains(const std::string& text, const std::string& part) {
-  return text.find(part) != std::string::npos;
 }
 
 std::string Label(const Schedule& schedule) {

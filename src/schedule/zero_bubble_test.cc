@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "schedule/generator.h"
+#include "testing/test_util.h"
 
 namespace stagecraft {
 namespace {
@@ -18,10 +19,6 @@ std::string Joined(const std::vector<Action>& actions) {
   std::string text;
   for (const Action& action : actions) text += (text.empty() ? "" : " ") + FormatAction(action);
   return text;
-}
-
-bool Contains(const std::string& text, const std::string& part) {
-  return text.find(part) != std::string::npos;
 }
 
 // Every (stage, microbatch) gets exactly one F, I and W (no B) on its own rank, in the order

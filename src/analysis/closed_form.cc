@@ -70,16 +70,29 @@ void FillZeroBubbleNumbers(ClosedForm& form, const ClosedFormInputs& in, Time in
   form.bubble_overhead = work.ns() > 0 ? idle / static_cast<double>(work.ns()) : 0.0;
 }
 
+// The terms of Table 2's zero-bubble rows: p, m, the chunk's F, I (= B − W) and W, and the
+// m(F + I + W) of work each rank does.
+struct ZbTerms {
+  int64_t p;
+  int64_t m;
+  Time f;
+  Time i;
+  Time w;
+  Time work;
+};
+
+ZbTerms ZbTermsOf(const ClosedFormInputs& in) {
+  const Time w = in.chunk_weight_grad;
+  const Time i = in.chunk_backward - w;
+  return {
+      in.pp, in.microbatches, in.chunk_forward, i, w, (in.chunk_forward + i + w) * in.microbatches};
+}
+
 // ZB-H1: bubble (p−1)(F+I−W), makespan m(F+I+W) + (p−1)(F+I−W) (Table 2). Exact when m >= p and
 // W <= min(F, I) (each deferred W then fits the gap it fills; checked by closed_form_test.cc).
 ClosedForm ZbH1Form(const ClosedFormInputs& in) {
   ClosedForm form;
-  const int64_t p = in.pp;
-  const int64_t m = in.microbatches;
-  const Time f = in.chunk_forward;
-  const Time w = in.chunk_weight_grad;
-  const Time i = in.chunk_backward - w;
-  const Time work = (f + i + w) * m;
+  const auto [p, m, f, i, w, work] = ZbTermsOf(in);
   form.source = "ZB-H1: Zero Bubble Pipeline Parallelism (Qi et al., ICLR 2024, Table 2)";
   form.makespan_formula = "makespan = m * (F + I + W) + (p - 1) * (F + I - W)";
   form.makespan = work + (f + i - w) * (p - 1);
@@ -103,12 +116,7 @@ ClosedForm ZbH1Form(const ClosedFormInputs& in) {
 // (p−1)F plus its work otherwise. Exact when m >= 2p − 1 and W <= min(F, I) (closed_form_test.cc).
 ClosedForm ZbH2Form(const ClosedFormInputs& in) {
   ClosedForm form;
-  const int64_t p = in.pp;
-  const int64_t m = in.microbatches;
-  const Time f = in.chunk_forward;
-  const Time w = in.chunk_weight_grad;
-  const Time i = in.chunk_backward - w;
-  const Time work = (f + i + w) * m;
+  const auto [p, m, f, i, w, work] = ZbTermsOf(in);
   form.source = "ZB-H2: Zero Bubble Pipeline Parallelism (Qi et al., ICLR 2024, Table 2)";
   form.makespan_formula =
       "makespan = m * (F + I + W) + (p - 1) * max(F, F + I - 2W)  [Table 2 bubble per rank: "

@@ -7,15 +7,9 @@ StateBytesClosedForm ClosedFormStateBytes(const std::vector<StateFlow>& flows,
                                           int32_t microbatches, int32_t model_copies) {
   StateBytesClosedForm form;
   for (const StateFlow& flow : flows) {
-    int64_t crossings = 0;
     const int64_t receiving_ranks = static_cast<int64_t>(ReceivingStages(flow, stage_ranks).size());
-    if (flow.policy == StatePolicy::kDirect) {
-      crossings = receiving_ranks;
-    } else {
-      for (int32_t cut = flow.producer_stage; cut < flow.last_consumer_stage(); ++cut) {
-        if (stage_ranks[cut] != stage_ranks[cut + 1]) ++crossings;
-      }
-    }
+    const int64_t crossings =
+        flow.policy == StatePolicy::kDirect ? receiving_ranks : RankCrossings(flow, stage_ranks);
     form.crossings.push_back(crossings);
     const bool shadow = flow.policy == StatePolicy::kShadow;
     const int64_t bytes = shadow ? flow.shadow_bytes : flow.bytes;

@@ -791,14 +791,8 @@ Status ReadParallel(const Reader& reader, const Field& field, ParallelSpec* para
        {"dp", CountInto(reader, &parallel->dp)},
        {"cp", CountInto(reader, &parallel->cp)},
        {"ep", CountInto(reader, &parallel->ep)},
-       {"cp_mode",
-        [&reader, parallel](const Field& value) -> Status {
-          std::string mode;
-          const Status read = reader.Choice(value, "cp mode", {"ring", "all-gather"}, &mode);
-          if (!read.ok()) return read;
-          parallel->cp_all_gather = mode == "all-gather";
-          return Status::Ok();
-        }},
+       {"cp_mode", EnumInto<bool>(reader, "cp mode", {{"ring", false}, {"all-gather", true}},
+                                  &parallel->cp_all_gather)},
        {"sequence_parallel", BoolInto(reader, &parallel->sequence_parallel)},
        {"recompute", EnumInto<Recompute>(reader, "recompute",
                                          {{"none", Recompute::kNone},
@@ -851,12 +845,6 @@ Status ReadScheduleName(const Reader& reader, const Field& field, std::string* o
 }
 
 Status ReadSchedule(const Reader& reader, const Field& field, ScheduleSpec* schedule) {
-  const Apply p2p = [&reader, schedule](const Field& value) -> Status {
-    std::string name;
-    STAGECRAFT_RETURN_IF_ERROR(reader.Choice(value, "mode", {"async", "rendezvous"}, &name));
-    schedule->p2p = name == "async" ? P2pMode::kAsync : P2pMode::kRendezvous;
-    return Status::Ok();
-  };
   return reader.ReadMap(
       field,
       {{"name",
@@ -864,7 +852,9 @@ Status ReadSchedule(const Reader& reader, const Field& field, ScheduleSpec* sche
           return ReadScheduleName(reader, value, &schedule->name);
         }},
        {"group_size", CountInto(reader, &schedule->group_size)},
-       {"p2p", p2p},
+       {"p2p", EnumInto<P2pMode>(reader, "mode",
+                                 {{"async", P2pMode::kAsync}, {"rendezvous", P2pMode::kRendezvous}},
+                                 &schedule->p2p)},
        {"cost_p2p", DurationInto(reader, Sign::kNonNegative, &schedule->cost_p2p)},
        {"csv", StringInto(reader, &schedule->csv)},
        {"state_policy", EnumInto<StatePolicy>(reader, "state policy", StatePolicyChoices(),

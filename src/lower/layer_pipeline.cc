@@ -174,13 +174,7 @@ void ChoosePolicy(StateFlow& flow, const ModelSpec& model, const LayerPipelineOp
 int64_t ShippedBytes(const StateFlow& flow, StatePolicy policy,
                      const LayerPipelineOptions& options) {
   const int64_t both_ways = flow.bytes * (flow.differentiable ? 2 : 1);
-  int64_t bytes = 0;
-  if (policy == StatePolicy::kPayload) {
-    for (int32_t cut = flow.producer_stage; cut < flow.last_consumer_stage(); ++cut) {
-      if (options.stage_ranks[cut] != options.stage_ranks[cut + 1]) bytes += both_ways;
-    }
-    return bytes;
-  }
+  if (policy == StatePolicy::kPayload) return both_ways * RankCrossings(flow, options.stage_ranks);
   return both_ways * static_cast<int64_t>(ReceivingStages(flow, options.stage_ranks).size());
 }
 
@@ -200,10 +194,7 @@ std::vector<PolicyEstimate> EstimatePolicies(const StateFlow& flow, const ModelS
                  &flops)) {
     const int64_t replicas =
         static_cast<int64_t>(ReceivingStages(flow, options.stage_ranks).size());
-    int64_t hops = 0;
-    for (int32_t cut = flow.producer_stage; cut < flow.last_consumer_stage(); ++cut) {
-      hops += options.stage_ranks[cut] != options.stage_ranks[cut + 1];
-    }
+    const int64_t hops = RankCrossings(flow, options.stage_ranks);
     const int64_t sync_ways = shadowed.shadow_backward.ns() > 0 ? 2 : 1;
     const int64_t sync_bytes =
         shadowed.shadow_param_bytes * replicas * sync_ways / std::max(1, options.microbatches);

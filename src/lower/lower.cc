@@ -210,10 +210,11 @@ class Lowering {
           continue;
         }
         const bool fused = graph_.tasks[compute].action.overlapped;
+        const size_t first_part = fused ? position - 1 : position;  // an F&B op: both halves
         Time tp;
         Time ep;
         Time cp;
-        for (size_t part = fused ? position - 1 : position; part <= position; ++part) {
+        for (size_t part = first_part; part <= position; ++part) {
           const Task& task = graph_.tasks[program[part]];
           const StageCollectives* stage = stage_of(task);
           if (stage == nullptr) continue;
@@ -244,7 +245,7 @@ class Lowering {
         }
         // ZeRO-3 / FSDP: reduce-scatter the gradients the op produced (B or W), off the
         // critical path; the optimizer step waits for them.
-        for (size_t part = fused ? position - 1 : position; part <= position; ++part) {
+        for (size_t part = first_part; part <= position; ++part) {
           const Task& task = graph_.tasks[program[part]];
           const StageCollectives* stage = stage_of(task);
           const bool weights = task.action.kind == ActionKind::kBackward ||
@@ -339,16 +340,15 @@ class Lowering {
   // The task producing the gradient that B/I of `stage` needs from stage + 1.
   Result<uint32_t> GradientProducer(const Task& consumer) const {
     const int32_t next = consumer.action.stage.value() + 1;
-    const uint32_t full = Find(next, ActionKind::kBackward, consumer.action.microbatch);
-    const uint32_t input = Find(next, ActionKind::kInputGrad, consumer.action.microbatch);
-    if (full == kNoTask && input == kNoTask) {
+    const uint32_t producer = BackwardOf(next, consumer.action.microbatch);
+    if (producer == kNoTask) {
       return Error{DescribeTask(graph_, Find(consumer.action.stage.value(), consumer.action.kind,
                                              consumer.action.microbatch)) +
                    " needs the gradient of stage " + std::to_string(next) + ", microbatch " +
                    std::to_string(consumer.action.microbatch.value()) +
                    ", but no B or I action produces it"};
     }
-    return full != kNoTask ? full : input;
+    return producer;
   }
 
   Status Require(uint32_t producer, uint32_t consumer, const char* what) {
@@ -476,11 +476,7 @@ class Lowering {
       return;
     }
     if (from.rank == to.rank) {
-      if (ready_task_[producer] != producer) {
-        edges_.emplace_back(ready_task_[producer], op_head_[consumer]);
-      } else {
-        edges_.emplace_back(producer, op_head_[consumer]);
-      }
+      edges_.emplace_back(ready_task_[producer], op_head_[consumer]);  // after its collectives
       return;
     }
     const int32_t cut = std::min(from.action.stage.value(), to.action.stage.value());

@@ -37,6 +37,14 @@ const char* ShadowReadingName(ShadowReading reading) {
   return NameIn(ShadowReadingChoices(), reading);
 }
 
+int64_t RankCrossings(const StateFlow& flow, const std::vector<int32_t>& stage_ranks) {
+  int64_t crossings = 0;
+  for (int32_t cut = flow.producer_stage; cut < flow.last_consumer_stage(); ++cut) {
+    if (stage_ranks[cut] != stage_ranks[cut + 1]) ++crossings;
+  }
+  return crossings;
+}
+
 std::vector<int32_t> ReceivingStages(const StateFlow& flow,
                                      const std::vector<int32_t>& stage_ranks) {
   std::vector<int32_t> stages;

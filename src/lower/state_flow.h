@@ -61,6 +61,10 @@ struct StateFlow {
 std::vector<int32_t> ReceivingStages(const StateFlow& flow,
                                      const std::vector<int32_t>& stage_ranks);
 
+// Payload flows ride the pipeline: the cuts from the producer's stage to the last consumer's
+// that cross between ranks, each a send of the state.
+int64_t RankCrossings(const StateFlow& flow, const std::vector<int32_t>& stage_ranks);
+
 // The stages that hold a flow's state for a microbatch: its producer's, and every stage up to
 // the last consumer's under payload (carriers hold it too), or the consuming stages otherwise.
 std::vector<int32_t> HolderStages(const StateFlow& flow);

@@ -82,17 +82,7 @@ double ActivationBytesPerLayer(const ActivationShape& shape) {
   const double sbh = shape.seq_len * shape.micro_batch * shape.hidden;
   const double t = std::max(1, shape.tensor_parallel);
   const double attention = 5 * shape.heads * shape.seq_len / (shape.hidden * t);
-  switch (shape.recompute) {
-    case Recompute::kFull:
-      return 2 * sbh;
-    case Recompute::kSelective:
-      return shape.sequence_parallel ? 34 * sbh / t : sbh * (10 + 24 / t);
-    case Recompute::kNone:
-      break;
-  }
-  if (shape.sequence_parallel) return sbh * (34 / t + attention);
-  if (t > 1) return sbh * (10 + 24 / t + attention);
-  return sbh * (34 + 5 * shape.heads * shape.seq_len / shape.hidden);
+  return KorthikantiLayerBytes(sbh, t, attention, shape.sequence_parallel, shape.recompute);
 }
 
 double FirstStageActivationBytes(const ActivationShape& shape, int32_t layers,

@@ -151,6 +151,20 @@ double TransformerParams(const TransformerSpec& spec, int64_t seq_len) {
          (spec.bias ? 2.0 : 1.0) * static_cast<double>(spec.hidden);  // final norm
 }
 
+double KorthikantiLayerBytes(double sbh, double t, double score_term, bool sequence_parallel,
+                             Recompute recompute) {
+  switch (recompute) {
+    case Recompute::kFull:
+      return 2 * sbh;
+    case Recompute::kSelective:
+      return sequence_parallel ? 34 * sbh / t : sbh * (10 + 24 / t);
+    case Recompute::kNone:
+      break;
+  }
+  // 10 + 24/t is 34 at t = 1: one form serves both.
+  return sequence_parallel ? sbh * (34 / t + score_term) : sbh * (10 + 24 / t + score_term);
+}
+
 double DecoderActivationBytes(const TransformerSpec& spec, const TransformerRun& run) {
   // Context parallelism keeps s/cp tokens per rank (the attention matrix of s/cp queries by s
   // keys: the 5as/h term keeps the full s on the key side).
@@ -164,16 +178,7 @@ double DecoderActivationBytes(const TransformerSpec& spec, const TransformerRun&
   // FlashAttention-style kernels (causal: true) never store the s x s scores, Korthikanti's
   // 5as/h term, just as selective recomputation drops it.
   const double core = spec.causal ? 0.0 : 5 * a * keys / (h * t);
-  switch (run.recompute) {
-    case Recompute::kFull:
-      return 2 * sbh;
-    case Recompute::kSelective:
-      return run.sequence_parallel ? 34 * sbh / t : sbh * (10 + 24 / t);
-    case Recompute::kNone:
-      break;
-  }
-  if (run.sequence_parallel) return sbh * (34 / t + core);
-  return t > 1 ? sbh * (10 + 24 / t + core) : sbh * (34 + core);
+  return KorthikantiLayerBytes(sbh, t, core, run.sequence_parallel, run.recompute);
 }
 
 std::vector<LayerSpec> TransformerLayers(const TransformerSpec& spec, const TransformerRun& run,

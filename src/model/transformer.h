@@ -95,6 +95,12 @@ double TransformerParams(const TransformerSpec& spec, int64_t seq_len);
 // The parameters one token passes through: all but the routed experts it is not sent to.
 double ActiveParams(const TransformerSpec& spec, int64_t seq_len);
 
+// Korthikanti et al. (MLSys'23) Table 2: bytes one transformer layer stores per microbatch, from
+// sbh, the tensor-parallel size t and the attention-score term 5as/(ht) (0 when the kernel stores
+// no scores); with recomputation, what stays stored.
+double KorthikantiLayerBytes(double sbh, double t, double score_term, bool sequence_parallel,
+                             Recompute recompute);
+
 // Activation bytes one decoder layer stores per microbatch, Korthikanti et al. Table 2 (its a
 // and h; with recomputation what stays stored).
 double DecoderActivationBytes(const TransformerSpec& spec, const TransformerRun& run);

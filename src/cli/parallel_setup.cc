@@ -177,8 +177,7 @@ std::vector<Time> OptimizerSteps(const Config& config, const Schedule& schedule,
     if (bandwidth <= 0) continue;
     const double params = stage_params[stage] / std::max(1, shards);
     for (int32_t rank : HoldingRanks(schedule, ranks, stage)) {
-      steps[rank] +=
-          Time::Nanoseconds(std::llround(params * kOptimizerBytesPerParam / bandwidth * 1e9));
+      steps[rank] += FromSeconds(params * kOptimizerBytesPerParam / bandwidth);
     }
   }
   return steps;

@@ -43,7 +43,7 @@ Time RingAttentionExposed(int32_t cp, double step_flops, double flops_per_s, dou
   if (cp <= 1) return Time();
   const double compute = flops_per_s > 0 ? step_flops / flops_per_s : 0.0;
   const double transfer = Seconds(link.latency) + Transfer(step_bytes, link);
-  return Time::Nanoseconds(std::llround((cp - 1) * std::max(0.0, transfer - compute) * 1e9));
+  return FromSeconds((cp - 1) * std::max(0.0, transfer - compute));
 }
 
 const char* CollectiveName(Collective collective) {
@@ -195,7 +195,7 @@ Result<CollectiveCost> EstimateCollective(Collective collective, CollectiveAlgor
     }
   }
   CollectiveCost cost;
-  cost.time = Time::Nanoseconds(std::llround(seconds * 1e9));
+  cost.time = FromSeconds(seconds);
   cost.formula = formula;
   if (cost.time.ns() > 0) {
     cost.algbw_bytes_per_s = s / (static_cast<double>(cost.time.ns()) * 1e-9);

@@ -2,6 +2,7 @@
 // Costs computed in floating point are rounded once, where they are computed.
 #pragma once
 
+#include <cmath>
 #include <compare>
 #include <cstdint>
 #include <limits>
@@ -37,5 +38,8 @@ class Time {
 };
 
 constexpr Time Milliseconds(int64_t ms) { return Time::Nanoseconds(ms * 1'000'000); }
+
+// A cost computed in seconds (floating point), rounded once to the nearest nanosecond.
+inline Time FromSeconds(double seconds) { return Time::Nanoseconds(std::llround(seconds * 1e9)); }
 
 }  // namespace stagecraft

@@ -10,8 +10,7 @@ Time TransferTime(const ClusterSpec& cluster, DeviceId from, DeviceId to, int64_
   const LinkSpec& link = cluster.LinkBetween(from, to);
   Time time = link.latency + extra;
   if (link.bandwidth_bytes_per_s > 0.0 && bytes > 0) {
-    time += Time::Nanoseconds(
-        std::llround(static_cast<double>(bytes) / link.bandwidth_bytes_per_s * 1e9));
+    time += FromSeconds(static_cast<double>(bytes) / link.bandwidth_bytes_per_s);
   }
   return time;
 }

@@ -8,8 +8,6 @@
 namespace stagecraft {
 namespace {
 
-Time Seconds(double seconds) { return Time::Nanoseconds(std::llround(seconds * 1e9)); }
-
 std::vector<StageCost> StageCosts(const ModelSpec& model, const Partition& partition) {
   const int64_t hidden = HiddenBytesPerToken(model.dims) * model.tokens_per_microbatch();
   std::vector<StageCost> costs(static_cast<size_t>(partition.num_stages()));
@@ -89,7 +87,7 @@ bool FillShadow(StateFlow& flow, const ModelSpec& model, ShadowReading reading, 
          static_cast<int64_t>(d.hidden) * d.indexer_heads) *
         2;
   }
-  flow.shadow_forward = Seconds(forward_flops / flops);
+  flow.shadow_forward = FromSeconds(forward_flops / flops);
   if (recompute_flops != nullptr) {
     *recompute_flops = forward_flops * (flow.differentiable ? 3.0 : 1.0);
   }

@@ -114,7 +114,7 @@ int64_t ActivationBytesPerToken(const LayerSpec& layer, const Csa2Dims& dims) {
 }
 
 Time FlopsToTime(double flops, double flops_per_second) {
-  return Time::Nanoseconds(std::llround(flops / flops_per_second * 1e9));
+  return FromSeconds(flops / flops_per_second);
 }
 
 }  // namespace

@@ -74,12 +74,10 @@ Parts DecoderParts(const TransformerSpec& spec, const TransformerRun& run, bool 
   return parts;
 }
 
-Time Seconds(double seconds) { return Time::Nanoseconds(std::llround(seconds * 1e9)); }
-
 Time Roofline(double flops, double bytes, const ComputeRate& rate) {
   double seconds = rate.flops_per_s > 0 ? flops / rate.flops_per_s : 0.0;
   if (rate.bytes_per_s > 0) seconds = std::max(seconds, bytes / rate.bytes_per_s);
-  return Seconds(seconds);
+  return FromSeconds(seconds);
 }
 
 }  // namespace

@@ -23,14 +23,13 @@ struct ClusterSpec {
   LinkSpec intra_node;           // e.g. NVLink
   LinkSpec inter_node;           // e.g. InfiniBand / RoCE
   // Compute of one device, for costs derived from FLOPs. Default: H800/H100 SXM dense BF16
-  // peak, 989.5 TFLOP/s (NVIDIA H100 datasheet), at 40% efficiency.
+  // peak, 989.5 TFLOP/s (NVIDIA H100 datasheet), at 40% efficiency (assumed default).
   double peak_flops_per_s = 989.5e12;
   double compute_efficiency = 0.4;
   // Fraction of the HBM bandwidth a memory-bound kernel reaches (assumed default).
   double memory_efficiency = 0.8;
   // From a preset (hardware/presets.h); zero / "custom" when the config spells the cluster out.
   std::string device = "custom";
-  double peak_fp8_flops_per_s = 0.0;  // dense FP8 peak; 0 = none
   int64_t hbm_bytes = 0;              // device memory; 0 = unknown (no capacity check)
   double hbm_bytes_per_s = 0.0;       // device memory bandwidth; 0 = unknown
   bool operator==(const ClusterSpec&) const = default;

@@ -82,7 +82,6 @@ Result<ClusterSpec> ClusterFromPreset(std::string_view name) {
                         spec.nvlink_bytes_per_s * kNvlinkEfficiency};
   cluster.inter_node = {Time::Nanoseconds(kNicLatencyNs), spec.nic_bytes_per_s * kNicEfficiency};
   cluster.peak_flops_per_s = spec.bf16_flops_per_s;
-  cluster.peak_fp8_flops_per_s = spec.fp8_flops_per_s;
   cluster.hbm_bytes = spec.hbm_bytes;
   cluster.hbm_bytes_per_s = spec.hbm_bytes_per_s;
   return cluster;

@@ -362,7 +362,6 @@ Status ReadDims(const Reader& reader, const Field& field, Csa2Dims* dims) {
                                " (a token picks its experts among the routed ones)");
 }
 
-// Keys an embedding or head entry must not have.
 // parts: {attention, dispatch, mlp, combine}: the forward of the layer in its four pieces
 // (DeepSeek-V3 §3.2.1); the forward is their sum and dispatch + combine its all-to-all.
 Status ReadLayerParts(const Reader& reader, const Field& field, LayerSpec* layer) {
@@ -386,6 +385,8 @@ Status ReadLayerParts(const Reader& reader, const Field& field, LayerSpec* layer
   return Status::Ok();
 }
 
+// The checks across a layer entry's keys: parts and forward exclude each other; keys an
+// embedding or head entry must not have; swa_only drops the default compress ratio.
 Status CheckLayerEntry(const Reader& reader, const Written& written, LayerSpec* layer) {
   if (const Field* parts = Find(written, "parts")) {
     if (const Field* forward = Find(written, "forward")) {

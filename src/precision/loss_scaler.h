@@ -5,7 +5,8 @@
 //   - Megatron-LM DynamicGradScaler: initial 2^32, growth window 1000, hysteresis 2 (the scale
 //     backs off only after that many overflows since the last growth), minimum 1; an overflow
 //     skips the step.
-// Used by goodput estimates: every overflow costs one skipped optimizer step.
+// Every overflow costs one skipped optimizer step; SimulateLossScaling counts them for a given
+// overflow pattern. A library piece with unit tests: no command calls it yet.
 #pragma once
 
 #include <cstdint>

@@ -3,7 +3,8 @@
 // stage r (phase 0) and the up stage 2p − 1 − r (phase 1); every microbatch runs down and back
 // up. The rank program is DualPipe's (dualpipe_steps.cc) with n = p, h = r, c = m. DeepSeek-V3
 // Table 2 gives DualPipe's bubble (PP/2 − 1)(F&B + B − 3W) and PP + 1 activations; the V keeps
-// that bubble with PP/2 ranks' worth of... (see closed_form.cc for the form we check).
+// that bubble on half the ranks with one parameter copy instead of two (closed_form.cc's
+// DualPipeForm, folded, is the form we check).
 #include "schedule/dualpipe.h"
 #include "schedule/generator.h"
 

@@ -180,11 +180,7 @@ Result<Sweep> RunSweep(const RunFlags& flags, const std::vector<std::optional<st
                        const std::vector<int32_t>& microbatch_counts, bool progress,
                        std::ostream& err) {
   Sweep sweep;
-  // Both tables: the generators, then the cost-aware ones (zb-1p, zb-2p).
-  std::vector<std::string> names = ScheduleNames();
-  for (const CostAwareScheduleGenerator& generator : CostAwareScheduleGenerators()) {
-    names.emplace_back(generator.name);
-  }
+  const std::vector<std::string> names = AllScheduleNames();
   const size_t total = pps.size() * names.size() * microbatch_counts.size();
   size_t done = 0;
   for (const std::optional<std::string>& pp : pps) {
@@ -210,8 +206,10 @@ Result<Sweep> RunSweep(const RunFlags& flags, const std::vector<std::optional<st
   return sweep;
 }
 
-// One line per schedule and pp whose consecutive skipped points share a reason.
-void PrintSkips(const std::vector<Skip>& skips, std::ostream& err) {
+// One note per schedule and pp whose consecutive skipped points share a reason, then an error
+// per failed run.
+void PrintSkipsAndFailures(const Sweep& sweep, std::ostream& err) {
+  const std::vector<Skip>& skips = sweep.skips;
   for (size_t first = 0; first < skips.size();) {
     size_t last = first + 1;
     std::string counts = std::to_string(skips[first].microbatches);
@@ -224,6 +222,7 @@ void PrintSkips(const std::vector<Skip>& skips, std::ostream& err) {
         << "): " << skips[first].reason << "\n";
     first = last;
   }
+  for (const std::string& failure : sweep.failures) Fail(err, failure);
 }
 
 // Aligned columns: the first left-aligned, the others right-aligned; row 0 is the header.
@@ -398,8 +397,7 @@ int FailEmpty(const Sweep& sweep, std::ostream& err) {
       std::all_of(sweep.skips.begin(), sweep.skips.end(),
                   [&](const Skip& skip) { return skip.reason == sweep.skips.front().reason; });
   if (one_reason && sweep.failures.empty()) return Fail(err, sweep.skips.front().reason);
-  PrintSkips(sweep.skips, err);
-  for (const std::string& failure : sweep.failures) err << "stagecraft: error: " << failure << "\n";
+  PrintSkipsAndFailures(sweep, err);
   return Fail(err,
               "no schedule ran for these parameters (see the notes above; stagecraft list "
               "schedules)",
@@ -433,10 +431,7 @@ int RunBenchSchedules(const RunFlags& flags, const BenchFlags& bench, std::ostre
   if (!sweep.ok()) return Fail(err, sweep.error().message);
   if (sweep.value().rows.empty()) return FailEmpty(sweep.value(), err);
   for (const std::string& note : sweep.value().notes) err << "stagecraft: note: " << note << "\n";
-  PrintSkips(sweep.value().skips, err);
-  for (const std::string& failure : sweep.value().failures) {
-    err << "stagecraft: error: " << failure << "\n";
-  }
+  PrintSkipsAndFailures(sweep.value(), err);
   if (!bench.csv_path.empty()) {
     const Status written = WriteTextFile(bench.csv_path, FormatBenchCsv(sweep.value().rows));
     if (!written.ok()) return Fail(err, written.error().message);

@@ -22,6 +22,7 @@ int RunMemory(const RunFlags& flags, bool json, std::ostream& out, std::ostream&
   if (code != kExitOk) return code;
   const ParallelSpec& parallel = run.config.parallel;
   const int32_t zero = std::max(parallel.zero_stage, parallel.distributed_optimizer ? 1 : 0);
+  const int32_t shard_ranks = std::max(1, run.parallel_plan.shard_ranks);
   const bool states_known = !run.parallel_plan.rank_params.empty();
   const int64_t capacity = run.config.cluster.hbm_bytes;
   struct Row {
@@ -31,19 +32,20 @@ int RunMemory(const RunFlags& flags, bool json, std::ostream& out, std::ostream&
     int64_t activations;
     int64_t state;
     double total;
+    bool over_capacity;
   };
   std::vector<Row> rows;
   bool over = false;
   for (const RankMetrics& rank : simulated.metrics.ranks) {
-    Row row{rank.rank, 0, {}, rank.peak_activation_bytes, rank.peak_state_bytes, 0};
+    Row row{rank.rank, 0, {}, rank.peak_activation_bytes, rank.peak_state_bytes, 0, false};
     if (states_known) {
       row.params = run.parallel_plan.rank_params[rank.rank];
-      row.states = ShardedModelStates(row.params, parallel.precision, zero,
-                                      std::max(1, run.parallel_plan.shard_ranks));
+      row.states = ShardedModelStates(row.params, parallel.precision, zero, shard_ranks);
     }
     const int64_t transient = std::max(rank.peak_memory_bytes, rank.peak_activation_bytes);
     row.total = row.states.total() + static_cast<double>(transient);
-    if (capacity > 0 && row.total > static_cast<double>(capacity)) over = true;
+    row.over_capacity = capacity > 0 && row.total > static_cast<double>(capacity);
+    over = over || row.over_capacity;
     rows.push_back(row);
   }
   auto gib = [](double bytes) { return FormatFixed(bytes / 1073741824.0, 2); };
@@ -74,8 +76,8 @@ int RunMemory(const RunFlags& flags, bool json, std::ostream& out, std::ostream&
     out << "stagecraft memory: " << run.label << "\n";
     out << "  precision " << TrainingPrecisionName(parallel.precision) << ", ZeRO stage " << zero
         << (zero == 0 ? std::string(" (nothing sharded)")
-                      : " over " + std::to_string(std::max(1, run.parallel_plan.shard_ranks)) +
-                            " ranks" + (parallel.hybrid_shard ? " (hybrid: one node's)" : ""))
+                      : " over " + std::to_string(shard_ranks) + " ranks" +
+                            (parallel.hybrid_shard ? " (hybrid: one node's)" : ""))
         << ", recompute "
         << (parallel.recompute == Recompute::kFull        ? "full"
             : parallel.recompute == Recompute::kSelective ? "selective"
@@ -97,7 +99,7 @@ int RunMemory(const RunFlags& flags, bool json, std::ostream& out, std::ostream&
           << PadLeft(gib(row.states.optimizer), 11)
           << PadLeft(gib(static_cast<double>(row.activations)), 11)
           << PadLeft(gib(static_cast<double>(row.state)), 11) << PadLeft(gib(row.total), 11)
-          << (capacity > 0 && row.total > static_cast<double>(capacity) ? "  OVER" : "") << "\n";
+          << (row.over_capacity ? "  OVER" : "") << "\n";
     }
   }
   if (over) {

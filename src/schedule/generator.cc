@@ -69,15 +69,20 @@ std::vector<std::string> ScheduleNames() {
   return names;
 }
 
+std::vector<std::string> AllScheduleNames() {
+  std::vector<std::string> names = ScheduleNames();
+  for (const CostAwareScheduleGenerator& generator : CostAwareScheduleGenerators()) {
+    names.emplace_back(generator.name);
+  }
+  return names;
+}
+
 Result<const ScheduleGenerator*> FindScheduleGenerator(std::string_view name) {
   for (const ScheduleGenerator& generator : ScheduleGenerators()) {
     if (name == generator.name) return &generator;
   }
-  std::vector<std::string> names = ScheduleNames();
-  for (const CostAwareScheduleGenerator& generator : CostAwareScheduleGenerators())
-    names.emplace_back(generator.name);
-  return Error{"unknown schedule '" + std::string(name) + "'" + DidYouMean(name, names) +
-               " (stagecraft list schedules)"};
+  return Error{"unknown schedule '" + std::string(name) + "'" +
+               DidYouMean(name, AllScheduleNames()) + " (stagecraft list schedules)"};
 }
 
 Status CheckBasicParams(const GeneratorParams& params, std::string_view name) {

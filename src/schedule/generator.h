@@ -62,6 +62,8 @@ struct CostAwareScheduleGenerator {
 const std::vector<CostAwareScheduleGenerator>& CostAwareScheduleGenerators();
 // nullptr when `name` is not in the cost-aware table.
 const CostAwareScheduleGenerator* FindCostAwareScheduleGenerator(std::string_view name);
+// Every schedule name: the generators', then the cost-aware ones' (zb-1p, zb-2p).
+std::vector<std::string> AllScheduleNames();
 
 // The generators (one file each).
 Result<Schedule> GenerateGpipe(const GeneratorParams& params);

@@ -205,10 +205,7 @@ class Lowering {
       for (size_t position = 0; position < program.size(); ++position) {
         const uint32_t compute = program[position];
         // The head of an F&B op waits for its tail: the pair's collectives follow the tail.
-        if (position + 1 < program.size() &&
-            graph_.tasks[program[position + 1]].action.overlapped) {
-          continue;
-        }
+        if (FusedTail(graph_, rank, position) != nullptr) continue;
         const bool fused = graph_.tasks[compute].action.overlapped;
         const size_t first_part = fused ? position - 1 : position;  // an F&B op: both halves
         Time tp;

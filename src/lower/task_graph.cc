@@ -57,6 +57,13 @@ const char* PayloadName(PayloadKind payload) {
   return "?";
 }
 
+const Action* FusedTail(const TaskGraph& graph, int32_t rank, size_t position) {
+  const auto& program = graph.programs[rank];
+  if (position + 1 >= program.size()) return nullptr;
+  const Action& next = graph.tasks[program[position + 1]].action;
+  return next.overlapped ? &next : nullptr;
+}
+
 std::string DescribeTask(const TaskGraph& graph, uint32_t task_id) {
   const Task& task = graph.tasks[task_id];
   if (task.kind == TaskKind::kCompute) {

@@ -106,6 +106,10 @@ uint32_t FindComputeTask(const TaskGraph& graph, const Action& action);
 // The transfer from `producer`'s output to `consumer`, or UINT32_MAX.
 uint32_t FindTransfer(const TaskGraph& graph, const Action& producer, const Action& consumer);
 
+// The tail of the F&B op whose head is `position` in `rank`'s program (the next action, when it
+// is overlapped), or nullptr when that action runs alone.
+const Action* FusedTail(const TaskGraph& graph, int32_t rank, size_t position);
+
 // A human-readable name: "rank 1 2F0" or "transfer 0F3 -> 1F3 (rank 0 -> 1)".
 std::string DescribeTask(const TaskGraph& graph, uint32_t task);
 

@@ -44,6 +44,23 @@ std::string TransferName(const Task& task) {
   return std::string("send ") + PayloadName(task.payload);
 }
 
+// The event's name: the op (an F&B op's head names the pair), the transfer, or the collective.
+std::string EventName(const TaskGraph& graph, const Task& info) {
+  if (info.kind == TaskKind::kCollective) {
+    return std::string(PayloadName(info.payload)) + " after " + FormatAction(info.action);
+  }
+  if (info.kind != TaskKind::kCompute) {
+    return TransferName(info) + " " + FormatAction(info.action) + " -> " +
+           FormatAction(info.consumer);
+  }
+  // An F&B op: the head carries the pair's time, the tail ends with it in no time.
+  const std::string op = OpName(info.action);
+  if (const Action* tail = FusedTail(graph, info.rank, static_cast<size_t>(info.position))) {
+    return "F&B " + op + " + " + OpName(*tail);
+  }
+  return info.action.overlapped ? op + " (in the F&B op before it)" : op;
+}
+
 struct Row {
   int32_t pid;
   int32_t tid;
@@ -126,23 +143,7 @@ std::string FormatChromeTrace(const TaskGraph& graph, const Trace& trace,
     const TaskTiming& timing = trace.timings[row.task];
     const bool compute = info.kind == TaskKind::kCompute;
     json.BeginObject().Key("ph").String("X");
-    std::string name = compute ? OpName(info.action)
-                               : TransferName(info) + " " + FormatAction(info.action) + " -> " +
-                                     FormatAction(info.consumer);
-    if (info.kind == TaskKind::kCollective) {
-      name = std::string(PayloadName(info.payload)) + " after " + FormatAction(info.action);
-    }
-    if (compute) {
-      // An F&B op: the head carries the pair's time, the tail ends with it in no time.
-      const auto& program = graph.programs[info.rank];
-      const size_t next = static_cast<size_t>(info.position) + 1;
-      if (next < program.size() && graph.tasks[program[next]].action.overlapped) {
-        name = "F&B " + name + " + " + OpName(graph.tasks[program[next]].action);
-      } else if (info.action.overlapped) {
-        name += " (in the F&B op before it)";
-      }
-    }
-    json.Key("name").String(name);
+    json.Key("name").String(EventName(graph, info));
     json.Key("cat").String(compute ? KindWord(info.action.kind)
                                    : (info.kind == TaskKind::kCollective ? "collective" : "p2p"));
     json.Key("pid").Int(row.pid).Key("tid").Int(row.tid);

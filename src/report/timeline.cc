@@ -8,6 +8,18 @@
 namespace stagecraft {
 namespace {
 
+// Chunk 0, 2, ... of a rank's stages in capitals, chunk 1, 3, ... in small letters.
+bool OddChunk(const Action& action, int32_t num_ranks) {
+  return (action.stage.value() / num_ranks) % 2 == 1;
+}
+
+std::string CellLabel(const Action& action, int32_t num_ranks) {
+  const char letter = ActionKindLetter(action.kind);
+  return std::string(
+             1, OddChunk(action, num_ranks) ? static_cast<char>(std::tolower(letter)) : letter) +
+         std::to_string(action.microbatch.value());
+}
+
 Time FirstStart(const TaskGraph& graph, const Trace& trace) {
   Time first = Time::Max();
   for (uint32_t task = 0; task < graph.num_tasks(); ++task) {
@@ -52,20 +64,11 @@ std::string FormatTimeline(const TaskGraph& graph, const Trace& trace, const Met
       size_t end = static_cast<size_t>(((trace.timings[task].end - origin).ns() + column_ns / 2) /
                                        column_ns);
       end = std::min(std::max(end, begin + 1), columns);
-      // Chunk 0, 2, ... in capitals, chunk 1, 3, ... in small letters.
-      const bool odd_chunk = (info.action.stage.value() / num_ranks) % 2 == 1;
-      const char letter = ActionKindLetter(info.action.kind);
-      const char shown = odd_chunk ? static_cast<char>(std::tolower(letter)) : letter;
-      std::string label = std::string(1, shown) + std::to_string(info.action.microbatch.value());
-      if (position + 1 < program.size() && graph.tasks[program[position + 1]].action.overlapped) {
-        const Action& tail = graph.tasks[program[position + 1]].action;
-        const bool tail_odd = (tail.stage.value() / num_ranks) % 2 == 1;
-        const char tail_letter = ActionKindLetter(tail.kind);
-        label += '&';
-        label += tail_odd ? static_cast<char>(std::tolower(tail_letter)) : tail_letter;
-        label += std::to_string(tail.microbatch.value());
+      std::string label = CellLabel(info.action, num_ranks);
+      if (const Action* tail = FusedTail(graph, rank, position)) {
+        label += '&' + CellLabel(*tail, num_ranks);
       }
-      const char fill = odd_chunk ? '-' : '=';
+      const char fill = OddChunk(info.action, num_ranks) ? '-' : '=';
       for (size_t column = begin; column < end; ++column) {
         const size_t offset = column - begin;
         row[column] = offset < label.size() ? label[offset] : fill;

@@ -407,6 +407,7 @@ TEST(DualPipeClosedFormTest, OverlapGainWithinTheConditions) {
       model.fb = Ns(fb);
       const int32_t vpp = folded ? 2 : 1;
       Comparison run;
+      Time table2;  // the makespan written out from DeepSeek-V3 Table 2, per chunk
       {
         const Schedule schedule =
             FindScheduleGenerator(name).value()->generate({pp, vpp, microbatches, 0}).value();
@@ -424,8 +425,19 @@ TEST(DualPipeClosedFormTest, OverlapGainWithinTheConditions) {
                                 costs[0].weight_grad};
         inputs.chunk_fb = costs[0].forward + costs[0].backward() - costs[0].overlap_saving;
         run.form = DeriveClosedForm(inputs).value();
+        // 2c(F + B) − (2c − 2n − 1)·g + (n − 1)(F&B + B − 3W), g = F + B − F&B; n = p/2, c = m/2
+        // (DualPipe) or n = p, c = m (DualPipeV).
+        const int64_t n = folded ? pp : pp / 2;
+        const int64_t c = folded ? microbatches : microbatches / 2;
+        const Time f = costs[0].forward;
+        const Time b = costs[0].backward();
+        const Time w = costs[0].weight_grad;
+        const Time gain = costs[0].overlap_saving;
+        table2 =
+            (f + b) * (2 * c) - gain * (2 * c - 2 * n - 1) + (f + b - gain + b - w * 3) * (n - 1);
       }
       EXPECT_TRUE(run.form.exact);
+      EXPECT_EQ(table2, run.metrics.makespan);
       EXPECT_EQ(run.form.makespan, run.metrics.makespan);
       EXPECT_NEAR(run.form.bubble_fraction, run.metrics.bubble_fraction, 1e-12);
     }

@@ -11,6 +11,12 @@
 namespace stagecraft {
 namespace {
 
+// doc/csa2.md, "Per-layer cost formulas" table (V4.1-Flash dims, exact): the attention projections'
+// parameters P = d·d_c + d_c·n_h·c + d·c + n_h·c·d_g + g·d_g·d, and the indexer query's FLOPs per
+// token.
+constexpr double kV41ProjectionParams = 126'615'552.0;
+constexpr double kV41IndexerQueryFlops = 10'813'440.0;
+
 LayerSpec Decoder(AttentionMode mode, int32_t ratio) {
   LayerSpec layer;
   layer.attention = mode;
@@ -58,7 +64,7 @@ TEST(LayerCostsTest, V41AttentionProjectionsAre126Point6MParams) {
   const double core_one_key = 4.0 * 64 * 512;
   const double params =
       (LayerForwardFlops(Decoder(AttentionMode::kSwaOnly, 0), dims, 1, 1) - core_one_key) / 2;
-  EXPECT_DOUBLE_EQ(params, 126'615'552.0);  // the formula, exactly
+  EXPECT_DOUBLE_EQ(params, kV41ProjectionParams);  // the formula, exactly
   EXPECT_NEAR(params, 126.6e6, 126.6e6 * 1e-3);
 }
 
@@ -74,7 +80,7 @@ TEST(LayerCostsTest, V41MoeIs499MflopPerToken) {
 TEST(LayerCostsTest, V41AttentionCoreSaturatesAt84Mflop) {
   const Csa2Dims dims = WithoutMoe();
   const LayerSpec reuse = Decoder(AttentionMode::kReuse, 2);
-  const double projections = 2.0 * 126'615'552;
+  const double projections = 2.0 * kV41ProjectionParams;
   const double core = FlopsAtPosition(reuse, dims, 4096) - projections;
   EXPECT_DOUBLE_EQ(core, 4.0 * 64 * 512 * (128 + 512));
   EXPECT_NEAR(core, 84e6, 84e6 * 5e-3);  // 83.9M vs "≈84": 0.5%
@@ -112,7 +118,7 @@ TEST(LayerCostsTest, FullAddsCompressorAndIndexer) {
   const double extra = FlopsAtPosition(Decoder(AttentionMode::kFull, 2), dims, 4096) -
                        FlopsAtPosition(Decoder(AttentionMode::kReuse, 2), dims, 4096);
   const double expected =
-      2.0 * 5120 * 512 * 2 + 2.0 * 512 * 128 / 2 + 10'813'440.0 + 2.0 * 32 * 128 * 2048;
+      2.0 * 5120 * 512 * 2 + 2.0 * 512 * 128 / 2 + kV41IndexerQueryFlops + 2.0 * 32 * 128 * 2048;
   EXPECT_DOUBLE_EQ(extra, expected);
 }
 
@@ -260,8 +266,7 @@ TEST(LayerCostsTest, RooflineAndExpertSharding) {
   const double weights = LayerParams(moe, one.dims);
   const double expected = (2 * weights + 34.0 * 5120 * 4096) / bytes;
   EXPECT_NEAR(one.layers[0].forward.ns() * 1e-9, expected, 1e-6);
-  EXPECT_GT(one.layers[0].forward.ns() * 1e-9,
-            LayerForwardFlops(moe, one.dims, 4096, 1) / flops);
+  EXPECT_GT(one.layers[0].forward.ns() * 1e-9, LayerForwardFlops(moe, one.dims, 4096, 1) / flops);
   ModelSpec sharded = model;
   EstimateLayerCosts(sharded, flops, bytes, 16);
   EXPECT_EQ(sharded.layers[0].forward.ns(),

@@ -85,6 +85,16 @@ Result<const ScheduleGenerator*> FindScheduleGenerator(std::string_view name) {
                DidYouMean(name, AllScheduleNames()) + " (stagecraft list schedules)"};
 }
 
+Status CheckOneChunkParams(const GeneratorParams& params, std::string_view name,
+                           std::string_view hint) {
+  STAGECRAFT_RETURN_IF_ERROR(CheckBasicParams(params, name));
+  if (params.vpp != 1) {
+    return Error{std::string(name) + ": runs one chunk per rank, got vpp = " +
+                 std::to_string(params.vpp) + " (" + std::string(hint) + ")"};
+  }
+  return Status::Ok();
+}
+
 Status CheckBasicParams(const GeneratorParams& params, std::string_view name) {
   const std::string prefix = std::string(name) + ": ";
   if (params.pp < 1)

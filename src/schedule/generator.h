@@ -95,6 +95,9 @@ void AppendSplitBackwardRank(StageId stage, int32_t microbatches, int32_t warmup
 
 // Shared argument checks: pp, vpp, microbatches >= 1. `name` prefixes the message.
 Status CheckBasicParams(const GeneratorParams& params, std::string_view name);
+// CheckBasicParams, and vpp must be 1; `hint` (in parentheses) says what to use instead.
+Status CheckOneChunkParams(const GeneratorParams& params, std::string_view name,
+                           std::string_view hint);
 // An empty schedule of the right shape with loop placement.
 Schedule EmptyLoopSchedule(const GeneratorParams& params, std::string_view name);
 

@@ -300,12 +300,7 @@ Candidate TimeFixedOrder(Schedule schedule, const PipelineCosts& pipeline) {
 }  // namespace
 
 Status CheckZbAutoParams(const GeneratorParams& params, std::string_view name) {
-  STAGECRAFT_RETURN_IF_ERROR(CheckBasicParams(params, name));
-  if (params.vpp != 1) {
-    return Error{std::string(name) + ": runs one chunk per rank, got vpp = " +
-                 std::to_string(params.vpp) + " (use 'zb-v' for two chunks per rank)"};
-  }
-  return Status::Ok();
+  return CheckOneChunkParams(params, name, "use 'zb-v' for two chunks per rank");
 }
 
 namespace {

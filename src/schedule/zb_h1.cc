@@ -39,11 +39,8 @@ void AppendSplitBackwardRank(StageId stage, int32_t microbatches, int32_t warmup
 }
 
 Result<Schedule> GenerateZbH1(const GeneratorParams& params) {
-  STAGECRAFT_RETURN_IF_ERROR(CheckBasicParams(params, "zb-h1"));
-  if (params.vpp != 1) {
-    return Error{"zb-h1: runs one chunk per rank, got vpp = " + std::to_string(params.vpp) +
-                 " (use 'interleaved-1f1b' for several chunks per rank)"};
-  }
+  STAGECRAFT_RETURN_IF_ERROR(
+      CheckOneChunkParams(params, "zb-h1", "use 'interleaved-1f1b' for several chunks per rank"));
   Schedule schedule = EmptyLoopSchedule(params, "zb-h1");
   const int32_t m = params.microbatches;
   for (int32_t rank = 0; rank < params.pp; ++rank) {

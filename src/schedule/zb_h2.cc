@@ -11,11 +11,8 @@
 namespace stagecraft {
 
 Result<Schedule> GenerateZbH2(const GeneratorParams& params) {
-  STAGECRAFT_RETURN_IF_ERROR(CheckBasicParams(params, "zb-h2"));
-  if (params.vpp != 1) {
-    return Error{"zb-h2: runs one chunk per rank, got vpp = " + std::to_string(params.vpp) +
-                 " (use 'interleaved-1f1b' for several chunks per rank)"};
-  }
+  STAGECRAFT_RETURN_IF_ERROR(
+      CheckOneChunkParams(params, "zb-h2", "use 'interleaved-1f1b' for several chunks per rank"));
   Schedule schedule = EmptyLoopSchedule(params, "zb-h2");
   const int32_t m = params.microbatches;
   for (int32_t rank = 0; rank < params.pp; ++rank) {

@@ -3,18 +3,27 @@
 #include <algorithm>
 
 namespace stagecraft {
+namespace {
+
+// `per` bytes per parameter, stage 1 sharding the optimizer state over the data-parallel
+// ranks, 2 also the gradients, 3 also the parameters.
+ModelStateBytes Shard(const BytesPerParam& per, double params, int32_t zero_stage,
+                      int32_t data_parallel) {
+  const double n = std::max(1, data_parallel);
+  ModelStateBytes bytes;
+  bytes.parameters = per.parameters * params / (zero_stage >= 3 ? n : 1);
+  bytes.gradients = per.gradients * params / (zero_stage >= 2 ? n : 1);
+  bytes.optimizer = per.optimizer * params / (zero_stage >= 1 ? n : 1);
+  return bytes;
+}
+
+}  // namespace
 
 ModelStateBytes ZeroModelStates(double params, double optimizer_bytes_per_param,
                                 int32_t data_parallel, ZeroStage stage) {
-  const double n = std::max(1, data_parallel);
-  ModelStateBytes bytes;
-  bytes.parameters = 2 * params;
-  bytes.gradients = 2 * params;
-  bytes.optimizer = optimizer_bytes_per_param * params;
-  if (stage >= ZeroStage::kOptimizer) bytes.optimizer /= n;
-  if (stage >= ZeroStage::kGradients) bytes.gradients /= n;
-  if (stage >= ZeroStage::kParameters) bytes.parameters /= n;
-  return bytes;
+  // ZeRO's mixed-precision accounting: fp16 parameters and gradients, K bytes of optimizer state.
+  return Shard({2, 2, optimizer_bytes_per_param}, params, static_cast<int32_t>(stage),
+               data_parallel);
 }
 
 double ZeroCommunicationElements(double params, ZeroStage stage) {
@@ -55,13 +64,7 @@ BytesPerParam ModelStateBytesPerParam(TrainingPrecision precision) {
 
 ModelStateBytes ShardedModelStates(double params, TrainingPrecision precision, int32_t zero_stage,
                                    int32_t data_parallel) {
-  const BytesPerParam per = ModelStateBytesPerParam(precision);
-  const double n = std::max(1, data_parallel);
-  ModelStateBytes bytes;
-  bytes.parameters = per.parameters * params / (zero_stage >= 3 ? n : 1);
-  bytes.gradients = per.gradients * params / (zero_stage >= 2 ? n : 1);
-  bytes.optimizer = per.optimizer * params / (zero_stage >= 1 ? n : 1);
-  return bytes;
+  return Shard(ModelStateBytesPerParam(precision), params, zero_stage, data_parallel);
 }
 
 DeepSpeedZero2Estimate EstimateDeepSpeedZero2(double params, int32_t gpus_per_node, int32_t nodes,

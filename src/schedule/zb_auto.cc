@@ -51,6 +51,21 @@ struct Candidate {
   int64_t makespan = kNever;  // ns
 };
 
+struct MemoryUnits {
+  int64_t forward;      // +M_B
+  int64_t input_grad;   // M_W − M_B
+  int64_t weight_grad;  // −M_W
+  int64_t limit;        // k·p·M_B
+};
+
+// A stage's weighted memory deltas under the limit factor·p·M_B, or counts of activations (F
+// until I) when it has no M_B.
+MemoryUnits UnitsOf(const StageCost& cost, int32_t factor, int32_t pp) {
+  const int64_t m_b = cost.activation_bytes > 0 ? cost.activation_bytes : 1;
+  const int64_t m_w = cost.activation_bytes > 0 ? cost.weight_grad_bytes : 0;
+  return {m_b, m_w - m_b, -m_w, static_cast<int64_t>(factor) * pp * m_b};
+}
+
 class GreedyTimer {
  public:
   GreedyTimer(const GeneratorParams& params, const std::vector<StageCost>& stage_costs,
@@ -159,19 +174,7 @@ class GreedyTimer {
     return true;
   }
 
-  struct MemoryUnits {
-    int64_t forward;      // +M_B
-    int64_t input_grad;   // M_W − M_B
-    int64_t weight_grad;  // −M_W
-    int64_t limit;        // k·p·M_B
-  };
-  // The stage's weighted memory deltas, or counts of activations (F until I) when it has no M_B.
-  MemoryUnits Units(int32_t rank) const {
-    const StageCost& cost = stage_costs_[rank];
-    const int64_t m_b = cost.activation_bytes > 0 ? cost.activation_bytes : 1;
-    const int64_t m_w = cost.activation_bytes > 0 ? cost.weight_grad_bytes : 0;
-    return {m_b, m_w - m_b, -m_w, static_cast<int64_t>(limit_factor_) * pp_ * m_b};
-  }
+  MemoryUnits Units(int32_t rank) const { return UnitsOf(stage_costs_[rank], limit_factor_, pp_); }
 
   bool Place(int32_t rank, ActionKind kind, int32_t microbatch, Time duration) {
     RankState& state = ranks_[rank];
@@ -221,16 +224,13 @@ class GreedyTimer {
 // total goes above factor·p·M_B.
 bool WithinLimit(const Schedule& schedule, const std::vector<StageCost>& costs, int32_t factor) {
   for (size_t rank = 0; rank < schedule.rank_actions.size(); ++rank) {
-    const StageCost& cost = costs[rank];
-    const int64_t m_b = cost.activation_bytes > 0 ? cost.activation_bytes : 1;
-    const int64_t m_w = cost.activation_bytes > 0 ? cost.weight_grad_bytes : 0;
-    const int64_t limit = static_cast<int64_t>(factor) * schedule.num_ranks * m_b;
+    const MemoryUnits units = UnitsOf(costs[rank], factor, schedule.num_ranks);
     int64_t held = 0;
     for (const Action& action : schedule.rank_actions[rank]) {
-      if (action.kind == ActionKind::kForward) held += m_b;
-      if (action.kind == ActionKind::kInputGrad) held += m_w - m_b;
-      if (action.kind == ActionKind::kWeightGrad) held -= m_w;
-      if (held > limit) return false;
+      if (action.kind == ActionKind::kForward) held += units.forward;
+      if (action.kind == ActionKind::kInputGrad) held += units.input_grad;
+      if (action.kind == ActionKind::kWeightGrad) held += units.weight_grad;
+      if (held > units.limit) return false;
     }
   }
   return true;

@@ -212,17 +212,23 @@ int RunCheck(const RunFlags& flags, std::ostream& out, std::ostream& err) {
   return kExitViolations;
 }
 
+namespace {
+
+// A name in `list`'s first column: padded to 18, then two spaces.
+std::string ListName(std::string name) {
+  name.resize(std::max<size_t>(name.size(), 18), ' ');
+  return name + "  ";
+}
+
+}  // namespace
+
 int RunList(const std::string& what, std::ostream& out, std::ostream& err) {
   if (what == "schedules") {
     for (const ScheduleGenerator& generator : ScheduleGenerators()) {
-      std::string name = generator.name;
-      name.resize(std::max<size_t>(name.size(), 18), ' ');
-      out << name << "  " << generator.description << "\n";
+      out << ListName(generator.name) << generator.description << "\n";
     }
     for (const CostAwareScheduleGenerator& generator : CostAwareScheduleGenerators()) {
-      std::string name = generator.name;
-      name.resize(std::max<size_t>(name.size(), 18), ' ');
-      out << name << "  " << generator.description << "\n";
+      out << ListName(generator.name) << generator.description << "\n";
     }
     return kExitOk;
   }
@@ -247,9 +253,7 @@ int RunList(const std::string& what, std::ostream& out, std::ostream& err) {
   }
   if (what == "presets") {
     for (const DevicePreset& preset : DevicePresets()) {
-      std::string name = preset.name;
-      name.resize(std::max<size_t>(name.size(), 18), ' ');
-      out << name << "  " << preset.description << ": BF16 "
+      out << ListName(preset.name) << preset.description << ": BF16 "
           << FormatFixed(preset.bf16_flops_per_s / 1e12, 1) << " TFLOP/s, FP8 "
           << (preset.fp8_flops_per_s > 0
                   ? FormatFixed(preset.fp8_flops_per_s / 1e12, 1) + " TFLOP/s"

@@ -134,10 +134,10 @@ Result<Schedule> LoadCsvSchedule(const std::string& path, const RunFlags& flags,
                                  std::vector<std::string>& notes) {
   auto text = ReadTextFile(path);
   if (!text.ok()) return text.error();
-  auto schedule = ParseScheduleCsv(text.value(), BaseName(path));
+  const std::string csv = BaseName(path);
+  auto schedule = ParseScheduleCsv(text.value(), csv);
   if (!schedule.ok()) return schedule.error();
   Schedule loaded = std::move(schedule).value();
-  const std::string csv = BaseName(path);
   const ParallelSpec& parallel = config.parallel;
   auto disagree = [&](const std::optional<std::string>& flag, const char* flag_name,
                       const char* key, bool differs, const std::string& csv_has) -> Status {

@@ -11,6 +11,21 @@
 namespace stagecraft {
 namespace {
 
+// Engram (csa2.md): 24 rows looked up per token (n-gram orders 2-4 x 8 hash heads), 256 values
+// per row (multimodal/engram.h holds the same figures for the table sizes).
+constexpr double kEngramLookupsPerToken = 24.0;
+constexpr double kEngramValuesPerRow = 256.0;
+
+// A full layer's compressor: d·c parameters, twice with compression (m > 1).
+double CompressorParams(const Csa2Dims& dims, int64_t m) {
+  return static_cast<double>(dims.hidden) * dims.head_dim * (m > 1 ? 2 : 1);
+}
+
+// A dense MLP's width: the configured one, else 4d.
+double DenseWidth(const Csa2Dims& dims) {
+  return dims.dense_width > 0 ? dims.dense_width : 4.0 * dims.hidden;
+}
+
 // Positions per candidate block: the pool is <= candidate_blocks × 8 positions (csa2.md,
 // "Indexer: ... candidate pool <= 2048 blocks × 8 positions").
 constexpr int64_t kCandidateBlockPositions = 8;
@@ -72,8 +87,7 @@ double AttentionFlopsPerSequence(const LayerSpec& layer, const Csa2Dims& dims, i
   if (layer.attention == AttentionMode::kFull) {
     // Compressor d·c·(1 + [m>1]) params; indexer keys 2·c·c_I per compressed entry (= /m per
     // token); indexer query; scoring every visible compressed entry.
-    const double compressor = static_cast<double>(dims.hidden) * dims.head_dim * (m > 1 ? 2 : 1);
-    flops += 2.0 * compressor * tokens +
+    flops += 2.0 * CompressorParams(dims, m) * tokens +
              2.0 * dims.head_dim * dims.indexer_key_dim * tokens / static_cast<double>(m) +
              2.0 * IndexerQueryParams(dims) * tokens +
              score_per_entry * SumCompressed(seq_len, m, seq_len);
@@ -90,8 +104,7 @@ double AttentionFlopsPerSequence(const LayerSpec& layer, const Csa2Dims& dims, i
 double MlpFlopsPerToken(const LayerSpec& layer, const Csa2Dims& dims) {
   const double d = dims.hidden;
   if (layer.mlp == MlpKind::kDense) {
-    const double width = dims.dense_width > 0 ? dims.dense_width : 4.0 * d;
-    return 2.0 * 3.0 * d * width;
+    return 2.0 * 3.0 * d * DenseWidth(dims);
   }
   return 2.0 * 3.0 * d * dims.expert_width * (dims.experts_per_token + dims.shared_experts) +
          2.0 * d * dims.routed_experts;
@@ -136,7 +149,7 @@ double LayerParams(const LayerSpec& layer, const Csa2Dims& dims) {
   double params = AttentionProjectionParams(dims);
   const int64_t m = std::max(layer.compress_ratio, 1);
   if (layer.attention == AttentionMode::kFull) {
-    params += d * dims.head_dim * (m > 1 ? 2 : 1) +
+    params += CompressorParams(dims, m) +
               static_cast<double>(dims.head_dim) * dims.indexer_key_dim + dims.indexer_key_dim +
               IndexerQueryParams(dims);
   } else if (layer.attention == AttentionMode::kReindex) {
@@ -147,15 +160,14 @@ double LayerParams(const LayerSpec& layer, const Csa2Dims& dims) {
               static_cast<double>(dims.shared_experts) * 3.0 * d * dims.expert_width +
               d * dims.routed_experts;
   } else {
-    const double width = dims.dense_width > 0 ? dims.dense_width : 4.0 * d;
-    params += 3.0 * d * width;
+    params += 3.0 * d * DenseWidth(dims);
   }
   if (layer.engram) params += EngramProjectionParams(dims);
   return params;
 }
 
 double EngramProjectionParams(const Csa2Dims& dims) {
-  return 24.0 * 256.0 * dims.hidden * (dims.hc_streams + 1);
+  return kEngramLookupsPerToken * kEngramValuesPerRow * dims.hidden * (dims.hc_streams + 1);
 }
 
 double VisionEncoderFlops(int32_t layers, int64_t width, int64_t mlp_width, int64_t patches) {

@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <initializer_list>
+#include <limits>
 #include <string>
 #include <utility>
 #include <vector>
@@ -16,6 +17,20 @@ std::string Where(std::string_view source, const YAML::Node& node) {
   if (mark.line < 0) return std::string(source) + ": ";
   return std::string(source) + ":" + std::to_string(mark.line + 1) + ":" +
          std::to_string(mark.column + 1) + ": ";
+}
+
+// An integer field `node` (`key` in the message) in [min, max] into *out.
+Status ReadInteger(const YAML::Node& node, const char* key, std::string_view source, int64_t min,
+                   int64_t max, int64_t* out) {
+  try {
+    const int64_t value = node.as<int64_t>();
+    if (value < min || value > max) throw YAML::BadConversion(node.Mark());
+    *out = value;
+  } catch (const YAML::Exception&) {
+    return Error{Where(source, node) + "'" + key +
+                 "' must be an integer >= " + std::to_string(min)};
+  }
+  return Status::Ok();
 }
 
 // An integer list such as compress_ratios; false when the node is not one.
@@ -44,13 +59,9 @@ Result<ModelSpec> CsaModelFromConfig(const YAML::Node& root, std::string_view so
   const auto field = [&](const char* key, int32_t* out) -> Status {
     const YAML::Node node = root[key];
     if (!node) return Status::Ok();  // the released default stays
-    try {
-      const int64_t value = node.as<int64_t>();
-      if (value < 0 || value > 2147483647) throw YAML::BadConversion(node.Mark());
-      *out = static_cast<int32_t>(value);
-    } catch (const YAML::Exception&) {
-      return Error{Where(source, node) + "'" + key + "' must be an integer >= 0"};
-    }
+    int64_t value = 0;
+    STAGECRAFT_RETURN_IF_ERROR(ReadInteger(node, key, source, 0, 2147483647, &value));
+    *out = static_cast<int32_t>(value);
     return Status::Ok();
   };
   int32_t layers = 40;
@@ -165,14 +176,7 @@ Result<ModelSpec> ModelFromHfConfig(std::string_view json, std::string_view sour
                    "' (a dense HuggingFace config needs hidden_size, num_hidden_layers, "
                    "num_attention_heads, intermediate_size and vocab_size)"};
     }
-    try {
-      const int64_t value = node.as<int64_t>();
-      if (value < 1) throw YAML::BadConversion(node.Mark());
-      *out = value;
-    } catch (const YAML::Exception&) {
-      return Error{Where(source, node) + "'" + key + "' must be an integer >= 1"};
-    }
-    return Status::Ok();
+    return ReadInteger(node, key, source, 1, std::numeric_limits<int64_t>::max(), out);
   };
   ModelSpec model = base;
   model.layers.clear();

@@ -58,7 +58,7 @@ CriticalPath FindCriticalPath(const TaskGraph& graph, const Trace& trace) {
          ++index) {
       consider(graph.preds[index]);
     }
-    if (task.kind == TaskKind::kCompute && task.position > 0) {
+    if ((task.kind == TaskKind::kCompute || task.kind == TaskKind::kWork) && task.position > 0) {
       consider(graph.programs[task.rank][task.position - 1]);
     } else {
       consider(link_previous[current]);
@@ -68,7 +68,7 @@ CriticalPath FindCriticalPath(const TaskGraph& graph, const Trace& trace) {
   std::reverse(path.tasks.begin(), path.tasks.end());
   for (uint32_t task : path.tasks) {
     const Task& info = graph.tasks[task];
-    if (info.kind == TaskKind::kCompute) {
+    if (info.kind == TaskKind::kCompute || info.kind == TaskKind::kWork) {
       ++path.compute_actions;
       path.compute_time += info.duration;
     } else if (info.kind == TaskKind::kCollective) {

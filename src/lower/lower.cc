@@ -12,29 +12,6 @@ constexpr uint32_t kNoTask = 0xffffffffu;
 
 std::string RankOf(size_t rank) { return "rank " + std::to_string(rank); }
 
-// Builds both compressed-row adjacency lists from an edge list (from → to).
-void BuildAdjacency(TaskGraph& graph, const std::vector<std::pair<uint32_t, uint32_t>>& edges) {
-  const size_t num_tasks = graph.tasks.size();
-  graph.pred_begin.assign(num_tasks + 1, 0);
-  graph.succ_begin.assign(num_tasks + 1, 0);
-  for (const auto& [from, to] : edges) {
-    ++graph.pred_begin[to + 1];
-    ++graph.succ_begin[from + 1];
-  }
-  for (size_t task = 0; task < num_tasks; ++task) {
-    graph.pred_begin[task + 1] += graph.pred_begin[task];
-    graph.succ_begin[task + 1] += graph.succ_begin[task];
-  }
-  graph.preds.resize(edges.size());
-  graph.succs.resize(edges.size());
-  std::vector<uint32_t> pred_fill(graph.pred_begin.begin(), graph.pred_begin.end() - 1);
-  std::vector<uint32_t> succ_fill(graph.succ_begin.begin(), graph.succ_begin.end() - 1);
-  for (const auto& [from, to] : edges) {
-    graph.preds[pred_fill[to]++] = from;
-    graph.succs[succ_fill[from]++] = to;
-  }
-}
-
 class Lowering {
  public:
   Lowering(const Schedule& schedule, const std::vector<StageCost>& costs,

@@ -2,6 +2,28 @@
 
 namespace stagecraft {
 
+void BuildAdjacency(TaskGraph& graph, const std::vector<std::pair<uint32_t, uint32_t>>& edges) {
+  const size_t num_tasks = graph.tasks.size();
+  graph.pred_begin.assign(num_tasks + 1, 0);
+  graph.succ_begin.assign(num_tasks + 1, 0);
+  for (const auto& [from, to] : edges) {
+    ++graph.pred_begin[to + 1];
+    ++graph.succ_begin[from + 1];
+  }
+  for (size_t task = 0; task < num_tasks; ++task) {
+    graph.pred_begin[task + 1] += graph.pred_begin[task];
+    graph.succ_begin[task + 1] += graph.succ_begin[task];
+  }
+  graph.preds.resize(edges.size());
+  graph.succs.resize(edges.size());
+  std::vector<uint32_t> pred_fill(graph.pred_begin.begin(), graph.pred_begin.end() - 1);
+  std::vector<uint32_t> succ_fill(graph.succ_begin.begin(), graph.succ_begin.end() - 1);
+  for (const auto& [from, to] : edges) {
+    graph.preds[pred_fill[to]++] = from;
+    graph.succs[succ_fill[from]++] = to;
+  }
+}
+
 const char* P2pModeName(P2pMode mode) { return mode == P2pMode::kAsync ? "async" : "rendezvous"; }
 
 uint32_t FindComputeTask(const TaskGraph& graph, const Action& action) {
@@ -53,6 +75,26 @@ const char* PayloadName(PayloadKind payload) {
       return "shard-reduce";
     case PayloadKind::kOptimizerStep:
       return "optimizer";
+    case PayloadKind::kVisionForward:
+      return "vision-forward";
+    case PayloadKind::kVisionBackward:
+      return "vision-backward";
+    case PayloadKind::kVisionEmbedding:
+      return "vision-embedding";
+    case PayloadKind::kVisionGradient:
+      return "vision-gradient";
+    case PayloadKind::kEngramFetch:
+      return "engram-fetch";
+    case PayloadKind::kEngramGradient:
+      return "engram-gradient";
+    case PayloadKind::kTextForward:
+      return "text-forward";
+    case PayloadKind::kTextBackward:
+      return "text-backward";
+    case PayloadKind::kContrastiveLoss:
+      return "contrastive-loss";
+    case PayloadKind::kContrastiveGather:
+      return "contrastive-gather";
   }
   return "?";
 }
@@ -68,6 +110,10 @@ std::string DescribeTask(const TaskGraph& graph, uint32_t task_id) {
   const Task& task = graph.tasks[task_id];
   if (task.kind == TaskKind::kCompute) {
     return "rank " + std::to_string(task.rank) + " " + FormatAction(task.action);
+  }
+  if (task.kind == TaskKind::kWork) {
+    return "rank " + std::to_string(task.rank) + " " + PayloadName(task.payload) + " " +
+           std::to_string(task.action.microbatch.value());
   }
   if (task.kind == TaskKind::kDelay) {
     return "rank " + std::to_string(task.rank) + " gradient bucket ready during " +

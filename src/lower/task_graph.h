@@ -5,6 +5,7 @@
 
 #include <cstdint>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "core/time.h"
@@ -30,7 +31,11 @@ const char* P2pModeName(P2pMode mode);
 // a collective starts when this rank reaches it. The optimizer step runs there too, last.
 // kDelay: a timer on no resource: it starts when its predecessors end and lasts its duration
 // (the moment a share of an action's work is done, e.g. a gradient bucket ready mid-backward).
-enum class TaskKind : uint8_t { kCompute, kTransfer, kCollective, kDelay };
+// kWork: compute on the rank's compute stream that is not a schedule action (the multimodal
+// pieces around the pipeline: a vision encoder's forward and backward, a contrastive loss). It
+// runs in program order between the actions, counts as busy time, and says what it is by
+// `payload`; `action.microbatch` is its microbatch and `action.kind` its direction.
+enum class TaskKind : uint8_t { kCompute, kTransfer, kCollective, kDelay, kWork };
 
 // What a transfer carries.
 enum class PayloadKind : uint8_t {
@@ -51,6 +56,17 @@ enum class PayloadKind : uint8_t {
                      // prefetched one action ahead
   kShardReduce,      // ZeRO-3 / FSDP: reduce-scatter of a stage's gradients after each B or W
   kOptimizerStep,    // the optimizer step of the rank's parameters, after every reduction
+  // The multimodal pieces (src/multimodal/):
+  kVisionForward,      // work: the vision encoder's forward over a share of a microbatch's images
+  kVisionBackward,     // work: ... its backward
+  kVisionEmbedding,    // transfer: image embeddings, encoder rank → the first stage's rank
+  kVisionGradient,     // transfer: their gradient back
+  kEngramFetch,        // collective: Engram all-to-alls of ids and rows for the local batch
+  kEngramGradient,     // collective: Engram row gradients back to the owners
+  kTextForward,        // work: a contrastive model's text tower forward
+  kTextBackward,       // work: ... its backward
+  kContrastiveLoss,    // work: the contrastive loss and its gradient for one modality
+  kContrastiveGather,  // collective: all-gather of one modality's embeddings over data parallel
 };
 // "activation", "gradient", "state", "dstate", "shadow-params", "shadow-grads", "tp", "ep", "dp",
 // "optimizer".
@@ -99,6 +115,10 @@ struct TaskGraph {
   size_t num_tasks() const { return tasks.size(); }
   uint32_t num_preds(uint32_t task) const { return pred_begin[task + 1] - pred_begin[task]; }
 };
+
+// Builds both compressed-row adjacency lists (preds, succs) from an edge list (from → to);
+// graph.tasks must be complete.
+void BuildAdjacency(TaskGraph& graph, const std::vector<std::pair<uint32_t, uint32_t>>& edges);
 
 // The compute task running `action`, or UINT32_MAX when there is none (a linear scan: for
 // tests and diagnostics, not hot paths).

@@ -3,6 +3,7 @@
 #include "multimodal/context_parallel.h"
 #include "multimodal/contrastive.h"
 #include "multimodal/engram.h"
+#include "multimodal/image_tokens.h"
 
 namespace stagecraft {
 namespace {
@@ -68,6 +69,50 @@ TEST(ContextParallelTest, IndexerScanBalance) {
   EXPECT_FALSE(IndexerScanLoad(1000, 4, 3, false).ok());  // 333 tokens: not whole groups
   EXPECT_TRUE(IndexerScanLoad(4096, 4, 8, true).ok());    // 256-token chunks
   EXPECT_FALSE(IndexerScanLoad(4096, 4, 0, true).ok());
+}
+
+// Image-token draws: within the range, deterministic per (seed, stream), independent streams
+// differ, and a uniform draw's sample mean is near the exact mean (4096 draws: the standard
+// error is 960/sqrt(12·4096) ≈ 4.3 tokens; ±20 is > 4 standard errors).
+TEST(ImageTokensTest, DrawsAreInRangeAndDeterministic) {
+  auto dist = ParseImageTokens("uniform:64-1024");
+  ASSERT_TRUE(dist.ok());
+  const std::vector<int32_t> a = DrawImageTokens(dist.value(), 4096, 3);
+  EXPECT_EQ(a, DrawImageTokens(dist.value(), 4096, 3));
+  EXPECT_NE(a, DrawImageTokens(dist.value(), 4096, 4));
+  double sum = 0;
+  for (int32_t t : a) {
+    EXPECT_GE(t, 64);
+    EXPECT_LE(t, 1024);
+    sum += t;
+  }
+  EXPECT_NEAR(sum / 4096, MeanImageTokens(dist.value()), 20.0);
+  EXPECT_DOUBLE_EQ(MeanImageTokens(dist.value()), 544.0);
+}
+
+TEST(ImageTokensTest, ChoicesFollowTheirWeights) {
+  auto dist = ParseImageTokens("choices:256x3,1024");
+  ASSERT_TRUE(dist.ok());
+  EXPECT_EQ(FormatImageTokens(dist.value()), "choices:256x3,1024");
+  EXPECT_DOUBLE_EQ(MeanImageTokens(dist.value()), (3 * 256 + 1024) / 4.0);
+  int64_t small = 0;
+  for (int32_t t : DrawImageTokens(dist.value(), 4000, 0)) {
+    ASSERT_TRUE(t == 256 || t == 1024);
+    small += t == 256;
+  }
+  // Expect 3000 of 4000 (binomial standard deviation ≈ 27; ±150 is > 5 of them).
+  EXPECT_NEAR(static_cast<double>(small), 3000.0, 150.0);
+}
+
+TEST(ImageTokensTest, BadSpellingsAreErrors) {
+  for (const char* text : {"", "fixed", "fixed:0", "uniform:9", "uniform:10-5", "gauss:3",
+                           "choices:256x0", "choices:a", "fixed:12abc"}) {
+    auto dist = ParseImageTokens(text);
+    EXPECT_FALSE(dist.ok()) << text;
+  }
+  auto fixed = ParseImageTokens("fixed:576");
+  ASSERT_TRUE(fixed.ok());
+  EXPECT_EQ(DrawImageTokens(fixed.value(), 3, 0), (std::vector<int32_t>{576, 576, 576}));
 }
 
 }  // namespace

@@ -9,12 +9,14 @@
 
 #include <cstdint>
 #include <optional>
+#include <sstream>
 #include <string>
 #include <utility>
 #include <vector>
 
 #include "analysis/metrics.h"
 #include "check/checker.h"
+#include "cli/commands.h"
 #include "cli/run_setup.h"
 #include "lower/lower.h"
 #include "model/model_spec.h"
@@ -250,6 +252,53 @@ void BM_Megatron1024Gpus(benchmark::State& state) {
   RunCliPath(state, flags);
 }
 BENCHMARK(BM_Megatron1024Gpus)->Unit(benchmark::kMillisecond);
+
+// The multimodal V4.1-Flash example (examples/v41-flash-multimodal.yaml: pp 8, m 32, 64 images,
+// Engram all-to-alls) with every vision placement side by side, as `simulate --compare-vision`
+// runs it: four placements (bubble-fill simulating its baseline first), each with the extra run
+// that measures the Engram traffic's exposed time.
+void BM_V41CompareVision(benchmark::State& state) {
+  RunFlags flags;
+  flags.config_path = std::string(STAGECRAFT_EXAMPLES_DIR) + "/v41-flash-multimodal.yaml";
+  for (auto _ : state) {
+    auto run = PrepareRun(flags);
+    if (!run.ok()) {
+      state.SkipWithError(run.error().message.c_str());
+      return;
+    }
+    auto table = CompareVision(run.value());
+    if (!table.ok()) {
+      state.SkipWithError(table.error().message.c_str());
+      return;
+    }
+    benchmark::DoNotOptimize(table.value().size());
+  }
+}
+BENCHMARK(BM_V41CompareVision)->Unit(benchmark::kMillisecond);
+
+// Bubble-fill at scale: the multimodal example (pp 8, dp 16) at m = 512, 1024 images placed into
+// the pipeline's gaps (the search simulates the pipeline at least twice).
+void BM_V41BubbleFillM512(benchmark::State& state) {
+  RunFlags flags;
+  flags.config_path = std::string(STAGECRAFT_EXAMPLES_DIR) + "/v41-flash-multimodal.yaml";
+  flags.microbatches = "512";
+  flags.vision_placement = "bubble-fill";
+  for (auto _ : state) {
+    auto run = PrepareRun(flags);
+    if (!run.ok()) {
+      state.SkipWithError(run.error().message.c_str());
+      return;
+    }
+    Simulated simulated;
+    std::ostringstream err;
+    if (SimulateRun(run.value(), simulated, err) != kExitOk) {
+      state.SkipWithError(err.str().c_str());
+      return;
+    }
+    benchmark::DoNotOptimize(simulated.metrics.makespan);
+  }
+}
+BENCHMARK(BM_V41BubbleFillM512)->Unit(benchmark::kMillisecond);
 
 }  // namespace
 }  // namespace stagecraft

@@ -30,6 +30,17 @@ void AddActivationDeltas(const std::vector<StageCost>& costs, const TaskGraph& g
                          const Trace& trace, std::vector<std::vector<Delta>>& deltas) {
   for (uint32_t task = 0; task < graph.num_tasks(); ++task) {
     const Task& info = graph.tasks[task];
+    if (info.kind == TaskKind::kWork) {
+      // Work around the pipeline (a vision encoder): a forward holds its bytes from its start,
+      // a backward frees its bytes at its end.
+      if (info.bytes == 0) continue;
+      if (info.action.kind == ActionKind::kForward) {
+        deltas[info.rank].push_back({trace.timings[task].start, 1, info.bytes, 0});
+      } else {
+        deltas[info.rank].push_back({trace.timings[task].end, 0, -info.bytes, 0});
+      }
+      continue;
+    }
     if (info.kind != TaskKind::kCompute) continue;
     const StageCost& cost = costs[info.action.stage.value()];
     const TaskTiming& timing = trace.timings[task];

@@ -183,7 +183,7 @@ Metrics ComputeMetrics(const Schedule& schedule, const std::vector<StageCost>& s
       continue;
     }
     if (info.kind == TaskKind::kDelay) continue;  // a timer, not work
-    ++metrics.num_compute_actions;
+    if (info.kind == TaskKind::kCompute) ++metrics.num_compute_actions;
     rank.busy += info.duration;
     if (!seen[info.rank] || timing.start < rank.first_start) rank.first_start = timing.start;
     rank.last_end = std::max(rank.last_end, timing.end);
@@ -197,8 +197,10 @@ Metrics ComputeMetrics(const Schedule& schedule, const std::vector<StageCost>& s
     rank.rank = static_cast<int32_t>(index);
     rank.idle = metrics.makespan - rank.busy;
     rank.span = seen[index] ? rank.last_end - rank.first_start : Time();
-    rank.peak_activations = peaks[index].count;
-    rank.peak_activation_bytes = peaks[index].bytes;
+    if (index < peaks.size()) {  // devices outside the schedule (a vision encoder's) hold none
+      rank.peak_activations = peaks[index].count;
+      rank.peak_activation_bytes = peaks[index].bytes;
+    }
     metrics.total_busy += rank.busy;
     if (rank.span.ns() > 0) {
       worst_rate = std::max(worst_rate, 1.0 - static_cast<double>(rank.busy.ns()) /

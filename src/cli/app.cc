@@ -35,8 +35,15 @@ void AddRunFlags(CLI::App& command, RunFlags& flags) {
       ->type_name("T");
   command.add_option("--dp", flags.dp, "data-parallel replicas D (transformer models)")
       ->type_name("D");
-  command.add_option("--cp", flags.cp, "context-parallel ranks C (transformer models)")
+  command
+      .add_option("--cp", flags.cp,
+                  "context-parallel ranks C (transformer and CSA2 layer-list models)")
       ->type_name("C");
+  command
+      .add_option("--cp-sharding", flags.cp_sharding,
+                  "CSA2 layer lists: how cp splits the sequence, zigzag (2C chunks, the indexer "
+                  "balanced) or contiguous")
+      ->type_name("SHARDING");
   command
       .add_option("--ep", flags.ep, "expert-parallel ranks E within dp (MoE transformer models)")
       ->type_name("E");
@@ -83,6 +90,11 @@ void AddRunFlags(CLI::App& command, RunFlags& flags) {
       .add_option("--partition", flags.partition,
                   "layers to stages: state-aware, cost, counts or layout (layer-list models)")
       ->type_name("METHOD");
+  command
+      .add_option("--vision-placement", flags.vision_placement,
+                  "the vision encoder: colocated, decoupled, disaggregated or bubble-fill "
+                  "(configs with multimodal.vision)")
+      ->type_name("PLACEMENT");
   command
       .add_option("--schedule-csv", flags.schedule_csv,
                   "load the schedule from a torch.distributed.pipelining compute-only CSV")
@@ -170,6 +182,54 @@ CLI::App* AddCommCommand(CLI::App& app, CommFlags& flags) {
   return comm;
 }
 
+// `multimodal images`: the sample's images and the I/O criterion's rates.
+void AddMultimodalImageFlags(CLI::App& multimodal, MultimodalFlags& flags) {
+  multimodal.add_option("--images", flags.images, "images in the sample (images; default 16)")
+      ->type_name("N");
+  multimodal
+      .add_option("--image-tokens", flags.image_tokens,
+                  "tokens per image: fixed:N, uniform:A-B or choices:256x3,1024 (images)")
+      ->type_name("DIST");
+  multimodal.add_option("--seed", flags.seed, "seed of the image-token draw (images)")
+      ->type_name("N");
+  multimodal
+      .add_option("--bytes-per-image-token", flags.bytes_per_image_token,
+                  "storage bytes read per image token (images; default 5292, raw RGB)")
+      ->type_name("B");
+  multimodal
+      .add_option("--io-bandwidth", flags.io_bandwidth,
+                  "storage read bandwidth per rank, B_IO (images; default 2GB/s)")
+      ->type_name("BW");
+  multimodal
+      .add_option("--gpu-flops", flags.gpu_flops,
+                  "sustained FLOP/s per rank, B_GPU (images; default 400TFLOP/s)")
+      ->type_name("RATE");
+  multimodal
+      .add_option("--flops-per-token", flags.flops_per_token,
+                  "training FLOPs a rank spends per token, C (images; default 105GFLOP: the "
+                  "whole V4.1 backbone, 3 x 35 GFLOP forward; divide by the pipeline and tensor "
+                  "ranks that share a token)")
+      ->type_name("FLOP");
+}
+
+// `multimodal contrastive-order`: the tower times and the cluster of the all-gathers.
+void AddMultimodalOrderFlags(CLI::App& multimodal, MultimodalFlags& flags) {
+  multimodal
+      .add_option("--device", flags.device,
+                  "device preset of the gathers' nodes (contrastive-order; default h800)")
+      ->type_name("PRESET");
+  multimodal.add_option("--vision-forward", flags.vision_forward, "Fwd(V) (default 30ms)")
+      ->type_name("TIME");
+  multimodal.add_option("--text-forward", flags.text_forward, "Fwd(T) (default 20ms)")
+      ->type_name("TIME");
+  multimodal.add_option("--vision-backward", flags.vision_backward, "Bwd(V) (default 2 x Fwd(V))")
+      ->type_name("TIME");
+  multimodal.add_option("--text-backward", flags.text_backward, "Bwd(T) (default 2 x Fwd(T))")
+      ->type_name("TIME");
+  multimodal.add_option("--loss", flags.loss, "each loss-gradient step, grad(T) and grad(V) (1ms)")
+      ->type_name("TIME");
+}
+
 }  // namespace
 
 int RunCli(int argc, const char* const* argv, std::ostream& out, std::ostream& err) {
@@ -188,6 +248,9 @@ int RunCli(int argc, const char* const* argv, std::ostream& out, std::ostream& e
   simulate->add_flag("--compare-policies", output.compare_policies,
                      "layer-list models: one row per shared-state policy (payload, direct, "
                      "shadow, auto)");
+  simulate->add_flag("--compare-vision", output.compare_vision,
+                     "configs with multimodal.vision: one row per vision-encoder placement "
+                     "(colocated, decoupled, disaggregated, bubble-fill)");
   simulate->add_option("--trace", output.trace_path, "write a Chrome/Perfetto trace to FILE")
       ->type_name("FILE");
   simulate
@@ -222,18 +285,25 @@ int RunCli(int argc, const char* const* argv, std::ostream& out, std::ostream& e
   CLI::App* multimodal = app.add_subcommand(
       "multimodal",
       "multimodal cost tables: contrastive losses, Engram tables, CP indexer balance");
-  multimodal->add_option("topic", multimodal_flags.topic, "contrastive | engram | cp")->required();
-  multimodal->add_option("--ranks", multimodal_flags.ranks, "D data-parallel ranks, or cp")
+  multimodal
+      ->add_option("topic", multimodal_flags.topic,
+                   "contrastive | contrastive-order | engram | cp | images")
+      ->required();
+  multimodal
+      ->add_option("--ranks", multimodal_flags.ranks,
+                   "D data-parallel ranks (contrastive), or cp (cp, images)")
       ->type_name("N");
   multimodal->add_option("--batch", multimodal_flags.batch, "pairs per rank b")->type_name("B");
   multimodal->add_option("--width", multimodal_flags.width, "embedding width e")->type_name("E");
   multimodal->add_option("--owners", multimodal_flags.owners, "Engram owner counts, e.g. 8,16")
       ->type_name("G,...");
-  multimodal->add_option("--seq-len", multimodal_flags.seq_len, "sequence length (cp)")
+  multimodal->add_option("--seq-len", multimodal_flags.seq_len, "sequence length (cp, images)")
       ->type_name("S");
   multimodal
       ->add_option("--compress-ratio", multimodal_flags.compress_ratio, "compression ratio m (cp)")
       ->type_name("M");
+  AddMultimodalImageFlags(*multimodal, multimodal_flags);
+  AddMultimodalOrderFlags(*multimodal, multimodal_flags);
   for (CLI::App* command : {simulate, check, derive, list, bench, comm, memory, multimodal}) {
     command->allow_extras();
   }

@@ -1,5 +1,7 @@
 #include "cli/commands.h"
 
+#include <algorithm>
+
 #include "analysis/closed_form.h"
 #include "analysis/memory.h"
 #include "analysis/metrics.h"
@@ -95,6 +97,19 @@ RunInfo MakeRunInfo(const PreparedRun& run) {
   return info;
 }
 
+// The vision encoder and Engram pieces: what they did, the encoder's devices in the world size
+// and its FLOPs in the throughput (every data-parallel replica encodes its own images).
+void AddMultimodalInfo(const PreparedRun& run, const Simulated& simulated, RunInfo& info) {
+  info.multimodal = DescribeRunMultimodal(run, simulated);
+  if (info.world_size == 0 || !run.multimodal.vision) return;
+  info.world_size += static_cast<int32_t>(run.multimodal.extra_devices);
+  const double flops = (run.multimodal.vision_work.forward_flops +
+                        run.multimodal.vision_work.backward_flops) *
+                       run.config.parallel.dp;
+  info.hardware_flops_per_iteration += flops;
+  info.model_flops_per_iteration += flops;
+}
+
 // The structural check every run passes before simulating (deadlocks are found by the run).
 bool StructureIsSound(const PreparedRun& run, std::ostream& err) {
   CheckOptions options;
@@ -112,12 +127,37 @@ bool StructureIsSound(const PreparedRun& run, std::ostream& err) {
 
 }  // namespace
 
+MultimodalInfo DescribeRunMultimodal(const PreparedRun& run, const Simulated& simulated) {
+  MultimodalInfo info =
+      DescribeMultimodal(run, simulated.graph, simulated.trace, simulated.vision);
+  if (run.multimodal.engram) {
+    // The same graph with the Engram all-to-alls taking no time: what they add to the step.
+    TaskGraph without = simulated.graph;
+    for (Task& task : without.tasks) {
+      if (task.payload == PayloadKind::kEngramFetch ||
+          task.payload == PayloadKind::kEngramGradient) {
+        task.duration = Time();
+      }
+    }
+    const Trace trace = Simulate(without);
+    if (!trace.deadlock) {
+      Time end;
+      for (const TaskTiming& timing : trace.timings) end = std::max(end, timing.end);
+      info.engram_exposed = simulated.metrics.makespan - end;
+    }
+  }
+  return info;
+}
+
 int SimulateRun(const PreparedRun& run, Simulated& result, std::ostream& err) {
   PrintNotes(run, err);
   if (!StructureIsSound(run, err)) return kExitViolations;
   auto graph = Lower(run.schedule, run.stage_costs, run.lower);
   if (!graph.ok()) return Fail(err, graph.error().message, kExitViolations);
   result.graph = std::move(graph).value();
+  auto vision = ApplyMultimodal(run, result.graph);
+  if (!vision.ok()) return Fail(err, vision.error().message, kExitViolations);
+  result.vision = std::move(vision).value();
   result.trace = Simulate(result.graph);
   if (result.trace.deadlock) {
     err << "stagecraft: error: deadlock with " << P2pModeName(run.lower.mode)
@@ -137,6 +177,15 @@ int RunSimulate(const RunFlags& flags, const OutputFlags& output, std::ostream& 
     return Fail(err,
                 "--compare-policies needs a layer-list model (model.type: layers); "
                 "a uniform model has no shared state");
+  }
+  if (output.compare_vision && !run.value().multimodal.vision) {
+    return Fail(err,
+                "--compare-vision needs a vision encoder (a multimodal.vision section, as "
+                "examples/v41-flash-multimodal.yaml)");
+  }
+  if (output.compare_vision && output.json) {
+    return Fail(err, "--compare-vision prints a table; drop --json (or run --json once per "
+                     "--vision-placement)");
   }
   if (output.compare_policies && output.json) {
     return Fail(err,
@@ -163,7 +212,8 @@ int RunSimulate(const RunFlags& flags, const OutputFlags& output, std::ostream& 
         WriteTextFile(trace_path, FormatChromeTrace(simulated.graph, simulated.trace, &memory));
     if (!written.ok()) return Fail(err, written.error().message);
   }
-  const RunInfo info = MakeRunInfo(run.value());
+  RunInfo info = MakeRunInfo(run.value());
+  AddMultimodalInfo(run.value(), simulated, info);
   if (output.json) {
     out << FormatMetricsJson(info, simulated.metrics);
   } else {
@@ -180,6 +230,11 @@ int RunSimulate(const RunFlags& flags, const OutputFlags& output, std::ostream& 
   if (layer_list && !output.json && run.value().config.schedule.csv.empty() &&
       (method == PartitionMethod::kStateAware || method == PartitionMethod::kCost)) {
     auto table = ComparePartitions(run.value());
+    if (!table.ok()) return Fail(err, table.error().message, kExitViolations);
+    out << "\n" << table.value();
+  }
+  if (output.compare_vision) {
+    auto table = CompareVision(run.value());
     if (!table.ok()) return Fail(err, table.error().message, kExitViolations);
     out << "\n" << table.value();
   }

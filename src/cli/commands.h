@@ -26,6 +26,7 @@ struct OutputFlags {
   std::string trace_path;          // --trace FILE
   std::string write_schedule_csv;  // --write-schedule-csv FILE
   bool compare_policies = false;   // --compare-policies
+  bool compare_vision = false;     // --compare-vision
 };
 
 // A finished simulation.
@@ -33,11 +34,16 @@ struct Simulated {
   TaskGraph graph;
   Trace trace;
   Metrics metrics;
+  VisionPlacementStats vision;  // what the vision placement did (multimodal runs)
 };
 
 // Checks the schedule's structure, lowers and simulates it. On a broken schedule or a deadlock
 // prints the diagnosis to `err` and returns kExitViolations.
 int SimulateRun(const PreparedRun& run, Simulated& result, std::ostream& err);
+
+// The multimodal facts of a simulated run, with the Engram traffic's exposed time measured
+// against the same graph simulated with the Engram all-to-alls taking no time.
+MultimodalInfo DescribeRunMultimodal(const PreparedRun& run, const Simulated& simulated);
 
 int RunSimulate(const RunFlags& flags, const OutputFlags& output, std::ostream& out,
                 std::ostream& err);
@@ -49,6 +55,9 @@ int DeriveLayerModel(const PreparedRun& run, bool json, std::ostream& out, std::
 // simulated; one table row per variant.
 Result<std::string> ComparePartitions(const PreparedRun& run);
 Result<std::string> ComparePolicies(const PreparedRun& run);
+// Every vision-encoder placement of a multimodal run: step time, bubble, the encoder's work on
+// the first stage's rank, memory, and the Engram traffic left exposed (`--compare-vision`).
+Result<std::string> CompareVision(const PreparedRun& run);
 
 int RunList(const std::string& what, std::ostream& out, std::ostream& err);
 
@@ -80,13 +89,28 @@ int RunComm(const CommFlags& flags, std::ostream& out, std::ostream& err);
 
 // multimodal: the multimodal cost formulas as tables (multimodal_command.cc).
 struct MultimodalFlags {
-  std::string topic;                      // contrastive | engram | cp
-  int32_t ranks = 8;                      // --ranks: D (contrastive) or cp
-  int64_t batch = 256;                    // --batch: pairs per rank
-  int64_t width = 1024;                   // --width: embedding width
+  std::string topic;     // contrastive | contrastive-order | engram | cp | images
+  int32_t ranks = 8;     // --ranks: D (contrastive, contrastive-order) or cp (cp, images)
+  int64_t batch = 256;   // --batch: pairs per rank
+  int64_t width = 1024;  // --width: embedding width
   std::string owners = "8,16,32,64,128";  // --owners: Engram owner counts
-  int64_t seq_len = 1048576;              // --seq-len (cp)
+  int64_t seq_len = 1048576;              // --seq-len: tokens of a sample (cp, images)
   int32_t compress_ratio = 4;             // --compress-ratio (cp)
+  // images: a sample's images over cp ranks and the I/O criterion.
+  int32_t images = 16;                           // --images: images in the sample
+  std::string image_tokens = "uniform:64-1024";  // --image-tokens: tokens per image (drawn)
+  uint64_t seed = 1;                             // --seed of the draw
+  double bytes_per_image_token = 5292;   // --bytes-per-image-token: 9 × 14×14 px × 3 B (raw RGB)
+  std::string io_bandwidth = "2GB/s";    // --io-bandwidth: B_IO, storage reads per rank (assumed)
+  std::string gpu_flops = "400TFLOP/s";  // --gpu-flops: B_GPU, sustained (989.5 peak × 40%)
+  std::string flops_per_token = "105GFLOP";  // --flops-per-token: C, 3 × 35 GFLOP (fwd + bwd)
+  // contrastive-order: one contrastive step, sequential and overlapped.
+  std::string device = "h800";          // --device: preset whose nodes carry the all-gathers
+  std::string vision_forward = "30ms";  // --vision-forward: Fwd(V)
+  std::string text_forward = "20ms";    // --text-forward: Fwd(T)
+  std::string vision_backward;          // --vision-backward: Bwd(V); "" = 2 × Fwd(V)
+  std::string text_backward;            // --text-backward: Bwd(T); "" = 2 × Fwd(T)
+  std::string loss = "1ms";             // --loss: each of the two loss-gradient steps
 };
 int RunMultimodal(const MultimodalFlags& flags, std::ostream& out, std::ostream& err);
 

@@ -1,5 +1,6 @@
 // Side-by-side runs of one layer-list model: the state-aware partition next to the cost-only
-// one, and every shared-state movement policy (`simulate --compare-policies`).
+// one, every shared-state movement policy (`simulate --compare-policies`) and every placement of
+// a vision encoder (`simulate --compare-vision`).
 #include <algorithm>
 #include <sstream>
 
@@ -35,6 +36,9 @@ Result<Metrics> SimulateVariant(const PreparedRun& base, Change change) {
   run.notes.clear();
   change(run.config);
   STAGECRAFT_RETURN_IF_ERROR(PrepareLayerModel(run));
+  auto multimodal = PlanMultimodal(run);  // Engram layers per stage follow the partition
+  if (!multimodal.ok()) return multimodal.error();
+  run.multimodal = std::move(multimodal).value();
   Simulated simulated;
   std::ostringstream err;
   if (SimulateRun(run, simulated, err) != kExitOk) return Error{err.str()};
@@ -62,6 +66,42 @@ Result<std::string> ComparePolicies(const PreparedRun& run) {
         SimulateVariant(run, [policy](Config& config) { config.schedule.state_policy = policy; });
     if (!metrics.ok()) return metrics.error();
     text += Row(StatePolicyName(policy), metrics.value());
+  }
+  return text;
+}
+
+Result<std::string> CompareVision(const PreparedRun& base) {
+  std::string text =
+      "vision-encoder placements side by side (" +
+      std::to_string(base.multimodal.vision_work.image_count) + " images, " +
+      FormatImageTokens(base.config.multimodal.vision.image_tokens) + " tokens each):\n" +
+      "  placement       gpus     makespan_ms  bubble_fraction  on_first_rank_ms  "
+      "peak_memory_max  encoder_states  engram_exposed_ms\n";
+  for (const auto& [name, placement] : VisionPlacementChoices()) {
+    PreparedRun run = base;
+    run.config.multimodal.vision.placement = placement;
+    std::string row = "  " + name + std::string(name.size() < 14 ? 14 - name.size() : 1, ' ');
+    auto multimodal = PlanMultimodal(run);
+    if (!multimodal.ok()) {
+      text += row + "  not possible: " + multimodal.error().message + "\n";
+      continue;
+    }
+    run.multimodal = std::move(multimodal).value();
+    Simulated simulated;
+    std::ostringstream err;
+    if (SimulateRun(run, simulated, err) != kExitOk) return Error{err.str()};
+    RunInfo info;
+    info.multimodal = DescribeRunMultimodal(run, simulated);
+    const int64_t gpus = static_cast<int64_t>(run.config.parallel.world_size()) +
+                         run.multimodal.extra_devices;
+    text += row + PadLeft(std::to_string(gpus), 6) +
+            PadLeft(FormatMs(simulated.metrics.makespan), 16) +
+            PadLeft(FormatFixed(simulated.metrics.bubble_fraction, 6), 17) +
+            PadLeft(FormatMs(info.multimodal.vision_on_first_rank), 18) +
+            PadLeft(FormatBytes(MaxPeakMemory(simulated.metrics)), 17) +
+            PadLeft(FormatBytes(static_cast<int64_t>(info.multimodal.encoder_state_bytes)), 16) +
+            PadLeft(FormatMs(info.multimodal.engram_exposed), 19) +
+            "\n";
   }
   return text;
 }

@@ -29,11 +29,14 @@ std::vector<Time> LayerCosts(const ModelSpec& model) {
 
 // The time a cut placed before each layer puts on the critical path per microbatch: the hidden
 // state and the payload-policy shared state forward, the gradient and dState backward, over the
-// slowest link the pipeline uses (inter-node when the ranks span nodes).
+// slowest link the pipeline uses (inter-node when the ranks span nodes). With context
+// parallelism each CP rank sends its own shard: s·b/cp tokens (a transformer's hidden width is
+// already its share).
 std::vector<Time> CutCosts(const PreparedRun& run) {
   const ModelSpec& model = run.config.model;
   const ClusterSpec& cluster = run.config.cluster;
-  const int64_t tokens = model.tokens_per_microbatch();
+  const int32_t cp = model.is_transformer() ? 1 : std::max(1, run.config.parallel.cp);
+  const int64_t tokens = model.tokens_per_microbatch() / cp;
   const bool spans_nodes = cluster.given && run.schedule.num_ranks > cluster.devices_per_node;
   const DeviceId from(0);
   const DeviceId to(spans_nodes ? cluster.devices_per_node : 1);
@@ -98,15 +101,18 @@ LayerPipelineOptions PipelineOptionsOf(const PreparedRun& run) {
   options.cluster = run.config.cluster;
   options.cost_p2p = run.lower.cost_p2p;
   options.microbatches = run.schedule.num_microbatches;
+  if (!run.config.model.is_transformer()) options.context_parallel = run.config.parallel.cp;
   return options;
 }
 
 Status PrepareLayerModel(PreparedRun& run) {
   ModelSpec& model = run.config.model;
+  const ParallelSpec& parallel = run.config.parallel;
   if (!model.is_transformer())
     EstimateLayerCosts(model, run.config.cluster.effective_flops_per_s(),
                        run.config.cluster.hbm_bytes_per_s * run.config.cluster.memory_efficiency,
-                       run.config.parallel.ep);
+                       parallel.ep,
+                       ContextShards{parallel.cp, parallel.cp_sharding == CpSharding::kZigzag});
   auto partition = PartitionLayers(run, run.config.parallel.partition);
   if (!partition.ok()) return partition.error();
   run.partition = std::move(partition).value();

@@ -6,6 +6,10 @@
 
 #include <algorithm>
 #include <cmath>
+#include <numeric>
+#include <set>
+#include <string>
+#include <utility>
 
 #include "comm/collective.h"
 #include "core/units.h"
@@ -155,6 +159,54 @@ Status BuildTransformerModel(Config& config) {
   return Status::Ok();
 }
 
+Status CheckContextParallel(const Config& config, const ConfigLocations& locations) {
+  const ModelSpec& model = config.model;
+  const int32_t cp = config.parallel.cp;
+  if (cp <= 1 || !model.is_layer_list() || model.is_transformer()) return Status::Ok();
+  const std::string where = locations.Where("parallel.cp");
+  if (!config.cluster.given) {
+    return Error{where + std::to_string(cp) +
+                 " context-parallel ranks: their all-gathers need a cluster to run on; add one "
+                 "(cluster: {preset: h800x2}, stagecraft list presets)"};
+  }
+  const int64_t seq_len = model.seq_len;
+  if (seq_len % cp != 0) {
+    return Error{where + std::to_string(cp) + " does not divide seq_len " +
+                 std::to_string(seq_len) +
+                 " (each context-parallel rank holds s/cp tokens); pick a divisor"};
+  }
+  const bool zigzag = config.parallel.cp_sharding == CpSharding::kZigzag;
+  // Whole compression groups per chunk: seq_len a multiple of chunks·m for every ratio m.
+  const int64_t chunks = zigzag ? 2 * int64_t{cp} : cp;
+  int64_t unit = chunks;
+  int64_t contiguous_unit = cp;
+  int32_t bad_layer = -1;
+  for (size_t index = 0; index < model.layers.size(); ++index) {
+    const LayerSpec& layer = model.layers[index];
+    if (layer.kind != LayerKind::kDecoder || layer.attention == AttentionMode::kSwaOnly) continue;
+    const int64_t ratio = std::max(1, layer.compress_ratio);
+    if (bad_layer < 0 && seq_len % (chunks * ratio) != 0) bad_layer = static_cast<int32_t>(index);
+    unit = std::lcm(unit, chunks * ratio);
+    contiguous_unit = std::lcm(contiguous_unit, cp * ratio);
+  }
+  if (seq_len % unit == 0) return Status::Ok();
+  const std::string pieces = std::to_string(chunks) + (zigzag ? " zig-zag chunks" : " shards");
+  std::string need = "seq_len must be a multiple of " + std::to_string(unit);
+  if (bad_layer >= 0) {
+    const int32_t ratio = model.layers[bad_layer].compress_ratio;
+    need = "each must hold whole compression groups of m = " + std::to_string(ratio) +
+           " tokens (layers[" + std::to_string(bad_layer) + "]), so " + need;
+  }
+  const int64_t below = seq_len / unit * unit;
+  std::string suggestion = "try --seq-len " +
+                           (below > 0 ? std::to_string(below) + " or " : std::string()) +
+                           std::to_string(below + unit);
+  if (zigzag && seq_len % contiguous_unit == 0) suggestion += ", or --cp-sharding contiguous";
+  return Error{where + std::to_string(cp) + " with cp_sharding " +
+               (zigzag ? "zigzag" : "contiguous") + " cuts seq_len " + std::to_string(seq_len) +
+               " into " + pieces + "; " + need + ": " + suggestion};
+}
+
 namespace {
 
 // The ranks holding a stage's parameters: its rank, and with the dual placement (DualPipe's two
@@ -193,6 +245,92 @@ std::vector<double> RankParams(const Schedule& schedule, const std::vector<doubl
   return params;
 }
 
+// The gathers one CP rank joins for a stage of a CSA2 layer list, per microbatch: the compressed
+// KV of every producer it reads (its own full layers', and each received from an earlier stage:
+// a CP rank receives only its shard of the payload and re-gathers it) and the indexer keys its
+// full and reindex layers score, as (producer layer, kind); and its full layers, each with a halo.
+struct StageGathers {
+  std::set<std::pair<int32_t, StateKind>> states;
+  std::vector<int32_t> full_layers;
+};
+
+StageGathers GathersOfStage(const ModelSpec& model, const Partition& partition, int32_t stage,
+                            const std::vector<SharedStateEdge>& edges) {
+  StageGathers gathers;
+  for (int32_t index = partition.begin(stage); index < partition.end(stage); ++index) {
+    const LayerSpec& layer = model.layers[index];
+    if (layer.kind != LayerKind::kDecoder || layer.attention != AttentionMode::kFull) continue;
+    gathers.full_layers.push_back(index);
+    gathers.states.insert({index, StateKind::kCompressedKv});
+    gathers.states.insert({index, StateKind::kIndexerKeys});
+  }
+  for (const SharedStateEdge& edge : edges) {
+    const bool gathered =
+        edge.kind == StateKind::kCompressedKv || edge.kind == StateKind::kIndexerKeys;
+    if (gathered && partition.StageOf(edge.consumer) == stage) {
+      gathers.states.insert({edge.producer, edge.kind});
+    }
+  }
+  return gathers;
+}
+
+// Context parallelism of one stage of a CSA2 layer list (csa2.md, "Context parallelism (V4 /
+// V4.1)"), into c.cp_forward and c.cp_backward. Rank order: the cp ranks of a stage sit next to
+// each other (cp innermost, then dp with its ep groups, pp outermost), so a CP group shares a
+// node while cp <= devices per node. Forward, per microbatch: a ring all-gather over the cp ranks
+// of each gathered state (GathersOfStage; [S/m, kv_dim] or [S/m, c_I] bf16 per sequence), and
+// per full layer the halo of its last m uncompressed entries (kv_dim bf16 each) to the next CP
+// rank, a point-to-point α + bytes/β added to the collective (zig-zag's second halo runs at the
+// same time on the reverse link). Backward: a reduce-scatter of each gathered dKV (and of the
+// indexer keys' gradient when the indexer is trained) and each halo's gradient back, the same
+// times. With cp_overlap only max(0, communication − overlappable) is charged, overlappable being
+// the stage's compute that needs no gathered entry (LayerLocalFlops / cp at the device's rate,
+// at most each layer's F, or I backward). An approximation: it lets every gather of the stage
+// hide behind all of the stage's local work, where a real layer hides its gathers only behind
+// the local work that comes before its attention.
+void AddContextParallel(const Config& config, const Partition& partition, int32_t stage,
+                        const std::vector<SharedStateEdge>& edges, StageCollectives& c) {
+  const ModelSpec& model = config.model;
+  const ClusterSpec& cluster = config.cluster;
+  const Csa2Dims& dims = model.dims;
+  const int32_t cp = config.parallel.cp;
+  const int32_t per_node = std::min(cp, std::max(1, cluster.devices_per_node));
+  const double tokens = static_cast<double>(model.tokens_per_microbatch());
+  const StageGathers gathers = GathersOfStage(model, partition, stage, edges);
+  Time forward;
+  Time backward;
+  for (const auto& [producer, kind] : gathers.states) {
+    const int32_t ratio = std::max(1, model.layers[producer].compress_ratio);
+    const Time gather =
+        Gather(cluster, cp, per_node, tokens * StateBytesPerToken(kind, ratio, dims));
+    forward += gather;
+    if (kind == StateKind::kCompressedKv || dims.indexer_trained) backward += gather;
+  }
+  for (int32_t full : gathers.full_layers) {
+    const double halo_bytes = static_cast<double>(std::max(1, model.layers[full].compress_ratio)) *
+                              dims.kv_dim * 2.0 * model.micro_batch_size;
+    const Time halo = Ring(cluster, Collective::kSendRecv, 2, cp <= per_node ? 2 : 1, halo_bytes);
+    forward += halo;
+    backward += halo;
+  }
+  if (config.parallel.cp_overlap) {
+    const double rate = cluster.effective_flops_per_s();
+    Time hide_forward;
+    Time hide_backward;
+    for (int32_t index = partition.begin(stage); index < partition.end(stage); ++index) {
+      const LayerSpec& layer = model.layers[index];
+      const Time local = FromSeconds(
+          LayerLocalFlops(layer, dims, model.seq_len, model.micro_batch_size) / cp / rate);
+      hide_forward += std::min(local, layer.forward);
+      hide_backward += std::min(local, layer.input_grad);
+    }
+    forward = std::max(Time(), forward - hide_forward);
+    backward = std::max(Time(), backward - hide_backward);
+  }
+  c.cp_forward += forward;
+  c.cp_backward += backward;
+}
+
 // CSA2 layer lists (csa2.md formulas): expert and data parallelism around the pipeline. A MoE
 // layer's all-to-all dispatch carries k_e·d bytes per token (FP8) and its combine k_e·d·2 (BF16),
 // each way (csa2.md); routed experts are sharded over ep and their gradients reduced over dp/ep.
@@ -205,6 +343,7 @@ ParallelPlan PlanLayerListParallel(const Config& config, const Partition& partit
   const Csa2Dims& dims = model.dims;
   const int32_t d = parallel.dp;
   const int32_t ep = parallel.ep;
+  const int32_t cp = parallel.cp;
   const int32_t m = schedule.num_microbatches;
   const double tokens = static_cast<double>(model.tokens_per_microbatch());
   double flops_per_microbatch = 0;
@@ -217,16 +356,24 @@ ParallelPlan PlanLayerListParallel(const Config& config, const Partition& partit
   plan.hardware_flops_per_iteration = flops_per_microbatch * m * d;
   plan.model_flops_per_iteration = plan.hardware_flops_per_iteration;
   plan.peak_flops_per_device = cluster.peak_flops_per_s;
-  plan.shard_ranks = d;
+  // The CP ranks hold the same weights as the DP ranks: gradients are reduced, and ZeRO shards,
+  // over dp·cp ranks (contiguous: cp innermost); the ep ranks sit cp apart and each all-to-all
+  // carries one CP rank's s·b/cp tokens.
+  const int32_t reducers = d * cp;
+  plan.shard_ranks = reducers;
   const double per_token = static_cast<double>(dims.experts_per_token) * dims.hidden;
-  const Time ep_layer = ExpertAllToAlls(cluster, ep, cluster.devices_per_node, tokens * per_token,
-                                        tokens * per_token * 2);
+  const double rank_tokens = tokens / cp;
+  const Time ep_layer = ExpertAllToAlls(cluster, ep, std::max(1, cluster.devices_per_node / cp),
+                                        rank_tokens * per_token, rank_tokens * per_token * 2);
   const int32_t stages = partition.num_stages();
   plan.collectives.resize(static_cast<size_t>(stages));
   std::vector<double> stage_params(static_cast<size_t>(stages), 0.0);
   const int32_t dp_per_node = std::max(1, cluster.devices_per_node);
+  const std::vector<SharedStateEdge> edges =
+      cp > 1 ? SharedStateEdges(model.layers, dims) : std::vector<SharedStateEdge>();
   for (int32_t stage = 0; stage < stages; ++stage) {
     StageCollectives& c = plan.collectives[stage];
+    if (cp > 1) AddContextParallel(config, partition, stage, edges, c);
     double dense = 0;
     double experts = 0;
     for (int32_t index = partition.begin(stage); index < partition.end(stage); ++index) {
@@ -241,19 +388,19 @@ ParallelPlan PlanLayerListParallel(const Config& config, const Partition& partit
       }
     }
     stage_params[stage] = dense + experts;
-    c.dp_reduce = DenseAndExperts(cluster, Collective::kAllReduce, d, dp_per_node, ep,
+    c.dp_reduce = DenseAndExperts(cluster, Collective::kAllReduce, reducers, dp_per_node, ep,
                                   dense * kGradientBytes, experts * kGradientBytes);
-    c.dp_buckets = DenseAndExpertBuckets(parallel, cluster, d, dp_per_node, ep,
+    c.dp_buckets = DenseAndExpertBuckets(parallel, cluster, reducers, dp_per_node, ep,
                                          dense * kGradientBytes, experts * kGradientBytes);
   }
   plan.rank_params = RankParams(schedule, stage_params);
-  if (d == 1 && ep == 1) {
+  if (d == 1 && ep == 1 && cp == 1) {
     plan.collectives.clear();
     return plan;
   }
   plan.optimizer_step =
       OptimizerSteps(config, schedule, stage_params,
-                     (parallel.distributed_optimizer || parallel.zero_stage >= 1) ? d : 1);
+                     (parallel.distributed_optimizer || parallel.zero_stage >= 1) ? reducers : 1);
   return plan;
 }
 

@@ -17,6 +17,12 @@ namespace stagecraft {
 // than a node.
 Status BuildTransformerModel(Config& config);
 
+// CSA2 layer lists with cp > 1 (csa2.md, "Context parallelism (V4 / V4.1)"): a cluster for the
+// all-gathers, cp dividing seq_len, and shards of whole compression groups for every ratio m in
+// the model — contiguous: (s/cp) % m == 0; zig-zag: s % (2·cp) == 0 and (s/(2·cp)) % m == 0.
+// Errors name parallel.cp, the numbers and a seq_len that fits. Ok for cp = 1 and other models.
+Status CheckContextParallel(const Config& config, const ConfigLocations& locations);
+
 struct ParallelPlan {
   std::vector<StageCollectives> collectives;  // [stage]; empty when tp = dp = 1
   std::vector<Time> optimizer_step;           // [rank]
@@ -29,8 +35,9 @@ struct ParallelPlan {
   std::vector<double> rank_params;  // [rank] parameters one device holds (its stages, / tp)
   int32_t shard_ranks = 1;          // ranks ZeRO / FSDP shards over (dp·cp, or a node's share)
 };
-// Transformer models: TP, CP, EP and DP. CSA2 layer-list models: EP and DP (tp = cp = 1),
-// parameters and FLOPs from the csa2.md formulas (model/layer_costs.h). Other models: empty.
+// Transformer models: TP, CP, EP and DP. CSA2 layer-list models: CP, EP and DP (tp = 1),
+// parameters and FLOPs from the csa2.md formulas (model/layer_costs.h), CP's all-gathers as the
+// cp_forward / cp_backward collectives. Other models: empty.
 ParallelPlan PlanParallel(const Config& config, const Partition& partition,
                           const Schedule& schedule);
 

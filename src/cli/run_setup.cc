@@ -87,6 +87,8 @@ Status ApplyFlags(const RunFlags& flags, Config& config) {
       ApplyCount(flags.micro_batch_size, "--micro-batch-size", config.model.micro_batch_size));
   STAGECRAFT_RETURN_IF_ERROR(ApplyCount(flags.dp, "--dp", config.parallel.dp));
   STAGECRAFT_RETURN_IF_ERROR(ApplyCount(flags.cp, "--cp", config.parallel.cp));
+  STAGECRAFT_RETURN_IF_ERROR(ApplyChoice(flags.cp_sharding, "--cp-sharding", CpShardingChoices(),
+                                         config.parallel.cp_sharding));
   STAGECRAFT_RETURN_IF_ERROR(ApplyCount(flags.ep, "--ep", config.parallel.ep));
   STAGECRAFT_RETURN_IF_ERROR(ApplyCount(flags.vpp, "--vpp", config.parallel.vpp));
   STAGECRAFT_RETURN_IF_ERROR(
@@ -118,6 +120,13 @@ Status ApplyFlags(const RunFlags& flags, Config& config) {
                                          config.schedule.state_policy));
   STAGECRAFT_RETURN_IF_ERROR(ApplyChoice(flags.partition, "--partition", PartitionMethodChoices(),
                                          config.parallel.partition));
+  if (flags.vision_placement && !config.multimodal.vision.given) {
+    return Error{"--vision-placement: the config has no vision encoder (add a multimodal.vision "
+                 "section, as examples/v41-flash-multimodal.yaml)"};
+  }
+  STAGECRAFT_RETURN_IF_ERROR(ApplyChoice(flags.vision_placement, "--vision-placement",
+                                         VisionPlacementChoices(),
+                                         config.multimodal.vision.placement));
   return Status::Ok();
 }
 
@@ -308,11 +317,12 @@ Result<PreparedRun> PrepareRun(const RunFlags& flags) {
     run.config.model = std::move(model).value();
   }
   const bool csa2_layers = run.config.model.is_layer_list() && !run.config.model.is_transformer();
-  if (csa2_layers && (run.config.parallel.tp > 1 || run.config.parallel.cp > 1)) {
-    return Error{run.locations.Where(run.config.parallel.tp > 1 ? "parallel.tp" : "parallel.cp") +
-                 "tensor and context parallelism are simulated for transformer models "
-                 "(model.type: transformer) so far; a CSA2 layer list takes pp, dp and ep"};
+  if (csa2_layers && run.config.parallel.tp > 1) {
+    return Error{run.locations.Where("parallel.tp") +
+                 "tensor parallelism is simulated for transformer models (model.type: "
+                 "transformer) so far; a CSA2 layer list takes pp, cp, dp and ep"};
   }
+  STAGECRAFT_RETURN_IF_ERROR(CheckContextParallel(run.config, run.locations));
   if (csa2_layers && run.config.parallel.ep > 1 &&
       (run.config.parallel.dp % run.config.parallel.ep != 0 ||
        run.config.model.dims.routed_experts % run.config.parallel.ep != 0)) {
@@ -386,6 +396,9 @@ Result<PreparedRun> PrepareRun(const RunFlags& flags) {
     run.parallel_plan = PlanParallel(c, run.partition, run.schedule);
     run.lower.collectives = run.parallel_plan.collectives;
     run.lower.optimizer_step = run.parallel_plan.optimizer_step;
+    auto multimodal = PlanMultimodal(run);
+    if (!multimodal.ok()) return multimodal.error();
+    run.multimodal = std::move(multimodal).value();
     return run;
   }
   const char* kIgnored =
@@ -398,6 +411,8 @@ Result<PreparedRun> PrepareRun(const RunFlags& flags) {
     }
   }
   if (flags.state_policy) run.notes.push_back(std::string("--state-policy: ") + kIgnored);
+  auto multimodal = PlanMultimodal(run);  // a uniform model: an error when configured
+  if (!multimodal.ok()) return multimodal.error();
   if (flags.partition) run.notes.push_back(std::string("--partition: ") + kIgnored);
   const int32_t chunks = std::max(1, run.schedule.chunks_per_rank());
   run.stage_costs = UniformStageCosts(c.model, std::max(1, run.schedule.num_stages), chunks);

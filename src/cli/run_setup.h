@@ -7,6 +7,7 @@
 #include <string>
 #include <vector>
 
+#include "cli/multimodal_setup.h"
 #include "cli/parallel_setup.h"
 #include "core/result.h"
 #include "io/config.h"
@@ -28,6 +29,7 @@ struct RunFlags {
   std::optional<std::string> tp;                // --tp T
   std::optional<std::string> dp;                // --dp D
   std::optional<std::string> cp;                // --cp C
+  std::optional<std::string> cp_sharding;       // --cp-sharding contiguous|zigzag
   std::optional<std::string> ep;                // --ep E
   std::optional<std::string> vpp;               // --vpp V
   std::optional<std::string> microbatches;      // --microbatches M
@@ -41,6 +43,7 @@ struct RunFlags {
   std::optional<std::string> partition;         // --partition state-aware|cost|counts|layout
   std::optional<std::string> p2p;               // --p2p async|rendezvous
   std::optional<std::string> schedule_csv;      // --schedule-csv FILE
+  std::optional<std::string> vision_placement;  // --vision-placement NAME
 };
 
 struct PreparedRun {
@@ -52,6 +55,7 @@ struct PreparedRun {
   std::vector<StageCost> stage_costs;
   LowerOptions lower;
   ParallelPlan parallel_plan;      // transformer models: collectives and FLOP counts
+  MultimodalPlan multimodal;       // the vision encoder and Engram pieces, when configured
   std::vector<std::string> notes;  // things the user should know (printed to stderr)
 };
 

@@ -794,6 +794,9 @@ Status ReadParallel(const Reader& reader, const Field& field, ParallelSpec* para
        {"ep", CountInto(reader, &parallel->ep)},
        {"cp_mode", EnumInto<bool>(reader, "cp mode", {{"ring", false}, {"all-gather", true}},
                                   &parallel->cp_all_gather)},
+       {"cp_sharding",
+        EnumInto<CpSharding>(reader, "cp sharding", CpShardingChoices(), &parallel->cp_sharding)},
+       {"cp_overlap", BoolInto(reader, &parallel->cp_overlap)},
        {"sequence_parallel", BoolInto(reader, &parallel->sequence_parallel)},
        {"recompute", EnumInto<Recompute>(reader, "recompute",
                                          {{"none", Recompute::kNone},
@@ -865,6 +868,65 @@ Status ReadSchedule(const Reader& reader, const Field& field, ScheduleSpec* sche
        {"state_buffer_slots", IntInto(reader, 0, &schedule->state_buffer_slots)}});
 }
 
+// multimodal.vision: the vision encoder and where it runs (multimodal/vision.h);
+// multimodal.engram: how the Engram tables are sharded (multimodal/engram.h).
+Status ReadVision(const Reader& reader, const Field& field, VisionSpec* vision) {
+  vision->given = true;
+  const Apply tokens = [&reader, vision](const Field& value) -> Status {
+    std::string text;
+    STAGECRAFT_RETURN_IF_ERROR(reader.String(value, &text));
+    auto dist = ParseImageTokens(text);
+    if (!dist.ok()) return reader.At(value, dist.error().message);
+    const uint64_t seed = vision->image_tokens.seed;
+    vision->image_tokens = std::move(dist).value();
+    vision->image_tokens.seed = seed;
+    return Status::Ok();
+  };
+  const Apply seed = [&reader, vision](const Field& value) -> Status {
+    int32_t number = 0;
+    STAGECRAFT_RETURN_IF_ERROR(reader.Int(value, 0, &number));
+    vision->image_tokens.seed = static_cast<uint64_t>(number);
+    return Status::Ok();
+  };
+  return reader.ReadMap(
+      field, {{"placement", EnumInto(reader, "vision placement", VisionPlacementChoices(),
+                                     &vision->placement)},
+              {"layers", CountInto(reader, &vision->layers)},
+              {"hidden", CountInto(reader, &vision->hidden)},
+              {"heads", CountInto(reader, &vision->heads)},
+              {"mlp", CountInto(reader, &vision->mlp)},
+              {"patch", CountInto(reader, &vision->patch)},
+              {"unshuffle", CountInto(reader, &vision->unshuffle)},
+              {"images_per_sample", CountInto(reader, &vision->images_per_sample)},
+              {"recompute", BoolInto(reader, &vision->recompute)},
+              {"image_tokens", tokens},
+              {"seed", seed},
+              {"devices", CountInto(reader, &vision->devices)},
+              {"tp", CountInto(reader, &vision->tp)},
+              {"pp", CountInto(reader, &vision->pp)}});
+}
+
+Status ReadEngram(const Reader& reader, const Field& field, EngramSharding* engram) {
+  engram->given = true;
+  return reader.ReadMap(field, {{"owners", CountInto(reader, &engram->owners)},
+                                {"host_memory", BoolInto(reader, &engram->host_memory)},
+                                {"pcie_bandwidth", BandwidthInto(reader, &engram->pcie_bytes_per_s)},
+                                {"table_rows", [&reader, engram](const Field& value) -> Status {
+                                   int32_t rows = 0;  // up to 2^31 - 1 rows per table
+                                   STAGECRAFT_RETURN_IF_ERROR(reader.Int(value, 1, &rows));
+                                   engram->table_rows = rows;
+                                   return Status::Ok();
+                                 }}});
+}
+
+Status ReadMultimodal(const Reader& reader, const Field& field, MultimodalSpec* multimodal) {
+  return reader.ReadMap(
+      field,
+      {{"vision", [&](const Field& value) { return ReadVision(reader, value, &multimodal->vision); }},
+       {"engram",
+        [&](const Field& value) { return ReadEngram(reader, value, &multimodal->engram); }}});
+}
+
 Status ReadDocument(const Reader& reader, const YAML::Node& root, Config* config) {
   const std::vector<KeyHandler> sections = {
       {"model", [&](const Field& value) { return ReadModel(reader, value, &config->model); }},
@@ -872,7 +934,9 @@ Status ReadDocument(const Reader& reader, const YAML::Node& root, Config* config
       {"parallel",
        [&](const Field& value) { return ReadParallel(reader, value, &config->parallel); }},
       {"schedule",
-       [&](const Field& value) { return ReadSchedule(reader, value, &config->schedule); }}};
+       [&](const Field& value) { return ReadSchedule(reader, value, &config->schedule); }},
+      {"multimodal",
+       [&](const Field& value) { return ReadMultimodal(reader, value, &config->multimodal); }}};
   const std::string expected =
       " (expected a map with sections " + JoinChoices(KeysOf(sections)) + ")";
   if (root.IsNull()) return Error{reader.Where(YAML::Mark()) + "the config is empty" + expected};
@@ -904,6 +968,12 @@ const std::vector<std::pair<std::string, PartitionMethod>>& PartitionMethodChoic
       {"cost", PartitionMethod::kCost},
       {"counts", PartitionMethod::kCounts},
       {"layout", PartitionMethod::kLayout}};
+  return kChoices;
+}
+
+const std::vector<std::pair<std::string, CpSharding>>& CpShardingChoices() {
+  static const std::vector<std::pair<std::string, CpSharding>> kChoices = {
+      {"contiguous", CpSharding::kContiguous}, {"zigzag", CpSharding::kZigzag}};
   return kChoices;
 }
 

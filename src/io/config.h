@@ -15,6 +15,8 @@
 #include "lower/task_graph.h"
 #include "memory/model_states.h"
 #include "model/model_spec.h"
+#include "multimodal/engram.h"
+#include "multimodal/vision.h"
 #include "schedule/schedule.h"
 
 namespace stagecraft {
@@ -34,6 +36,15 @@ const char* PartitionMethodName(PartitionMethod method);
 // Gradient buckets of the data-parallel reduction: PyTorch DDP (a first bucket of 1 MiB, then
 // 25 MiB) or Megatron-LM (max(4e7, 1e6 · dp) parameters per bucket).
 enum class GradBuckets : uint8_t { kNone, kPytorch, kMegatron };
+
+// How a CSA2 layer list's sequence is split over the context-parallel ranks (csa2.md, "Context
+// parallelism (V4 / V4.1)"); every shard holds whole compression groups.
+enum class CpSharding : uint8_t {
+  kZigzag,      // 2·cp chunks, rank k holds chunks k and 2·cp − 1 − k: the indexer balanced
+  kContiguous,  // cp shards of s/cp tokens: the last rank scores ≈ (2·cp − 1)/cp of the average
+};
+// Both with their names (config key `parallel.cp_sharding`, flag `--cp-sharding`).
+const std::vector<std::pair<std::string, CpSharding>>& CpShardingChoices();
 
 struct ParallelSpec {
   int32_t pp = 4;                                            // pipeline-parallel ranks
@@ -60,6 +71,10 @@ struct ParallelSpec {
                               // 3 +params); distributed_optimizer means >= 1
   TrainingPrecision precision = TrainingPrecision::kBf16;  // parameter, gradient and optimizer
                                                            // bytes (memory/model_states.h)
+  // CSA2 layer lists' context parallelism: the sharding of the sequence, and whether the
+  // all-gathers of compressed KV and indexer keys overlap the compute that does not need them.
+  CpSharding cp_sharding = CpSharding::kZigzag;
+  bool cp_overlap = true;
   int32_t world_size() const { return pp * tp * cp * dp; }
   bool operator==(const ParallelSpec&) const = default;
 };
@@ -76,11 +91,20 @@ struct ScheduleSpec {
   bool operator==(const ScheduleSpec&) const = default;
 };
 
+// The multimodal pieces around the pipeline (issue 6): a vision encoder and its placement, and
+// the sharding of the Engram tables. Absent sections leave `given` false.
+struct MultimodalSpec {
+  VisionSpec vision;
+  EngramSharding engram;
+  bool operator==(const MultimodalSpec&) const = default;
+};
+
 struct Config {
   ModelSpec model;
   ClusterSpec cluster;
   ParallelSpec parallel;
   ScheduleSpec schedule;
+  MultimodalSpec multimodal;
   bool operator==(const Config&) const = default;
 };
 

@@ -199,7 +199,7 @@ TEST(ParseConfigErrorTest, EmptyDocument) {
   for (const char* yaml : {"", "# only a comment\n", "---\n"}) {
     const std::string message = ErrorOf(yaml);
     EXPECT_EQ(message.rfind("run.yaml:1:1: the config is empty", 0), 0u) << message;
-    EXPECT_NE(message.find("'model', 'cluster', 'parallel' or 'schedule'"), std::string::npos)
+    EXPECT_NE(message.find("'model', 'cluster', 'parallel', 'schedule' or 'multimodal'"), std::string::npos)
         << message;
   }
 }
@@ -219,9 +219,9 @@ TEST(ParseConfigErrorTest, UnknownKeyInSection) {
   EXPECT_EQ(message,
             "run.yaml:3:3: unknown key 'microbatch' in parallel; did you mean 'microbatches'? "
             "(expected one of 'pp', 'vpp', 'microbatches', 'placement', 'partition', "
-            "'layer_counts', 'layout', 'tp', 'dp', 'cp', 'ep', 'cp_mode', 'sequence_parallel', "
-            "'recompute', 'distributed_optimizer', 'grad_buckets', 'fsdp', 'zero_stage' or "
-            "'precision')");
+            "'layer_counts', 'layout', 'tp', 'dp', 'cp', 'ep', 'cp_mode', 'cp_sharding', "
+            "'cp_overlap', 'sequence_parallel', 'recompute', 'distributed_optimizer', "
+            "'grad_buckets', 'fsdp', 'zero_stage' or 'precision')");
 }
 
 TEST(ParseConfigErrorTest, UnknownTopLevelKey) {
@@ -231,7 +231,7 @@ TEST(ParseConfigErrorTest, UnknownTopLevelKey) {
                           0),
             0u)
       << message;
-  EXPECT_NE(message.find("(expected one of 'model', 'cluster', 'parallel' or 'schedule')"),
+  EXPECT_NE(message.find("(expected one of 'model', 'cluster', 'parallel', 'schedule' or 'multimodal')"),
             std::string::npos)
       << message;
 }
@@ -637,6 +637,26 @@ TEST(ParallelPartitionTest, Errors) {
             "one per stage, such as [3, 4, 3])");
   EXPECT_EQ(ErrorOf("parallel:\n  layout: ''\n"),
             "run.yaml:2:11: parallel.layout: is empty (expected a layout such as 'Et*3|t*4|t*3L')");
+}
+
+// CSA2 context parallelism: the sharding (zig-zag by default) and the all-gather overlap (on by
+// default).
+TEST(ParallelContextTest, ShardingAndOverlap) {
+  const Config defaults = Parse("parallel: {cp: 2}");
+  EXPECT_EQ(defaults.parallel.cp_sharding, CpSharding::kZigzag);
+  EXPECT_TRUE(defaults.parallel.cp_overlap);
+  const Config config =
+      Parse("parallel:\n  cp: 4\n  cp_sharding: contiguous\n  cp_overlap: false\n");
+  EXPECT_EQ(config.parallel.cp, 4);
+  EXPECT_EQ(config.parallel.cp_sharding, CpSharding::kContiguous);
+  EXPECT_FALSE(config.parallel.cp_overlap);
+  EXPECT_EQ(Parse("parallel: {cp_sharding: zigzag}").parallel.cp_sharding, CpSharding::kZigzag);
+  EXPECT_EQ(ErrorOf("parallel:\n  cp_sharding: zig-zag\n"),
+            "run.yaml:2:16: parallel.cp_sharding: unknown cp sharding 'zig-zag'; did you mean "
+            "'zigzag'? (expected 'contiguous' or 'zigzag')");
+  EXPECT_EQ(ErrorOf("parallel:\n  cp_overlap: yes\n"),
+            "run.yaml:2:15: parallel.cp_overlap: unknown boolean 'yes' (expected 'true' or "
+            "'false')");
 }
 
 TEST(ScheduleStateTest, Keys) {

@@ -8,8 +8,14 @@
 namespace stagecraft {
 namespace {
 
-std::vector<StageCost> StageCosts(const ModelSpec& model, const Partition& partition) {
-  const int64_t hidden = HiddenBytesPerToken(model.dims) * model.tokens_per_microbatch();
+// Tokens of one microbatch on one context-parallel rank.
+int64_t RankTokens(const ModelSpec& model, int32_t context_parallel) {
+  return model.tokens_per_microbatch() / std::max(1, context_parallel);
+}
+
+std::vector<StageCost> StageCosts(const ModelSpec& model, const Partition& partition,
+                                  int32_t context_parallel) {
+  const int64_t hidden = HiddenBytesPerToken(model.dims) * RankTokens(model, context_parallel);
   std::vector<StageCost> costs(static_cast<size_t>(partition.num_stages()));
   for (int32_t stage = 0; stage < partition.num_stages(); ++stage) {
     StageCost& cost = costs[stage];
@@ -34,9 +40,10 @@ std::vector<StageCost> StageCosts(const ModelSpec& model, const Partition& parti
 }
 
 // One flow per (producer, kind), consumers gathered from the edges.
-std::vector<StateFlow> GroupFlows(const ModelSpec& model, const Partition& partition) {
+std::vector<StateFlow> GroupFlows(const ModelSpec& model, const Partition& partition,
+                                  int32_t context_parallel) {
   std::map<std::pair<int32_t, StateKind>, StateFlow> flows;
-  const int64_t tokens = model.tokens_per_microbatch();
+  const int64_t tokens = RankTokens(model, context_parallel);
   for (const SharedStateEdge& edge : SharedStateEdges(model.layers, model.dims)) {
     StateFlow& flow = flows[{edge.producer, edge.kind}];
     flow.producer_layer = edge.producer;
@@ -61,11 +68,13 @@ std::vector<StateFlow> GroupFlows(const ModelSpec& model, const Partition& parti
 // the source's selection from its query latent (d_c·2 bytes per token shipped; indexer query
 // 2·(d_c·n_I·c_I + d·n_I) FLOPs per token plus scoring 2·n_I·c_I per visible compressed entry,
 // seq_len/(2m) on average for a causal query). csa2.md, "Shadow indexers" and "Per-layer cost
-// formulas". Returns false when the reading cannot recompute this kind of state.
+// formulas". One CP rank's share (its tokens) of a context-parallel run. Returns false when the
+// reading cannot recompute this kind of state.
 bool FillShadow(StateFlow& flow, const ModelSpec& model, ShadowReading reading, double flops,
-                double* recompute_flops = nullptr) {
+                int32_t context_parallel, double* recompute_flops = nullptr) {
   const Csa2Dims& d = model.dims;
-  const double tokens = static_cast<double>(model.tokens_per_microbatch());
+  const int64_t rank_tokens = RankTokens(model, context_parallel);
+  const double tokens = static_cast<double>(rank_tokens);
   const int32_t ratio = std::max(1, model.layers[flow.producer_layer].compress_ratio);
   double forward_flops = 0;
   if (reading == ShadowReading::kKeySide) {
@@ -81,7 +90,7 @@ bool FillShadow(StateFlow& flow, const ModelSpec& model, ShadowReading reading, 
                static_cast<double>(d.hidden) * d.indexer_heads);
     const double visible = static_cast<double>(model.seq_len) / ratio / 2.0;
     forward_flops = tokens * (query + 2.0 * d.indexer_heads * d.indexer_key_dim * visible);
-    flow.shadow_bytes = static_cast<int64_t>(d.query_latent) * 2 * model.tokens_per_microbatch();
+    flow.shadow_bytes = static_cast<int64_t>(d.query_latent) * 2 * rank_tokens;
     flow.shadow_param_bytes =
         (static_cast<int64_t>(d.query_latent) * d.indexer_heads * d.indexer_key_dim +
          static_cast<int64_t>(d.hidden) * d.indexer_heads) *
@@ -144,7 +153,8 @@ Time PolicyCost(const StateFlow& flow, StatePolicy policy, const LayerPipelineOp
 void ChoosePolicy(StateFlow& flow, const ModelSpec& model, const LayerPipelineOptions& options) {
   StateFlow shadowed = flow;
   const bool can_shadow =
-      FillShadow(shadowed, model, options.reading, options.cluster.effective_flops_per_s());
+      FillShadow(shadowed, model, options.reading, options.cluster.effective_flops_per_s(),
+                 options.context_parallel);
   if (options.policy == StatePolicy::kShadow) {
     flow = can_shadow ? shadowed : flow;
     flow.policy = can_shadow ? StatePolicy::kShadow : StatePolicy::kPayload;
@@ -189,7 +199,7 @@ std::vector<PolicyEstimate> EstimatePolicies(const StateFlow& flow, const ModelS
   double flops = 0;
   PolicyEstimate shadow{StatePolicy::kShadow, false, 0, 0.0, Time()};
   if (FillShadow(shadowed, model, options.reading, options.cluster.effective_flops_per_s(),
-                 &flops)) {
+                 options.context_parallel, &flops)) {
     const int64_t replicas =
         static_cast<int64_t>(ReceivingStages(flow, options.stage_ranks).size());
     const int64_t hops = RankCrossings(flow, options.stage_ranks);
@@ -207,8 +217,8 @@ std::vector<PolicyEstimate> EstimatePolicies(const StateFlow& flow, const ModelS
 LayerPipeline BuildLayerPipeline(const ModelSpec& model, const Partition& partition,
                                  const LayerPipelineOptions& options) {
   LayerPipeline pipeline;
-  pipeline.stage_costs = StageCosts(model, partition);
-  pipeline.flows = GroupFlows(model, partition);
+  pipeline.stage_costs = StageCosts(model, partition, options.context_parallel);
+  pipeline.flows = GroupFlows(model, partition, options.context_parallel);
   for (StateFlow& flow : pipeline.flows) ChoosePolicy(flow, model, options);
   return pipeline;
 }

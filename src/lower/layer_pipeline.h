@@ -20,11 +20,18 @@ struct LayerPipelineOptions {
   ClusterSpec cluster;                              // links and FLOP/s
   Time cost_p2p;                                    // added to every transfer between ranks
   int32_t microbatches = 1;  // spreads shadow\'s once-per-iteration sync over the estimates
+  // Context-parallel ranks: each ships its own shard of the hidden state and of every shared
+  // state (to the same CP rank of the next stage), and recomputes shadow state for its tokens
+  // only, so bytes and shadow work per transfer are 1/cp of the microbatch's. REQUIRES: divides
+  // the microbatch's tokens.
+  int32_t context_parallel = 1;
 };
 
 struct LayerPipeline {
   std::vector<StageCost> stage_costs;  // [stage] sums of its layers; p2p = hidden state at cut
-  std::vector<StateFlow> flows;        // one per (producer layer, state kind), by producer
+                                       // (one CP rank's share)
+  std::vector<StateFlow> flows;        // one per (producer layer, state kind), by producer;
+                                       // bytes of one CP rank's shard
   bool operator==(const LayerPipeline&) const = default;
 };
 

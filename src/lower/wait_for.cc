@@ -46,7 +46,8 @@ ProgramState Heads(const TaskGraph& graph, const std::vector<uint8_t>& done) {
 WaitEdge NextWait(const TaskGraph& graph, const std::vector<uint8_t>& done,
                   const ProgramState& state, uint32_t task) {
   const Task& current = graph.tasks[task];
-  if (current.kind == TaskKind::kCompute && state.head[current.rank] != task) {
+  const bool on_stream = current.kind == TaskKind::kCompute || current.kind == TaskKind::kWork;
+  if (on_stream && state.head[current.rank] != task) {
     return WaitEdge{task, state.head[current.rank], WaitReason::kProgramOrder};
   }
   for (uint32_t index = graph.pred_begin[task]; index < graph.pred_begin[task + 1]; ++index) {

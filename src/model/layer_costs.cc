@@ -100,6 +100,21 @@ double AttentionFlopsPerSequence(const LayerSpec& layer, const Csa2Dims& dims, i
   return flops;  // reuse adds nothing
 }
 
+// The compressed entries the indexer of `layer` scores for the query positions begin+1 .. end
+// (1-based): a full layer every visible one (⌊t/m⌋), a reindex layer at most its candidate pool's
+// (<= candidate_blocks × 8), other layers none.
+double ScoredEntries(const LayerSpec& layer, const Csa2Dims& dims, int64_t begin, int64_t end) {
+  if (layer.kind != LayerKind::kDecoder) return 0.0;
+  const int64_t m = std::max(layer.compress_ratio, 1);
+  int64_t cap = end;  // a full layer: no query sees more than ⌊end/m⌋ <= end entries
+  if (layer.attention == AttentionMode::kReindex) {
+    cap = int64_t{dims.candidate_blocks} * kCandidateBlockPositions;
+  } else if (layer.attention != AttentionMode::kFull) {
+    return 0.0;
+  }
+  return SumCompressed(end, m, cap) - SumCompressed(begin, m, cap);
+}
+
 // MoE 2·3·d·f·(k_e + E_s) + 2·d·E (SwiGLU experts plus the router), dense 2·3·d·f; per token.
 double MlpFlopsPerToken(const LayerSpec& layer, const Csa2Dims& dims) {
   const double d = dims.hidden;
@@ -193,6 +208,42 @@ double LayerForwardFlops(const LayerSpec& layer, const Csa2Dims& dims, int32_t s
   return 0.0;
 }
 
+double LayerScoringFlops(const LayerSpec& layer, const Csa2Dims& dims, int32_t seq_len,
+                         int32_t micro_batch_size, const ContextShards& shards) {
+  const double score_per_entry = 2.0 * dims.indexer_heads * dims.indexer_key_dim;
+  const int32_t ranks = std::max(shards.ranks, 1);
+  if (ranks == 1) {
+    return score_per_entry * ScoredEntries(layer, dims, 0, seq_len) * micro_batch_size;
+  }
+  const int64_t chunks = shards.zigzag ? 2 * int64_t{ranks} : ranks;
+  assert(seq_len % chunks == 0);
+  const int64_t chunk = seq_len / chunks;
+  double busiest = 0.0;
+  for (int64_t rank = 0; rank < ranks; ++rank) {
+    double entries = ScoredEntries(layer, dims, rank * chunk, (rank + 1) * chunk);
+    if (shards.zigzag) {
+      const int64_t mirror = chunks - 1 - rank;
+      entries += ScoredEntries(layer, dims, mirror * chunk, (mirror + 1) * chunk);
+    }
+    busiest = std::max(busiest, entries);
+  }
+  return score_per_entry * busiest * micro_batch_size;
+}
+
+double LayerLocalFlops(const LayerSpec& layer, const Csa2Dims& dims, int32_t seq_len,
+                       int32_t micro_batch_size) {
+  const double tokens = static_cast<double>(seq_len) * micro_batch_size;
+  if (layer.kind != LayerKind::kDecoder) {
+    return LayerForwardFlops(layer, dims, seq_len, micro_batch_size);  // embedding, head
+  }
+  const double core_per_key = 4.0 * dims.heads * dims.head_dim;
+  return (2.0 * AttentionProjectionParams(dims) * seq_len +
+          core_per_key * SumWindow(seq_len, dims.window)) *
+             micro_batch_size +
+         MlpFlopsPerToken(layer, dims) * tokens +
+         (layer.engram ? 2.0 * EngramProjectionParams(dims) * tokens : 0.0);
+}
+
 // Bytes one microbatch's forward moves through HBM: the weights it reads (bf16) and its
 // activations (written once).
 double LayerBytes(const LayerSpec& layer, const Csa2Dims& dims, double tokens,
@@ -209,14 +260,29 @@ double LayerBytes(const LayerSpec& layer, const Csa2Dims& dims, double tokens,
   return 2.0 * weights + static_cast<double>(ActivationBytesPerToken(layer, dims)) * tokens;
 }
 
+namespace {
+
+// One CP rank's forward FLOPs: everything but the scoring split evenly, plus the busiest rank's
+// scoring (the ranks run in step). The whole layer's with one rank.
+double RankForwardFlops(const LayerSpec& layer, const ModelSpec& model,
+                        const ContextShards& context) {
+  const double whole = LayerForwardFlops(layer, model.dims, model.seq_len, model.micro_batch_size);
+  if (context.ranks <= 1) return whole;
+  const double scoring =
+      LayerScoringFlops(layer, model.dims, model.seq_len, model.micro_batch_size);
+  return (whole - scoring) / context.ranks +
+         LayerScoringFlops(layer, model.dims, model.seq_len, model.micro_batch_size, context);
+}
+
+}  // namespace
+
 void EstimateLayerCosts(ModelSpec& model, double flops_per_second, double bytes_per_second,
-                        int32_t expert_parallel) {
+                        int32_t expert_parallel, const ContextShards& context) {
   assert(flops_per_second > 0);
-  const int64_t tokens = model.tokens_per_microbatch();
+  const int64_t tokens = model.tokens_per_microbatch() / std::max(context.ranks, 1);
   for (LayerSpec& layer : model.layers) {
     if (layer.forward == Time()) {
-      const double flops =
-          LayerForwardFlops(layer, model.dims, model.seq_len, model.micro_batch_size);
+      const double flops = RankForwardFlops(layer, model, context);
       layer.forward = FlopsToTime(flops, flops_per_second);
       if (bytes_per_second > 0) {
         const Time memory = FlopsToTime(LayerBytes(layer, model.dims, static_cast<double>(tokens),

@@ -18,6 +18,29 @@ namespace stagecraft {
 double LayerForwardFlops(const LayerSpec& layer, const Csa2Dims& dims, int32_t seq_len,
                          int32_t micro_batch_size);
 
+// How a sequence is split over context-parallel ranks (csa2.md, "Context parallelism (V4 /
+// V4.1)"): `ranks` shards holding whole compression groups, either contiguous (s/cp tokens each)
+// or 2·ranks zig-zag chunks of s/(2·cp) tokens, rank k holding chunks k and 2·ranks − 1 − k.
+struct ContextShards {
+  int32_t ranks = 1;   // cp; 1 = the whole sequence on one rank
+  bool zigzag = true;  // false: contiguous shards
+};
+
+// The indexer scoring inside LayerForwardFlops — full: 2·n_I·c_I per (query, visible compressed
+// entry), a query at position t seeing ⌊t/m⌋ entries; reindex: the same capped at the candidate
+// pool; 0 for other layers — on the busiest rank of `shards`: the largest sum over one rank's
+// positions, times micro_batch_size. With one rank, the whole layer's scoring.
+// REQUIRES: seq_len splits into whole chunks (seq_len % (ranks or 2·ranks) == 0).
+double LayerScoringFlops(const LayerSpec& layer, const Csa2Dims& dims, int32_t seq_len,
+                         int32_t micro_batch_size, const ContextShards& shards = {});
+
+// The part of LayerForwardFlops that needs no compressed entry gathered from other
+// context-parallel ranks: the attention projections, the sliding-window attention, the MLP and
+// the Engram projection (what a CP all-gather of compressed KV and indexer keys can hide
+// behind). For the whole microbatch; one CP rank does 1/cp of it.
+double LayerLocalFlops(const LayerSpec& layer, const Csa2Dims& dims, int32_t seq_len,
+                       int32_t micro_batch_size);
+
 // Fills every zero cost of model.layers: forward = FLOPs / flops_per_second; backward 2× forward
 // split evenly into input_grad and weight_grad (csa2.md: "Backward ≈ 2 × forward for trainable
 // matmuls (split I ≈ W)"), so each zero half becomes the layer's forward time (given or derived);
@@ -29,8 +52,13 @@ double LayerForwardFlops(const LayerSpec& layer, const Csa2Dims& dims, int32_t s
 // microbatch reads (bf16; a MoE layer reads the min(E, tokens·k_e) experts its tokens reach, of
 // which a device holds 1/expert_parallel) plus its activations written. REQUIRES:
 // flops_per_second > 0 (peak × efficiency), expert_parallel >= 1.
+// With context parallelism (context.ranks = cp > 1) the derived costs are one CP rank's: the CP
+// ranks run in step, so a layer takes its busiest rank's time — everything but the indexer
+// scoring / cp, plus the scoring of the busiest rank (LayerScoringFlops); the bytes bound, the
+// activations and the expert reach count the rank's s·b/cp tokens (each rank still reads every
+// weight). Given costs are taken as one CP rank's. REQUIRES: seq_len splits into the shards.
 void EstimateLayerCosts(ModelSpec& model, double flops_per_second, double bytes_per_second = 0,
-                        int32_t expert_parallel = 1);
+                        int32_t expert_parallel = 1, const ContextShards& context = {});
 
 // Parameters of one layer (csa2.md "Per-layer cost formulas"): decoder attention projections P
 // (≈126.6M), plus for a full layer the compressor d·c·(1 + [m>1]), the indexer-key projection

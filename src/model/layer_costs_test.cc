@@ -182,6 +182,106 @@ TEST(LayerCostsTest, EstimateFillsZeroCostsOnly) {
   EXPECT_NEAR(full.forward.ms(), 9.0, 0.1);
 }
 
+// ---- Context parallelism: the indexer scoring split from the rest (csa2.md, "Context
+// parallelism (V4 / V4.1)": contiguous shards leave the last rank's indexer ≈ (2·cp − 1)/cp of
+// the average, 2·cp zig-zag chunks rebalance it) ----
+
+// A full layer's scoring is 2·n_I·c_I per (query, visible compressed entry): with m = 1 a query at
+// position t sees t entries, Σ_{t=1..s} t = s(s+1)/2 (csa2.md "Per-layer cost formulas").
+TEST(ContextParallelCostTest, ScoringOfAFullLayer) {
+  const Csa2Dims dims;
+  const double s = 65536;
+  EXPECT_DOUBLE_EQ(LayerScoringFlops(Decoder(AttentionMode::kFull, 1), dims, 65536, 2),
+                   2.0 * 32 * 128 * s * (s + 1) / 2 * 2);
+  EXPECT_EQ(LayerScoringFlops(Decoder(AttentionMode::kReuse, 1), dims, 65536, 1), 0.0);
+  EXPECT_EQ(LayerScoringFlops(OfKind(LayerKind::kHead), dims, 65536, 1), 0.0);
+  // The scoring and the local part (projections, window, MoE) are disjoint pieces of the layer.
+  const LayerSpec full = Decoder(AttentionMode::kFull, 2);
+  EXPECT_LT(LayerScoringFlops(full, dims, 4096, 1) + LayerLocalFlops(full, dims, 4096, 1),
+            LayerForwardFlops(full, dims, 4096, 1));
+  const LayerSpec swa = Decoder(AttentionMode::kSwaOnly, 0);
+  EXPECT_DOUBLE_EQ(LayerLocalFlops(swa, dims, 4096, 1), LayerForwardFlops(swa, dims, 4096, 1));
+}
+
+// Contiguous shards: the last of cp ranks scores ≈ (2·cp − 1)/cp of the balanced share (7/4 at cp
+// 4) for a full layer with m = 1 at long s; zig-zag chunks give exactly the balanced share (rank
+// k's chunks k and 2cp − 1 − k sum to the same for every k when chunks hold whole groups).
+TEST(ContextParallelCostTest, ContiguousLastRankScoresTwoCpMinusOneOverCp) {
+  const Csa2Dims dims;
+  for (int32_t ratio : {1, 2}) {
+    const LayerSpec full = Decoder(AttentionMode::kFull, ratio);
+    const double balanced = LayerScoringFlops(full, dims, 131072, 1) / 4;
+    const double contiguous = LayerScoringFlops(full, dims, 131072, 1, ContextShards{4, false});
+    const double zigzag = LayerScoringFlops(full, dims, 131072, 1, ContextShards{4, true});
+    EXPECT_NEAR(contiguous / balanced, 7.0 / 4.0, 1e-3) << "m = " << ratio;
+    EXPECT_NEAR(zigzag / balanced, 1.0, 1e-9) << "m = " << ratio;
+  }
+  // cp 2: (2·2 − 1)/2 = 1.5.
+  const LayerSpec full = Decoder(AttentionMode::kFull, 1);
+  EXPECT_NEAR(LayerScoringFlops(full, dims, 65536, 1, ContextShards{2, false}) /
+                  (LayerScoringFlops(full, dims, 65536, 1) / 2),
+              1.5, 1e-3);
+  // A reindex layer scores at most its candidate pool (16,384 entries), so past 16,384 positions
+  // every query costs the same: contiguous shards of a long sequence are nearly balanced.
+  const LayerSpec reindex = Decoder(AttentionMode::kReindex, 1);
+  EXPECT_NEAR(LayerScoringFlops(reindex, dims, 1 << 20, 1, ContextShards{4, false}) /
+                  (LayerScoringFlops(reindex, dims, 1 << 20, 1) / 4),
+              1.0, 0.01);
+}
+
+// The layer list the context-parallel tests estimate: every attention mode, with a candidate pool
+// that covers the whole 65,536-token sequence (so reindex scoring grows with t like a full
+// layer's and zig-zag balances it exactly).
+ModelSpec ContextParallelModel() {
+  ModelSpec model;
+  model.seq_len = 65536;
+  model.dims.candidate_blocks = 65536 / 8;
+  model.layers = {OfKind(LayerKind::kEmbedding),     Decoder(AttentionMode::kSwaOnly, 0),
+                  Decoder(AttentionMode::kFull, 2),  Decoder(AttentionMode::kReuse, 2),
+                  Decoder(AttentionMode::kFull, 1),  Decoder(AttentionMode::kReindex, 1),
+                  Decoder(AttentionMode::kReuse, 1), OfKind(LayerKind::kHead)};
+  return model;
+}
+
+Time TotalForward(const ModelSpec& model) {
+  Time total;
+  for (const LayerSpec& layer : model.layers) total += layer.forward;
+  return total;
+}
+
+// One CP rank changes nothing; zig-zag over cp ranks computes total/cp per rank (up to the ns
+// rounding of each layer), contiguous more; activations are a rank's s/cp tokens.
+TEST(ContextParallelCostTest, EstimatePerRank) {
+  const double flops = 989.5e12 * 0.4;
+  ModelSpec whole = ContextParallelModel();
+  EstimateLayerCosts(whole, flops);
+  for (bool zigzag : {true, false}) {
+    ModelSpec one_rank = ContextParallelModel();
+    EstimateLayerCosts(one_rank, flops, 0, 1, ContextShards{1, zigzag});
+    EXPECT_EQ(one_rank, whole);
+  }
+  ModelSpec zigzag = ContextParallelModel();
+  EstimateLayerCosts(zigzag, flops, 0, 1, ContextShards{4, true});
+  const int64_t layers = static_cast<int64_t>(whole.layers.size());
+  EXPECT_NEAR(static_cast<double>(TotalForward(zigzag).ns()),
+              static_cast<double>(TotalForward(whole).ns()) / 4, static_cast<double>(layers));
+  ModelSpec contiguous = ContextParallelModel();
+  EstimateLayerCosts(contiguous, flops, 0, 1, ContextShards{4, false});
+  EXPECT_GT(TotalForward(contiguous).ns(), TotalForward(zigzag).ns() * 21 / 20);
+  for (size_t layer = 0; layer < whole.layers.size(); ++layer) {
+    EXPECT_EQ(zigzag.layers[layer].activation_bytes * 4, whole.layers[layer].activation_bytes);
+    EXPECT_EQ(zigzag.layers[layer].input_grad, zigzag.layers[layer].forward);
+  }
+  // Layers without scoring are split evenly by both shardings.
+  EXPECT_EQ(contiguous.layers[3].forward, zigzag.layers[3].forward);  // reuse
+  // The full layer with m = 1: everything but the scoring / 4, plus 7/4 of the balanced scoring.
+  const LayerSpec& full = whole.layers[4];
+  const double scoring = LayerScoringFlops(full, whole.dims, 65536, 1);
+  const double rest = LayerForwardFlops(full, whole.dims, 65536, 1) - scoring;
+  EXPECT_NEAR(contiguous.layers[4].forward.ns() * 1e-9, (rest / 4 + scoring / 4 * 7 / 4) / flops,
+              1e-5);
+}
+
 }  // namespace
 }  // namespace stagecraft
 

@@ -6,6 +6,12 @@
 #include <cstdint>
 #include <vector>
 
+#include "core/result.h"
+#include "core/time.h"
+#include "hardware/cluster_spec.h"
+#include "lower/task_graph.h"
+#include "sim/simulator.h"
+
 namespace stagecraft {
 
 struct EngramSpec {
@@ -23,5 +29,63 @@ int64_t EngramLookupBytesPerToken(const EngramSpec& spec);
 // Bytes of all tables one of `owners` owners holds (rows split evenly, rounded up).
 // REQUIRES: owners >= 1.
 int64_t EngramOwnerBytes(const EngramSpec& spec, int32_t owners);
+
+// How a run shards the Engram tables (config `multimodal.engram`): over a process group of
+// `owners` devices among the ranks that hold an Engram layer's stage (its data- and
+// context-parallel peers). Per iteration and Engram layer, before the stage's first forward: an
+// all-to-all of the local batch's ids (int64) to the owners and one of the rows (264 B each)
+// back; after the stage's last backward: an all-to-all of the rows' gradients (bf16, 256 values)
+// to the owners. With `host_memory` the owners keep their rows in host memory and move the rows
+// they serve (and the gradients they receive) over PCIe.
+struct EngramSharding {
+  bool given = false;
+  int32_t owners = 16;
+  bool host_memory = false;
+  // PCIe 5.0 x16: 64 GB/s per direction raw (PCI-SIG); 50 GB/s usable is an assumption.
+  double pcie_bytes_per_s = 50e9;
+  // Rows of each Engram layer's table; 0 = V4.1's (EngramSpec::table_rows, the last repeated
+  // when the model has more Engram layers).
+  int64_t table_rows = 0;
+  bool operator==(const EngramSharding&) const = default;
+};
+
+struct EngramTraffic {
+  int64_t id_bytes = 0;        // per rank and Engram layer, sent (and received) by the ids' all-to-all
+  int64_t row_bytes = 0;       // ... by the rows' all-to-all
+  int64_t gradient_bytes = 0;  // ... by the gradients' all-to-all
+  Time fetch;                  // ids + rows (+ the host reads), per Engram layer
+  Time gradient;               // gradients (+ the host writes), per Engram layer
+};
+
+// The tables of a model with `engram_layers` Engram layers, sharded as `sharding` says.
+EngramSpec EngramTables(const EngramSharding& sharding, int32_t engram_layers);
+
+// `tokens`: the local batch one rank looks up per iteration (m · b · s / cp). `per_node`: the
+// owners sharing a node.
+EngramTraffic EngramIterationTraffic(const EngramSpec& spec, const EngramSharding& sharding,
+                                     int64_t tokens, const ClusterSpec& cluster,
+                                     int32_t per_node);
+
+// Adds the all-to-alls to `graph` for the Engram layers of each stage (`layers_per_stage[s]`):
+// the fetch on the stage rank's collective stream from the start, the stage's first forward
+// waiting for it; the gradients after the stage's last backward.
+void AddEngramExchanges(const std::vector<int32_t>& layers_per_stage, const EngramTraffic& traffic,
+                        TaskGraph& graph);
+
+// The Engram traffic in a finished trace: its time, and how long a stage's first forward waited
+// for its fetch after everything else it needed was there. (What the traffic adds to the step
+// in all, the fetches and the gradients queued before the data-parallel reduction, is the
+// difference to a run without it: the CLI simulates both.)
+struct EngramExposure {
+  Time fetch;        // the Engram fetch time summed over the collectives
+  Time fetch_delay;  // the longest a stage's first forward waited for its fetch alone
+  Time gradient;     // the gradient all-to-all time summed
+};
+EngramExposure MeasureEngramExposure(const TaskGraph& graph, const Trace& trace);
+
+// Checks `owners` against the ranks that hold an Engram layer's stage (dp · cp of them): it must
+// divide them. Messages name multimodal.engram.owners.
+Status CheckEngramSharding(const EngramSharding& sharding, int32_t stage_peers,
+                           int32_t engram_layers);
 
 }  // namespace stagecraft

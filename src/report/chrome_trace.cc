@@ -49,6 +49,10 @@ std::string EventName(const TaskGraph& graph, const Task& info) {
   if (info.kind == TaskKind::kCollective) {
     return std::string(PayloadName(info.payload)) + " after " + FormatAction(info.action);
   }
+  if (info.kind == TaskKind::kWork) {
+    return std::string(PayloadName(info.payload)) + " mb=" +
+           std::to_string(info.action.microbatch.value());
+  }
   if (info.kind != TaskKind::kCompute) {
     return TransferName(info) + " " + FormatAction(info.action) + " -> " +
            FormatAction(info.consumer);
@@ -123,7 +127,7 @@ std::string FormatChromeTrace(const TaskGraph& graph, const Trace& trace,
     const Task& info = graph.tasks[task];
     const Time start = trace.timings[task].start;
     if (info.kind == TaskKind::kDelay) continue;  // a timer, not shown
-    if (info.kind == TaskKind::kCompute) {
+    if (info.kind == TaskKind::kCompute || info.kind == TaskKind::kWork) {
       rows.push_back({info.rank, 0, start, task});
     } else if (info.kind == TaskKind::kCollective) {
       rows.push_back({info.rank, 1 + 2 * ranks, start, task});
@@ -145,13 +149,15 @@ std::string FormatChromeTrace(const TaskGraph& graph, const Trace& trace,
     json.BeginObject().Key("ph").String("X");
     json.Key("name").String(EventName(graph, info));
     json.Key("cat").String(compute ? KindWord(info.action.kind)
-                                   : (info.kind == TaskKind::kCollective ? "collective" : "p2p"));
+                           : info.kind == TaskKind::kWork
+                               ? PayloadName(info.payload)
+                               : (info.kind == TaskKind::kCollective ? "collective" : "p2p"));
     json.Key("pid").Int(row.pid).Key("tid").Int(row.tid);
     json.Key("ts").Raw(Micros(timing.start)).Key("dur").Raw(Micros(timing.end - timing.start));
     json.Key("args").BeginObject();
     json.Key("microbatch").Int(info.action.microbatch.value());
     json.Key("stage").Int(info.action.stage.value());
-    if (!compute) json.Key("bytes").Int(info.bytes);
+    if (!compute && info.kind != TaskKind::kWork) json.Key("bytes").Int(info.bytes);
     json.EndObject().EndObject();
   }
   if (memory != nullptr) WriteMemoryCounters(json, *memory);

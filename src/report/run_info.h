@@ -29,6 +29,36 @@ struct CutInfo {
   std::string states;                 // "compressed_kv of 3, top_k of 3"
 };
 
+// The multimodal pieces of a run (cli/multimodal_setup.h); `vision` / `engram` false = absent.
+struct MultimodalInfo {
+  bool vision = false;
+  std::string placement;
+  std::string image_tokens;  // the distribution, e.g. "uniform:64-1024"
+  int64_t images = 0;        // per iteration on the simulated pipeline
+  double vision_flops = 0;   // forward + backward, per iteration on the simulated pipeline
+  Time vision_forward;       // the encoder's work, one device
+  Time vision_backward;
+  Time vision_on_first_rank;    // encoder work on the rank running microbatch 0's first stage
+  int32_t encoder_devices = 0;  // disaggregated: per pipeline replica
+  int32_t prologue = 0;         // bubble-fill: microbatches encoded before the pipeline
+  Time forward_in_bubbles;      // bubble-fill: work placed into idle gaps
+  Time backward_in_bubbles;
+  double encoder_params = 0;
+  double encoder_state_bytes = 0;  // the most encoder model states on one device
+  bool engram = false;
+  int32_t engram_owners = 0;
+  int32_t engram_layers = 0;
+  bool engram_host_memory = false;
+  int64_t engram_id_bytes = 0;  // per rank and Engram layer per iteration
+  int64_t engram_row_bytes = 0;
+  int64_t engram_gradient_bytes = 0;
+  int64_t engram_owner_bytes = 0;  // table bytes one owner holds
+  Time engram_fetch;
+  Time engram_fetch_delay;  // the longest a stage's first forward waited for its fetch alone
+  Time engram_gradient;
+  Time engram_exposed;  // the step's makespan less the same graph's with the Engram traffic free
+};
+
 struct RunInfo {
   std::string config;    // what was simulated: a config file's base name or "bundled: ..."
   std::string model;     // model name
@@ -57,6 +87,7 @@ struct RunInfo {
   double model_flops_per_iteration = 0;     // without
   double peak_flops_per_device = 0;
   double params = 0;
+  MultimodalInfo multimodal;
 };
 
 }  // namespace stagecraft

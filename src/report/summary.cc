@@ -140,6 +140,85 @@ std::string FormatThroughput(const RunInfo& run, const Metrics& metrics) {
   return text;
 }
 
+std::string FormatMultimodal(const MultimodalInfo& info) {
+  std::string text;
+  if (info.vision) {
+    text += "  vision encoder    placement " + info.placement + ": " + std::to_string(info.images) +
+            " images (" + info.image_tokens + " tokens each), " +
+            FormatFixed(info.vision_flops / 1e12, 1) + " TFLOP forward + backward; work " +
+            FormatMs(info.vision_forward) + " ms forward + " + FormatMs(info.vision_backward) +
+            " ms backward on one device\n";
+    text += "                    on the first stage's rank " + FormatMs(info.vision_on_first_rank) +
+            " ms; encoder " + FormatFixed(info.encoder_params / 1e6, 1) + "M parameters, " +
+            FormatBytes(static_cast<int64_t>(info.encoder_state_bytes)) +
+            " of model states on the fullest device";
+    if (info.encoder_devices > 0) {
+      text += "; " + std::to_string(info.encoder_devices) + " encoder devices per pipeline";
+    }
+    text += "\n";
+    if (info.placement == "bubble-fill") {
+      text += "                    bubble-fill: " + std::to_string(info.prologue) +
+              (info.prologue == 1 ? " microbatch" : " microbatches") +
+              " encoded before the pipeline; " +
+              FormatMs(info.forward_in_bubbles) + " ms forward and " +
+              FormatMs(info.backward_in_bubbles) + " ms backward placed in idle gaps\n";
+    }
+  }
+  if (info.engram) {
+    text += "  engram            G = " + std::to_string(info.engram_owners) + " owners (" +
+            FormatBytes(info.engram_owner_bytes) + " of tables each" +
+            (info.engram_host_memory ? ", in host memory" : "") + "), " +
+            std::to_string(info.engram_layers) +
+            (info.engram_layers == 1 ? " Engram layer" : " Engram layers") +
+            "; per rank and layer: ids " +
+            FormatBytes(info.engram_id_bytes) + ", rows " + FormatBytes(info.engram_row_bytes) +
+            ", gradients " + FormatBytes(info.engram_gradient_bytes) + "\n";
+    text += "                    fetch " + FormatMs(info.engram_fetch) + " ms (a first forward waited " +
+            FormatMs(info.engram_fetch_delay) + " ms for it), gradients " +
+            FormatMs(info.engram_gradient) + " ms; exposed " + FormatMs(info.engram_exposed) +
+            " ms (what the step loses to them)\n";
+  }
+  return text.empty() ? text : text + "\n";
+}
+
+void WriteMultimodal(JsonWriter& json, const MultimodalInfo& info) {
+  if (!info.vision && !info.engram) return;
+  json.Key("multimodal").BeginObject();
+  if (info.vision) {
+    json.Key("vision").BeginObject();
+    json.Key("placement").String(info.placement);
+    json.Key("image_tokens").String(info.image_tokens);
+    json.Key("images").Int(info.images);
+    json.Key("flops").Fixed(info.vision_flops, 0);
+    json.Key("forward_ms").Raw(FormatMs(info.vision_forward));
+    json.Key("backward_ms").Raw(FormatMs(info.vision_backward));
+    json.Key("on_first_stage_rank_ms").Raw(FormatMs(info.vision_on_first_rank));
+    json.Key("encoder_devices").Int(info.encoder_devices);
+    json.Key("prologue_microbatches").Int(info.prologue);
+    json.Key("forward_in_bubbles_ms").Raw(FormatMs(info.forward_in_bubbles));
+    json.Key("backward_in_bubbles_ms").Raw(FormatMs(info.backward_in_bubbles));
+    json.Key("encoder_params").Fixed(info.encoder_params, 0);
+    json.Key("encoder_state_bytes").Fixed(info.encoder_state_bytes, 0);
+    json.EndObject();
+  }
+  if (info.engram) {
+    json.Key("engram").BeginObject();
+    json.Key("owners").Int(info.engram_owners);
+    json.Key("layers").Int(info.engram_layers);
+    json.Key("host_memory").Bool(info.engram_host_memory);
+    json.Key("owner_bytes").Int(info.engram_owner_bytes);
+    json.Key("id_bytes").Int(info.engram_id_bytes);
+    json.Key("row_bytes").Int(info.engram_row_bytes);
+    json.Key("gradient_bytes").Int(info.engram_gradient_bytes);
+    json.Key("fetch_ms").Raw(FormatMs(info.engram_fetch));
+    json.Key("fetch_delay_ms").Raw(FormatMs(info.engram_fetch_delay));
+    json.Key("gradient_ms").Raw(FormatMs(info.engram_gradient));
+    json.Key("exposed_ms").Raw(FormatMs(info.engram_exposed));
+    json.EndObject();
+  }
+  json.EndObject();
+}
+
 }  // namespace
 
 std::string FormatSummary(const RunInfo& run, const Metrics& metrics) {
@@ -163,6 +242,7 @@ std::string FormatSummary(const RunInfo& run, const Metrics& metrics) {
   text += "  compute actions   " + std::to_string(metrics.num_compute_actions) + ", transfers " +
           std::to_string(metrics.num_transfers) + " (" + FormatBytes(metrics.bytes_moved) + ")\n\n";
   if (run.world_size > 0) text += FormatThroughput(run, metrics);
+  text += FormatMultimodal(run.multimodal);
   if (!run.stages.empty()) text += FormatStages(run);
   if (!metrics.flows.empty()) text += FormatStateSummary(run, metrics);
   const bool state = !metrics.flows.empty();
@@ -221,6 +301,7 @@ std::string FormatMetricsJson(const RunInfo& run, const Metrics& metrics) {
   json.Key("state_bytes_forward").Int(metrics.state_bytes_forward);
   json.Key("state_bytes_backward").Int(metrics.state_bytes_backward);
   json.Key("state_exposed_ms").Raw(FormatMs(metrics.state_exposed));
+  WriteMultimodal(json, run.multimodal);
   WriteFlows(json, metrics);
   WriteStages(json, run);
   json.Key("ranks").BeginArray();

@@ -51,7 +51,11 @@ std::string FormatTimeline(const TaskGraph& graph, const Trace& trace, const Met
   std::string text =
       "timeline: one column = " + FormatMs(Time::Nanoseconds(column_ns)) +
       " ms; F forward, B backward, I input-grad, W weight-grad, then the "
-      "microbatch; small letters for odd chunks; X&Y an overlapped F&B op; '.' idle\n";
+      "microbatch; small letters for odd chunks; X&Y an overlapped F&B op; '.' idle";
+  bool has_work = false;
+  for (const Task& task : graph.tasks) has_work = has_work || task.kind == TaskKind::kWork;
+  text += has_work ? "; V / v a share of the microbatch's vision-encoder forward / backward\n"
+                   : "\n";
   for (size_t rank = 0; rank < graph.programs.size(); ++rank) {
     std::string row(columns, '.');
     const auto& program = graph.programs[rank];
@@ -64,6 +68,16 @@ std::string FormatTimeline(const TaskGraph& graph, const Trace& trace, const Met
       size_t end = static_cast<size_t>(((trace.timings[task].end - origin).ns() + column_ns / 2) /
                                        column_ns);
       end = std::min(std::max(end, begin + 1), columns);
+      if (info.kind == TaskKind::kWork) {
+        const std::string work =
+            (info.action.kind == ActionKind::kForward ? "V" : "v") +
+            std::to_string(info.action.microbatch.value());
+        for (size_t column = begin; column < end; ++column) {
+          const size_t offset = column - begin;
+          row[column] = offset < work.size() ? work[offset] : '~';
+        }
+        continue;
+      }
       std::string label = CellLabel(info.action, num_ranks);
       if (const Action* tail = FusedTail(graph, rank, position)) {
         label += '&' + CellLabel(*tail, num_ranks);

@@ -1,0 +1,727 @@
+#include "multimodal/vision.h"
+
+#include <algorithm>
+#include <cmath>
+#include <numeric>
+
+#include "lower/graph_edit.h"
+#include "model/layer_costs.h"
+#include "multimodal/image_sharding.h"
+#include "sim/simulator.h"
+
+namespace stagecraft {
+namespace {
+
+constexpr uint32_t kNoTask = UINT32_MAX;
+
+// Gaps shorter than this are left alone: a piece of encoder work has a launch cost of its own.
+constexpr int64_t kMinPieceNs = 10'000;
+
+Time Scaled(Time time, double factor) {
+  return Time::Nanoseconds(std::llround(static_cast<double>(time.ns()) * factor));
+}
+
+int64_t ScaledBytes(int64_t bytes, double factor) {
+  return std::llround(static_cast<double>(bytes) * factor);
+}
+
+// latency + bytes / bandwidth on one link, plus the fixed per-transfer cost.
+Time LinkTime(const LinkSpec& link, int64_t bytes, Time extra) {
+  Time time = link.latency + extra;
+  if (link.bandwidth_bytes_per_s > 0) {
+    time = time + FromSeconds(static_cast<double>(bytes) / link.bandwidth_bytes_per_s);
+  }
+  return time;
+}
+
+// Where the first stage runs each microbatch: its forward and the backward that yields the
+// gradient of its input (B, or I when the backward is split).
+struct FirstStage {
+  std::vector<uint32_t> forward;   // [microbatch]
+  std::vector<uint32_t> backward;  // [microbatch]
+};
+
+Result<FirstStage> FindFirstStage(const TaskGraph& graph, int32_t microbatches) {
+  FirstStage first;
+  first.forward.assign(static_cast<size_t>(microbatches), kNoTask);
+  first.backward.assign(static_cast<size_t>(microbatches), kNoTask);
+  for (uint32_t task = 0; task < graph.num_tasks(); ++task) {
+    const Task& info = graph.tasks[task];
+    if (info.kind != TaskKind::kCompute || info.action.stage.value() != 0) continue;
+    const int32_t mb = info.action.microbatch.value();
+    if (mb >= microbatches) continue;
+    if (info.action.kind == ActionKind::kForward) first.forward[mb] = task;
+    if (info.action.kind == ActionKind::kBackward || info.action.kind == ActionKind::kInputGrad) {
+      first.backward[mb] = task;
+    }
+  }
+  for (int32_t mb = 0; mb < microbatches; ++mb) {
+    if (first.forward[mb] == kNoTask || first.backward[mb] == kNoTask) {
+      return Error{"vision encoder: the schedule has no forward and backward of stage 0 for "
+                   "microbatch " +
+                   std::to_string(mb)};
+    }
+  }
+  return first;
+}
+
+// A position of `rank`'s original program before which work may go: never between the two
+// halves of an F&B op (the tail is `overlapped`).
+size_t Before(const TaskGraph& graph, const GraphEditor& editor, int32_t rank, size_t position) {
+  while (position > 0 && position < editor.OriginalProgramSize(rank) &&
+         graph.tasks[editor.ProgramTask(rank, position)].action.overlapped) {
+    --position;
+  }
+  return position;
+}
+
+size_t After(const TaskGraph& graph, const GraphEditor& editor, int32_t rank, size_t position) {
+  size_t next = position + 1;
+  while (next < editor.OriginalProgramSize(rank) &&
+         graph.tasks[editor.ProgramTask(rank, next)].action.overlapped) {
+    ++next;
+  }
+  return next;
+}
+
+Time Sum(const std::vector<Time>& times) {
+  return std::accumulate(times.begin(), times.end(), Time());
+}
+
+void PlaceColocated(const VisionWork& work, const FirstStage& first, TaskGraph& graph,
+                    GraphEditor& editor) {
+  for (size_t mb = 0; mb < work.forward.size(); ++mb) {
+    const Task& forward = graph.tasks[first.forward[mb]];
+    const Task& backward = graph.tasks[first.backward[mb]];
+    const MicrobatchId id(static_cast<int32_t>(mb));
+    const uint32_t encode = editor.AddWork(
+        forward.rank, Before(graph, editor, forward.rank, static_cast<size_t>(forward.position)),
+        PayloadKind::kVisionForward, ActionKind::kForward, id, work.forward[mb],
+        work.activation_bytes[mb]);
+    editor.AddEdge(encode, first.forward[mb]);
+    const uint32_t back = editor.AddWork(
+        backward.rank, After(graph, editor, backward.rank, static_cast<size_t>(backward.position)),
+        PayloadKind::kVisionBackward, ActionKind::kBackward, id, work.backward[mb],
+        work.activation_bytes[mb]);
+    editor.AddEdge(first.backward[mb], back);
+  }
+}
+
+// Every pipeline rank encodes a share of all the local batch's images: largest first to the
+// least loaded rank (ties: the lower rank), so the shares are even within one image. A rank
+// encodes its share of each microbatch in turn before its first action and runs the backwards
+// after its last; the first stage's F of j waits for every share of j.
+void PlaceDecoupled(const VisionWork& work, const FirstStage& first, TaskGraph& graph,
+                    GraphEditor& editor) {
+  struct Image {
+    int32_t mb;
+    Time forward;
+    double share;  // of its microbatch (by tokens)
+  };
+  std::vector<Image> images;
+  const size_t microbatches = work.forward.size();
+  for (size_t mb = 0; mb < microbatches; ++mb) {
+    const int64_t total_tokens =
+        std::accumulate(work.image_tokens[mb].begin(), work.image_tokens[mb].end(), int64_t{0});
+    for (int32_t tokens : work.image_tokens[mb]) {
+      // The token share is exact for the linear terms and close for the N_p² one.
+      const double share = static_cast<double>(tokens) / static_cast<double>(total_tokens);
+      images.push_back({static_cast<int32_t>(mb), Scaled(work.forward[mb], share), share});
+    }
+  }
+  std::vector<size_t> order(images.size());
+  std::iota(order.begin(), order.end(), 0);
+  std::stable_sort(order.begin(), order.end(),
+                   [&](size_t a, size_t b) { return images[a].forward > images[b].forward; });
+  const int32_t ranks = graph.num_ranks;
+  std::vector<Time> load(static_cast<size_t>(ranks));
+  // [rank][microbatch] the rank's share of the microbatch.
+  std::vector<std::vector<double>> share(static_cast<size_t>(ranks),
+                                         std::vector<double>(microbatches, 0.0));
+  for (size_t index : order) {
+    const auto rank =
+        static_cast<size_t>(std::min_element(load.begin(), load.end()) - load.begin());
+    load[rank] += images[index].forward;
+    share[rank][images[index].mb] += images[index].share;
+  }
+  for (int32_t rank = 0; rank < ranks; ++rank) {
+    for (size_t mb = 0; mb < microbatches; ++mb) {
+      const double part = share[rank][mb];
+      if (part <= 0) continue;
+      const MicrobatchId id(static_cast<int32_t>(mb));
+      const int64_t activation = ScaledBytes(work.activation_bytes[mb], part);
+      const int64_t embedding = ScaledBytes(work.embedding_bytes[mb], part);
+      const uint32_t encode =
+          editor.AddWork(rank, 0, PayloadKind::kVisionForward, ActionKind::kForward, id,
+                         Scaled(work.forward[mb], part), activation);
+      const uint32_t back = editor.AddWork(rank, editor.OriginalProgramSize(rank),
+                                           PayloadKind::kVisionBackward, ActionKind::kBackward,
+                                           id, Scaled(work.backward[mb], part), activation);
+      const int32_t target = graph.tasks[first.forward[mb]].rank;
+      if (target == rank) {
+        editor.AddEdge(encode, first.forward[mb]);
+      } else {
+        const uint32_t send =
+            editor.AddTransfer(PayloadKind::kVisionEmbedding, rank, target, embedding, id);
+        editor.AddEdge(encode, send);
+        editor.AddEdge(send, first.forward[mb]);
+      }
+      const int32_t source = graph.tasks[first.backward[mb]].rank;
+      if (source == rank) {
+        editor.AddEdge(first.backward[mb], back);
+      } else {
+        const uint32_t grad =
+            editor.AddTransfer(PayloadKind::kVisionGradient, source, rank, embedding, id);
+        editor.AddEdge(first.backward[mb], grad);
+        editor.AddEdge(grad, back);
+      }
+    }
+  }
+}
+
+// The encoder's own devices: dp replicas of a tp × pp layout; microbatch j on replica j mod dp;
+// each replica runs a GPipe order (all its forwards, then its backwards), the encoder's stages
+// linked in a node and the last stage to the first language-model stage over the network.
+int32_t PlaceDisaggregated(const VisionSpec& spec, const VisionWork& work,
+                           const FirstStage& first, TaskGraph& graph, GraphEditor& editor) {
+  const int32_t dp = spec.dp();
+  const int32_t pp = spec.pp;
+  const double per_stage = 1.0 / (spec.tp * pp);
+  const int32_t base = graph.num_ranks;
+  for (int32_t index = 0; index < dp * pp; ++index) editor.AddRank();
+  const ClusterSpec& cluster = graph.cluster;
+  const auto link_time = [&](const LinkSpec& link, int64_t bytes) {
+    return cluster.given ? LinkTime(link, bytes, graph.cost_p2p) : graph.cost_p2p;
+  };
+  const size_t microbatches = work.forward.size();
+  // [microbatch][encoder stage] its forward and backward work.
+  std::vector<std::vector<uint32_t>> forward(microbatches), backward(microbatches);
+  for (const bool is_forward : {true, false}) {
+    for (size_t mb = 0; mb < microbatches; ++mb) {
+      const int32_t replica = static_cast<int32_t>(mb) % dp;
+      const MicrobatchId id(static_cast<int32_t>(mb));
+      for (int32_t stage = 0; stage < pp; ++stage) {
+        const int32_t rank = base + replica * pp + stage;
+        const uint32_t task = editor.AddWork(
+            rank, 0, is_forward ? PayloadKind::kVisionForward : PayloadKind::kVisionBackward,
+            is_forward ? ActionKind::kForward : ActionKind::kBackward, id,
+            Scaled(is_forward ? work.forward[mb] : work.backward[mb], per_stage),
+            ScaledBytes(work.activation_bytes[mb], per_stage));
+        (is_forward ? forward : backward)[mb].push_back(task);
+      }
+    }
+  }
+  for (size_t mb = 0; mb < microbatches; ++mb) {
+    const MicrobatchId id(static_cast<int32_t>(mb));
+    int64_t patches = 0;
+    for (int32_t tokens : work.image_tokens[mb]) {
+      patches += static_cast<int64_t>(tokens) * spec.unshuffle * spec.unshuffle;
+    }
+    const int64_t cut_bytes = patches * spec.hidden * 2;  // [N_p, d_v] bf16 at a stage cut
+    const int32_t replica = static_cast<int32_t>(mb) % dp;
+    for (int32_t stage = 0; stage + 1 < pp; ++stage) {
+      const int32_t from = base + replica * pp + stage;
+      const Time time = link_time(cluster.intra_node, cut_bytes);
+      const uint32_t ahead = editor.AddTransfer(PayloadKind::kActivation, from, from + 1,
+                                                cut_bytes, id, time);
+      editor.AddEdge(forward[mb][stage], ahead);
+      editor.AddEdge(ahead, forward[mb][stage + 1]);
+      const uint32_t back = editor.AddTransfer(PayloadKind::kGradient, from + 1, from, cut_bytes,
+                                               id, time);
+      editor.AddEdge(backward[mb][stage + 1], back);
+      editor.AddEdge(back, backward[mb][stage]);
+    }
+    const int32_t last = base + replica * pp + pp - 1;
+    const Time time = link_time(cluster.inter_node, work.embedding_bytes[mb]);
+    const int32_t target = graph.tasks[first.forward[mb]].rank;
+    const uint32_t send = editor.AddTransfer(PayloadKind::kVisionEmbedding, last, target,
+                                             work.embedding_bytes[mb], id, time);
+    editor.AddEdge(forward[mb][pp - 1], send);
+    editor.AddEdge(send, first.forward[mb]);
+    const int32_t source = graph.tasks[first.backward[mb]].rank;
+    const uint32_t grad = editor.AddTransfer(PayloadKind::kVisionGradient, source, last,
+                                             work.embedding_bytes[mb], id, time);
+    editor.AddEdge(first.backward[mb], grad);
+    editor.AddEdge(grad, backward[mb][pp - 1]);
+  }
+  return dp * pp;
+}
+
+// ---- bubble-fill --------------------------------------------------------------------------
+
+// A share of one microbatch's encoder work on one rank.
+struct Piece {
+  int32_t rank = 0;
+  size_t position = 0;  // before this task of the rank's original program
+  int32_t mb = 0;
+  bool forward = true;
+  Time duration;
+  int64_t activation = 0;  // held from the forward piece's start to its backward's end
+  int64_t embedding = 0;   // sent to the first stage (its gradient comes back)
+  bool in_gap = false;     // placed into an idle gap of the pipeline
+};
+
+// Builds the graph with `pieces` added to a copy of `base`.
+Result<TaskGraph> WithPieces(const TaskGraph& base, const FirstStage& first,
+                             const std::vector<Piece>& pieces) {
+  TaskGraph graph = base;
+  GraphEditor editor(graph);
+  for (const Piece& piece : pieces) {
+    const MicrobatchId id(piece.mb);
+    const uint32_t work = editor.AddWork(
+        piece.rank, piece.position,
+        piece.forward ? PayloadKind::kVisionForward : PayloadKind::kVisionBackward,
+        piece.forward ? ActionKind::kForward : ActionKind::kBackward, id, piece.duration,
+        piece.activation);
+    if (piece.forward) {
+      const int32_t target = graph.tasks[first.forward[piece.mb]].rank;
+      if (target == piece.rank) {
+        editor.AddEdge(work, first.forward[piece.mb]);
+      } else {
+        const uint32_t send = editor.AddTransfer(PayloadKind::kVisionEmbedding, piece.rank,
+                                                 target, piece.embedding, id);
+        editor.AddEdge(work, send);
+        editor.AddEdge(send, first.forward[piece.mb]);
+      }
+    } else {
+      const int32_t source = graph.tasks[first.backward[piece.mb]].rank;
+      if (source == piece.rank) {
+        editor.AddEdge(first.backward[piece.mb], work);
+      } else {
+        const uint32_t grad = editor.AddTransfer(PayloadKind::kVisionGradient, source, piece.rank,
+                                                 piece.embedding, id);
+        editor.AddEdge(first.backward[piece.mb], grad);
+        editor.AddEdge(grad, work);
+      }
+    }
+  }
+  editor.Finish();
+  return graph;
+}
+
+struct Gap {
+  int32_t rank = 0;
+  size_t position = 0;  // work placed here runs before this task of the original program
+  Time cursor;          // where the next piece may start
+  Time end;
+};
+
+// The idle stretches of each rank's compute stream in `trace` of a graph built from `base`
+// (whose original programs name the positions): before each action (after the previous one, or
+// the start) and after the last action until the run ends. Never inside an F&B op.
+std::vector<Gap> FindGaps(const TaskGraph& base, const TaskGraph& graph, const Trace& trace) {
+  Time run_end;
+  for (const TaskTiming& timing : trace.timings) run_end = std::max(run_end, timing.end);
+  std::vector<Gap> gaps;
+  for (int32_t rank = 0; rank < base.num_ranks; ++rank) {
+    const std::vector<uint32_t>& program = base.programs[rank];
+    // Work placed before the first action (the prologue) ends the first gap's left edge.
+    Time previous_end;
+    for (uint32_t task : graph.programs[rank]) {
+      if (graph.tasks[task].kind != TaskKind::kWork) break;
+      previous_end = trace.timings[task].end;
+    }
+    for (size_t position = 0; position <= program.size(); ++position) {
+      const bool at_end = position == program.size();
+      if (!at_end && base.tasks[program[position]].action.overlapped) {
+        previous_end = std::max(previous_end, trace.timings[program[position]].end);
+        continue;
+      }
+      const Time start = at_end ? run_end : trace.timings[program[position]].start;
+      if ((start - previous_end).ns() >= kMinPieceNs) {
+        gaps.push_back({rank, position, previous_end, start});
+      }
+      if (!at_end) previous_end = trace.timings[program[position]].end;
+    }
+  }
+  std::stable_sort(gaps.begin(), gaps.end(), [](const Gap& a, const Gap& b) {
+    return std::pair(a.cursor, a.rank) < std::pair(b.cursor, b.rank);
+  });
+  return gaps;
+}
+
+// Splits `whole` (with its backward, activation and embedding) into the share `part` / whole.
+Piece ShareOf(const VisionWork& work, int32_t mb, Time part, int32_t rank, size_t position) {
+  const double share = static_cast<double>(part.ns()) / static_cast<double>(work.forward[mb].ns());
+  Piece piece;
+  piece.rank = rank;
+  piece.position = position;
+  piece.mb = mb;
+  piece.duration = part;
+  piece.activation = ScaledBytes(work.activation_bytes[mb], share);
+  piece.embedding = ScaledBytes(work.embedding_bytes[mb], share);
+  return piece;
+}
+
+// When the embedding gradient of microbatch `mb` reaches `rank`.
+Time BackwardReady(const VisionWork& work, int32_t mb, int32_t rank, const TaskGraph& graph,
+                   const Trace& trace, const FirstStage& first) {
+  const Task& source = graph.tasks[first.backward[mb]];
+  const Time end = trace.timings[first.backward[mb]].end;
+  if (source.rank == rank) return end;
+  return end + TransferTime(graph.cluster, DeviceId(source.rank), DeviceId(rank),
+                            work.embedding_bytes[mb], graph.cost_p2p);
+}
+
+// Idle time left on `rank` after `ready`, in gaps long enough for a piece.
+Time Capacity(const std::vector<Gap>& gaps, int32_t rank, Time ready) {
+  Time total;
+  for (const Gap& gap : gaps) {
+    const Time begin = std::max(gap.cursor, ready);
+    if (gap.rank == rank && (gap.end - begin).ns() >= kMinPieceNs) total += gap.end - begin;
+  }
+  return total;
+}
+
+// The backward of `forward` (a forward piece) on its rank, where its activations are: into the
+// rank's gaps after `ready` as far as they go, the rest after the rank's last action. Appends
+// the pieces; the forward's activations are freed in proportion as they end.
+void PlaceBackwardOf(const Piece& forward, Time duration, Time ready, size_t program_size,
+                     std::vector<Gap>& gaps, std::vector<Piece>& pieces) {
+  Time left = duration;
+  std::vector<Piece> placed;
+  for (Gap& gap : gaps) {
+    if (left.ns() == 0) break;
+    if (gap.rank != forward.rank) continue;
+    const Time begin = std::max(gap.cursor, ready);
+    if ((gap.end - begin).ns() < kMinPieceNs) continue;
+    Piece piece = forward;
+    piece.position = gap.position;
+    piece.forward = false;
+    piece.duration = std::min(left, gap.end - begin);
+    piece.in_gap = true;
+    placed.push_back(piece);
+    gap.cursor = begin + piece.duration;
+    left -= piece.duration;
+  }
+  if (left.ns() > 0) {
+    Piece piece = forward;
+    piece.position = program_size;
+    piece.forward = false;
+    piece.duration = left;
+    piece.in_gap = false;
+    placed.push_back(piece);
+  }
+  int64_t freed = 0;
+  for (size_t k = 0; k < placed.size(); ++k) {
+    placed[k].activation =
+        k + 1 == placed.size()
+            ? forward.activation - freed
+            : ScaledBytes(forward.activation, static_cast<double>(placed[k].duration.ns()) /
+                                                  static_cast<double>(duration.ns()));
+    freed += placed[k].activation;
+  }
+  pieces.insert(pieces.end(), placed.begin(), placed.end());
+}
+
+// Microbatch `mb`'s encoder work into the gaps. Its forward pieces end before the first stage's
+// F of `mb` starts (less the embeddings' transfer from another rank). A first pass takes only as
+// much forward work on a rank as that rank can also hide the backward of (after the embedding
+// gradient arrives); later passes place the rest of the forward anyway, its backward then partly
+// after the rank's last action. False, changing nothing, when the forward does not fit.
+bool PlaceMicrobatch(const VisionWork& work, int32_t mb, const TaskGraph& graph,
+                     const Trace& trace, const FirstStage& first, std::vector<Gap>& gaps,
+                     std::vector<Piece>& pieces) {
+  const Task& consumer = graph.tasks[first.forward[mb]];
+  const Time deadline = trace.timings[first.forward[mb]].start;
+  const double ratio = static_cast<double>(work.backward[mb].ns()) /
+                       static_cast<double>(std::max<int64_t>(1, work.forward[mb].ns()));
+  Time left = work.forward[mb];
+  std::vector<Gap> trial = gaps;
+  std::vector<Piece> placed;
+  const int32_t ranks = graph.num_ranks;
+  for (const int pass : {0, 1, 2}) {
+    const bool hide_backward = pass == 0;
+    // Pass 1 spreads what pass 0 could not hide evenly over the ranks, so that the backwards
+    // left for after the pipeline run side by side; pass 2 takes whatever still fits.
+    const Time quota = pass == 1 ? Time::Nanoseconds((left.ns() + ranks - 1) / ranks) : left;
+    std::vector<Time> taken(static_cast<size_t>(ranks));
+    for (size_t index = 0; index < trial.size() && left.ns() > 0; ++index) {
+      Gap& gap = trial[index];
+      const Time transfer =
+          gap.rank == consumer.rank
+              ? Time()
+              : TransferTime(graph.cluster, DeviceId(gap.rank), DeviceId(consumer.rank),
+                             work.embedding_bytes[mb], graph.cost_p2p);
+      const Time end = std::min(gap.end, deadline - transfer);
+      if ((end - gap.cursor).ns() < kMinPieceNs) continue;
+      Time part = std::min({left, end - gap.cursor, quota - taken[gap.rank]});
+      const Time ready = BackwardReady(work, mb, gap.rank, graph, trace, first);
+      if (hide_backward) {
+        part = std::min(part, Scaled(Capacity(trial, gap.rank, ready), 1.0 / ratio));
+        if (part.ns() < kMinPieceNs && part != left) continue;
+      }
+      if (part.ns() <= 0) continue;
+      Piece piece = ShareOf(work, mb, part, gap.rank, gap.position);
+      piece.in_gap = true;
+      gap.cursor += part;
+      left -= part;
+      taken[gap.rank] += part;
+      placed.push_back(piece);
+      PlaceBackwardOf(piece, Scaled(part, ratio), ready, graph.programs[gap.rank].size(), trial,
+                      placed);
+    }
+  }
+  if (left.ns() > 0) return false;
+  gaps = std::move(trial);
+  pieces.insert(pieces.end(), placed.begin(), placed.end());
+  return true;
+}
+
+Result<VisionPlacementStats> PlaceBubbleFill(const VisionWork& work, const FirstStage& first,
+                                             TaskGraph& graph) {
+  const TaskGraph base = graph;
+  const int32_t ranks = base.num_ranks;
+  const auto microbatches = static_cast<int32_t>(work.forward.size());
+  std::vector<uint8_t> in_prologue(static_cast<size_t>(microbatches), 0);
+  if (microbatches > 0) in_prologue[0] = 1;  // the first stage starts with microbatch 0's images
+  constexpr int kMaxRounds = 8;
+  int rounds = 0;
+  for (;;) {
+    // The prologue: its microbatches' encoding split evenly over every rank, before the pipeline.
+    std::vector<Piece> prologue;
+    for (int32_t mb = 0; mb < microbatches; ++mb) {
+      if (!in_prologue[mb] || work.forward[mb].ns() == 0) continue;
+      const int64_t each = work.forward[mb].ns() / ranks;
+      for (int32_t rank = 0; rank < ranks; ++rank) {
+        const Time part = Time::Nanoseconds(
+            rank + 1 == ranks ? work.forward[mb].ns() - each * (ranks - 1) : each);
+        if (part.ns() > 0) prologue.push_back(ShareOf(work, mb, part, rank, 0));
+      }
+    }
+    auto baseline = WithPieces(base, first, prologue);
+    if (!baseline.ok()) return baseline.error();
+    const Trace trace = Simulate(baseline.value());
+    if (trace.deadlock) return Error{"vision encoder: bubble-fill's baseline deadlocked"};
+    std::vector<Gap> gaps = FindGaps(base, baseline.value(), trace);
+    std::vector<Piece> pieces = prologue;
+    // The prologue's backwards first: their microbatches come back first.
+    for (const Piece& piece : prologue) {
+      const double ratio = static_cast<double>(work.backward[piece.mb].ns()) /
+                           static_cast<double>(work.forward[piece.mb].ns());
+      PlaceBackwardOf(piece, Scaled(piece.duration, ratio),
+                      BackwardReady(work, piece.mb, piece.rank, base, trace, first),
+                      base.programs[piece.rank].size(), gaps, pieces);
+    }
+    // Every microbatch that does not fit joins the prologue and the search runs again on the
+    // baseline that makes; after a few rounds the rest of the microbatches join too, so it ends.
+    bool fits = true;
+    for (int32_t mb = 0; mb < microbatches; ++mb) {
+      if (in_prologue[mb] || work.forward[mb].ns() == 0) continue;
+      if (!fits && rounds >= kMaxRounds) {
+        in_prologue[mb] = 1;
+      } else if (!PlaceMicrobatch(work, mb, base, trace, first, gaps, pieces)) {
+        in_prologue[mb] = 1;
+        fits = false;
+      }
+    }
+    ++rounds;
+    if (!fits) continue;
+    VisionPlacementStats stats;
+    for (const Piece& piece : pieces) {
+      if (!piece.in_gap) continue;
+      (piece.forward ? stats.forward_in_bubbles : stats.backward_in_bubbles) += piece.duration;
+    }
+    for (int32_t mb = 0; mb < microbatches; ++mb) {
+      if (in_prologue[mb]) stats.prologue.push_back(mb);
+    }
+    auto placed = WithPieces(base, first, pieces);
+    if (!placed.ok()) return placed.error();
+    graph = std::move(placed).value();
+    return stats;
+  }
+}
+
+}  // namespace
+
+const std::vector<std::pair<std::string, VisionPlacement>>& VisionPlacementChoices() {
+  static const std::vector<std::pair<std::string, VisionPlacement>> choices = {
+      {"colocated", VisionPlacement::kColocated},
+      {"decoupled", VisionPlacement::kDecoupled},
+      {"disaggregated", VisionPlacement::kDisaggregated},
+      {"bubble-fill", VisionPlacement::kBubbleFill},
+  };
+  return choices;
+}
+
+const char* VisionPlacementName(VisionPlacement placement) {
+  for (const auto& [name, value] : VisionPlacementChoices()) {
+    if (value == placement) return name.c_str();
+  }
+  return "?";
+}
+
+namespace {
+
+// The busiest CP rank's share of a microbatch's encoder FLOPs, each sample's images spread by
+// `balanced` sharding: Σ over samples of the busiest rank's FLOPs / Σ of all FLOPs.
+double BusiestShare(const VisionSpec& spec, const std::vector<int32_t>& tokens, int64_t seq_len,
+                    int32_t cp) {
+  double busiest = 0;
+  double total = 0;
+  const auto per_sample = static_cast<size_t>(spec.images_per_sample);
+  for (size_t begin = 0; begin < tokens.size(); begin += per_sample) {
+    ImageSample sample;
+    sample.seq_len = seq_len;
+    sample.cp = cp;
+    sample.encoder = VisionEncoderShape{spec.layers, spec.hidden, spec.mlp,
+                                        spec.unshuffle * spec.unshuffle};
+    sample.image_tokens.assign(tokens.begin() + static_cast<std::ptrdiff_t>(begin),
+                               tokens.begin() + static_cast<std::ptrdiff_t>(
+                                                    std::min(tokens.size(), begin + per_sample)));
+    const ImageShardingPlan plan = ShardImages(sample, ImageSharding::kBalanced);
+    double most = 0;
+    for (const RankImageLoad& rank : plan.ranks) {
+      most = std::max(most, rank.flops);
+      total += rank.flops;
+    }
+    busiest += most;
+  }
+  return total > 0 ? busiest / total : 1.0;
+}
+
+}  // namespace
+
+VisionWork ComputeVisionWork(const VisionSpec& spec, int32_t microbatches, int32_t micro_batch_size,
+                             int64_t llm_hidden, double flops_per_s, int64_t seq_len, int32_t cp) {
+  VisionWork work;
+  const int64_t group = static_cast<int64_t>(spec.unshuffle) * spec.unshuffle;
+  const double d_v = spec.hidden;
+  const double projector = static_cast<double>(group) * d_v * static_cast<double>(llm_hidden);
+  const double patch_embedding = static_cast<double>(spec.patch) * spec.patch * 3 * d_v;
+  work.params = spec.layers * (4 * d_v * d_v + 3 * d_v * spec.mlp) + projector + patch_embedding;
+  const int64_t images = static_cast<int64_t>(micro_batch_size) * spec.images_per_sample;
+  double busiest_share = 0;
+  for (int32_t mb = 0; mb < microbatches; ++mb) {
+    std::vector<int32_t> tokens =
+        DrawImageTokens(spec.image_tokens, images, static_cast<uint64_t>(mb));
+    double forward = 0;
+    double backward = 0;
+    double activation = 0;
+    double embedding = 0;
+    for (int32_t t : tokens) {
+      const int64_t patches = group * t;
+      const double n = static_cast<double>(patches);
+      const double attention = 4.0 * spec.layers * d_v * n * n;  // the N_p² core
+      const double matmuls =
+          VisionEncoderFlops(spec.layers, spec.hidden, spec.mlp, patches) - attention +
+          2.0 * projector * t;
+      forward += matmuls + attention;
+      backward += 2.0 * matmuls + 2.5 * attention + (spec.recompute ? matmuls + attention : 0.0);
+      activation += (spec.recompute ? 2.0 : 34.0) * n * d_v * spec.layers;
+      embedding += static_cast<double>(t) * static_cast<double>(llm_hidden) * 2;
+    }
+    work.forward_flops += forward;
+    work.backward_flops += backward;
+    const double share = cp > 1 ? BusiestShare(spec, tokens, seq_len, cp) : 1.0;
+    busiest_share += share;
+    work.forward.push_back(FromSeconds(forward * share / flops_per_s));
+    work.backward.push_back(FromSeconds(backward * share / flops_per_s));
+    work.activation_bytes.push_back(std::llround(activation * share));
+    work.embedding_bytes.push_back(std::llround(embedding / cp));
+    work.image_count += static_cast<int64_t>(tokens.size());
+    work.image_tokens.push_back(std::move(tokens));
+  }
+  if (microbatches > 0) work.cp_imbalance = busiest_share / microbatches * cp;
+  return work;
+}
+
+Result<VisionPlacementStats> PlaceVision(const VisionSpec& spec, const VisionWork& work,
+                                         TaskGraph& graph) {
+  auto first = FindFirstStage(graph, static_cast<int32_t>(work.forward.size()));
+  if (!first.ok()) return first.error();
+  const int32_t pipeline_ranks = graph.num_ranks;
+  VisionPlacementStats stats;
+  if (spec.placement == VisionPlacement::kBubbleFill) {
+    auto placed = PlaceBubbleFill(work, first.value(), graph);
+    if (!placed.ok()) return placed.error();
+    stats = std::move(placed).value();
+  } else {
+    GraphEditor editor(graph);
+    switch (spec.placement) {
+      case VisionPlacement::kColocated:
+        PlaceColocated(work, first.value(), graph, editor);
+        break;
+      case VisionPlacement::kDecoupled:
+        PlaceDecoupled(work, first.value(), graph, editor);
+        break;
+      case VisionPlacement::kDisaggregated:
+        stats.encoder_ranks = PlaceDisaggregated(spec, work, first.value(), graph, editor);
+        stats.encoder_devices = spec.devices;
+        break;
+      case VisionPlacement::kBubbleFill:
+        break;
+    }
+    editor.Finish();
+  }
+  stats.work_total = Sum(work.forward) + Sum(work.backward);
+  // Who holds the encoder's parameters: the first stage's rank (colocated), every pipeline rank
+  // (decoupled, bubble-fill: each encodes any image), or the encoder's ranks (a 1/(tp·pp) share).
+  stats.params_per_rank.assign(static_cast<size_t>(graph.num_ranks), 0.0);
+  for (int32_t rank = 0; rank < graph.num_ranks; ++rank) {
+    switch (spec.placement) {
+      case VisionPlacement::kColocated:
+        for (uint32_t task : first.value().forward) {
+          if (graph.tasks[task].rank == rank) stats.params_per_rank[rank] = work.params;
+        }
+        break;
+      case VisionPlacement::kDecoupled:
+      case VisionPlacement::kBubbleFill:
+        stats.params_per_rank[rank] = work.params;
+        break;
+      case VisionPlacement::kDisaggregated:
+        if (rank >= pipeline_ranks) stats.params_per_rank[rank] = work.params / (spec.tp * spec.pp);
+        break;
+    }
+  }
+  return stats;
+}
+
+Status CheckVisionSpec(const VisionSpec& spec, const ClusterSpec& cluster, int64_t pipeline_devices,
+                       int64_t replicas) {
+  if (spec.heads < 1 || spec.hidden % spec.heads != 0) {
+    return Error{"multimodal.vision.heads: " + std::to_string(spec.heads) +
+                 " does not divide hidden " + std::to_string(spec.hidden) +
+                 " (expected a divisor, e.g. 16 for 1024)"};
+  }
+  const bool disaggregated = spec.placement == VisionPlacement::kDisaggregated;
+  // The encoder's own layout is checked whenever it is written, so that --compare-vision and
+  // --vision-placement find it sound.
+  if (!disaggregated && spec.devices == 0) return Status::Ok();
+  if (spec.devices < 1) {
+    return Error{"multimodal.vision.devices: placement disaggregated needs the encoder's own "
+                 "devices per pipeline replica (expected an integer >= 1, e.g. devices: 2)"};
+  }
+  if (spec.devices % (spec.tp * spec.pp) != 0) {
+    return Error{"multimodal.vision.devices: " + std::to_string(spec.devices) +
+                 " devices do not split into tp " + std::to_string(spec.tp) + " x pp " +
+                 std::to_string(spec.pp) + " (expected a multiple of " +
+                 std::to_string(spec.tp * spec.pp) + ")"};
+  }
+  if (spec.heads % spec.tp != 0) {
+    return Error{"multimodal.vision.tp: " + std::to_string(spec.tp) + " does not divide the " +
+                 std::to_string(spec.heads) + " heads (expected a divisor)"};
+  }
+  if (cluster.given && spec.tp * spec.pp > cluster.devices_per_node) {
+    return Error{"multimodal.vision: an encoder replica (tp " + std::to_string(spec.tp) +
+                 " x pp " + std::to_string(spec.pp) + ") spans more than a node of " +
+                 std::to_string(cluster.devices_per_node) +
+                 " devices (expected tp x pp <= devices per node; use more dp instead)"};
+  }
+  if (spec.layers % spec.pp != 0) {
+    return Error{"multimodal.vision.pp: " + std::to_string(spec.pp) + " does not divide the " +
+                 std::to_string(spec.layers) + " encoder layers (expected a divisor)"};
+  }
+  const int64_t needed = pipeline_devices + static_cast<int64_t>(spec.devices) * replicas;
+  if (disaggregated && cluster.given && needed > cluster.num_devices()) {
+    return Error{"multimodal.vision.devices: the encoder's " + std::to_string(spec.devices) +
+                 " devices x " + std::to_string(replicas) + " pipeline replicas = " +
+                 std::to_string(spec.devices * replicas) + " more devices, " +
+                 std::to_string(needed) + " in all, exceed the cluster's " +
+                 std::to_string(cluster.num_devices()) +
+                 " (expected fewer encoder devices, or more nodes)"};
+  }
+  return Status::Ok();
+}
+
+}  // namespace stagecraft

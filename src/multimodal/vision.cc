@@ -179,14 +179,38 @@ void PlaceDecoupled(const VisionWork& work, const FirstStage& first, TaskGraph& 
   }
 }
 
-// The encoder's own devices: dp replicas of a tp × pp layout; microbatch j on replica j mod dp;
-// each replica runs a GPipe order (all its forwards, then its backwards), the encoder's stages
-// linked in a node and the last stage to the first language-model stage over the network.
+// How many first-stage forwards a rank runs before its first first-stage backward (the most
+// over the ranks): the microbatches whose embeddings the first stage holds at once.
+int32_t FirstStageInFlight(const TaskGraph& graph) {
+  int32_t most = 1;
+  for (const std::vector<uint32_t>& program : graph.programs) {
+    int32_t forwards = 0;
+    for (uint32_t task : program) {
+      const Action& action = graph.tasks[task].action;
+      if (graph.tasks[task].kind != TaskKind::kCompute || action.stage.value() != 0) continue;
+      if (action.kind != ActionKind::kForward) break;
+      ++forwards;
+    }
+    most = std::max(most, forwards);
+  }
+  return most;
+}
+
+// The encoder's own devices: dp replicas of a tp × pp layout; microbatch j on replica j mod dp.
+// Each replica runs ahead by `lookahead` microbatches, then alternates one backward and one
+// forward (the order of 1F1B): enough that the first stage never waits on a backward it has
+// not yet run, and the encoder holds at most `lookahead` microbatches of activations. The
+// encoder's stages are linked in a node, its last stage to the first language-model stage over
+// the network.
 int32_t PlaceDisaggregated(const VisionSpec& spec, const VisionWork& work,
                            const FirstStage& first, TaskGraph& graph, GraphEditor& editor) {
   const int32_t dp = spec.dp();
   const int32_t pp = spec.pp;
   const double per_stage = 1.0 / (spec.tp * pp);
+  // Replica r's microbatch j + L·dp waits for the backward of j, which the first stage runs
+  // after at most `in_flight` later forwards: L·dp > in_flight keeps the two from waiting on
+  // each other.
+  const int32_t lookahead = FirstStageInFlight(graph) / dp + 1;
   const int32_t base = graph.num_ranks;
   for (int32_t index = 0; index < dp * pp; ++index) editor.AddRank();
   const ClusterSpec& cluster = graph.cluster;
@@ -196,19 +220,27 @@ int32_t PlaceDisaggregated(const VisionSpec& spec, const VisionWork& work,
   const size_t microbatches = work.forward.size();
   // [microbatch][encoder stage] its forward and backward work.
   std::vector<std::vector<uint32_t>> forward(microbatches), backward(microbatches);
-  for (const bool is_forward : {true, false}) {
-    for (size_t mb = 0; mb < microbatches; ++mb) {
-      const int32_t replica = static_cast<int32_t>(mb) % dp;
-      const MicrobatchId id(static_cast<int32_t>(mb));
-      for (int32_t stage = 0; stage < pp; ++stage) {
-        const int32_t rank = base + replica * pp + stage;
-        const uint32_t task = editor.AddWork(
-            rank, 0, is_forward ? PayloadKind::kVisionForward : PayloadKind::kVisionBackward,
-            is_forward ? ActionKind::kForward : ActionKind::kBackward, id,
-            Scaled(is_forward ? work.forward[mb] : work.backward[mb], per_stage),
-            ScaledBytes(work.activation_bytes[mb], per_stage));
-        (is_forward ? forward : backward)[mb].push_back(task);
-      }
+  const auto add = [&](size_t mb, bool is_forward) {
+    const int32_t replica = static_cast<int32_t>(mb) % dp;
+    const MicrobatchId id(static_cast<int32_t>(mb));
+    for (int32_t stage = 0; stage < pp; ++stage) {
+      const int32_t rank = base + replica * pp + stage;
+      const uint32_t task = editor.AddWork(
+          rank, 0, is_forward ? PayloadKind::kVisionForward : PayloadKind::kVisionBackward,
+          is_forward ? ActionKind::kForward : ActionKind::kBackward, id,
+          Scaled(is_forward ? work.forward[mb] : work.backward[mb], per_stage),
+          ScaledBytes(work.activation_bytes[mb], per_stage));
+      (is_forward ? forward : backward)[mb].push_back(task);
+    }
+  };
+  for (int32_t replica = 0; replica < dp; ++replica) {
+    std::vector<size_t> mine;
+    for (size_t mb = static_cast<size_t>(replica); mb < microbatches; mb += dp) mine.push_back(mb);
+    const size_t ahead = std::min(mine.size(), static_cast<size_t>(lookahead));
+    for (size_t k = 0; k < ahead; ++k) add(mine[k], true);
+    for (size_t k = 0; k < mine.size(); ++k) {
+      add(mine[k], false);
+      if (k + ahead < mine.size()) add(mine[k + ahead], true);
     }
   }
   for (size_t mb = 0; mb < microbatches; ++mb) {

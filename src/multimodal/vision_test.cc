@@ -230,12 +230,15 @@ TEST(VisionPlacementTest, DisaggregatedAddsTheEncodersDevices) {
   // Replica 0 (ranks 4, 5) takes the even microbatches, each stage half of the work.
   EXPECT_EQ(WorkOn(pipeline.graph, PayloadKind::kVisionForward, 4), Ms(1));
   EXPECT_EQ(WorkOn(pipeline.graph, PayloadKind::kVisionBackward, 7), Ms(2));
-  // GPipe order on an encoder rank: all forwards, then all backwards.
+  // 1F1B holds 4 first-stage forwards at once: each replica runs 4 / 2 + 1 = 3 microbatches
+  // ahead, then alternates: F0 F2 F4 B0 F6 B2 B4 B6 on replica 0's ranks.
   const auto& program = pipeline.graph.programs[4];
   ASSERT_EQ(program.size(), 8u);
+  const char* expected = "FFFBFBBB";
   for (size_t position = 0; position < 8; ++position) {
     EXPECT_EQ(pipeline.graph.tasks[program[position]].payload,
-              position < 4 ? PayloadKind::kVisionForward : PayloadKind::kVisionBackward);
+              expected[position] == 'F' ? PayloadKind::kVisionForward
+                                        : PayloadKind::kVisionBackward);
   }
   EXPECT_FALSE(Simulate(pipeline.graph).deadlock.has_value());
 }

@@ -295,6 +295,10 @@ int RunCli(int argc, const char* const* argv, std::ostream& out, std::ostream& e
       ->type_name("N");
   multimodal->add_option("--batch", multimodal_flags.batch, "pairs per rank b")->type_name("B");
   multimodal->add_option("--width", multimodal_flags.width, "embedding width e")->type_name("E");
+  multimodal
+      ->add_option("--tokens", multimodal_flags.tokens,
+                   "tokens a rank looks up per iteration (engram; default 131072)")
+      ->type_name("N");
   multimodal->add_option("--owners", multimodal_flags.owners, "Engram owner counts, e.g. 8,16")
       ->type_name("G,...");
   multimodal->add_option("--seq-len", multimodal_flags.seq_len, "sequence length (cp, images)")

@@ -313,15 +313,40 @@ int RunMultimodal(const MultimodalFlags& flags, std::ostream& out, std::ostream&
   if (flags.topic == "engram") {
     auto owners = CountList(flags.owners, "--owners");
     if (!owners.ok()) return Fail(err, owners.error().message);
+    if (flags.tokens < 1) return Fail(err, "multimodal engram: --tokens must be >= 1");
     const EngramSpec spec;
     out << "Engram tables (V4.1: 2 tables of 384,006,168 and 384,016,682 rows, "
         << EngramRowBytes(spec) << " B per row): " << EngramLookupBytesPerToken(spec)
         << " B looked up per token per module\n";
-    out << "  owners  bytes_per_owner\n";
+    // The all-to-alls of one Engram layer for a rank's local batch, among G owners one per node
+    // (a stage's data-parallel peers when a node holds one pipeline's stages), on the device's
+    // preset nodes; with the tables in host memory the owners add PCIe reads and writes.
+    std::string rows;
     for (int32_t g : owners.value()) {
-      out << PadLeft(std::to_string(g), 8) << PadLeft(FormatBytes(EngramOwnerBytes(spec, g)), 17)
-          << "\n";
+      auto cluster = GatherCluster(flags.device, g);
+      if (!cluster.ok()) return Fail(err, cluster.error().message);
+      cluster.value().devices_per_node = 1;
+      cluster.value().nodes = g;
+      EngramSharding sharding;
+      sharding.owners = g;
+      const EngramTraffic device =
+          EngramIterationTraffic(spec, sharding, flags.tokens, cluster.value(), 1);
+      sharding.host_memory = true;
+      const EngramTraffic host =
+          EngramIterationTraffic(spec, sharding, flags.tokens, cluster.value(), 1);
+      rows += PadLeft(std::to_string(g), 8) +
+              PadLeft(FormatBytes(EngramOwnerBytes(spec, g)), 17) +
+              PadLeft(FormatMs(device.fetch), 14) + PadLeft(FormatMs(device.gradient), 14) +
+              PadLeft(FormatMs(host.fetch), 14) + PadLeft(FormatMs(host.gradient), 14) + "\n";
     }
+    const EngramTraffic bytes =
+        EngramIterationTraffic(spec, EngramSharding{}, flags.tokens, ClusterSpec{}, 1);
+    out << "per rank and Engram layer for " << flags.tokens << " tokens: ids "
+        << FormatBytes(bytes.id_bytes) << ", rows " << FormatBytes(bytes.row_bytes)
+        << ", gradients " << FormatBytes(bytes.gradient_bytes) << "; all-to-alls among G owners "
+        << "one per " << flags.device << " node (ms), host memory over PCIe at 50 GB/s\n";
+    out << "  owners  bytes_per_owner      fetch_ms   gradient_ms  fetch_host_ms  grad_host_ms\n"
+        << rows;
     return kExitOk;
   }
   if (flags.topic == "cp") {

@@ -2,7 +2,8 @@
 // optimizer state) by precision and ZeRO stage for transformer models; the peak of activations
 // and resident shared state from the simulated schedule (its in-flight microbatches, with
 // recomputation and tensor/sequence parallelism in the per-layer activation bytes); the sum
-// against the device's capacity. Exit 1 when a device does not fit.
+// against the device's capacity. A vision encoder's model states count on the devices that hold
+// it (unsharded), its activations in the simulated peak. Exit 1 when a device does not fit.
 #include <algorithm>
 #include <ostream>
 
@@ -37,10 +38,24 @@ int RunMemory(const RunFlags& flags, bool json, std::ostream& out, std::ostream&
   std::vector<Row> rows;
   bool over = false;
   for (const RankMetrics& rank : simulated.metrics.ranks) {
-    Row row{rank.rank, 0, {}, rank.peak_activation_bytes, rank.peak_state_bytes, 0, false};
-    if (states_known) {
-      row.params = run.parallel_plan.rank_params[rank.rank];
+    // Activations: the schedule's, or more where a vision encoder's add to them (the memory
+    // timeline's peak less the resident state is a lower bound on the combined peak).
+    const int64_t activations = std::max(rank.peak_activation_bytes,
+                                         rank.peak_memory_bytes - rank.peak_state_bytes);
+    Row row{rank.rank, 0, {}, activations, rank.peak_state_bytes, 0, false};
+    const auto index = static_cast<size_t>(rank.rank);
+    if (states_known && index < run.parallel_plan.rank_params.size()) {
+      row.params = run.parallel_plan.rank_params[index];
       row.states = ShardedModelStates(row.params, parallel.precision, zero, shard_ranks);
+    }
+    // A vision encoder's copy (or share) on this device, not sharded (multimodal/vision.h).
+    if (index < simulated.vision.params_per_rank.size()) {
+      const double encoder = simulated.vision.params_per_rank[index];
+      const ModelStateBytes states = ShardedModelStates(encoder, parallel.precision, 0, 1);
+      row.params += encoder;
+      row.states.parameters += states.parameters;
+      row.states.gradients += states.gradients;
+      row.states.optimizer += states.optimizer;
     }
     const int64_t transient = std::max(rank.peak_memory_bytes, rank.peak_activation_bytes);
     row.total = row.states.total() + static_cast<double>(transient);

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cmath>
 #include <numeric>
+#include <tuple>
 
 #include "lower/graph_edit.h"
 #include "model/layer_costs.h"
@@ -91,18 +92,19 @@ Time Sum(const std::vector<Time>& times) {
 void PlaceColocated(const VisionWork& work, const FirstStage& first, TaskGraph& graph,
                     GraphEditor& editor) {
   for (size_t mb = 0; mb < work.forward.size(); ++mb) {
-    const Task& forward = graph.tasks[first.forward[mb]];
-    const Task& backward = graph.tasks[first.backward[mb]];
+    // Copies, not references: adding work grows graph.tasks.
+    const Task forward = graph.tasks[first.forward[mb]];
+    const Task backward = graph.tasks[first.backward[mb]];
     const MicrobatchId id(static_cast<int32_t>(mb));
-    const uint32_t encode = editor.AddWork(
-        forward.rank, Before(graph, editor, forward.rank, static_cast<size_t>(forward.position)),
-        PayloadKind::kVisionForward, ActionKind::kForward, id, work.forward[mb],
-        work.activation_bytes[mb]);
+    const size_t before = Before(graph, editor, forward.rank, static_cast<size_t>(forward.position));
+    const size_t after = After(graph, editor, backward.rank, static_cast<size_t>(backward.position));
+    const uint32_t encode =
+        editor.AddWork(forward.rank, before, PayloadKind::kVisionForward, ActionKind::kForward, id,
+                       work.forward[mb], work.activation_bytes[mb]);
     editor.AddEdge(encode, first.forward[mb]);
-    const uint32_t back = editor.AddWork(
-        backward.rank, After(graph, editor, backward.rank, static_cast<size_t>(backward.position)),
-        PayloadKind::kVisionBackward, ActionKind::kBackward, id, work.backward[mb],
-        work.activation_bytes[mb]);
+    const uint32_t back =
+        editor.AddWork(backward.rank, after, PayloadKind::kVisionBackward, ActionKind::kBackward,
+                       id, work.backward[mb], work.activation_bytes[mb]);
     editor.AddEdge(first.backward[mb], back);
   }
 }
@@ -179,27 +181,13 @@ void PlaceDecoupled(const VisionWork& work, const FirstStage& first, TaskGraph& 
   }
 }
 
-// How many first-stage forwards a rank runs before its first first-stage backward (the most
-// over the ranks): the microbatches whose embeddings the first stage holds at once.
-int32_t FirstStageInFlight(const TaskGraph& graph) {
-  int32_t most = 1;
-  for (const std::vector<uint32_t>& program : graph.programs) {
-    int32_t forwards = 0;
-    for (uint32_t task : program) {
-      const Action& action = graph.tasks[task].action;
-      if (graph.tasks[task].kind != TaskKind::kCompute || action.stage.value() != 0) continue;
-      if (action.kind != ActionKind::kForward) break;
-      ++forwards;
-    }
-    most = std::max(most, forwards);
-  }
-  return most;
-}
-
 // The encoder's own devices: dp replicas of a tp × pp layout; microbatch j on replica j mod dp.
-// Each replica runs ahead by `lookahead` microbatches, then alternates one backward and one
-// forward (the order of 1F1B): enough that the first stage never waits on a backward it has
-// not yet run, and the encoder holds at most `lookahead` microbatches of activations. The
+// A replica runs its work in the order the first stage needs it, taken from the pipeline run
+// alone: a backward keyed by when the first stage's backward of its microbatch ends, a forward
+// by when the first stage starts the F of the microbatch `lead` places before it (backward
+// first on a tie). Every edge this adds points forward in the pipeline's time, so it cannot
+// close a cycle (whatever the schedule, DualPipe's two directions included), and a replica
+// holds the activations of at most about twice the microbatches the first stage holds. The
 // encoder's stages are linked in a node, its last stage to the first language-model stage over
 // the network.
 int32_t PlaceDisaggregated(const VisionSpec& spec, const VisionWork& work,
@@ -207,10 +195,7 @@ int32_t PlaceDisaggregated(const VisionSpec& spec, const VisionWork& work,
   const int32_t dp = spec.dp();
   const int32_t pp = spec.pp;
   const double per_stage = 1.0 / (spec.tp * pp);
-  // Replica r's microbatch j + L·dp waits for the backward of j, which the first stage runs
-  // after at most `in_flight` later forwards: L·dp > in_flight keeps the two from waiting on
-  // each other.
-  const int32_t lookahead = FirstStageInFlight(graph) / dp + 1;
+  const Trace alone = Simulate(graph);
   const int32_t base = graph.num_ranks;
   for (int32_t index = 0; index < dp * pp; ++index) editor.AddRank();
   const ClusterSpec& cluster = graph.cluster;
@@ -218,9 +203,43 @@ int32_t PlaceDisaggregated(const VisionSpec& spec, const VisionWork& work,
     return cluster.given ? LinkTime(link, bytes, graph.cost_p2p) : graph.cost_p2p;
   };
   const size_t microbatches = work.forward.size();
+  const bool known = !alone.deadlock.has_value();
+  // When the first stage needs each microbatch's embeddings and returns their gradient.
+  std::vector<std::pair<Time, size_t>> needed;
+  std::vector<std::pair<Time, size_t>> returned;
+  for (size_t mb = 0; mb < microbatches; ++mb) {
+    needed.emplace_back(known ? alone.timings[first.forward[mb]].start : Time(), mb);
+    returned.emplace_back(known ? alone.timings[first.backward[mb]].end : Time::Max(), mb);
+  }
+  std::sort(needed.begin(), needed.end());
+  std::sort(returned.begin(), returned.end());
+  // The most microbatches the first stage holds at once (needed, not yet returned).
+  size_t holds = 1;
+  for (size_t k = 0, back = 0; k < needed.size(); ++k) {
+    while (back < returned.size() && returned[back].first <= needed[k].first) ++back;
+    holds = std::max(holds, k + 1 - back);
+  }
+  // A replica runs ahead of that need by what it holds (1F1B's warm-up), so that a slow encoder
+  // can keep working while the pipeline has not yet returned a gradient: each forward takes the
+  // time the first stage needed the microbatch `lead` places before it. Moving forwards earlier
+  // only removes waits, so it adds no cycle.
+  const size_t lead = (holds + static_cast<size_t>(dp) - 1) / static_cast<size_t>(dp);
+  // (key, backward first, microbatch, is forward), sorted: the encoder's program order.
+  std::vector<std::tuple<Time, int, size_t, bool>> order;
+  std::vector<std::vector<Time>> replica_needs(static_cast<size_t>(dp));
+  for (const auto& [time, mb] : needed) replica_needs[mb % static_cast<size_t>(dp)].push_back(time);
+  std::vector<size_t> seen(static_cast<size_t>(dp), 0);
+  for (const auto& [time, mb] : needed) {
+    const size_t replica = mb % static_cast<size_t>(dp);
+    const size_t index = seen[replica]++;
+    const Time key = index < lead ? Time() : replica_needs[replica][index - lead];
+    order.emplace_back(key, 1, mb, true);
+  }
+  for (const auto& [time, mb] : returned) order.emplace_back(time, 0, mb, false);
+  std::sort(order.begin(), order.end());
   // [microbatch][encoder stage] its forward and backward work.
   std::vector<std::vector<uint32_t>> forward(microbatches), backward(microbatches);
-  const auto add = [&](size_t mb, bool is_forward) {
+  for (const auto& [key, tie, mb, is_forward] : order) {
     const int32_t replica = static_cast<int32_t>(mb) % dp;
     const MicrobatchId id(static_cast<int32_t>(mb));
     for (int32_t stage = 0; stage < pp; ++stage) {
@@ -231,16 +250,6 @@ int32_t PlaceDisaggregated(const VisionSpec& spec, const VisionWork& work,
           Scaled(is_forward ? work.forward[mb] : work.backward[mb], per_stage),
           ScaledBytes(work.activation_bytes[mb], per_stage));
       (is_forward ? forward : backward)[mb].push_back(task);
-    }
-  };
-  for (int32_t replica = 0; replica < dp; ++replica) {
-    std::vector<size_t> mine;
-    for (size_t mb = static_cast<size_t>(replica); mb < microbatches; mb += dp) mine.push_back(mb);
-    const size_t ahead = std::min(mine.size(), static_cast<size_t>(lookahead));
-    for (size_t k = 0; k < ahead; ++k) add(mine[k], true);
-    for (size_t k = 0; k < mine.size(); ++k) {
-      add(mine[k], false);
-      if (k + ahead < mine.size()) add(mine[k + ahead], true);
     }
   }
   for (size_t mb = 0; mb < microbatches; ++mb) {
@@ -524,7 +533,9 @@ Result<VisionPlacementStats> PlaceBubbleFill(const VisionWork& work, const First
     auto baseline = WithPieces(base, first, prologue);
     if (!baseline.ok()) return baseline.error();
     const Trace trace = Simulate(baseline.value());
-    if (trace.deadlock) return Error{"vision encoder: bubble-fill's baseline deadlocked"};
+    // The pipeline itself deadlocks (the prologue only feeds first-stage forwards): leave the
+    // graph as it is, and the run reports the wait-for cycle.
+    if (trace.deadlock) return VisionPlacementStats{};
     std::vector<Gap> gaps = FindGaps(base, baseline.value(), trace);
     std::vector<Piece> pieces = prologue;
     // The prologue's backwards first: their microbatches come back first.

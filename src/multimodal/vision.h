@@ -8,9 +8,9 @@
 //                  batch's images (largest first to the least loaded rank), the language model's
 //                  pipeline runs, then every rank runs the backward of its share
 //   disaggregated  DistTrain-style: the encoder on devices of its own (dp × tp × pp of them per
-//                  pipeline), running ahead of the first stage by as many microbatches as that
-//                  holds at once and then alternating backward and forward, sending embeddings
-//                  over the network to the first stage and getting their gradients back
+//                  pipeline), each replica running its forwards and backwards in the order the
+//                  first stage needs them (1F1B's alternation), sending embeddings over the
+//                  network to the first stage and getting their gradients back
 //   bubble-fill    Optimus-style: the encoder's work split into pieces placed into the pipeline's
 //                  idle gaps on every rank while dependencies hold (a forward piece ends before
 //                  the first stage's F of its microbatch starts, less the transfer; a backward

@@ -162,8 +162,8 @@ TEST(VisionPlacementTest, EveryPlacementKeepsTheWorkAndItsDependencies) {
   const struct {
     const char* schedule;
     int32_t vpp;
-  } cases[] = {{"1f1b", 1}, {"gpipe", 1}, {"interleaved-1f1b", 2}, {"zb-h1", 1},
-               {"dualpipev", 2}};
+  } cases[] = {{"1f1b", 1},  {"gpipe", 1}, {"interleaved-1f1b", 2}, {"zb-h1", 1},
+               {"zb-v", 2},  {"dualpipe", 1}, {"dualpipev", 2}};
   for (const auto& c : cases) {
     for (const auto& [name, placement] : VisionPlacementChoices()) {
       Pipeline pipeline = Build(c.schedule, 4, c.vpp, 8);
@@ -215,12 +215,12 @@ TEST(VisionPlacementTest, ColocatedPutsEverythingOnTheFirstStagesRank) {
 }
 
 TEST(VisionPlacementTest, DisaggregatedAddsTheEncodersDevices) {
-  Pipeline pipeline = Build("1f1b", 4, 1, 8);
+  Pipeline pipeline = Build("1f1b", 4, 1, 16);
   VisionSpec spec = FixedImages(64);
   spec.placement = VisionPlacement::kDisaggregated;
   spec.devices = 4;
   spec.pp = 2;  // dp 2 replicas of a 2-stage encoder
-  auto stats = PlaceVision(spec, SmallWork(8), pipeline.graph);
+  auto stats = PlaceVision(spec, SmallWork(16), pipeline.graph);
   ASSERT_TRUE(stats.ok());
   EXPECT_EQ(stats.value().encoder_ranks, 4);
   EXPECT_EQ(pipeline.graph.num_ranks, 8);
@@ -228,18 +228,28 @@ TEST(VisionPlacementTest, DisaggregatedAddsTheEncodersDevices) {
     EXPECT_EQ(WorkOn(pipeline.graph, PayloadKind::kVisionForward, rank), Time());
   }
   // Replica 0 (ranks 4, 5) takes the even microbatches, each stage half of the work.
-  EXPECT_EQ(WorkOn(pipeline.graph, PayloadKind::kVisionForward, 4), Ms(1));
-  EXPECT_EQ(WorkOn(pipeline.graph, PayloadKind::kVisionBackward, 7), Ms(2));
-  // 1F1B holds 4 first-stage forwards at once: each replica runs 4 / 2 + 1 = 3 microbatches
-  // ahead, then alternates: F0 F2 F4 B0 F6 B2 B4 B6 on replica 0's ranks.
+  EXPECT_EQ(WorkOn(pipeline.graph, PayloadKind::kVisionForward, 4), Ms(2));
+  EXPECT_EQ(WorkOn(pipeline.graph, PayloadKind::kVisionBackward, 7), Ms(4));
+  // 1F1B's first stage holds 4 microbatches; a replica runs 4 / 2 = 2 ahead of need: it starts
+  // with more forwards than that, then alternates, and never holds more than 2 · 2 + 2 of its
+  // microbatches' activations (not GPipe's 8).
   const auto& program = pipeline.graph.programs[4];
-  ASSERT_EQ(program.size(), 8u);
-  const char* expected = "FFFBFBBB";
-  for (size_t position = 0; position < 8; ++position) {
-    EXPECT_EQ(pipeline.graph.tasks[program[position]].payload,
-              expected[position] == 'F' ? PayloadKind::kVisionForward
-                                        : PayloadKind::kVisionBackward);
+  ASSERT_EQ(program.size(), 16u);
+  int32_t held = 0;
+  int32_t most = 0;
+  bool alternates = false;
+  for (size_t position = 0; position < program.size(); ++position) {
+    const bool forward = pipeline.graph.tasks[program[position]].payload ==
+                         PayloadKind::kVisionForward;
+    held += forward ? 1 : -1;
+    most = std::max(most, held);
+    alternates = alternates || (forward && position > 0 &&
+                                pipeline.graph.tasks[program[position - 1]].payload ==
+                                    PayloadKind::kVisionBackward);
   }
+  EXPECT_TRUE(alternates);
+  EXPECT_LE(most, 6);
+  EXPECT_GT(most, 2);
   EXPECT_FALSE(Simulate(pipeline.graph).deadlock.has_value());
 }
 

@@ -12,6 +12,7 @@
 #include "core/units.h"
 #include "hardware/presets.h"
 #include "lower/layer_pipeline.h"
+#include "model/layer_costs.h"
 #include "report/chrome_trace.h"
 #include "report/json_writer.h"
 #include "report/summary.h"
@@ -67,6 +68,24 @@ void AddLayerInfo(const PreparedRun& run, RunInfo& info) {
   }
 }
 
+// A CSA2 layer list over cp > 1 ranks: how unevenly its shards split the indexer's scoring.
+void AddContextParallelInfo(const PreparedRun& run, RunInfo& info) {
+  const ModelSpec& model = run.config.model;
+  const ParallelSpec& parallel = run.config.parallel;
+  if (parallel.cp <= 1 || !model.is_layer_list() || model.is_transformer()) return;
+  const ContextShards shards{parallel.cp, parallel.cp_sharding == CpSharding::kZigzag};
+  double busiest = 0;
+  double whole = 0;
+  for (const LayerSpec& layer : model.layers) {
+    busiest += LayerScoringFlops(layer, model.dims, model.seq_len, model.micro_batch_size, shards);
+    whole += LayerScoringFlops(layer, model.dims, model.seq_len, model.micro_batch_size);
+  }
+  for (const auto& [name, sharding] : CpShardingChoices()) {
+    if (sharding == parallel.cp_sharding) info.cp_sharding = name;
+  }
+  if (whole > 0) info.cp_scan_imbalance = busiest * parallel.cp / whole;
+}
+
 RunInfo MakeRunInfo(const PreparedRun& run) {
   RunInfo info;
   info.config = run.label;
@@ -88,6 +107,7 @@ RunInfo MakeRunInfo(const PreparedRun& run) {
     info.tp = run.config.parallel.tp;
     info.dp = run.config.parallel.dp;
     info.cp = run.config.parallel.cp;
+    AddContextParallelInfo(run, info);
     info.tokens_per_iteration = plan.tokens_per_iteration;
     info.hardware_flops_per_iteration = plan.hardware_flops_per_iteration;
     info.model_flops_per_iteration = plan.model_flops_per_iteration;

@@ -82,6 +82,10 @@ struct RunInfo {
   int32_t tp = 1;
   int32_t dp = 1;
   int32_t cp = 1;
+  // CSA2 layer lists with cp > 1: the shards, and the indexer scoring of each layer's busiest
+  // rank summed over the layers, over an even split's (1 = even; "" = not reported).
+  std::string cp_sharding;
+  double cp_scan_imbalance = 1;
   int64_t tokens_per_iteration = 0;
   double hardware_flops_per_iteration = 0;  // with recomputation
   double model_flops_per_iteration = 0;     // without

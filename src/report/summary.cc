@@ -135,6 +135,11 @@ std::string FormatThroughput(const RunInfo& run, const Metrics& metrics) {
   text += "  throughput        " + FormatFixed(t.tflops_per_gpu, 1) +
           " TFLOP/s per GPU (hardware FLOPs, recomputation included), MFU " + Percent(t.mfu) +
           ", " + FormatFixed(t.tokens_per_s, 0) + " tokens/s\n";
+  if (!run.cp_sharding.empty()) {
+    text += "  context parallel  " + run.cp_sharding + " shards over cp " + std::to_string(run.cp) +
+            ": the indexer scoring takes " + FormatFixed(run.cp_scan_imbalance, 3) +
+            " x an even split (each layer waits for its busiest rank)\n";
+  }
   text += "  collectives       " + std::to_string(metrics.num_collectives) +
           " on the collective streams, busiest rank " + FormatMs(collective) + " ms\n\n";
   return text;
@@ -280,6 +285,10 @@ std::string FormatMetricsJson(const RunInfo& run, const Metrics& metrics) {
     json.Key("tp").Int(run.tp);
     json.Key("dp").Int(run.dp);
     json.Key("cp").Int(run.cp);
+    if (!run.cp_sharding.empty()) {
+      json.Key("cp_sharding").String(run.cp_sharding);
+      json.Key("cp_scan_imbalance").Fixed(run.cp_scan_imbalance, 6);
+    }
     json.Key("params").Fixed(run.params, 0);
     json.Key("tokens_per_iteration").Int(run.tokens_per_iteration);
     json.Key("hardware_flops_per_iteration").Fixed(run.hardware_flops_per_iteration, 0);

@@ -100,7 +100,9 @@ Result<VisionPlacementStats> ApplyMultimodal(const PreparedRun& run, TaskGraph& 
   const MultimodalPlan& plan = run.multimodal;
   if (plan.engram) AddEngramExchanges(plan.engram_layers, plan.engram_traffic, graph);
   if (!plan.vision) return VisionPlacementStats{};
-  return PlaceVision(run.config.multimodal.vision, plan.vision_work, graph);
+  const ParallelSpec& parallel = run.config.parallel;
+  return PlaceVision(run.config.multimodal.vision, plan.vision_work, graph,
+                     static_cast<int64_t>(parallel.dp) * parallel.cp * parallel.tp);
 }
 
 MultimodalInfo DescribeMultimodal(const PreparedRun& run, const TaskGraph& graph,
@@ -137,6 +139,7 @@ MultimodalInfo DescribeMultimodal(const PreparedRun& run, const TaskGraph& graph
     info.forward_in_bubbles = stats.forward_in_bubbles;
     info.backward_in_bubbles = stats.backward_in_bubbles;
     info.encoder_params = work.params;
+    info.encoder_reduce = stats.encoder_reduce;
     double most = 0;
     for (double params : stats.params_per_rank) most = std::max(most, params);
     info.encoder_state_bytes = ShardedModelStates(most, c.parallel.precision, 0, 1).total();

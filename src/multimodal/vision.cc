@@ -5,6 +5,7 @@
 #include <numeric>
 #include <tuple>
 
+#include "comm/collective.h"
 #include "lower/graph_edit.h"
 #include "model/layer_costs.h"
 #include "multimodal/image_sharding.h"
@@ -575,6 +576,55 @@ Result<VisionPlacementStats> PlaceBubbleFill(const VisionWork& work, const First
   }
 }
 
+// The encoder's gradients, reduced over every copy of the encoder (fp32, ring all-reduce) on the
+// collective stream after a rank's last encoder backward: over the first stage's ranks of all
+// pipeline replicas (colocated), every rank of every replica (decoupled, bubble-fill), or the
+// encoder replicas of all pipeline replicas, each a tp · pp share (disaggregated). Nothing
+// without a cluster to time it on.
+void AddEncoderReductions(const VisionSpec& spec, int32_t pipeline_ranks, int64_t replicas,
+                          VisionPlacementStats& stats, TaskGraph& graph) {
+  const ClusterSpec& cluster = graph.cluster;
+  if (!cluster.given) return;
+  int64_t group = replicas;
+  int32_t per_node = std::max(1, cluster.devices_per_node / std::max(1, pipeline_ranks));
+  switch (spec.placement) {
+    case VisionPlacement::kColocated:
+      break;
+    case VisionPlacement::kDecoupled:
+    case VisionPlacement::kBubbleFill:
+      group = replicas * pipeline_ranks;
+      per_node = cluster.devices_per_node;
+      break;
+    case VisionPlacement::kDisaggregated:
+      group = replicas * spec.dp();
+      per_node = std::max(1, cluster.devices_per_node / (spec.tp * spec.pp));
+      break;
+  }
+  if (group <= 1) return;
+  std::vector<uint32_t> last(static_cast<size_t>(graph.num_ranks), UINT32_MAX);
+  for (int32_t rank = 0; rank < graph.num_ranks; ++rank) {
+    for (uint32_t task : graph.programs[rank]) {
+      if (graph.tasks[task].payload == PayloadKind::kVisionBackward) last[rank] = task;
+    }
+  }
+  GraphEditor editor(graph);
+  for (int32_t rank = 0; rank < graph.num_ranks; ++rank) {
+    const double params = stats.params_per_rank[rank];
+    if (params <= 0 || last[rank] == UINT32_MAX) continue;
+    CollectiveGroup ring = GroupOnCluster(cluster, static_cast<int32_t>(group));
+    ring.ranks_per_node = std::max(1, std::min(ring.ranks, per_node));
+    const auto bytes = std::llround(params * 4);  // fp32 gradients
+    auto cost = EstimateCollective(Collective::kAllReduce, CollectiveAlgorithm::kRing, bytes, ring);
+    if (!cost.ok()) continue;
+    const uint32_t reduce =
+        editor.AddCollective(rank, PayloadKind::kDataParallel, cost.value().time, bytes);
+    graph.tasks[reduce].action = graph.tasks[last[rank]].action;
+    editor.AddEdge(last[rank], reduce);
+    stats.encoder_reduce = std::max(stats.encoder_reduce, cost.value().time);
+  }
+  editor.Finish();
+}
+
 }  // namespace
 
 const std::vector<std::pair<std::string, VisionPlacement>>& VisionPlacementChoices() {
@@ -670,7 +720,7 @@ VisionWork ComputeVisionWork(const VisionSpec& spec, int32_t microbatches, int32
 }
 
 Result<VisionPlacementStats> PlaceVision(const VisionSpec& spec, const VisionWork& work,
-                                         TaskGraph& graph) {
+                                         TaskGraph& graph, int64_t replicas) {
   auto first = FindFirstStage(graph, static_cast<int32_t>(work.forward.size()));
   if (!first.ok()) return first.error();
   const int32_t pipeline_ranks = graph.num_ranks;
@@ -717,6 +767,7 @@ Result<VisionPlacementStats> PlaceVision(const VisionSpec& spec, const VisionWor
         break;
     }
   }
+  AddEncoderReductions(spec, pipeline_ranks, replicas, stats, graph);
   return stats;
 }
 

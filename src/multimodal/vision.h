@@ -98,13 +98,16 @@ struct VisionPlacementStats {
   Time backward_in_bubbles;             // ... and backward
   Time work_total;                      // all vision work added (forward + backward)
   std::vector<double> params_per_rank;  // [rank] encoder parameters a device holds
+  Time encoder_reduce;                  // the encoder's gradient all-reduce (one copy's)
 };
 
-// Adds the vision encoder's work to `graph` (lowered from the pipeline, not yet simulated).
-// bubble-fill simulates the graph to find the gaps. Errors: a placement that cannot be built
-// (no first-stage forward found).
+// Adds the vision encoder's work to `graph` (lowered from the pipeline, not yet simulated), and
+// the all-reduce of its gradients over its copies in all `replicas` pipeline replicas (dp · cp ·
+// tp of them) on the collective stream after each holder's last encoder backward. bubble-fill
+// simulates the graph to find the gaps. Errors: a placement that cannot be built (no
+// first-stage forward found).
 Result<VisionPlacementStats> PlaceVision(const VisionSpec& spec, const VisionWork& work,
-                                         TaskGraph& graph);
+                                         TaskGraph& graph, int64_t replicas = 1);
 
 // Checks the spec against the run: the layout of the encoder's devices whenever they are given
 // (tp · pp dividing them, tp the heads and at most a node, pp the layers) and, when the

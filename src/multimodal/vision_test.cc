@@ -3,6 +3,7 @@
 #include <algorithm>
 
 #include "analysis/memory.h"
+#include "comm/collective.h"
 #include "lower/graph_edit.h"
 #include "lower/lower.h"
 #include "model/layer_costs.h"
@@ -250,6 +251,38 @@ TEST(VisionPlacementTest, DisaggregatedAddsTheEncodersDevices) {
   EXPECT_TRUE(alternates);
   EXPECT_LE(most, 6);
   EXPECT_GT(most, 2);
+  EXPECT_FALSE(Simulate(pipeline.graph).deadlock.has_value());
+}
+
+// With a cluster the encoder's fp32 gradients are all-reduced over its copies after each
+// holder's last encoder backward: decoupled, 4 ranks x 2 replicas hold one each.
+TEST(VisionPlacementTest, EncoderGradientsAreReducedOverItsCopies) {
+  Pipeline pipeline = Build("1f1b", 4, 1, 8);
+  pipeline.graph.cluster.given = true;
+  pipeline.graph.cluster.devices_per_node = 8;
+  pipeline.graph.cluster.nodes = 1;
+  pipeline.graph.cluster.intra_node.bandwidth_bytes_per_s = 100e9;
+  VisionSpec spec = FixedImages(64);
+  VisionWork work = SmallWork(8);
+  work.params = 1e9;
+  auto stats = PlaceVision(spec, work, pipeline.graph, 2);
+  ASSERT_TRUE(stats.ok());
+  CollectiveGroup ring = GroupOnCluster(pipeline.graph.cluster, 8);
+  const Time expected =
+      EstimateCollective(Collective::kAllReduce, CollectiveAlgorithm::kRing, 4'000'000'000, ring)
+          .value()
+          .time;
+  EXPECT_EQ(stats.value().encoder_reduce, expected);
+  int32_t reductions = 0;
+  for (uint32_t task = 0; task < pipeline.graph.num_tasks(); ++task) {
+    const Task& info = pipeline.graph.tasks[task];
+    if (info.kind != TaskKind::kCollective) continue;
+    ++reductions;
+    EXPECT_EQ(info.duration, expected);
+    EXPECT_EQ(pipeline.graph.tasks[pipeline.graph.preds[pipeline.graph.pred_begin[task]]].payload,
+              PayloadKind::kVisionBackward);
+  }
+  EXPECT_EQ(reductions, 4);
   EXPECT_FALSE(Simulate(pipeline.graph).deadlock.has_value());
 }
 

@@ -43,6 +43,7 @@ struct MultimodalInfo {
   int32_t prologue = 0;         // bubble-fill: microbatches encoded before the pipeline
   Time forward_in_bubbles;      // bubble-fill: work placed into idle gaps
   Time backward_in_bubbles;
+  Time encoder_reduce;  // the encoder's gradient all-reduce over its copies
   double encoder_params = 0;
   double encoder_state_bytes = 0;  // the most encoder model states on one device
   bool engram = false;

@@ -156,7 +156,8 @@ std::string FormatMultimodal(const MultimodalInfo& info) {
     text += "                    on the first stage's rank " + FormatMs(info.vision_on_first_rank) +
             " ms; encoder " + FormatFixed(info.encoder_params / 1e6, 1) + "M parameters, " +
             FormatBytes(static_cast<int64_t>(info.encoder_state_bytes)) +
-            " of model states on the fullest device";
+            " of model states on the fullest device, gradient all-reduce " +
+            FormatMs(info.encoder_reduce) + " ms";
     if (info.encoder_devices > 0) {
       text += "; " + std::to_string(info.encoder_devices) + " encoder devices per pipeline";
     }
@@ -202,6 +203,7 @@ void WriteMultimodal(JsonWriter& json, const MultimodalInfo& info) {
     json.Key("prologue_microbatches").Int(info.prologue);
     json.Key("forward_in_bubbles_ms").Raw(FormatMs(info.forward_in_bubbles));
     json.Key("backward_in_bubbles_ms").Raw(FormatMs(info.backward_in_bubbles));
+    json.Key("encoder_reduce_ms").Raw(FormatMs(info.encoder_reduce));
     json.Key("encoder_params").Fixed(info.encoder_params, 0);
     json.Key("encoder_state_bytes").Fixed(info.encoder_state_bytes, 0);
     json.EndObject();

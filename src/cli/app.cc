@@ -268,9 +268,10 @@ int RunCli(int argc, const char* const* argv, std::ostream& out, std::ostream& e
   derive->add_flag("--json", derive_json, "print one JSON object");
 
   CLI::App* list = app.add_subcommand(
-      "list", "list the choices: schedules, placements, p2p, metrics, presets, collectives");
+      "list",
+      "list the choices: schedules, placements, p2p, metrics, presets, collectives, vision");
   list->add_option("what", list_what,
-                   "schedules | placements | p2p | metrics | presets | collectives");
+                   "schedules | placements | p2p | metrics | presets | collectives | vision");
 
   BenchFlags bench_flags;
   CLI::App* bench = AddBenchCommand(app, flags, bench_flags);

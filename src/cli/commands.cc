@@ -358,8 +358,19 @@ int RunList(const std::string& what, std::ostream& out, std::ostream& err) {
     }
     return kExitOk;
   }
-  const std::vector<std::string> choices = {"schedules", "placements", "p2p",
-                                            "metrics",   "presets",    "collectives"};
+  if (what == "vision") {
+    out << "colocated           the first stage's rank encodes microbatch j right before its F of "
+           "j and runs the encoder backward right after its backward of j\n"
+        << "decoupled           V4.1: every pipeline rank encodes an even share of the local "
+           "batch's images before the pipeline and runs the backwards after it\n"
+        << "disaggregated       DistTrain: the encoder on devices of its own (vision.devices per "
+           "pipeline replica, dp x tp x pp), embeddings sent to the first stage\n"
+        << "bubble-fill         Optimus: pieces of the encoder's work in the pipeline's idle gaps "
+           "while dependencies hold; microbatch 0 before the pipeline\n";
+    return kExitOk;
+  }
+  const std::vector<std::string> choices = {"schedules", "placements", "p2p",   "metrics",
+                                            "presets",   "collectives", "vision"};
   if (what.empty()) {
     return Fail(err, "list needs a topic (expected " + JoinChoices(choices) +
                          ", e.g. 'stagecraft list schedules')");

@@ -139,6 +139,8 @@ MultimodalInfo DescribeMultimodal(const PreparedRun& run, const TaskGraph& graph
     info.forward_in_bubbles = stats.forward_in_bubbles;
     info.backward_in_bubbles = stats.backward_in_bubbles;
     info.encoder_params = work.params;
+    info.vision_cp = c.parallel.cp;
+    info.vision_cp_imbalance = work.cp_imbalance;
     info.encoder_reduce = stats.encoder_reduce;
     double most = 0;
     for (double params : stats.params_per_rank) most = std::max(most, params);

@@ -162,6 +162,11 @@ std::string FormatMultimodal(const MultimodalInfo& info) {
       text += "; " + std::to_string(info.encoder_devices) + " encoder devices per pipeline";
     }
     text += "\n";
+    if (info.vision_cp > 1) {
+      text += "                    each sample's images over its " + std::to_string(info.vision_cp) +
+              " CP ranks, each encoded once: the busiest rank does " +
+              FormatFixed(info.vision_cp_imbalance, 3) + " x the mean\n";
+    }
     if (info.placement == "bubble-fill") {
       text += "                    bubble-fill: " + std::to_string(info.prologue) +
               (info.prologue == 1 ? " microbatch" : " microbatches") +
@@ -199,6 +204,7 @@ void WriteMultimodal(JsonWriter& json, const MultimodalInfo& info) {
     json.Key("forward_ms").Raw(FormatMs(info.vision_forward));
     json.Key("backward_ms").Raw(FormatMs(info.vision_backward));
     json.Key("on_first_stage_rank_ms").Raw(FormatMs(info.vision_on_first_rank));
+    json.Key("cp_imbalance").Fixed(info.vision_cp_imbalance, 6);
     json.Key("encoder_devices").Int(info.encoder_devices);
     json.Key("prologue_microbatches").Int(info.prologue);
     json.Key("forward_in_bubbles_ms").Raw(FormatMs(info.forward_in_bubbles));

@@ -382,8 +382,8 @@ std::vector<Gap> FindGaps(const TaskGraph& base, const TaskGraph& graph, const T
   return gaps;
 }
 
-// A forward piece of `part` of microbatch `mb`'s encoder work, with that share of its activations and
-// embeddings.
+// A forward piece: `part` of microbatch `mb`'s encoder work, with that share of its activations
+// and embeddings.
 Piece ShareOf(const VisionWork& work, int32_t mb, Time part, int32_t rank, size_t position) {
   const double share = static_cast<double>(part.ns()) / static_cast<double>(work.forward[mb].ns());
   Piece piece;

@@ -123,9 +123,9 @@ void AddMultimodalInfo(const PreparedRun& run, const Simulated& simulated, RunIn
   info.multimodal = DescribeRunMultimodal(run, simulated);
   if (info.world_size == 0 || !run.multimodal.vision) return;
   info.world_size += static_cast<int32_t>(run.multimodal.extra_devices);
-  const double flops = (run.multimodal.vision_work.forward_flops +
-                        run.multimodal.vision_work.backward_flops) *
-                       run.config.parallel.dp;
+  const double flops =
+      (run.multimodal.vision_work.forward_flops + run.multimodal.vision_work.backward_flops) *
+      run.config.parallel.dp;
   info.hardware_flops_per_iteration += flops;
   info.model_flops_per_iteration += flops;
 }
@@ -148,8 +148,7 @@ bool StructureIsSound(const PreparedRun& run, std::ostream& err) {
 }  // namespace
 
 MultimodalInfo DescribeRunMultimodal(const PreparedRun& run, const Simulated& simulated) {
-  MultimodalInfo info =
-      DescribeMultimodal(run, simulated.graph, simulated.trace, simulated.vision);
+  MultimodalInfo info = DescribeMultimodal(run, simulated.graph, simulated.trace, simulated.vision);
   if (run.multimodal.engram) {
     // The same graph with the Engram all-to-alls taking no time: what they add to the step.
     TaskGraph without = simulated.graph;
@@ -204,8 +203,9 @@ int RunSimulate(const RunFlags& flags, const OutputFlags& output, std::ostream& 
                 "examples/v41-flash-multimodal.yaml)");
   }
   if (output.compare_vision && output.json) {
-    return Fail(err, "--compare-vision prints a table; drop --json (or run --json once per "
-                     "--vision-placement)");
+    return Fail(err,
+                "--compare-vision prints a table; drop --json (or run --json once per "
+                "--vision-placement)");
   }
   if (output.compare_policies && output.json) {
     return Fail(err,
@@ -369,7 +369,7 @@ int RunList(const std::string& what, std::ostream& out, std::ostream& err) {
            "while dependencies hold; microbatch 0 before the pipeline\n";
     return kExitOk;
   }
-  const std::vector<std::string> choices = {"schedules", "placements", "p2p",   "metrics",
+  const std::vector<std::string> choices = {"schedules", "placements",  "p2p",   "metrics",
                                             "presets",   "collectives", "vision"};
   if (what.empty()) {
     return Fail(err, "list needs a topic (expected " + JoinChoices(choices) +

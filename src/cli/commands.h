@@ -94,9 +94,9 @@ struct MultimodalFlags {
   int64_t batch = 256;   // --batch: pairs per rank
   int64_t width = 1024;  // --width: embedding width
   std::string owners = "8,16,32,64,128";  // --owners: Engram owner counts
-  int64_t tokens = 131072;  // --tokens: a rank's local batch (engram; V4.1 example: 32 × 4096)
-  int64_t seq_len = 1048576;              // --seq-len: tokens of a sample (cp, images)
-  int32_t compress_ratio = 4;             // --compress-ratio (cp)
+  int64_t tokens = 131072;     // --tokens: a rank's local batch (engram; V4.1 example: 32 × 4096)
+  int64_t seq_len = 1048576;   // --seq-len: tokens of a sample (cp, images)
+  int32_t compress_ratio = 4;  // --compress-ratio (cp)
   // images: a sample's images over cp ranks and the I/O criterion.
   int32_t images = 16;                           // --images: images in the sample
   std::string image_tokens = "uniform:64-1024";  // --image-tokens: tokens per image (drawn)

@@ -71,12 +71,12 @@ Result<std::string> ComparePolicies(const PreparedRun& run) {
 }
 
 Result<std::string> CompareVision(const PreparedRun& base) {
-  std::string text =
-      "vision-encoder placements side by side (" +
-      std::to_string(base.multimodal.vision_work.image_count) + " images, " +
-      FormatImageTokens(base.config.multimodal.vision.image_tokens) + " tokens each):\n" +
-      "  placement       gpus     makespan_ms  bubble_fraction  on_first_rank_ms  "
-      "peak_memory_max  encoder_states  engram_exposed_ms\n";
+  std::string text = "vision-encoder placements side by side (" +
+                     std::to_string(base.multimodal.vision_work.image_count) + " images, " +
+                     FormatImageTokens(base.config.multimodal.vision.image_tokens) +
+                     " tokens each):\n" +
+                     "  placement       gpus     makespan_ms  bubble_fraction  on_first_rank_ms  "
+                     "peak_memory_max  encoder_states  engram_exposed_ms\n";
   for (const auto& [name, placement] : VisionPlacementChoices()) {
     PreparedRun run = base;
     run.config.multimodal.vision.placement = placement;
@@ -92,16 +92,15 @@ Result<std::string> CompareVision(const PreparedRun& base) {
     if (SimulateRun(run, simulated, err) != kExitOk) return Error{err.str()};
     RunInfo info;
     info.multimodal = DescribeRunMultimodal(run, simulated);
-    const int64_t gpus = static_cast<int64_t>(run.config.parallel.world_size()) +
-                         run.multimodal.extra_devices;
+    const int64_t gpus =
+        static_cast<int64_t>(run.config.parallel.world_size()) + run.multimodal.extra_devices;
     text += row + PadLeft(std::to_string(gpus), 6) +
             PadLeft(FormatMs(simulated.metrics.makespan), 16) +
             PadLeft(FormatFixed(simulated.metrics.bubble_fraction, 6), 17) +
             PadLeft(FormatMs(info.multimodal.vision_on_first_rank), 18) +
             PadLeft(FormatBytes(MaxPeakMemory(simulated.metrics)), 17) +
             PadLeft(FormatBytes(static_cast<int64_t>(info.multimodal.encoder_state_bytes)), 16) +
-            PadLeft(FormatMs(info.multimodal.engram_exposed), 19) +
-            "\n";
+            PadLeft(FormatMs(info.multimodal.engram_exposed), 19) + "\n";
   }
   return text;
 }

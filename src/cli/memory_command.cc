@@ -40,8 +40,8 @@ int RunMemory(const RunFlags& flags, bool json, std::ostream& out, std::ostream&
   for (const RankMetrics& rank : simulated.metrics.ranks) {
     // Activations: the schedule's, or more where a vision encoder's add to them (the memory
     // timeline's peak less the resident state is a lower bound on the combined peak).
-    const int64_t activations = std::max(rank.peak_activation_bytes,
-                                         rank.peak_memory_bytes - rank.peak_state_bytes);
+    const int64_t activations =
+        std::max(rank.peak_activation_bytes, rank.peak_memory_bytes - rank.peak_state_bytes);
     Row row{rank.rank, 0, {}, activations, rank.peak_state_bytes, 0, false};
     const auto index = static_cast<size_t>(rank.rank);
     if (states_known && index < run.parallel_plan.rank_params.size()) {

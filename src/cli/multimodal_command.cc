@@ -334,8 +334,7 @@ int RunMultimodal(const MultimodalFlags& flags, std::ostream& out, std::ostream&
       sharding.host_memory = true;
       const EngramTraffic host =
           EngramIterationTraffic(spec, sharding, flags.tokens, cluster.value(), 1);
-      rows += PadLeft(std::to_string(g), 8) +
-              PadLeft(FormatBytes(EngramOwnerBytes(spec, g)), 17) +
+      rows += PadLeft(std::to_string(g), 8) + PadLeft(FormatBytes(EngramOwnerBytes(spec, g)), 17) +
               PadLeft(FormatMs(device.fetch), 14) + PadLeft(FormatMs(device.gradient), 14) +
               PadLeft(FormatMs(host.fetch), 14) + PadLeft(FormatMs(host.gradient), 14) + "\n";
     }

@@ -26,24 +26,22 @@ Status PlanVision(const PreparedRun& run, MultimodalPlan& plan) {
   const VisionSpec& vision = c.multimodal.vision;
   const ParallelSpec& parallel = c.parallel;
   const int64_t replicas = static_cast<int64_t>(parallel.dp) * parallel.cp * parallel.tp;
-  const Status checked =
-      CheckVisionSpec(vision, c.cluster, parallel.world_size(), replicas);
+  const Status checked = CheckVisionSpec(vision, c.cluster, parallel.world_size(), replicas);
   if (!checked.ok()) return Located(run, checked.error());
   const int64_t per_sample =
       static_cast<int64_t>(vision.images_per_sample) * vision.image_tokens.max;
   if (per_sample > c.model.seq_len) {
     return Error{run.locations.Where("multimodal.vision.image_tokens") + "up to " +
                  std::to_string(vision.images_per_sample) + " images x " +
-                 std::to_string(vision.image_tokens.max) + " tokens = " +
-                 std::to_string(per_sample) + " image tokens do not fit a sample of seq_len " +
-                 std::to_string(c.model.seq_len) +
+                 std::to_string(vision.image_tokens.max) +
+                 " tokens = " + std::to_string(per_sample) +
+                 " image tokens do not fit a sample of seq_len " + std::to_string(c.model.seq_len) +
                  " (expected fewer or smaller images, or a longer sequence)"};
   }
   plan.vision = true;
-  plan.vision_work = ComputeVisionWork(vision, run.schedule.num_microbatches,
-                                       c.model.micro_batch_size, LanguageHidden(c.model),
-                                       c.cluster.effective_flops_per_s(), c.model.seq_len,
-                                       parallel.cp);
+  plan.vision_work = ComputeVisionWork(
+      vision, run.schedule.num_microbatches, c.model.micro_batch_size, LanguageHidden(c.model),
+      c.cluster.effective_flops_per_s(), c.model.seq_len, parallel.cp);
   if (vision.placement == VisionPlacement::kDisaggregated) {
     plan.extra_devices = static_cast<int64_t>(vision.devices) * replicas;
   }

@@ -121,8 +121,9 @@ Status ApplyFlags(const RunFlags& flags, Config& config) {
   STAGECRAFT_RETURN_IF_ERROR(ApplyChoice(flags.partition, "--partition", PartitionMethodChoices(),
                                          config.parallel.partition));
   if (flags.vision_placement && !config.multimodal.vision.given) {
-    return Error{"--vision-placement: the config has no vision encoder (add a multimodal.vision "
-                 "section, as examples/v41-flash-multimodal.yaml)"};
+    return Error{
+        "--vision-placement: the config has no vision encoder (add a multimodal.vision "
+        "section, as examples/v41-flash-multimodal.yaml)"};
   }
   STAGECRAFT_RETURN_IF_ERROR(ApplyChoice(flags.vision_placement, "--vision-placement",
                                          VisionPlacementChoices(),

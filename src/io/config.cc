@@ -889,8 +889,8 @@ Status ReadVision(const Reader& reader, const Field& field, VisionSpec* vision) 
     return Status::Ok();
   };
   return reader.ReadMap(
-      field, {{"placement", EnumInto(reader, "vision placement", VisionPlacementChoices(),
-                                     &vision->placement)},
+      field, {{"placement",
+               EnumInto(reader, "vision placement", VisionPlacementChoices(), &vision->placement)},
               {"layers", CountInto(reader, &vision->layers)},
               {"hidden", CountInto(reader, &vision->hidden)},
               {"heads", CountInto(reader, &vision->heads)},
@@ -908,23 +908,25 @@ Status ReadVision(const Reader& reader, const Field& field, VisionSpec* vision) 
 
 Status ReadEngram(const Reader& reader, const Field& field, EngramSharding* engram) {
   engram->given = true;
-  return reader.ReadMap(field, {{"owners", CountInto(reader, &engram->owners)},
-                                {"host_memory", BoolInto(reader, &engram->host_memory)},
-                                {"pcie_bandwidth", BandwidthInto(reader, &engram->pcie_bytes_per_s)},
-                                {"table_rows", [&reader, engram](const Field& value) -> Status {
-                                   int32_t rows = 0;  // up to 2^31 - 1 rows per table
-                                   STAGECRAFT_RETURN_IF_ERROR(reader.Int(value, 1, &rows));
-                                   engram->table_rows = rows;
-                                   return Status::Ok();
-                                 }}});
+  return reader.ReadMap(field,
+                        {{"owners", CountInto(reader, &engram->owners)},
+                         {"host_memory", BoolInto(reader, &engram->host_memory)},
+                         {"pcie_bandwidth", BandwidthInto(reader, &engram->pcie_bytes_per_s)},
+                         {"table_rows", [&reader, engram](const Field& value) -> Status {
+                            int32_t rows = 0;  // up to 2^31 - 1 rows per table
+                            STAGECRAFT_RETURN_IF_ERROR(reader.Int(value, 1, &rows));
+                            engram->table_rows = rows;
+                            return Status::Ok();
+                          }}});
 }
 
 Status ReadMultimodal(const Reader& reader, const Field& field, MultimodalSpec* multimodal) {
   return reader.ReadMap(
-      field,
-      {{"vision", [&](const Field& value) { return ReadVision(reader, value, &multimodal->vision); }},
-       {"engram",
-        [&](const Field& value) { return ReadEngram(reader, value, &multimodal->engram); }}});
+      field, {{"vision",
+               [&](const Field& value) { return ReadVision(reader, value, &multimodal->vision); }},
+              {"engram", [&](const Field& value) {
+                 return ReadEngram(reader, value, &multimodal->engram);
+               }}});
 }
 
 Status ReadDocument(const Reader& reader, const YAML::Node& root, Config* config) {

@@ -199,7 +199,8 @@ TEST(ParseConfigErrorTest, EmptyDocument) {
   for (const char* yaml : {"", "# only a comment\n", "---\n"}) {
     const std::string message = ErrorOf(yaml);
     EXPECT_EQ(message.rfind("run.yaml:1:1: the config is empty", 0), 0u) << message;
-    EXPECT_NE(message.find("'model', 'cluster', 'parallel', 'schedule' or 'multimodal'"), std::string::npos)
+    EXPECT_NE(message.find("'model', 'cluster', 'parallel', 'schedule' or 'multimodal'"),
+              std::string::npos)
         << message;
   }
 }
@@ -231,8 +232,9 @@ TEST(ParseConfigErrorTest, UnknownTopLevelKey) {
                           0),
             0u)
       << message;
-  EXPECT_NE(message.find("(expected one of 'model', 'cluster', 'parallel', 'schedule' or 'multimodal')"),
-            std::string::npos)
+  EXPECT_NE(
+      message.find("(expected one of 'model', 'cluster', 'parallel', 'schedule' or 'multimodal')"),
+      std::string::npos)
       << message;
 }
 

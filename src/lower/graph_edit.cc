@@ -36,9 +36,9 @@ uint32_t GraphEditor::AddWork(int32_t rank, size_t position, PayloadKind payload
 
 uint32_t GraphEditor::AddTransfer(PayloadKind payload, int32_t from, int32_t to, int64_t bytes,
                                   MicrobatchId microbatch) {
-  return AddTransfer(payload, from, to, bytes, microbatch,
-                     TransferTime(graph_.cluster, DeviceId(from), DeviceId(to), bytes,
-                                  graph_.cost_p2p));
+  return AddTransfer(
+      payload, from, to, bytes, microbatch,
+      TransferTime(graph_.cluster, DeviceId(from), DeviceId(to), bytes, graph_.cost_p2p));
 }
 
 uint32_t GraphEditor::AddTransfer(PayloadKind payload, int32_t from, int32_t to, int64_t bytes,

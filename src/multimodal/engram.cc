@@ -51,8 +51,7 @@ EngramSpec EngramTables(const EngramSharding& sharding, int32_t engram_layers) {
 }
 
 EngramTraffic EngramIterationTraffic(const EngramSpec& spec, const EngramSharding& sharding,
-                                     int64_t tokens, const ClusterSpec& cluster,
-                                     int32_t per_node) {
+                                     int64_t tokens, const ClusterSpec& cluster, int32_t per_node) {
   EngramTraffic traffic;
   const int64_t lookups = tokens * spec.lookups_per_token;
   traffic.id_bytes = lookups * kIdBytes;
@@ -64,7 +63,8 @@ EngramTraffic EngramIterationTraffic(const EngramSpec& spec, const EngramShardin
   traffic.gradient = AllToAll(cluster, g, per_node, traffic.gradient_bytes);
   if (sharding.host_memory) {
     // An owner serves, on average, as many rows as a rank looks up, and takes as many gradients.
-    traffic.fetch += FromSeconds(static_cast<double>(traffic.row_bytes) / sharding.pcie_bytes_per_s);
+    traffic.fetch +=
+        FromSeconds(static_cast<double>(traffic.row_bytes) / sharding.pcie_bytes_per_s);
     traffic.gradient +=
         FromSeconds(static_cast<double>(traffic.gradient_bytes) / sharding.pcie_bytes_per_s);
   }
@@ -93,9 +93,9 @@ void AddEngramExchanges(const std::vector<int32_t>& layers_per_stage, const Engr
         }
       }
       if (first_forward == UINT32_MAX) continue;  // the stage is not on this rank
-      const uint32_t fetch = editor.AddCollective(
-          rank, PayloadKind::kEngramFetch, Time::Nanoseconds(traffic.fetch.ns() * layers),
-          (traffic.id_bytes + traffic.row_bytes) * layers);
+      const uint32_t fetch = editor.AddCollective(rank, PayloadKind::kEngramFetch,
+                                                  Time::Nanoseconds(traffic.fetch.ns() * layers),
+                                                  (traffic.id_bytes + traffic.row_bytes) * layers);
       graph.tasks[fetch].action = graph.tasks[first_forward].action;
       editor.AddEdge(fetch, first_forward);
       if (last_backward == UINT32_MAX) continue;
@@ -128,7 +128,8 @@ EngramExposure MeasureEngramExposure(const TaskGraph& graph, const Trace& trace)
       for (uint32_t p = graph.pred_begin[forward]; p < graph.pred_begin[forward + 1]; ++p) {
         if (graph.preds[p] != task) ready = std::max(ready, trace.timings[graph.preds[p]].end);
       }
-      if (timing.end > ready) exposure.fetch_delay = std::max(exposure.fetch_delay, timing.end - ready);
+      if (timing.end > ready)
+        exposure.fetch_delay = std::max(exposure.fetch_delay, timing.end - ready);
     }
   }
   return exposure;
@@ -137,8 +138,9 @@ EngramExposure MeasureEngramExposure(const TaskGraph& graph, const Trace& trace)
 Status CheckEngramSharding(const EngramSharding& sharding, int32_t stage_peers,
                            int32_t engram_layers) {
   if (engram_layers == 0) {
-    return Error{"multimodal.engram: the model has no Engram layer to shard (expected a layer "
-                 "with engram: true, as V4.1's L1 and L14)"};
+    return Error{
+        "multimodal.engram: the model has no Engram layer to shard (expected a layer "
+        "with engram: true, as V4.1's L1 and L14)"};
   }
   if (sharding.owners > stage_peers) {
     return Error{"multimodal.engram.owners: G = " + std::to_string(sharding.owners) +

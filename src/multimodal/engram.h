@@ -50,8 +50,8 @@ struct EngramSharding {
 };
 
 struct EngramTraffic {
-  int64_t id_bytes = 0;        // per rank and Engram layer, sent (and received) by the ids' all-to-all
-  int64_t row_bytes = 0;       // ... by the rows' all-to-all
+  int64_t id_bytes = 0;   // per rank and Engram layer, sent (and received) by the ids' all-to-all
+  int64_t row_bytes = 0;  // ... by the rows' all-to-all
   int64_t gradient_bytes = 0;  // ... by the gradients' all-to-all
   Time fetch;                  // ids + rows (+ the host reads), per Engram layer
   Time gradient;               // gradients (+ the host writes), per Engram layer
@@ -63,8 +63,7 @@ EngramSpec EngramTables(const EngramSharding& sharding, int32_t engram_layers);
 // `tokens`: the local batch one rank looks up per iteration (m · b · s / cp). `per_node`: the
 // owners sharing a node.
 EngramTraffic EngramIterationTraffic(const EngramSpec& spec, const EngramSharding& sharding,
-                                     int64_t tokens, const ClusterSpec& cluster,
-                                     int32_t per_node);
+                                     int64_t tokens, const ClusterSpec& cluster, int32_t per_node);
 
 // Adds the all-to-alls to `graph` for the Engram layers of each stage (`layers_per_stage[s]`):
 // the fetch on the stage rank's collective stream from the start, the stage's first forward

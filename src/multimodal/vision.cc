@@ -59,9 +59,10 @@ Result<FirstStage> FindFirstStage(const TaskGraph& graph, int32_t microbatches) 
   }
   for (int32_t mb = 0; mb < microbatches; ++mb) {
     if (first.forward[mb] == kNoTask || first.backward[mb] == kNoTask) {
-      return Error{"vision encoder: the schedule has no forward and backward of stage 0 for "
-                   "microbatch " +
-                   std::to_string(mb)};
+      return Error{
+          "vision encoder: the schedule has no forward and backward of stage 0 for "
+          "microbatch " +
+          std::to_string(mb)};
     }
   }
   return first;
@@ -97,8 +98,10 @@ void PlaceColocated(const VisionWork& work, const FirstStage& first, TaskGraph& 
     const Task forward = graph.tasks[first.forward[mb]];
     const Task backward = graph.tasks[first.backward[mb]];
     const MicrobatchId id(static_cast<int32_t>(mb));
-    const size_t before = Before(graph, editor, forward.rank, static_cast<size_t>(forward.position));
-    const size_t after = After(graph, editor, backward.rank, static_cast<size_t>(backward.position));
+    const size_t before =
+        Before(graph, editor, forward.rank, static_cast<size_t>(forward.position));
+    const size_t after =
+        After(graph, editor, backward.rank, static_cast<size_t>(backward.position));
     const uint32_t encode =
         editor.AddWork(forward.rank, before, PayloadKind::kVisionForward, ActionKind::kForward, id,
                        work.forward[mb], work.activation_bytes[mb]);
@@ -157,9 +160,9 @@ void PlaceDecoupled(const VisionWork& work, const FirstStage& first, TaskGraph& 
       const uint32_t encode =
           editor.AddWork(rank, 0, PayloadKind::kVisionForward, ActionKind::kForward, id,
                          Scaled(work.forward[mb], part), activation);
-      const uint32_t back = editor.AddWork(rank, editor.OriginalProgramSize(rank),
-                                           PayloadKind::kVisionBackward, ActionKind::kBackward,
-                                           id, Scaled(work.backward[mb], part), activation);
+      const uint32_t back =
+          editor.AddWork(rank, editor.OriginalProgramSize(rank), PayloadKind::kVisionBackward,
+                         ActionKind::kBackward, id, Scaled(work.backward[mb], part), activation);
       const int32_t target = graph.tasks[first.forward[mb]].rank;
       if (target == rank) {
         editor.AddEdge(encode, first.forward[mb]);
@@ -191,8 +194,8 @@ void PlaceDecoupled(const VisionWork& work, const FirstStage& first, TaskGraph& 
 // holds the activations of at most about twice the microbatches the first stage holds. The
 // encoder's stages are linked in a node, its last stage to the first language-model stage over
 // the network.
-int32_t PlaceDisaggregated(const VisionSpec& spec, const VisionWork& work,
-                           const FirstStage& first, TaskGraph& graph, GraphEditor& editor) {
+int32_t PlaceDisaggregated(const VisionSpec& spec, const VisionWork& work, const FirstStage& first,
+                           TaskGraph& graph, GraphEditor& editor) {
   const int32_t dp = spec.dp();
   const int32_t pp = spec.pp;
   const double per_stage = 1.0 / (spec.tp * pp);
@@ -264,12 +267,12 @@ int32_t PlaceDisaggregated(const VisionSpec& spec, const VisionWork& work,
     for (int32_t stage = 0; stage + 1 < pp; ++stage) {
       const int32_t from = base + replica * pp + stage;
       const Time time = link_time(cluster.intra_node, cut_bytes);
-      const uint32_t ahead = editor.AddTransfer(PayloadKind::kActivation, from, from + 1,
-                                                cut_bytes, id, time);
+      const uint32_t ahead =
+          editor.AddTransfer(PayloadKind::kActivation, from, from + 1, cut_bytes, id, time);
       editor.AddEdge(forward[mb][stage], ahead);
       editor.AddEdge(ahead, forward[mb][stage + 1]);
-      const uint32_t back = editor.AddTransfer(PayloadKind::kGradient, from + 1, from, cut_bytes,
-                                               id, time);
+      const uint32_t back =
+          editor.AddTransfer(PayloadKind::kGradient, from + 1, from, cut_bytes, id, time);
       editor.AddEdge(backward[mb][stage + 1], back);
       editor.AddEdge(back, backward[mb][stage]);
     }
@@ -310,18 +313,18 @@ Result<TaskGraph> WithPieces(const TaskGraph& base, const FirstStage& first,
   GraphEditor editor(graph);
   for (const Piece& piece : pieces) {
     const MicrobatchId id(piece.mb);
-    const uint32_t work = editor.AddWork(
-        piece.rank, piece.position,
-        piece.forward ? PayloadKind::kVisionForward : PayloadKind::kVisionBackward,
-        piece.forward ? ActionKind::kForward : ActionKind::kBackward, id, piece.duration,
-        piece.activation);
+    const uint32_t work =
+        editor.AddWork(piece.rank, piece.position,
+                       piece.forward ? PayloadKind::kVisionForward : PayloadKind::kVisionBackward,
+                       piece.forward ? ActionKind::kForward : ActionKind::kBackward, id,
+                       piece.duration, piece.activation);
     if (piece.forward) {
       const int32_t target = graph.tasks[first.forward[piece.mb]].rank;
       if (target == piece.rank) {
         editor.AddEdge(work, first.forward[piece.mb]);
       } else {
-        const uint32_t send = editor.AddTransfer(PayloadKind::kVisionEmbedding, piece.rank,
-                                                 target, piece.embedding, id);
+        const uint32_t send = editor.AddTransfer(PayloadKind::kVisionEmbedding, piece.rank, target,
+                                                 piece.embedding, id);
         editor.AddEdge(work, send);
         editor.AddEdge(send, first.forward[piece.mb]);
       }
@@ -462,9 +465,8 @@ void PlaceBackwardOf(const Piece& forward, Time duration, Time ready, size_t pro
 // much forward work on a rank as that rank can also hide the backward of (after the embedding
 // gradient arrives); later passes place the rest of the forward anyway, its backward then partly
 // after the rank's last action. False, changing nothing, when the forward does not fit.
-bool PlaceMicrobatch(const VisionWork& work, int32_t mb, const TaskGraph& graph,
-                     const Trace& trace, const FirstStage& first, std::vector<Gap>& gaps,
-                     std::vector<Piece>& pieces) {
+bool PlaceMicrobatch(const VisionWork& work, int32_t mb, const TaskGraph& graph, const Trace& trace,
+                     const FirstStage& first, std::vector<Gap>& gaps, std::vector<Piece>& pieces) {
   const Task& consumer = graph.tasks[first.forward[mb]];
   const Time deadline = trace.timings[first.forward[mb]].start;
   const double ratio = static_cast<double>(work.backward[mb].ns()) /
@@ -658,11 +660,11 @@ double BusiestShare(const VisionSpec& spec, const std::vector<int32_t>& tokens, 
     ImageSample sample;
     sample.seq_len = seq_len;
     sample.cp = cp;
-    sample.encoder = VisionEncoderShape{spec.layers, spec.hidden, spec.mlp,
-                                        spec.unshuffle * spec.unshuffle};
-    sample.image_tokens.assign(tokens.begin() + static_cast<std::ptrdiff_t>(begin),
-                               tokens.begin() + static_cast<std::ptrdiff_t>(
-                                                    std::min(tokens.size(), begin + per_sample)));
+    sample.encoder =
+        VisionEncoderShape{spec.layers, spec.hidden, spec.mlp, spec.unshuffle * spec.unshuffle};
+    sample.image_tokens.assign(
+        tokens.begin() + static_cast<std::ptrdiff_t>(begin),
+        tokens.begin() + static_cast<std::ptrdiff_t>(std::min(tokens.size(), begin + per_sample)));
     const ImageShardingPlan plan = ShardImages(sample, ImageSharding::kBalanced);
     double most = 0;
     for (const RankImageLoad& rank : plan.ranks) {
@@ -697,9 +699,8 @@ VisionWork ComputeVisionWork(const VisionSpec& spec, int32_t microbatches, int32
       const int64_t patches = group * t;
       const double n = static_cast<double>(patches);
       const double attention = 4.0 * spec.layers * d_v * n * n;  // the N_p² core
-      const double matmuls =
-          VisionEncoderFlops(spec.layers, spec.hidden, spec.mlp, patches) - attention +
-          2.0 * projector * t;
+      const double matmuls = VisionEncoderFlops(spec.layers, spec.hidden, spec.mlp, patches) -
+                             attention + 2.0 * projector * t;
       forward += matmuls + attention;
       backward += 2.0 * matmuls + 2.5 * attention + (spec.recompute ? matmuls + attention : 0.0);
       activation += (spec.recompute ? 2.0 : 34.0) * n * d_v * spec.layers;
@@ -784,8 +785,9 @@ Status CheckVisionSpec(const VisionSpec& spec, const ClusterSpec& cluster, int64
   // --vision-placement find it sound.
   if (!disaggregated && spec.devices == 0) return Status::Ok();
   if (spec.devices < 1) {
-    return Error{"multimodal.vision.devices: placement disaggregated needs the encoder's own "
-                 "devices per pipeline replica (expected an integer >= 1, e.g. devices: 2)"};
+    return Error{
+        "multimodal.vision.devices: placement disaggregated needs the encoder's own "
+        "devices per pipeline replica (expected an integer >= 1, e.g. devices: 2)"};
   }
   if (spec.devices % (spec.tp * spec.pp) != 0) {
     return Error{"multimodal.vision.devices: " + std::to_string(spec.devices) +
@@ -798,8 +800,8 @@ Status CheckVisionSpec(const VisionSpec& spec, const ClusterSpec& cluster, int64
                  std::to_string(spec.heads) + " heads (expected a divisor)"};
   }
   if (cluster.given && spec.tp * spec.pp > cluster.devices_per_node) {
-    return Error{"multimodal.vision: an encoder replica (tp " + std::to_string(spec.tp) +
-                 " x pp " + std::to_string(spec.pp) + ") spans more than a node of " +
+    return Error{"multimodal.vision: an encoder replica (tp " + std::to_string(spec.tp) + " x pp " +
+                 std::to_string(spec.pp) + ") spans more than a node of " +
                  std::to_string(cluster.devices_per_node) +
                  " devices (expected tp x pp <= devices per node; use more dp instead)"};
   }
@@ -810,9 +812,9 @@ Status CheckVisionSpec(const VisionSpec& spec, const ClusterSpec& cluster, int64
   const int64_t needed = pipeline_devices + static_cast<int64_t>(spec.devices) * replicas;
   if (disaggregated && cluster.given && needed > cluster.num_devices()) {
     return Error{"multimodal.vision.devices: the encoder's " + std::to_string(spec.devices) +
-                 " devices x " + std::to_string(replicas) + " pipeline replicas = " +
-                 std::to_string(spec.devices * replicas) + " more devices, " +
-                 std::to_string(needed) + " in all, exceed the cluster's " +
+                 " devices x " + std::to_string(replicas) +
+                 " pipeline replicas = " + std::to_string(spec.devices * replicas) +
+                 " more devices, " + std::to_string(needed) + " in all, exceed the cluster's " +
                  std::to_string(cluster.num_devices()) +
                  " (expected fewer encoder devices, or more nodes)"};
   }

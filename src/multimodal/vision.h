@@ -72,7 +72,7 @@ struct VisionWork {
   std::vector<int64_t> embedding_bytes;            // [microbatch] sent to the first stage
   double forward_flops = 0;                        // all microbatches
   double backward_flops = 0;
-  double params = 0;                               // encoder + projector + patch embedding
+  double params = 0;  // encoder + projector + patch embedding
   int64_t image_count = 0;
   double cp_imbalance = 1;  // busiest CP rank's encoder FLOPs / the mean (1 without CP)
 };
@@ -111,9 +111,10 @@ Result<VisionPlacementStats> PlaceVision(const VisionSpec& spec, const VisionWor
 
 // Checks the spec against the run: the layout of the encoder's devices whenever they are given
 // (tp · pp dividing them, tp the heads and at most a node, pp the layers) and, when the
-// placement is disaggregated, that they are given and fit the cluster next to the pipelines. `pipeline_devices`: the language model's
-// devices (pp · dp · cp · tp); `replicas`: its pipeline replicas (dp · cp · tp, one encoder group
-// each). Messages name the key ("multimodal.vision.devices: ...").
+// placement is disaggregated, that they are given and fit the cluster next to the pipelines.
+// `pipeline_devices`: the language model's devices (pp · dp · cp · tp); `replicas`: its pipeline
+// replicas (dp · cp · tp, one encoder group each). Messages name the key
+// ("multimodal.vision.devices: ...").
 Status CheckVisionSpec(const VisionSpec& spec, const ClusterSpec& cluster, int64_t pipeline_devices,
                        int64_t replicas);
 

@@ -1,3 +1,5 @@
+#include "multimodal/vision.h"
+
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -8,7 +10,6 @@
 #include "lower/lower.h"
 #include "model/layer_costs.h"
 #include "multimodal/engram.h"
-#include "multimodal/vision.h"
 #include "schedule/generator.h"
 #include "sim/simulator.h"
 #include "testing/test_util.h"
@@ -37,7 +38,8 @@ TEST(VisionWorkTest, FollowsTheFormulas) {
   ASSERT_EQ(work.forward.size(), 3u);
   const double n = 900;  // patches of a 100-token image
   const double attention = 4.0 * 32 * 1024 * n * n;
-  const double matmuls = VisionEncoderFlops(32, 1024, 2816, 900) - attention + 2.0 * 9 * 1024 * 5120 * 100;
+  const double matmuls =
+      VisionEncoderFlops(32, 1024, 2816, 900) - attention + 2.0 * 9 * 1024 * 5120 * 100;
   EXPECT_DOUBLE_EQ(work.forward_flops, 6 * (matmuls + attention));
   EXPECT_DOUBLE_EQ(work.backward_flops, 6 * (2 * matmuls + 2.5 * attention));
   EXPECT_EQ(work.forward[1], FromSeconds(2 * (matmuls + attention) / rate));
@@ -45,8 +47,8 @@ TEST(VisionWorkTest, FollowsTheFormulas) {
   EXPECT_EQ(work.embedding_bytes[0], 2 * 100 * 5120 * 2);
   EXPECT_EQ(work.image_count, 6);
   // 32 · (4·1024² + 3·1024·2816) + 9·1024·5120 + 14·14·3·1024: 458.8M (csa2.md's dims).
-  EXPECT_DOUBLE_EQ(work.params, 32.0 * (4.0 * 1024 * 1024 + 3.0 * 1024 * 2816) +
-                                    9.0 * 1024 * 5120 + 14.0 * 14 * 3 * 1024);
+  EXPECT_DOUBLE_EQ(work.params, 32.0 * (4.0 * 1024 * 1024 + 3.0 * 1024 * 2816) + 9.0 * 1024 * 5120 +
+                                    14.0 * 14 * 3 * 1024);
 
   VisionSpec recompute = spec;
   recompute.recompute = true;
@@ -163,8 +165,8 @@ TEST(VisionPlacementTest, EveryPlacementKeepsTheWorkAndItsDependencies) {
   const struct {
     const char* schedule;
     int32_t vpp;
-  } cases[] = {{"1f1b", 1},  {"gpipe", 1}, {"interleaved-1f1b", 2}, {"zb-h1", 1},
-               {"zb-v", 2},  {"dualpipe", 1}, {"dualpipev", 2}};
+  } cases[] = {{"1f1b", 1}, {"gpipe", 1},    {"interleaved-1f1b", 2}, {"zb-h1", 1},
+               {"zb-v", 2}, {"dualpipe", 1}, {"dualpipev", 2}};
   for (const auto& c : cases) {
     for (const auto& [name, placement] : VisionPlacementChoices()) {
       Pipeline pipeline = Build(c.schedule, 4, c.vpp, 8);
@@ -205,8 +207,8 @@ TEST(VisionPlacementTest, ColocatedPutsEverythingOnTheFirstStagesRank) {
   EXPECT_GE(Makespan(trace), Ms(36));
   EXPECT_GT(Makespan(trace), alone);
   // The encoder's activations count in rank 0's memory: 100 bytes per microbatch in flight.
-  const MemoryTimeline memory = ComputeMemoryTimeline(pipeline.schedule, pipeline.costs,
-                                                      pipeline.graph, trace);
+  const MemoryTimeline memory =
+      ComputeMemoryTimeline(pipeline.schedule, pipeline.costs, pipeline.graph, trace);
   int64_t vision_peak = 0;
   for (const MemorySample& sample : memory.ranks[0]) {
     vision_peak = std::max(vision_peak, sample.activation_bytes % 1000);
@@ -240,8 +242,8 @@ TEST(VisionPlacementTest, DisaggregatedAddsTheEncodersDevices) {
   int32_t most = 0;
   bool alternates = false;
   for (size_t position = 0; position < program.size(); ++position) {
-    const bool forward = pipeline.graph.tasks[program[position]].payload ==
-                         PayloadKind::kVisionForward;
+    const bool forward =
+        pipeline.graph.tasks[program[position]].payload == PayloadKind::kVisionForward;
     held += forward ? 1 : -1;
     most = std::max(most, held);
     alternates = alternates || (forward && position > 0 &&

@@ -50,8 +50,8 @@ std::string EventName(const TaskGraph& graph, const Task& info) {
     return std::string(PayloadName(info.payload)) + " after " + FormatAction(info.action);
   }
   if (info.kind == TaskKind::kWork) {
-    return std::string(PayloadName(info.payload)) + " mb=" +
-           std::to_string(info.action.microbatch.value());
+    return std::string(PayloadName(info.payload)) +
+           " mb=" + std::to_string(info.action.microbatch.value());
   }
   if (info.kind != TaskKind::kCompute) {
     return TransferName(info) + " " + FormatAction(info.action) + " -> " +

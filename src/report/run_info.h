@@ -38,12 +38,12 @@ struct MultimodalInfo {
   double vision_flops = 0;   // forward + backward, per iteration on the simulated pipeline
   Time vision_forward;       // the encoder's work, one device
   Time vision_backward;
-  Time vision_on_first_rank;    // encoder work on the rank running microbatch 0's first stage
-  int32_t vision_cp = 1;        // context-parallel ranks sharing each sample's images
+  Time vision_on_first_rank;       // encoder work on the rank running microbatch 0's first stage
+  int32_t vision_cp = 1;           // context-parallel ranks sharing each sample's images
   double vision_cp_imbalance = 1;  // the busiest CP rank's encoder FLOPs over the mean
-  int32_t encoder_devices = 0;  // disaggregated: per pipeline replica
-  int32_t prologue = 0;         // bubble-fill: microbatches encoded before the pipeline
-  Time forward_in_bubbles;      // bubble-fill: work placed into idle gaps
+  int32_t encoder_devices = 0;     // disaggregated: per pipeline replica
+  int32_t prologue = 0;            // bubble-fill: microbatches encoded before the pipeline
+  Time forward_in_bubbles;         // bubble-fill: work placed into idle gaps
   Time backward_in_bubbles;
   Time encoder_reduce;  // the encoder's gradient all-reduce over its copies
   double encoder_params = 0;

@@ -163,16 +163,17 @@ std::string FormatMultimodal(const MultimodalInfo& info) {
     }
     text += "\n";
     if (info.vision_cp > 1) {
-      text += "                    each sample's images over its " + std::to_string(info.vision_cp) +
+      text += "                    each sample's images over its " +
+              std::to_string(info.vision_cp) +
               " CP ranks, each encoded once: the busiest rank does " +
               FormatFixed(info.vision_cp_imbalance, 3) + " x the mean\n";
     }
     if (info.placement == "bubble-fill") {
       text += "                    bubble-fill: " + std::to_string(info.prologue) +
               (info.prologue == 1 ? " microbatch" : " microbatches") +
-              " encoded before the pipeline; " +
-              FormatMs(info.forward_in_bubbles) + " ms forward and " +
-              FormatMs(info.backward_in_bubbles) + " ms backward placed in idle gaps\n";
+              " encoded before the pipeline; " + FormatMs(info.forward_in_bubbles) +
+              " ms forward and " + FormatMs(info.backward_in_bubbles) +
+              " ms backward placed in idle gaps\n";
     }
   }
   if (info.engram) {
@@ -181,13 +182,13 @@ std::string FormatMultimodal(const MultimodalInfo& info) {
             (info.engram_host_memory ? ", in host memory" : "") + "), " +
             std::to_string(info.engram_layers) +
             (info.engram_layers == 1 ? " Engram layer" : " Engram layers") +
-            "; per rank and layer: ids " +
-            FormatBytes(info.engram_id_bytes) + ", rows " + FormatBytes(info.engram_row_bytes) +
-            ", gradients " + FormatBytes(info.engram_gradient_bytes) + "\n";
-    text += "                    fetch " + FormatMs(info.engram_fetch) + " ms (a first forward waited " +
-            FormatMs(info.engram_fetch_delay) + " ms for it), gradients " +
-            FormatMs(info.engram_gradient) + " ms; exposed " + FormatMs(info.engram_exposed) +
-            " ms (what the step loses to them)\n";
+            "; per rank and layer: ids " + FormatBytes(info.engram_id_bytes) + ", rows " +
+            FormatBytes(info.engram_row_bytes) + ", gradients " +
+            FormatBytes(info.engram_gradient_bytes) + "\n";
+    text += "                    fetch " + FormatMs(info.engram_fetch) +
+            " ms (a first forward waited " + FormatMs(info.engram_fetch_delay) +
+            " ms for it), gradients " + FormatMs(info.engram_gradient) + " ms; exposed " +
+            FormatMs(info.engram_exposed) + " ms (what the step loses to them)\n";
   }
   return text.empty() ? text : text + "\n";
 }

@@ -48,14 +48,13 @@ std::string FormatTimeline(const TaskGraph& graph, const Trace& trace, const Met
   const int64_t column_ns = ColumnWidthNs(graph, metrics, max_columns);
   const size_t columns = static_cast<size_t>((metrics.makespan.ns() + column_ns - 1) / column_ns);
   const int32_t num_ranks = std::max<int32_t>(1, static_cast<int32_t>(graph.programs.size()));
-  std::string text =
-      "timeline: one column = " + FormatMs(Time::Nanoseconds(column_ns)) +
-      " ms; F forward, B backward, I input-grad, W weight-grad, then the "
-      "microbatch; small letters for odd chunks; X&Y an overlapped F&B op; '.' idle";
+  std::string text = "timeline: one column = " + FormatMs(Time::Nanoseconds(column_ns)) +
+                     " ms; F forward, B backward, I input-grad, W weight-grad, then the "
+                     "microbatch; small letters for odd chunks; X&Y an overlapped F&B op; '.' idle";
   bool has_work = false;
   for (const Task& task : graph.tasks) has_work = has_work || task.kind == TaskKind::kWork;
-  text += has_work ? "; V / v a share of the microbatch's vision-encoder forward / backward\n"
-                   : "\n";
+  text +=
+      has_work ? "; V / v a share of the microbatch's vision-encoder forward / backward\n" : "\n";
   for (size_t rank = 0; rank < graph.programs.size(); ++rank) {
     std::string row(columns, '.');
     const auto& program = graph.programs[rank];
@@ -69,9 +68,8 @@ std::string FormatTimeline(const TaskGraph& graph, const Trace& trace, const Met
                                        column_ns);
       end = std::min(std::max(end, begin + 1), columns);
       if (info.kind == TaskKind::kWork) {
-        const std::string work =
-            (info.action.kind == ActionKind::kForward ? "V" : "v") +
-            std::to_string(info.action.microbatch.value());
+        const std::string work = (info.action.kind == ActionKind::kForward ? "V" : "v") +
+                                 std::to_string(info.action.microbatch.value());
         for (size_t column = begin; column < end; ++column) {
           const size_t offset = column - begin;
           row[column] = offset < work.size() ? work[offset] : '~';

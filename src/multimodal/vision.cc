@@ -421,7 +421,7 @@ Time Capacity(const std::vector<Gap>& gaps, int32_t rank, Time ready) {
 
 // The backward of `forward` (a forward piece) on its rank, where its activations are: into the
 // rank's gaps after `ready` as far as they go, the rest after the rank's last action. Appends
-// the pieces; the forward's activations are freed in proportion as they end.
+// the pieces.
 void PlaceBackwardOf(const Piece& forward, Time duration, Time ready, size_t program_size,
                      std::vector<Gap>& gaps, std::vector<Piece>& pieces) {
   Time left = duration;
@@ -448,14 +448,19 @@ void PlaceBackwardOf(const Piece& forward, Time duration, Time ready, size_t pro
     piece.in_gap = false;
     placed.push_back(piece);
   }
+  // Each piece frees, and receives the embedding gradient of, its share of the forward's bytes.
   int64_t freed = 0;
+  int64_t received = 0;
   for (size_t k = 0; k < placed.size(); ++k) {
+    const bool last = k + 1 == placed.size();
+    const double share =
+        static_cast<double>(placed[k].duration.ns()) / static_cast<double>(duration.ns());
     placed[k].activation =
-        k + 1 == placed.size()
-            ? forward.activation - freed
-            : ScaledBytes(forward.activation, static_cast<double>(placed[k].duration.ns()) /
-                                                  static_cast<double>(duration.ns()));
+        last ? forward.activation - freed : ScaledBytes(forward.activation, share);
+    placed[k].embedding =
+        last ? forward.embedding - received : ScaledBytes(forward.embedding, share);
     freed += placed[k].activation;
+    received += placed[k].embedding;
   }
   pieces.insert(pieces.end(), placed.begin(), placed.end());
 }

@@ -182,6 +182,14 @@ TEST(VisionPlacementTest, EveryPlacementKeepsTheWorkAndItsDependencies) {
       EXPECT_EQ(WorkOn(pipeline.graph, PayloadKind::kVisionBackward), Ms(8)) << c.schedule << name;
       EXPECT_EQ(stats.value().work_total, Ms(12));
       ExpectOrdered(pipeline.graph, trace);
+      // Every embedding sent to the first stage comes back once as its gradient.
+      int64_t sent = 0;
+      int64_t returned = 0;
+      for (const Task& task : pipeline.graph.tasks) {
+        if (task.payload == PayloadKind::kVisionEmbedding) sent += task.bytes;
+        if (task.payload == PayloadKind::kVisionGradient) returned += task.bytes;
+      }
+      EXPECT_EQ(sent, returned) << c.schedule << " " << name;
       // Program positions stay consistent after the edit.
       for (const auto& program : pipeline.graph.programs) {
         for (size_t position = 0; position < program.size(); ++position) {

@@ -36,32 +36,21 @@ TransformerRun RunOf(const Config& config) {
   return run;
 }
 
-// The ring time of `kind` moving `bytes` in all over `ranks` ranks, `ranks_per_node` of them in a
-// node; nothing for a group of one or nothing to move.
-Time Ring(const ClusterSpec& cluster, Collective kind, int32_t ranks, int32_t ranks_per_node,
-          double bytes) {
-  if (ranks <= 1 || bytes <= 0) return Time();
-  CollectiveGroup group = GroupOnCluster(cluster, ranks);
-  group.ranks_per_node = std::max(1, std::min(ranks, ranks_per_node));
-  auto cost = EstimateCollective(kind, CollectiveAlgorithm::kRing, std::llround(bytes), group);
-  return cost.ok() ? cost.value().time : Time();
-}
-
 Time AllReduce(const ClusterSpec& cluster, int32_t ranks, int32_t ranks_per_node, double bytes) {
-  return Ring(cluster, Collective::kAllReduce, ranks, ranks_per_node, bytes);
+  return RingTime(cluster, Collective::kAllReduce, ranks, ranks_per_node, bytes);
 }
 
 // A ring all-gather (or reduce-scatter: the same time) of `bytes` in all over `ranks`.
 Time Gather(const ClusterSpec& cluster, int32_t ranks, int32_t ranks_per_node, double bytes) {
-  return Ring(cluster, Collective::kAllGather, ranks, ranks_per_node, bytes);
+  return RingTime(cluster, Collective::kAllGather, ranks, ranks_per_node, bytes);
 }
 
 // `kind` over a stage's dense bytes among `ranks` (`per_node` of them in a node) plus over its
 // routed-expert bytes among the ranks / ep that hold the same experts.
 Time DenseAndExperts(const ClusterSpec& cluster, Collective kind, int32_t ranks, int32_t per_node,
                      int32_t ep, double dense_bytes, double expert_bytes) {
-  return Ring(cluster, kind, ranks, per_node, dense_bytes) +
-         Ring(cluster, kind, ranks / ep, std::max(1, per_node / ep), expert_bytes);
+  return RingTime(cluster, kind, ranks, per_node, dense_bytes) +
+         RingTime(cluster, kind, ranks / ep, std::max(1, per_node / ep), expert_bytes);
 }
 
 // The data-parallel reduction of `grad_bytes` (fp32 gradients, produced evenly through the
@@ -108,8 +97,8 @@ std::vector<std::pair<double, Time>> DenseAndExpertBuckets(const ParallelSpec& p
 // ranks, `per_node` of them in a node.
 Time ExpertAllToAlls(const ClusterSpec& cluster, int32_t ep, int32_t per_node, double dispatch,
                      double combine) {
-  return Ring(cluster, Collective::kAllToAll, ep, per_node, dispatch) +
-         Ring(cluster, Collective::kAllToAll, ep, per_node, combine);
+  return RingTime(cluster, Collective::kAllToAll, ep, per_node, dispatch) +
+         RingTime(cluster, Collective::kAllToAll, ep, per_node, combine);
 }
 
 }  // namespace
@@ -309,7 +298,8 @@ void AddContextParallel(const Config& config, const Partition& partition, int32_
   for (int32_t full : gathers.full_layers) {
     const double halo_bytes = static_cast<double>(std::max(1, model.layers[full].compress_ratio)) *
                               dims.kv_dim * 2.0 * model.micro_batch_size;
-    const Time halo = Ring(cluster, Collective::kSendRecv, 2, cp <= per_node ? 2 : 1, halo_bytes);
+    const Time halo =
+        RingTime(cluster, Collective::kSendRecv, 2, cp <= per_node ? 2 : 1, halo_bytes);
     forward += halo;
     backward += halo;
   }

@@ -204,4 +204,13 @@ Result<CollectiveCost> EstimateCollective(Collective collective, CollectiveAlgor
   return cost;
 }
 
+Time RingTime(const ClusterSpec& cluster, Collective kind, int32_t ranks, int32_t ranks_per_node,
+              double bytes) {
+  if (ranks <= 1 || bytes <= 0) return Time();
+  CollectiveGroup group = GroupOnCluster(cluster, ranks);
+  group.ranks_per_node = std::max(1, std::min(ranks, ranks_per_node));
+  auto cost = EstimateCollective(kind, CollectiveAlgorithm::kRing, std::llround(bytes), group);
+  return cost.ok() ? cost.value().time : Time();
+}
+
 }  // namespace stagecraft

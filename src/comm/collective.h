@@ -73,6 +73,11 @@ struct CollectiveCost {
 Result<CollectiveCost> EstimateCollective(Collective collective, CollectiveAlgorithm algorithm,
                                           int64_t bytes, const CollectiveGroup& group);
 
+// The ring time of `kind` moving `bytes` in all over `ranks` ranks of `cluster`, `ranks_per_node`
+// of them in a node (clamped to 1..ranks); nothing for a group of one or nothing to move.
+Time RingTime(const ClusterSpec& cluster, Collective kind, int32_t ranks, int32_t ranks_per_node,
+              double bytes);
+
 // Ring attention (context parallelism over cp ranks): cp − 1 steps, each sending the KV block
 // in hand to the next rank while computing attention against it. A step is hidden when its
 // compute (step_flops at flops_per_s) lasts at least its transfer (α + step_bytes/β over

@@ -28,11 +28,7 @@ int64_t EngramOwnerBytes(const EngramSpec& spec, int32_t owners) {
 namespace {
 
 Time AllToAll(const ClusterSpec& cluster, int32_t ranks, int32_t per_node, int64_t bytes) {
-  if (ranks <= 1 || bytes <= 0) return Time();
-  CollectiveGroup group = GroupOnCluster(cluster, ranks);
-  group.ranks_per_node = std::max(1, std::min(ranks, per_node));
-  auto cost = EstimateCollective(Collective::kAllToAll, CollectiveAlgorithm::kRing, bytes, group);
-  return cost.ok() ? cost.value().time : Time();
+  return RingTime(cluster, Collective::kAllToAll, ranks, per_node, static_cast<double>(bytes));
 }
 
 constexpr int64_t kIdBytes = 8;        // an int64 row id

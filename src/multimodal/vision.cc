@@ -619,16 +619,13 @@ void AddEncoderReductions(const VisionSpec& spec, int32_t pipeline_ranks, int64_
   for (int32_t rank = 0; rank < graph.num_ranks; ++rank) {
     const double params = stats.params_per_rank[rank];
     if (params <= 0 || last[rank] == UINT32_MAX) continue;
-    CollectiveGroup ring = GroupOnCluster(cluster, static_cast<int32_t>(group));
-    ring.ranks_per_node = std::max(1, std::min(ring.ranks, per_node));
     const auto bytes = std::llround(params * 4);  // fp32 gradients
-    auto cost = EstimateCollective(Collective::kAllReduce, CollectiveAlgorithm::kRing, bytes, ring);
-    if (!cost.ok()) continue;
-    const uint32_t reduce =
-        editor.AddCollective(rank, PayloadKind::kDataParallel, cost.value().time, bytes);
+    const Time time = RingTime(cluster, Collective::kAllReduce, static_cast<int32_t>(group),
+                               per_node, static_cast<double>(bytes));
+    const uint32_t reduce = editor.AddCollective(rank, PayloadKind::kDataParallel, time, bytes);
     graph.tasks[reduce].action = graph.tasks[last[rank]].action;
     editor.AddEdge(last[rank], reduce);
-    stats.encoder_reduce = std::max(stats.encoder_reduce, cost.value().time);
+    stats.encoder_reduce = std::max(stats.encoder_reduce, time);
   }
   editor.Finish();
 }

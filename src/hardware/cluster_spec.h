@@ -30,8 +30,8 @@ struct ClusterSpec {
   double memory_efficiency = 0.8;
   // From a preset (hardware/presets.h); zero / "custom" when the config spells the cluster out.
   std::string device = "custom";
-  int64_t hbm_bytes = 0;              // device memory; 0 = unknown (no capacity check)
-  double hbm_bytes_per_s = 0.0;       // device memory bandwidth; 0 = unknown
+  int64_t hbm_bytes = 0;         // device memory; 0 = unknown (no capacity check)
+  double hbm_bytes_per_s = 0.0;  // device memory bandwidth; 0 = unknown
   bool operator==(const ClusterSpec&) const = default;
 
   double effective_flops_per_s() const { return peak_flops_per_s * compute_efficiency; }
@@ -50,5 +50,7 @@ struct ClusterSpec {
 // only `extra`.
 Time TransferTime(const ClusterSpec& cluster, DeviceId from, DeviceId to, int64_t bytes,
                   Time extra);
+// The same over a given link of the cluster (for devices outside the pipeline's numbering).
+Time LinkTransferTime(const ClusterSpec& cluster, const LinkSpec& link, int64_t bytes, Time extra);
 
 }  // namespace stagecraft

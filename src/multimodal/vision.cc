@@ -27,15 +27,6 @@ int64_t ScaledBytes(int64_t bytes, double factor) {
   return std::llround(static_cast<double>(bytes) * factor);
 }
 
-// latency + bytes / bandwidth on one link, plus the fixed per-transfer cost.
-Time LinkTime(const LinkSpec& link, int64_t bytes, Time extra) {
-  Time time = link.latency + extra;
-  if (link.bandwidth_bytes_per_s > 0) {
-    time = time + FromSeconds(static_cast<double>(bytes) / link.bandwidth_bytes_per_s);
-  }
-  return time;
-}
-
 // Where the first stage runs each microbatch: its forward and the backward that yields the
 // gradient of its input (B, or I when the backward is split).
 struct FirstStage {
@@ -204,7 +195,7 @@ int32_t PlaceDisaggregated(const VisionSpec& spec, const VisionWork& work, const
   for (int32_t index = 0; index < dp * pp; ++index) editor.AddRank();
   const ClusterSpec& cluster = graph.cluster;
   const auto link_time = [&](const LinkSpec& link, int64_t bytes) {
-    return cluster.given ? LinkTime(link, bytes, graph.cost_p2p) : graph.cost_p2p;
+    return LinkTransferTime(cluster, link, bytes, graph.cost_p2p);
   };
   const size_t microbatches = work.forward.size();
   const bool known = !alone.deadlock.has_value();

@@ -120,7 +120,7 @@ RunInfo MakeRunInfo(const PreparedRun& run) {
 // The vision encoder and Engram pieces: what they did, the encoder's devices in the world size
 // and its FLOPs in the throughput (every data-parallel replica encodes its own images).
 void AddMultimodalInfo(const PreparedRun& run, const Simulated& simulated, RunInfo& info) {
-  info.multimodal = DescribeRunMultimodal(run, simulated);
+  info.multimodal = DescribeMultimodal(run, simulated.graph, simulated.trace, simulated.vision);
   if (info.world_size == 0 || !run.multimodal.vision) return;
   info.world_size += static_cast<int32_t>(run.multimodal.extra_devices);
   const double flops =
@@ -146,27 +146,6 @@ bool StructureIsSound(const PreparedRun& run, std::ostream& err) {
 }
 
 }  // namespace
-
-MultimodalInfo DescribeRunMultimodal(const PreparedRun& run, const Simulated& simulated) {
-  MultimodalInfo info = DescribeMultimodal(run, simulated.graph, simulated.trace, simulated.vision);
-  if (run.multimodal.engram) {
-    // The same graph with the Engram all-to-alls taking no time: what they add to the step.
-    TaskGraph without = simulated.graph;
-    for (Task& task : without.tasks) {
-      if (task.payload == PayloadKind::kEngramFetch ||
-          task.payload == PayloadKind::kEngramGradient) {
-        task.duration = Time();
-      }
-    }
-    const Trace trace = Simulate(without);
-    if (!trace.deadlock) {
-      Time end;
-      for (const TaskTiming& timing : trace.timings) end = std::max(end, timing.end);
-      info.engram_exposed = simulated.metrics.makespan - end;
-    }
-  }
-  return info;
-}
 
 int SimulateRun(const PreparedRun& run, Simulated& result, std::ostream& err) {
   PrintNotes(run, err);

@@ -41,10 +41,6 @@ struct Simulated {
 // prints the diagnosis to `err` and returns kExitViolations.
 int SimulateRun(const PreparedRun& run, Simulated& result, std::ostream& err);
 
-// The multimodal facts of a simulated run, with the Engram traffic's exposed time measured
-// against the same graph simulated with the Engram all-to-alls taking no time.
-MultimodalInfo DescribeRunMultimodal(const PreparedRun& run, const Simulated& simulated);
-
 int RunSimulate(const RunFlags& flags, const OutputFlags& output, std::ostream& out,
                 std::ostream& err);
 int RunCheck(const RunFlags& flags, std::ostream& out, std::ostream& err);

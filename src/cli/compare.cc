@@ -91,7 +91,7 @@ Result<std::string> CompareVision(const PreparedRun& base) {
     std::ostringstream err;
     if (SimulateRun(run, simulated, err) != kExitOk) return Error{err.str()};
     RunInfo info;
-    info.multimodal = DescribeRunMultimodal(run, simulated);
+    info.multimodal = DescribeMultimodal(run, simulated.graph, simulated.trace, simulated.vision);
     const int64_t gpus =
         static_cast<int64_t>(run.config.parallel.world_size()) + run.multimodal.extra_devices;
     text += row + PadLeft(std::to_string(gpus), 6) +

@@ -8,6 +8,18 @@
 namespace stagecraft {
 namespace {
 
+// Last end − first start of a finished run (its makespan).
+Time Span(const Trace& trace) {
+  if (trace.timings.empty()) return Time();
+  Time first = Time::Max();
+  Time last;
+  for (const TaskTiming& timing : trace.timings) {
+    first = std::min(first, timing.start);
+    last = std::max(last, timing.end);
+  }
+  return last - first;
+}
+
 // CheckVisionSpec and CheckEngramSharding start their messages with the key; point at where
 // the config wrote it.
 Error Located(const PreparedRun& run, const Error& error) {
@@ -120,18 +132,7 @@ MultimodalInfo DescribeMultimodal(const PreparedRun& run, const TaskGraph& graph
       info.vision_forward += work.forward[mb];
       info.vision_backward += work.backward[mb];
     }
-    int32_t first_rank = -1;
-    for (const Task& task : graph.tasks) {
-      if (task.kind == TaskKind::kCompute && task.action.stage.value() == 0 &&
-          task.action.microbatch.value() == 0 && task.action.kind == ActionKind::kForward) {
-        first_rank = task.rank;
-      }
-    }
-    for (const Task& task : graph.tasks) {
-      if (task.kind == TaskKind::kWork && task.rank == first_rank) {
-        info.vision_on_first_rank += task.duration;
-      }
-    }
+    info.vision_on_first_rank = stats.work_on_first_rank;
     info.encoder_devices = stats.encoder_devices;
     info.prologue = static_cast<int32_t>(stats.prologue.size());
     info.forward_in_bubbles = stats.forward_in_bubbles;
@@ -159,6 +160,16 @@ MultimodalInfo DescribeMultimodal(const PreparedRun& run, const TaskGraph& graph
     info.engram_fetch = exposure.fetch;
     info.engram_fetch_delay = exposure.fetch_delay;
     info.engram_gradient = exposure.gradient;
+    // The same graph with the Engram all-to-alls taking no time: what they add to the step.
+    TaskGraph without = graph;
+    for (Task& task : without.tasks) {
+      if (task.payload == PayloadKind::kEngramFetch ||
+          task.payload == PayloadKind::kEngramGradient) {
+        task.duration = Time();
+      }
+    }
+    const Trace free = Simulate(without);
+    if (!free.deadlock) info.engram_exposed = Span(trace) - Span(free);
   }
   return info;
 }

@@ -39,7 +39,9 @@ struct MultimodalOutcome {
 // simulates the graph with them to find its gaps.
 Result<VisionPlacementStats> ApplyMultimodal(const PreparedRun& run, TaskGraph& graph);
 
-// The run's multimodal facts for the reports (empty when there are none).
+// The run's multimodal facts for the reports (empty when there are none), from its finished
+// trace; the Engram traffic's exposed time is measured against the same graph simulated again
+// with the Engram all-to-alls taking no time.
 MultimodalInfo DescribeMultimodal(const PreparedRun& run, const TaskGraph& graph,
                                   const Trace& trace, const VisionPlacementStats& stats);
 

@@ -762,6 +762,14 @@ Result<VisionPlacementStats> PlaceVision(const VisionSpec& spec, const VisionWor
         break;
     }
   }
+  if (!first.value().forward.empty()) {
+    const int32_t first_rank = graph.tasks[first.value().forward[0]].rank;
+    for (uint32_t task : graph.programs[first_rank]) {
+      if (graph.tasks[task].kind == TaskKind::kWork) {
+        stats.work_on_first_rank += graph.tasks[task].duration;
+      }
+    }
+  }
   AddEncoderReductions(spec, pipeline_ranks, replicas, stats, graph);
   return stats;
 }

@@ -99,6 +99,7 @@ struct VisionPlacementStats {
   Time work_total;                      // all vision work added (forward + backward)
   std::vector<double> params_per_rank;  // [rank] encoder parameters a device holds
   Time encoder_reduce;                  // the encoder's gradient all-reduce (one copy's)
+  Time work_on_first_rank;              // encoder work on the rank of microbatch 0's first stage
 };
 
 // Adds the vision encoder's work to `graph` (lowered from the pipeline, not yet simulated), and

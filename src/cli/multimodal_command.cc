@@ -321,12 +321,11 @@ int RunMultimodal(const MultimodalFlags& flags, std::ostream& out, std::ostream&
     // The all-to-alls of one Engram layer for a rank's local batch, among G owners one per node
     // (a stage's data-parallel peers when a node holds one pipeline's stages), on the device's
     // preset nodes; with the tables in host memory the owners add PCIe reads and writes.
+    // Only the preset's links matter: one owner per node puts every exchange on the network.
+    auto cluster = GatherCluster(flags.device, 1);
+    if (!cluster.ok()) return Fail(err, cluster.error().message);
     std::string rows;
     for (int32_t g : owners.value()) {
-      auto cluster = GatherCluster(flags.device, g);
-      if (!cluster.ok()) return Fail(err, cluster.error().message);
-      cluster.value().devices_per_node = 1;
-      cluster.value().nodes = g;
       EngramSharding sharding;
       sharding.owners = g;
       const EngramTraffic device =

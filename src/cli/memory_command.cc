@@ -51,11 +51,8 @@ int RunMemory(const RunFlags& flags, bool json, std::ostream& out, std::ostream&
     // A vision encoder's copy (or share) on this device, not sharded (multimodal/vision.h).
     if (index < simulated.vision.params_per_rank.size()) {
       const double encoder = simulated.vision.params_per_rank[index];
-      const ModelStateBytes states = ShardedModelStates(encoder, parallel.precision, 0, 1);
       row.params += encoder;
-      row.states.parameters += states.parameters;
-      row.states.gradients += states.gradients;
-      row.states.optimizer += states.optimizer;
+      row.states += ShardedModelStates(encoder, parallel.precision, 0, 1);
     }
     const int64_t transient = std::max(rank.peak_memory_bytes, rank.peak_activation_bytes);
     row.total = row.states.total() + static_cast<double>(transient);

@@ -33,6 +33,12 @@ struct ModelStateBytes {
   double gradients = 0;
   double optimizer = 0;
   double total() const { return parameters + gradients + optimizer; }
+  ModelStateBytes& operator+=(const ModelStateBytes& other) {
+    parameters += other.parameters;
+    gradients += other.gradients;
+    optimizer += other.optimizer;
+    return *this;
+  }
 };
 ModelStateBytes ZeroModelStates(double params, double optimizer_bytes_per_param,
                                 int32_t data_parallel, ZeroStage stage);

@@ -7,6 +7,7 @@
 
 #include "core/ids.h"
 #include "core/time.h"
+#include "hardware/kernel_model.h"
 
 namespace stagecraft {
 
@@ -26,6 +27,12 @@ struct ClusterSpec {
   // peak, 989.5 TFLOP/s (NVIDIA H100 datasheet), at 40% efficiency (assumed default).
   double peak_flops_per_s = 989.5e12;
   double compute_efficiency = 0.4;
+  // True when the config sets cluster.device.efficiency: every FLOPs-derived cost is then
+  // FLOPs / (peak x efficiency) (the one-efficiency override). False: transformer models are
+  // costed kernel by kernel (hardware/kernel_model.h) with `kernels`.
+  bool efficiency_given = false;
+  double fp8_flops_per_s = 0.0;  // dense FP8 peak; 0 = none (FP8 GEMMs at the BF16 rate)
+  KernelModel kernels;           // the device's kernel-model constants (presets.cc)
   // Fraction of the HBM bandwidth a memory-bound kernel reaches (assumed default).
   double memory_efficiency = 0.8;
   // From a preset (hardware/presets.h); zero / "custom" when the config spells the cluster out.
@@ -35,6 +42,9 @@ struct ClusterSpec {
   bool operator==(const ClusterSpec&) const = default;
 
   double effective_flops_per_s() const { return peak_flops_per_s * compute_efficiency; }
+  DeviceRates rates() const {
+    return {peak_flops_per_s, fp8_flops_per_s, hbm_bytes_per_s, memory_efficiency, kernels};
+  }
 
   int32_t num_devices() const { return devices_per_node * nodes; }
   bool SameNode(DeviceId a, DeviceId b) const {

@@ -13,6 +13,39 @@ constexpr int64_t kGB = 1'000'000'000;
 
 }  // namespace
 
+// Kernel-model constants (hardware/kernel_model.h), one set per tensor-core generation. The
+// GEMM figures are measured maximum achievable matmul FLOP/s (MAMF: the best of a brute-force
+// scan of BF16 matmul shapes) over the datasheet peak, with the best shape's K, from
+// stas00/ml-engineering, compute/accelerator/README.md, "Maximum Achievable Matmul FLOPS
+// comparison table" (A100 SXM 267.9 of 312 at 6912x16384x2048, H100 SXM 792.1 of 989 at
+// 6144x17920x2816, GH200 821.0 of 989 at 11264x19712x1536; CUDA 12.1-12.5). The attention
+// shares are read off FlashAttention-2's A100 and FlashAttention-3's H100 benchmarks (causal,
+// head dim 128, sequence 2k-8k; Dao 2023, Fig. 4-6; Shah et al. 2024, Fig. 5-7) and lowered to
+// the short sequences of training; the FP8 share and the kernel floor are assumptions
+// (doc/fidelity.md).
+constexpr KernelModel kAmpere = {.sms = 108,
+                                 .gemm_efficiency = 267.9 / 312.0,
+                                 .gemm_best_k = 2048,
+                                 .gemm_sustained = 0.8,
+                                 .fp8_gemm_efficiency = 0.0,
+                                 .attention_forward_efficiency = 0.55,
+                                 .attention_backward_efficiency = 0.45,
+                                 .kernel_floor_s = 5e-6};
+constexpr KernelModel kHopper = {.sms = 132,
+                                 .gemm_efficiency = 792.1 / 989.5,
+                                 .gemm_best_k = 2816,
+                                 .gemm_sustained = 0.8,
+                                 .fp8_gemm_efficiency = 0.65,
+                                 .attention_forward_efficiency = 0.33,
+                                 .attention_backward_efficiency = 0.29,
+                                 .kernel_floor_s = 5e-6};
+constexpr const char* kAmpereSource =
+    "MAMF 267.9 of 312 TFLOP/s BF16 at K 2048 (ml-engineering MAMF table); attention from "
+    "FlashAttention-2's A100 figures; 108 SMs (A100 whitepaper)";
+constexpr const char* kHopperSource =
+    "MAMF 792.1 of 989 TFLOP/s BF16 at K 2816 (ml-engineering MAMF table); attention from "
+    "FlashAttention-3's H100 figures; FP8 share 0.65 assumed; 132 SMs (H100 whitepaper)";
+
 const std::vector<DevicePreset>& DevicePresets() {
   // Peaks are dense (without 2:4 sparsity); NVLink is the per-GPU total divided by two
   // directions; NIC is the per-GPU scale-out port of the vendor's 8-GPU system.
@@ -20,24 +53,68 @@ const std::vector<DevicePreset>& DevicePresets() {
       {"a100", "NVIDIA A100 SXM4 80 GB", 312 * kTera, 0, 80 * kGB, 2039 * kGiga, 300 * kGiga,
        25 * kGiga, 8,
        "NVIDIA A100 datasheet: BF16 312 TFLOP/s, 80 GB HBM2e at 2,039 GB/s, NVLink 600 GB/s; "
-       "DGX A100: one 200 Gb/s HDR InfiniBand port per GPU"},
+       "DGX A100: one 200 Gb/s HDR InfiniBand port per GPU",
+       kAmpere, kAmpereSource},
+      {"a100-40gb", "NVIDIA A100 SXM4 40 GB", 312 * kTera, 0, 40 * kGB, 1555 * kGiga, 300 * kGiga,
+       25 * kGiga, 8,
+       "NVIDIA A100 datasheet: BF16 312 TFLOP/s, 40 GB HBM2 at 1,555 GB/s, NVLink 600 GB/s; "
+       "DGX A100: one 200 Gb/s HDR InfiniBand port per GPU",
+       kAmpere, kAmpereSource},
       {"h100", "NVIDIA H100 SXM5 80 GB", 989.5 * kTera, 1979 * kTera, 80 * kGB, 3350 * kGiga,
        450 * kGiga, 50 * kGiga, 8,
        "NVIDIA H100 datasheet (SXM5): BF16 989 TFLOP/s, FP8 1,979 TFLOP/s dense, 80 GB HBM3 at "
-       "3.35 TB/s, NVLink 900 GB/s; DGX H100: one 400 Gb/s ConnectX-7 per GPU"},
+       "3.35 TB/s, NVLink 900 GB/s; DGX H100: one 400 Gb/s ConnectX-7 per GPU",
+       kHopper, kHopperSource},
+      {"h100-96gb", "NVIDIA H100 SXM 96 GB HBM2e, 500 W (Meta Grand Teton)", 912 * kTera,
+       1824 * kTera, 96 * kGB, 2400 * kGiga, 450 * kGiga, 50 * kGiga, 8,
+       "torchtitan's benchmarks (docs/performance.md, benchmarks/): H100 SXM with 96 GB HBM2e "
+       "at 2.4 TB/s and a 500 W power limit, a peak 'between SXM and NVL' (989 and 835 TFLOP/s "
+       "BF16 dense: the midpoint, 912, assumed), 400 Gb/s RDMA per GPU",
+       kHopper, "as h100 (the power limit is in the peak)"},
+      {"h100-pcie", "NVIDIA H100 PCIe 80 GB", 756 * kTera, 1513 * kTera, 80 * kGB, 2000 * kGiga,
+       64 * kGiga, 50 * kGiga, 8,
+       "NVIDIA H100 datasheet (PCIe): BF16 756 TFLOP/s, FP8 1,513 TFLOP/s dense, 80 GB HBM2e at "
+       "2 TB/s, 114 SMs; GPUs of a server joined by PCIe Gen5 x16 (64 GB/s each way), one 400 "
+       "Gb/s NIC per GPU",
+       KernelModel{kHopper.sms - 18, kHopper.gemm_efficiency, kHopper.gemm_best_k,
+                   kHopper.gemm_sustained, kHopper.fp8_gemm_efficiency,
+                   kHopper.attention_forward_efficiency, kHopper.attention_backward_efficiency,
+                   kHopper.kernel_floor_s},
+       "as h100 (SXM5's MAMF share assumed), 114 SMs (H100 whitepaper)"},
+      {"h100-nvl", "NVIDIA H100 NVL 94 GB", 835 * kTera, 1670 * kTera, 94 * kGB, 3900 * kGiga,
+       300 * kGiga, 50 * kGiga, 8,
+       "NVIDIA H100 datasheet (NVL): BF16 1,671 TFLOP/s with sparsity (835 dense), FP8 3,341 "
+       "(1,670 dense), 94 GB HBM3 at 3.9 TB/s, NVLink bridge 600 GB/s; one 400 Gb/s NIC per GPU",
+       kHopper, "as h100 (SXM5's MAMF share assumed)"},
       {"h200", "NVIDIA H200 SXM 141 GB", 989.5 * kTera, 1979 * kTera, 141 * kGB, 4800 * kGiga,
        450 * kGiga, 50 * kGiga, 8,
        "NVIDIA H200 datasheet (SXM): H100's tensor cores, 141 GB HBM3e at 4.8 TB/s, NVLink 900 "
-       "GB/s; HGX H200: one 400 Gb/s NIC per GPU"},
+       "GB/s; HGX H200: one 400 Gb/s NIC per GPU",
+       kHopper, kHopperSource},
       {"h800", "NVIDIA H800 SXM5 80 GB (export variant)", 989.5 * kTera, 1979 * kTera, 80 * kGB,
        3350 * kGiga, 160 * kGiga / kNvlinkEfficiency, 50 * kGiga / kNicEfficiency, 8,
        "H100 compute and memory; links as the DeepSeek-V3 report §3.1 measures its H800 "
        "cluster: NVLink 160 GB/s, InfiniBand 50 GB/s per GPU (stored so that the usable "
-       "bandwidth is exactly those)"},
+       "bandwidth is exactly those)",
+       kHopper, kHopperSource},
+      {"gh200", "NVIDIA GH200 Grace Hopper 96 GB (4 per node)", 989.5 * kTera, 1979 * kTera,
+       96 * kGB, 4000 * kGiga, 450 * kGiga, 25 * kGiga, 4,
+       "NVIDIA GH200 datasheet: H100 tensor cores (BF16 989 TFLOP/s, FP8 1,979 dense), 96 GB "
+       "HBM3 at 4 TB/s, NVLink 900 GB/s; HPE Cray EX254n blade: 4 GH200 per node, one 200 Gb/s "
+       "Slingshot-11 NIC each",
+       KernelModel{kHopper.sms, 821.0 / 989.5, 1536, kHopper.gemm_sustained,
+                   kHopper.fp8_gemm_efficiency, kHopper.attention_forward_efficiency,
+                   kHopper.attention_backward_efficiency, kHopper.kernel_floor_s},
+       "MAMF 821.0 of 989 TFLOP/s BF16 at K 1536 (ml-engineering MAMF table); otherwise as "
+       "h100"},
       {"b200", "NVIDIA B200 (HGX, 1000 W) 192 GB", 2250 * kTera, 4500 * kTera, 192 * kGB,
        8000 * kGiga, 900 * kGiga, 50 * kGiga, 8,
        "NVIDIA HGX B200 datasheet: BF16 2.25 PFLOP/s, FP8 4.5 PFLOP/s dense, 192 GB HBM3e at "
-       "8 TB/s, NVLink 5 1.8 TB/s; one 400 Gb/s NIC per GPU"},
+       "8 TB/s, NVLink 5 1.8 TB/s; one 400 Gb/s NIC per GPU",
+       KernelModel{148, kHopper.gemm_efficiency, kHopper.gemm_best_k, kHopper.gemm_sustained,
+                   kHopper.fp8_gemm_efficiency, kHopper.attention_forward_efficiency,
+                   kHopper.attention_backward_efficiency, kHopper.kernel_floor_s},
+       "H100's shares assumed (no published MAMF in our sources), 148 SMs"},
   };
   return kPresets;
 }
@@ -82,6 +159,8 @@ Result<ClusterSpec> ClusterFromPreset(std::string_view name) {
                         spec.nvlink_bytes_per_s * kNvlinkEfficiency};
   cluster.inter_node = {Time::Nanoseconds(kNicLatencyNs), spec.nic_bytes_per_s * kNicEfficiency};
   cluster.peak_flops_per_s = spec.bf16_flops_per_s;
+  cluster.fp8_flops_per_s = spec.fp8_flops_per_s;
+  cluster.kernels = spec.kernels;
   cluster.hbm_bytes = spec.hbm_bytes;
   cluster.hbm_bytes_per_s = spec.hbm_bytes_per_s;
   return cluster;

@@ -12,6 +12,7 @@
 
 #include "core/result.h"
 #include "hardware/cluster_spec.h"
+#include "hardware/kernel_model.h"
 
 namespace stagecraft {
 
@@ -26,6 +27,8 @@ struct DevicePreset {
   double nic_bytes_per_s;     // scale-out network per device (one NIC per GPU)
   int32_t devices_per_node;   // in the standard 8-GPU baseboard
   const char* source;         // where the figures come from
+  KernelModel kernels;        // the kernel model's constants (hardware/kernel_model.h)
+  const char* kernel_source;  // where those come from
 };
 
 // The table, in the order `list presets` prints it.

@@ -544,10 +544,10 @@ Status FinishLayerListModel(const Reader& reader, const Written& written, ModelS
 
 // model.transformer: the dimensions of a dense decoder-only transformer.
 Status ReadTransformer(const Reader& reader, const Field& field, TransformerSpec* spec) {
-  const auto wide = [&reader](int64_t* out) -> Apply {
-    return [&reader, out](const Field& value) -> Status {
+  const auto wide = [&reader](int64_t* out, int32_t least = 1) -> Apply {
+    return [&reader, out, least](const Field& value) -> Status {
       int32_t number = 0;
-      STAGECRAFT_RETURN_IF_ERROR(reader.Int(value, 1, &number));
+      STAGECRAFT_RETURN_IF_ERROR(reader.Int(value, least, &number));
       *out = number;
       return Status::Ok();
     };
@@ -565,10 +565,12 @@ Status ReadTransformer(const Reader& reader, const Field& field, TransformerSpec
                       {"swiglu", BoolInto(reader, &spec->swiglu)},
                       {"causal", BoolInto(reader, &spec->causal)},
                       {"tied_embeddings", BoolInto(reader, &spec->tied_embeddings)},
+                      {"bias", BoolInto(reader, &spec->bias)},
+                      {"learned_positions", BoolInto(reader, &spec->learned_positions)},
                       {"experts", wide(&spec->experts)},
                       {"experts_per_token", wide(&spec->experts_per_token)},
                       {"expert_ffn", wide(&spec->expert_ffn)},
-                      {"shared_experts", wide(&spec->shared_experts)},
+                      {"shared_experts", wide(&spec->shared_experts, 0)},
                       {"dense_layers", IntInto(reader, 0, &spec->dense_layers)},
                       {"q_lora_rank", wide(&spec->q_lora_rank)},
                       {"kv_lora_rank", wide(&spec->kv_lora_rank)},
@@ -684,6 +686,7 @@ Status ReadDevice(const Reader& reader, const Field& field, ClusterSpec* cluster
                         {{"peak_tflops", peak},
                          {"efficiency",
                           [&reader, cluster](const Field& value) {
+                            cluster->efficiency_given = true;
                             return reader.Number(value, 1.0, "a fraction > 0 and <= 1 such as 0.4",
                                                  &cluster->compute_efficiency);
                           }},
@@ -803,7 +806,23 @@ Status ReadParallel(const Reader& reader, const Field& field, ParallelSpec* para
                                           {"selective", Recompute::kSelective},
                                           {"full", Recompute::kFull}},
                                          &parallel->recompute)},
+       {"recompute_num_layers", CountInto(reader, &parallel->recompute_num_layers)},
        {"distributed_optimizer", BoolInto(reader, &parallel->distributed_optimizer)},
+       {"fp8", BoolInto(reader, &parallel->fp8)},
+       {"fused_kernels", BoolInto(reader, &parallel->fused_kernels)},
+       {"overlap_grad_reduce", BoolInto(reader, &parallel->overlap_grad_reduce)},
+       {"overlap_param_gather", BoolInto(reader, &parallel->overlap_param_gather)},
+       {"tp_comm_overlap", BoolInto(reader, &parallel->tp_comm_overlap)},
+       {"async_tp", BoolInto(reader, &parallel->async_tp)},
+       {"fsdp_reshard_after_forward",
+        [&reader, parallel](const Field& value) -> Status {
+          bool reshard = true;
+          const Status read = BoolInto(reader, &reshard)(value);
+          if (!read.ok()) return read;
+          parallel->reshard_after_forward =
+              reshard ? ReshardAfterForward::kYes : ReshardAfterForward::kNo;
+          return Status::Ok();
+        }},
        {"grad_buckets", EnumInto<GradBuckets>(reader, "gradient buckets",
                                               {{"none", GradBuckets::kNone},
                                                {"pytorch", GradBuckets::kPytorch},

@@ -46,6 +46,12 @@ enum class CpSharding : uint8_t {
 // Both with their names (config key `parallel.cp_sharding`, flag `--cp-sharding`).
 const std::vector<std::pair<std::string, CpSharding>>& CpShardingChoices();
 
+// FSDP2's reshard_after_forward: free the gathered parameters after a forward (and gather them
+// again for the backward), or keep them until the backward. The default follows torchtitan:
+// reshard without pipeline parallelism, keep them under it (a stage's parameters stay gathered
+// across its microbatches; torchtitan's parallelize, reshard_after_forward "default").
+enum class ReshardAfterForward : uint8_t { kDefault, kYes, kNo };
+
 struct ParallelSpec {
   int32_t pp = 4;                                            // pipeline-parallel ranks
   int32_t vpp = 1;                                           // chunks (virtual stages) per rank
@@ -63,7 +69,22 @@ struct ParallelSpec {
   bool cp_all_gather = false;              // CP by all-gathering KV instead of the ring
   bool sequence_parallel = false;          // Megatron sequence parallelism (AG + RS instead of AR)
   Recompute recompute = Recompute::kNone;  // activation recomputation
-  bool distributed_optimizer = false;      // optimizer state sharded over dp (ZeRO-1)
+  int32_t recompute_num_layers = 0;        // with kFull: layers per pipeline chunk that
+                                           // recompute (Megatron); 0 = all
+  bool fp8 = false;                        // FP8 linear layers (Transformer Engine, float8)
+  bool fused_kernels = true;  // norms, activations, rotary embedding fused (Transformer Engine,
+                              // torch.compile); false: eager PyTorch ops (torchtitan uncompiled)
+  // The engines' overlap of communication with computation, by the flag they model:
+  // Megatron-LM's --overlap-grad-reduce (the DP reduction in buckets during the last backward),
+  // --overlap-param-gather (with the distributed optimizer, the bf16 parameter all-gather
+  // hidden behind the next forward) and --tp-comm-overlap (TP collectives split against their
+  // GEMMs), and torchtitan's async TP (the same for its TP collectives).
+  bool overlap_grad_reduce = false;
+  bool overlap_param_gather = false;
+  bool tp_comm_overlap = false;
+  bool async_tp = false;
+  ReshardAfterForward reshard_after_forward = ReshardAfterForward::kDefault;  // FSDP (zero 3)
+  bool distributed_optimizer = false;             // optimizer state sharded over dp (ZeRO-1)
   GradBuckets grad_buckets = GradBuckets::kNone;  // DP reduction overlapped with the last
                                                   // backward in buckets (none: after it)
   bool hybrid_shard = false;  // FSDP hybrid: shard within a node, replicate across

@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <cmath>
 
+#include "model/transformer_kernels.h"
+
 namespace stagecraft {
 namespace {
 
@@ -176,7 +178,37 @@ double DecoderActivationBytes(const TransformerSpec& spec, const TransformerRun&
   // FlashAttention-style kernels (causal: true) never store the s x s scores, Korthikanti's
   // 5as/h term, just as selective recomputation drops it.
   const double core = spec.causal ? 0.0 : 5 * a * keys / (h * t);
-  return KorthikantiLayerBytes(sbh, t, core, run.sequence_parallel, run.recompute);
+  const double bytes = KorthikantiLayerBytes(sbh, t, core, run.sequence_parallel, run.recompute);
+  if (run.recompute != Recompute::kFull || run.recompute_fraction >= 1.0) return bytes;
+  // Some layers recompute (2sbh kept), the others keep everything.
+  const double kept = KorthikantiLayerBytes(sbh, t, core, run.sequence_parallel, Recompute::kNone);
+  return run.recompute_fraction * bytes + (1.0 - run.recompute_fraction) * kept;
+}
+
+std::vector<LayerSpec> TransformerLayers(const TransformerSpec& spec, const TransformerRun& run,
+                                         const DeviceRates& device) {
+  // Start from the roofline list for the shapes, activations and M_W, then replace the times.
+  std::vector<LayerSpec> layers = TransformerLayers(spec, run, ComputeRate{1e30, 0.0});
+  for (size_t index = 0; index < layers.size(); ++index) {
+    LayerSpec& layer = layers[index];
+    LayerKernelTimes times;
+    switch (layer.kind) {
+      case LayerKind::kEmbedding:
+        times = EmbeddingKernelTimes(spec, run, device);
+        break;
+      case LayerKind::kHead:
+        times = HeadKernelTimes(spec, run, device);
+        break;
+      case LayerKind::kDecoder:
+        times =
+            DecoderKernelTimes(spec, run, device, spec.moe_layer(static_cast<int32_t>(index) - 1));
+        break;
+    }
+    layer.forward = FromSeconds(times.forward);
+    layer.input_grad = FromSeconds(times.input_grad);
+    layer.weight_grad = FromSeconds(times.weight_grad);
+  }
+  return layers;
 }
 
 std::vector<LayerSpec> TransformerLayers(const TransformerSpec& spec, const TransformerRun& run,

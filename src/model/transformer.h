@@ -18,6 +18,7 @@
 #include <vector>
 
 #include "core/time.h"
+#include "hardware/kernel_model.h"
 #include "model/layer_spec.h"
 
 namespace stagecraft {
@@ -71,6 +72,13 @@ struct TransformerRun {
   int32_t expert_parallel = 1;   // ep: a rank holds 1/ep of the routed experts
   bool sequence_parallel = false;
   Recompute recompute = Recompute::kNone;
+  // With kFull, the share of the layers that recompute (Megatron's --recompute-num-layers over
+  // the layers of a pipeline chunk); the others keep every activation. 1 = all.
+  double recompute_fraction = 1.0;
+  bool fp8 = false;  // FP8 linear layers (Transformer Engine, torchao float8)
+  // Norms, activations and the rotary embedding as fused kernels (Transformer Engine, Apex,
+  // torch.compile), or as eager PyTorch ops, each its own pass over memory.
+  bool fused_kernels = true;
 };
 
 struct LayerFlops {
@@ -117,5 +125,9 @@ struct ComputeRate {
 // activation_bytes from DecoderActivationBytes.
 std::vector<LayerSpec> TransformerLayers(const TransformerSpec& spec, const TransformerRun& run,
                                          const ComputeRate& rate);
+// The same layer list with every time from the kernel model (model/transformer_kernels.h) on
+// `device`: the default path, when no single efficiency is forced.
+std::vector<LayerSpec> TransformerLayers(const TransformerSpec& spec, const TransformerRun& run,
+                                         const DeviceRates& device);
 
 }  // namespace stagecraft

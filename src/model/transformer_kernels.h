@@ -1,0 +1,38 @@
+// A dense or MoE transformer layer as the kernels an engine launches for it (Megatron-LM,
+// torchtitan): the linear layers as GEMMs with their (M, N, K) after tensor, context and expert
+// parallelism, the attention core (fused FlashAttention-style when `causal`, otherwise the
+// unfused batched GEMMs and softmax of 2021-era Megatron), the memory-bound kernels (norms,
+// bias/dropout/residual adds, activations, rotary embedding, MoE permutes, FP8 casts) and the
+// head's vocabulary-parallel cross entropy; each costed by hardware/kernel_model.h. Times are
+// seconds for one microbatch on one tensor- and context-parallel rank.
+#pragma once
+
+#include "hardware/kernel_model.h"
+#include "model/transformer.h"
+
+namespace stagecraft {
+
+struct LayerKernelTimes {
+  double forward = 0;      // F
+  double input_grad = 0;   // I, with recomputation
+  double weight_grad = 0;  // W
+  // The linear GEMMs of F and of I + W: what tensor-parallel communication can hide behind
+  // (Megatron's tp_comm_overlap splits each TP collective against the GEMM next to it).
+  double forward_gemm = 0;
+  double backward_gemm = 0;
+  // Of F, the attention core (what selective recomputation repeats).
+  double attention_core = 0;
+};
+
+// One decoder layer (`moe_layer`: its MLP is the mixture of experts, with E/ep local experts each
+// receiving ep·T·k_e/E tokens of the T on this rank: balanced routing).
+LayerKernelTimes DecoderKernelTimes(const TransformerSpec& spec, const TransformerRun& run,
+                                    const DeviceRates& device, bool moe_layer);
+// The final norm, the output projection and the cross entropy.
+LayerKernelTimes HeadKernelTimes(const TransformerSpec& spec, const TransformerRun& run,
+                                 const DeviceRates& device);
+// The embedding lookup (a gather) and its gradient (a scatter-add into fp32).
+LayerKernelTimes EmbeddingKernelTimes(const TransformerSpec& spec, const TransformerRun& run,
+                                      const DeviceRates& device);
+
+}  // namespace stagecraft

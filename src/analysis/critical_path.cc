@@ -7,16 +7,18 @@ namespace {
 
 constexpr uint32_t kNone = UINT32_MAX;
 
-// For each transfer (collective), the one that used its link (its rank's collective stream)
-// just before it (FIFO order).
+// For each transfer (collective), the one that used its link (its collective stream: two per
+// rank, task_graph.h) just before it (FIFO order).
 std::vector<uint32_t> PreviousOnLink(const TaskGraph& graph, const Trace& trace) {
   std::vector<uint32_t> previous(graph.num_tasks(), kNone);
-  std::vector<std::vector<uint32_t>> by_link(graph.links.size() + graph.programs.size());
+  std::vector<std::vector<uint32_t>> by_link(graph.links.size() + 2 * graph.programs.size());
   for (uint32_t task = 0; task < graph.num_tasks(); ++task) {
     const Task& info = graph.tasks[task];
     if (info.kind == TaskKind::kTransfer) by_link[info.link].push_back(task);
     if (info.kind == TaskKind::kCollective) {
-      by_link[graph.links.size() + static_cast<size_t>(info.rank)].push_back(task);
+      const size_t stream =
+          2 * static_cast<size_t>(info.rank) + (OnDataParallelStream(info.payload) ? 1 : 0);
+      by_link[graph.links.size() + stream].push_back(task);
     }
   }
   for (auto& transfers : by_link) {

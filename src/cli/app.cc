@@ -158,8 +158,9 @@ CLI::App* AddBenchCommand(CLI::App& app, RunFlags& flags, BenchFlags& bench_flag
   return bench;
 }
 
-const std::vector<std::string> kCommands = {"simulate",        "check", "derive", "list",
-                                            "bench-schedules", "comm",  "memory", "multimodal"};
+const std::vector<std::string> kCommands = {"simulate", "check",           "derive",
+                                            "list",     "bench-schedules", "comm",
+                                            "memory",   "multimodal",      "validate"};
 
 CLI::App* AddCommCommand(CLI::App& app, CommFlags& flags) {
   CLI::App* comm = app.add_subcommand(
@@ -309,7 +310,19 @@ int RunCli(int argc, const char* const* argv, std::ostream& out, std::ostream& e
       ->type_name("M");
   AddMultimodalImageFlags(*multimodal, multimodal_flags);
   AddMultimodalOrderFlags(*multimodal, multimodal_flags);
-  for (CLI::App* command : {simulate, check, derive, list, bench, comm, memory, multimodal}) {
+  ValidateFlags validate_flags;
+  CLI::App* validate = app.add_subcommand(
+      "validate", "the cost model against published measured runs (doc/fidelity.md)");
+  validate->add_option("paths", validate_flags.paths,
+                       "suite files or folders (default bench/validation/runs)");
+  validate
+      ->add_option("--max-mape", validate_flags.max_mape,
+                   "exit 1 when the mean absolute percentage error is above PCT")
+      ->type_name("PCT");
+  validate->add_option("--csv", validate_flags.csv_path, "write one line per run to FILE")
+      ->type_name("FILE");
+  for (CLI::App* command :
+       {simulate, check, derive, list, bench, comm, memory, multimodal, validate}) {
     command->allow_extras();
   }
 
@@ -341,6 +354,7 @@ int RunCli(int argc, const char* const* argv, std::ostream& out, std::ostream& e
   if (*comm) return RunComm(comm_flags, out, err);
   if (*memory) return RunMemory(flags, memory_json, out, err);
   if (*multimodal) return RunMultimodal(multimodal_flags, out, err);
+  if (*validate) return RunValidate(validate_flags, out, err);
   return RunList(list_what, out, err);
 }
 

@@ -5,6 +5,7 @@
 #include <optional>
 #include <ostream>
 #include <string>
+#include <vector>
 
 #include "analysis/metrics.h"
 #include "cli/run_setup.h"
@@ -71,6 +72,14 @@ int RunBenchSchedules(const RunFlags& flags, const BenchFlags& bench, std::ostre
                       std::ostream& err);
 // The applicability rule (which vpp a schedule runs at, which points are skipped), for --help.
 const char* BenchSchedulesRule();
+
+// validate: the cost model against published measured runs (validate_command.cc).
+struct ValidateFlags {
+  std::vector<std::string> paths;  // files or folders of *.yaml; none = bench/validation/runs
+  std::optional<double> max_mape;  // --max-mape PCT: exit 1 above it
+  std::string csv_path;            // --csv FILE: one line per run
+};
+int RunValidate(const ValidateFlags& flags, std::ostream& out, std::ostream& err);
 
 // comm: one collective's α-β cost on a preset cluster (comm_command.cc).
 struct CommFlags {

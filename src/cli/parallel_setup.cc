@@ -14,6 +14,7 @@
 #include "comm/collective.h"
 #include "core/units.h"
 #include "model/layer_costs.h"
+#include "model/transformer_kernels.h"
 
 namespace stagecraft {
 namespace {
@@ -33,8 +34,21 @@ TransformerRun RunOf(const Config& config) {
   run.expert_parallel = config.parallel.ep;
   run.sequence_parallel = config.parallel.sequence_parallel;
   run.recompute = config.parallel.recompute;
+  run.fp8 = config.parallel.fp8;
+  run.fused_kernels = config.parallel.fused_kernels;
+  if (config.parallel.recompute_num_layers > 0) {
+    // Megatron's --recompute-num-layers counts layers per pipeline chunk.
+    const double per_chunk = static_cast<double>(config.model.transformer.layers) /
+                             std::max(1, config.parallel.pp * config.parallel.vpp);
+    run.recompute_fraction =
+        std::min(1.0, static_cast<double>(config.parallel.recompute_num_layers) / per_chunk);
+  }
   return run;
 }
+
+// Whether the model's times come from the kernel model (the default) or from one forced
+// efficiency (cluster.device.efficiency, or no cluster).
+bool KernelCosted(const ClusterSpec& cluster) { return cluster.given && !cluster.efficiency_given; }
 
 Time AllReduce(const ClusterSpec& cluster, int32_t ranks, int32_t ranks_per_node, double bytes) {
   return RingTime(cluster, Collective::kAllReduce, ranks, ranks_per_node, bytes);
@@ -53,41 +67,46 @@ Time DenseAndExperts(const ClusterSpec& cluster, Collective kind, int32_t ranks,
          RingTime(cluster, kind, ranks / ep, std::max(1, per_node / ep), expert_bytes);
 }
 
-// The data-parallel reduction of `grad_bytes` (fp32 gradients, produced evenly through the
-// stage's last backward) in the configured buckets: each bucket's all-reduce over `ranks`, ready
-// once the backward has produced it (its cumulative share of the bytes). Empty without buckets.
-std::vector<std::pair<double, Time>> Buckets(const ParallelSpec& parallel,
-                                             const ClusterSpec& cluster, int32_t ranks,
-                                             int32_t per_node, double grad_bytes) {
-  std::vector<std::pair<double, Time>> buckets;
-  if (parallel.grad_buckets == GradBuckets::kNone || ranks <= 1 || grad_bytes <= 0) {
-    return buckets;
+// The bucketing of the data-parallel reduction: grad_buckets, or Megatron's buckets when
+// overlap_grad_reduce asks for the overlap without naming buckets.
+GradBuckets BucketsOf(const ParallelSpec& parallel) {
+  if (parallel.grad_buckets == GradBuckets::kNone && parallel.overlap_grad_reduce) {
+    return GradBuckets::kMegatron;
   }
+  return parallel.grad_buckets;
+}
+
+// The data-parallel reduction of `grad_bytes` (fp32 gradients, produced evenly through the
+// stage's last backward) in the configured buckets: each bucket's `kind` (all-reduce, or
+// reduce-scatter with the distributed optimizer) over `ranks`, ready once the backward has
+// produced it (its cumulative share of the bytes). Empty without buckets.
+std::vector<std::pair<double, Time>> Buckets(const ParallelSpec& parallel,
+                                             const ClusterSpec& cluster, Collective kind,
+                                             int32_t ranks, int32_t per_node, double grad_bytes) {
+  std::vector<std::pair<double, Time>> buckets;
+  const GradBuckets mode = BucketsOf(parallel);
+  if (mode == GradBuckets::kNone || ranks <= 1 || grad_bytes <= 0) return buckets;
   const double mib = 1024.0 * 1024.0;
-  const double regular = parallel.grad_buckets == GradBuckets::kPytorch
-                             ? 25 * mib
-                             : std::max(4e7, 1e6 * parallel.dp) * kGradientBytes;
+  const double regular =
+      mode == GradBuckets::kPytorch ? 25 * mib : std::max(4e7, 1e6 * parallel.dp) * kGradientBytes;
   double done = 0;
   while (done < grad_bytes) {
     const double size =
-        std::min(grad_bytes - done,
-                 parallel.grad_buckets == GradBuckets::kPytorch && done == 0 ? mib : regular);
+        std::min(grad_bytes - done, mode == GradBuckets::kPytorch && done == 0 ? mib : regular);
     done += size;
-    buckets.emplace_back(done / grad_bytes, AllReduce(cluster, ranks, per_node, size));
+    buckets.emplace_back(done / grad_bytes, RingTime(cluster, kind, ranks, per_node, size));
   }
   return buckets;
 }
 
 // Buckets of the dense gradients over `ranks`, then of the routed experts' over ranks / ep.
-std::vector<std::pair<double, Time>> DenseAndExpertBuckets(const ParallelSpec& parallel,
-                                                           const ClusterSpec& cluster,
-                                                           int32_t ranks, int32_t per_node,
-                                                           int32_t ep, double dense_bytes,
-                                                           double expert_bytes) {
+std::vector<std::pair<double, Time>> DenseAndExpertBuckets(
+    const ParallelSpec& parallel, const ClusterSpec& cluster, Collective kind, int32_t ranks,
+    int32_t per_node, int32_t ep, double dense_bytes, double expert_bytes) {
   std::vector<std::pair<double, Time>> buckets =
-      Buckets(parallel, cluster, ranks, per_node, dense_bytes);
+      Buckets(parallel, cluster, kind, ranks, per_node, dense_bytes);
   for (const auto& bucket :
-       Buckets(parallel, cluster, ranks / ep, std::max(1, per_node / ep), expert_bytes)) {
+       Buckets(parallel, cluster, kind, ranks / ep, std::max(1, per_node / ep), expert_bytes)) {
     buckets.push_back(bucket);
   }
   return buckets;
@@ -114,11 +133,6 @@ Status BuildTransformerModel(Config& config) {
                  std::to_string(spec.ffn_or_default()) +
                  " (tensor parallelism splits both); pick a divisor of both"};
   }
-  if (t > 1 && config.cluster.given && t > config.cluster.devices_per_node) {
-    return Error{"parallel.tp: " + std::to_string(t) + " tensor-parallel ranks exceed a node of " +
-                 std::to_string(config.cluster.devices_per_node) +
-                 " devices (its all-reduces need NVLink); lower --tp"};
-  }
   const int32_t cp = config.parallel.cp;
   const int32_t ep = config.parallel.ep;
   if (ep > 1 && !spec.moe()) {
@@ -137,10 +151,14 @@ Status BuildTransformerModel(Config& config) {
                  std::to_string(model.seq_len) +
                  " (each context-parallel rank holds s/cp tokens); pick a divisor"};
   }
-  ComputeRate rate;
-  rate.flops_per_s = config.cluster.effective_flops_per_s();
-  rate.bytes_per_s = config.cluster.hbm_bytes_per_s * config.cluster.memory_efficiency;
-  model.layers = TransformerLayers(spec, RunOf(config), rate);
+  if (KernelCosted(config.cluster)) {
+    model.layers = TransformerLayers(spec, RunOf(config), config.cluster.rates());
+  } else {
+    ComputeRate rate;
+    rate.flops_per_s = config.cluster.effective_flops_per_s();
+    rate.bytes_per_s = config.cluster.hbm_bytes_per_s * config.cluster.memory_efficiency;
+    model.layers = TransformerLayers(spec, RunOf(config), rate);
+  }
   // The stage-to-stage send: b·s·h bf16 per microbatch, split over the TP ranks (Megatron's
   // scatter/gather of the pipeline send).
   model.dims.hc_streams = 1;
@@ -380,8 +398,9 @@ ParallelPlan PlanLayerListParallel(const Config& config, const Partition& partit
     stage_params[stage] = dense + experts;
     c.dp_reduce = DenseAndExperts(cluster, Collective::kAllReduce, reducers, dp_per_node, ep,
                                   dense * kGradientBytes, experts * kGradientBytes);
-    c.dp_buckets = DenseAndExpertBuckets(parallel, cluster, reducers, dp_per_node, ep,
-                                         dense * kGradientBytes, experts * kGradientBytes);
+    c.dp_buckets =
+        DenseAndExpertBuckets(parallel, cluster, Collective::kAllReduce, reducers, dp_per_node, ep,
+                              dense * kGradientBytes, experts * kGradientBytes);
   }
   plan.rank_params = RankParams(schedule, stage_params);
   if (d == 1 && ep == 1 && cp == 1) {
@@ -392,6 +411,43 @@ ParallelPlan PlanLayerListParallel(const Config& config, const Partition& partit
       OptimizerSteps(config, schedule, stage_params,
                      (parallel.distributed_optimizer || parallel.zero_stage >= 1) ? reducers : 1);
   return plan;
+}
+
+// One decoder layer's tensor-parallel communication as the compute stream sees it, forward and
+// backward: two collectives of b·s·h each way (with recomputation the share `recomputed` of the
+// forward's again in the backward). With Megatron's tp_comm_overlap or torchtitan's async TP
+// each collective is split against the GEMM next to it: only what the layer's GEMMs cannot
+// cover is exposed, and the GEMMs that run beside a collective slow by kOverlapSlowdown.
+struct TpExposure {
+  Time forward;
+  Time backward;
+};
+
+// The share of a GEMM's speed lost while a collective runs beside it: the communication
+// kernels take about 16 of the device's SMs (NCCL's and Transformer Engine's userbuffers'
+// channel counts; an assumption, doc/fidelity.md), 16/132 on an H100.
+constexpr double kOverlapSlowdown = 16.0 / 132.0;
+
+TpExposure DecoderTpExposure(const Config& config, const TransformerRun& run, Time collective,
+                             double recomputed, bool moe_layer) {
+  TpExposure exposure{collective * 2, collective * 2};
+  exposure.backward += FromSeconds(collective.ms() * 1e-3 * 2 * recomputed);
+  const ParallelSpec& parallel = config.parallel;
+  if (!(parallel.tp_comm_overlap || parallel.async_tp) || parallel.tp <= 1 ||
+      !KernelCosted(config.cluster)) {
+    return exposure;
+  }
+  const LayerKernelTimes kernels =
+      DecoderKernelTimes(config.model.transformer, run, config.cluster.rates(), moe_layer);
+  const auto hidden = [](Time communication, double gemm_seconds) {
+    const double comm = communication.ms() * 1e-3;
+    return FromSeconds(std::max(0.0, comm - gemm_seconds) +
+                       kOverlapSlowdown * std::min(comm, gemm_seconds));
+  };
+  exposure.forward = hidden(exposure.forward, kernels.forward_gemm);
+  exposure.backward =
+      hidden(exposure.backward, kernels.backward_gemm + recomputed * kernels.forward_gemm);
+  return exposure;
 }
 
 }  // namespace
@@ -437,8 +493,13 @@ ParallelPlan PlanParallel(const Config& config, const Partition& partition,
   // vocab-parallel cross entropy 3 all-reduces of b·s fp32 scalars.
   const double tokens = static_cast<double>(run.seq_len * run.micro_batch) / cp;  // per CP rank
   const double activation = 2.0 * tokens * static_cast<double>(spec.hidden);
-  const Time tp_layer = AllReduce(cluster, t, t, activation);
-  const Time tp_loss = AllReduce(cluster, t, t, 4.0 * tokens);
+  // TP beyond a node rings over the network too (RingTime: min(NVLink, rails × NIC)).
+  const int32_t tp_per_node = std::min(t, std::max(1, cluster.devices_per_node));
+  const Time tp_layer = AllReduce(cluster, t, tp_per_node, activation);
+  const Time tp_loss = AllReduce(cluster, t, tp_per_node, 4.0 * tokens);
+  const double recomputed = parallel.recompute == Recompute::kFull ? run.recompute_fraction : 0.0;
+  const TpExposure tp_dense = DecoderTpExposure(config, run, tp_layer, recomputed, false);
+  const TpExposure tp_moe = DecoderTpExposure(config, run, tp_layer, recomputed, true);
   // Expert parallelism: per MoE layer an all-to-all dispatch (k_e·h per token, bf16; fp8 with
   // precision fp8, as DeepSeek-V3) and combine (k_e·h bf16) forward, and both again backward,
   // among the ep ranks, which sit t·cp apart.
@@ -506,11 +567,12 @@ ParallelPlan PlanParallel(const Config& config, const Partition& partition,
           stage_params[stage] += embedding_params;
           break;
         case LayerKind::kDecoder: {
-          c.tp_forward += tp_layer * 2;
-          c.tp_backward += tp_layer * (parallel.recompute == Recompute::kFull ? 4 : 2);
+          const int32_t decoder_index = index - 1;  // layers[0] is the embedding
+          const TpExposure& exposure = spec.moe_layer(decoder_index) ? tp_moe : tp_dense;
+          c.tp_forward += exposure.forward;
+          c.tp_backward += exposure.backward;
           c.cp_forward += cp_forward;
           c.cp_backward += cp_backward;
-          const int32_t decoder_index = index - 1;  // layers[0] is the embedding
           if (spec.moe_layer(decoder_index)) {
             c.ep_forward += ep_layer;
             c.ep_backward += ep_layer * (parallel.recompute == Recompute::kFull ? 2 : 1);
@@ -533,21 +595,51 @@ ParallelPlan PlanParallel(const Config& config, const Partition& partition,
       // ZeRO-3 / FSDP full sharding over `shards` ranks: bf16 parameters gathered before every
       // F and B/I (prefetched), fp32 gradients reduce-scattered after every B or W. Hybrid
       // sharding shards within a node and all-reduces the shards across the nodes at the end.
+      // With reshard_after_forward off the backward reuses the forward's gather; under pipeline
+      // parallelism (torchtitan's default there) the stage gathers once before its first
+      // microbatch and reduce-scatters once, in buckets, during its last backward.
       const int32_t per_node = parallel.hybrid_shard ? shards : dp_per_node;
-      c.shard_gather = DenseAndExperts(cluster, Collective::kAllGather, shards, per_node, ep,
-                                       dense * 2, experts * 2);
-      c.shard_reduce = DenseAndExperts(cluster, Collective::kAllGather, shards, per_node, ep,
-                                       dense * kGradientBytes, experts * kGradientBytes);
+      const Time gather = DenseAndExperts(cluster, Collective::kAllGather, shards, per_node, ep,
+                                          dense * 2, experts * 2);
+      const Time scatter = DenseAndExperts(cluster, Collective::kReduceScatter, shards, per_node,
+                                           ep, dense * kGradientBytes, experts * kGradientBytes);
+      const ReshardAfterForward reshard = parallel.reshard_after_forward;
+      const bool keep = reshard == ReshardAfterForward::kNo ||
+                        (reshard == ReshardAfterForward::kDefault && schedule.num_ranks > 1);
+      if (keep && schedule.num_ranks > 1) {
+        c.first_gather = gather;
+        ParallelSpec bucketed = parallel;
+        bucketed.overlap_grad_reduce = true;
+        c.dp_buckets =
+            DenseAndExpertBuckets(bucketed, cluster, Collective::kReduceScatter, shards, per_node,
+                                  ep, dense * kGradientBytes, experts * kGradientBytes);
+      } else {
+        c.shard_gather = gather;
+        c.shard_gather_backward = !keep;
+        c.shard_units = std::max(1, partition.end(stage) - partition.begin(stage));
+        c.shard_reduce = scatter;
+      }
       if (parallel.hybrid_shard) {
         c.dp_reduce =
             AllReduce(cluster, reducers / shards, 1, (dense + experts) / shards * kGradientBytes);
       }
       continue;
     }
-    c.dp_reduce = DenseAndExperts(cluster, Collective::kAllReduce, reducers, dp_per_node, ep,
+    // Megatron's distributed optimizer reduce-scatters the fp32 gradients and all-gathers the
+    // updated bf16 parameters (hidden behind the next forward with overlap_param_gather); DDP
+    // all-reduces the fp32 gradients.
+    const Collective reduce =
+        parallel.distributed_optimizer ? Collective::kReduceScatter : Collective::kAllReduce;
+    c.dp_reduce = DenseAndExperts(cluster, reduce, reducers, dp_per_node, ep,
                                   dense * kGradientBytes, experts * kGradientBytes);
-    c.dp_buckets = DenseAndExpertBuckets(parallel, cluster, reducers, dp_per_node, ep,
+    c.dp_buckets = DenseAndExpertBuckets(parallel, cluster, reduce, reducers, dp_per_node, ep,
                                          dense * kGradientBytes, experts * kGradientBytes);
+    if (parallel.distributed_optimizer && !parallel.overlap_param_gather) {
+      const Time gather = DenseAndExperts(cluster, Collective::kAllGather, reducers, dp_per_node,
+                                          ep, dense * 2, experts * 2);
+      c.dp_reduce += gather;
+      if (!c.dp_buckets.empty()) c.dp_buckets.back().second += gather;
+    }
   }
   plan.rank_params = RankParams(schedule, stage_params);
   if (t == 1 && d == 1 && cp == 1 && ep == 1) {  // no collectives: a single pipeline

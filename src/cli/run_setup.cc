@@ -242,6 +242,7 @@ Result<Config> LoadConfig(const RunFlags& flags, std::string& label, ConfigLocat
     return ParseConfig(BundledConfigText(), BundledConfigName(), &locations);
   }
   label = BaseName(flags.config_path);
+  if (flags.config_text) return ParseConfig(*flags.config_text, label, &locations);
   auto text = ReadTextFile(flags.config_path);
   if (!text.ok()) return text.error();
   return ParseConfig(text.value(), BaseName(flags.config_path), &locations);

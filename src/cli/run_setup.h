@@ -21,6 +21,8 @@ namespace stagecraft {
 // The flags shared by simulate, check and derive. Unset optionals leave the config alone.
 struct RunFlags {
   std::string config_path;                      // positional CONFIG; "" = the bundled example
+  std::optional<std::string> config_text;       // the config's text, read instead of the file
+                                                // (config_path then only names it)
   std::optional<std::string> schedule;          // --schedule NAME
   std::optional<std::string> pp;                // --pp P
   std::optional<std::string> hf_config;         // --hf-config FILE

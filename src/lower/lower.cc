@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <set>
 #include <tuple>
 #include <utility>
 
@@ -164,20 +165,38 @@ class Lowering {
     for (size_t rank = 0; rank < graph_.programs.size(); ++rank) {
       const auto& program = graph_.programs[rank];
       std::vector<uint32_t> reductions;
+      std::set<int32_t> first_gathered;  // stages whose once-per-iteration gather is placed
       // ZeRO-3 / FSDP: gather the stage's parameters before each F and B/I, prefetched: the
-      // gather for the op at position p starts when the op at p − 2 ends (one op ahead).
+      // gather for the op at position p starts when the op at p − 2 ends (one op ahead). With
+      // several FSDP units only the first unit's share holds up the op.
       for (size_t position = 0; position < program.size(); ++position) {
         const Task& task = graph_.tasks[program[position]];
         const StageCollectives* stage = stage_of(task);
-        if (stage == nullptr || stage->shard_gather.ns() <= 0 ||
-            task.action.kind == ActionKind::kWeightGrad) {
+        if (stage == nullptr || task.action.kind == ActionKind::kWeightGrad) continue;
+        const size_t head = task.action.overlapped ? position - 1 : position;
+        if (stage->first_gather.ns() > 0 &&
+            first_gathered.insert(task.action.stage.value()).second) {
+          const uint32_t gather =
+              AddCollective(program[position], PayloadKind::kShardGather, stage->first_gather);
+          edges_.emplace_back(gather, program[head]);
+        }
+        if (stage->shard_gather.ns() <= 0 ||
+            (!stage->shard_gather_backward && task.action.kind != ActionKind::kForward)) {
           continue;
         }
-        const size_t head = task.action.overlapped ? position - 1 : position;
-        const uint32_t gather =
-            AddCollective(program[position], PayloadKind::kShardGather, stage->shard_gather);
+        // FSDP gathers unit by unit: the op waits for the first unit's share, the rest streams
+        // in while it computes, and the rank's next op waits for all of it.
+        const int64_t units = std::max(1, stage->shard_units);
+        const Time first = Time::Nanoseconds(stage->shard_gather.ns() / units);
+        const uint32_t gather = AddCollective(program[position], PayloadKind::kShardGather, first);
         if (head >= 2) edges_.emplace_back(program[head - 2], gather);
         edges_.emplace_back(gather, program[head]);
+        if (units > 1 && position + 1 < program.size()) {
+          const uint32_t rest = AddCollective(program[position], PayloadKind::kShardGather,
+                                              stage->shard_gather - first);
+          edges_.emplace_back(gather, rest);
+          edges_.emplace_back(rest, program[position + 1]);
+        }
       }
       for (size_t position = 0; position < program.size(); ++position) {
         const uint32_t compute = program[position];

@@ -40,6 +40,13 @@ struct StageCollectives {
   // which the bucket's gradients exist, its reduction time), in production order.
   std::vector<std::pair<double, Time>> dp_buckets;
   Time shard_gather;  // ZeRO-3 / FSDP: before each F and each B or I (prefetched)
+  // The FSDP units (wrapped layers) the stage's gather is split into: an op waits for the first
+  // unit's share, the rest streams in during the op and the rank's next op waits for it.
+  int32_t shard_units = 1;
+  bool shard_gather_backward = true;  // false: before each F only (FSDP2 reshard_after_forward
+                                      // off: the parameters stay gathered until the backward)
+  Time first_gather;  // before the stage's first action only (parameters gathered once per
+                      // iteration and kept: FSDP under pipeline parallelism)
   Time shard_reduce;  // ZeRO-3 / FSDP: after each B or W (not blocking)
   bool operator==(const StageCollectives&) const = default;
 };

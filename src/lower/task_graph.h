@@ -24,16 +24,19 @@ enum class P2pMode : uint8_t {
 };
 const char* P2pModeName(P2pMode mode);
 
-// kCollective: work on the device's collective stream (DESIGN.md §3), one FIFO per rank: the
-// collectives of the parallel dimensions around the pipeline (tensor-, expert- and
-// data-parallel), timed by the comm model for the whole group. The simulated pipeline is one
-// representative of its tensor- and data-parallel peers, which run the same program in step, so
-// a collective starts when this rank reaches it. The optimizer step runs there too, last.
-// kDelay: a timer on no resource: it starts when its predecessors end and lasts its duration
-// (the moment a share of an action's work is done, e.g. a gradient bucket ready mid-backward).
-// kWork: compute on the rank's compute stream that is not a schedule action (the multimodal
-// pieces around the pipeline: a vision encoder's forward and backward, a contrastive loss). It
-// runs in program order between the actions, counts as busy time, and says what it is by
+// kCollective: work on one of the device's two collective streams (DESIGN.md §3), each a FIFO
+// per rank: the collectives of the parallel dimensions around the pipeline, timed by the comm
+// model for the whole group. Tensor-, context- and expert-parallel collectives share one stream;
+// the data-parallel reductions, the ZeRO-3 / FSDP gathers and reduce-scatters and the optimizer
+// step run on the other (OnDataParallelStream), as the engines give them a communicator and
+// stream of their own: a gradient bucket never holds up the next action's TP collective. The
+// simulated pipeline is one representative of its tensor- and data-parallel peers, which run the
+// same program in step, so a collective starts when this rank reaches it. The optimizer step runs
+// there too, last. kDelay: a timer on no resource: it starts when its predecessors end and lasts
+// its duration (the moment a share of an action's work is done, e.g. a gradient bucket ready
+// mid-backward). kWork: compute on the rank's compute stream that is not a schedule action (the
+// multimodal pieces around the pipeline: a vision encoder's forward and backward, a contrastive
+// loss). It runs in program order between the actions, counts as busy time, and says what it is by
 // `payload`; `action.microbatch` is its microbatch and `action.kind` its direction.
 enum class TaskKind : uint8_t { kCompute, kTransfer, kCollective, kDelay, kWork };
 
@@ -68,6 +71,14 @@ enum class PayloadKind : uint8_t {
   kContrastiveLoss,    // work: the contrastive loss and its gradient for one modality
   kContrastiveGather,  // collective: all-gather of one modality's embeddings over data parallel
 };
+
+// Whether a collective of this kind runs on the rank's data-parallel collective stream (the
+// gradient reductions, ZeRO-3 / FSDP parameter traffic, the optimizer step) rather than the
+// stream of the tensor-, context- and expert-parallel collectives.
+constexpr bool OnDataParallelStream(PayloadKind kind) {
+  return kind == PayloadKind::kDataParallel || kind == PayloadKind::kShardGather ||
+         kind == PayloadKind::kShardReduce || kind == PayloadKind::kOptimizerStep;
+}
 // "activation", "gradient", "state", "dstate", "shadow-params", "shadow-grads", "tp", "ep", "dp",
 // "optimizer".
 const char* PayloadName(PayloadKind payload);

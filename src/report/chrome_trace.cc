@@ -89,12 +89,15 @@ void WriteThreadNames(JsonWriter& json, int32_t ranks, const TaskGraph& graph) {
     json.EndObject().EndObject();
     name(rank, 0, "compute");
   }
+  // Bit 1: the TP/CP/EP collective stream is used; bit 2: the data-parallel one.
   std::vector<uint8_t> has_collectives(static_cast<size_t>(ranks), 0);
   for (const Task& task : graph.tasks) {
-    if (task.kind == TaskKind::kCollective) has_collectives[task.rank] = 1;
+    if (task.kind != TaskKind::kCollective) continue;
+    has_collectives[task.rank] |= OnDataParallelStream(task.payload) ? 2 : 1;
   }
   for (int32_t rank = 0; rank < ranks; ++rank) {
-    if (has_collectives[rank]) name(rank, 1 + 2 * ranks, "collectives");
+    if (has_collectives[rank] & 1) name(rank, 1 + 2 * ranks, "collectives");
+    if (has_collectives[rank] & 2) name(rank, 2 + 2 * ranks, "data-parallel collectives");
   }
   for (const Link& link : graph.links) {
     name(link.from, 1 + link.to, "send to rank " + std::to_string(link.to));
@@ -130,7 +133,8 @@ std::string FormatChromeTrace(const TaskGraph& graph, const Trace& trace,
     if (info.kind == TaskKind::kCompute || info.kind == TaskKind::kWork) {
       rows.push_back({info.rank, 0, start, task});
     } else if (info.kind == TaskKind::kCollective) {
-      rows.push_back({info.rank, 1 + 2 * ranks, start, task});
+      rows.push_back(
+          {info.rank, (OnDataParallelStream(info.payload) ? 2 : 1) + 2 * ranks, start, task});
     } else {
       rows.push_back({info.rank, 1 + info.peer, start, task});
       rows.push_back({info.peer, 1 + ranks + info.rank, start, task});

@@ -23,18 +23,20 @@ Trace Simulator::Run() {
   for (uint32_t task = 0; task < num_tasks; ++task) {
     const Task& info = graph_.tasks[task];
     // Links and the ranks' collective streams are first-come-first-served resources, numbered
-    // links first, then one collective stream per rank.
+    // links first, then two collective streams per rank (task_graph.h: the TP/CP/EP one, the
+    // data-parallel one).
     const bool transfer = info.kind == TaskKind::kTransfer;
     const bool collective = info.kind == TaskKind::kCollective;
+    const int32_t stream = 2 * info.rank + (OnDataParallelStream(info.payload) ? 1 : 0);
     const int32_t resource =
         transfer ? info.link
-                 : (collective ? static_cast<int32_t>(graph_.links.size()) + info.rank : info.rank);
+                 : (collective ? static_cast<int32_t>(graph_.links.size()) + stream : info.rank);
     const uint8_t kind = info.kind == TaskKind::kDelay ? 2 : (transfer || collective ? 1 : 0);
     tasks_[task] = SimTask{info.duration.ns(), resource, kind};
   }
   stream_next_.assign(graph_.programs.size(), 0);
   stream_busy_.assign(graph_.programs.size(), 0);
-  link_free_.assign(graph_.links.size() + graph_.programs.size(), Time());
+  link_free_.assign(graph_.links.size() + 2 * graph_.programs.size(), Time());
 
   EventQueue queue;
   queue.Reserve(graph_.programs.size() + graph_.links.size() + 16);

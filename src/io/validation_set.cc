@@ -1,0 +1,112 @@
+#include "io/validation_set.h"
+
+#include <yaml-cpp/yaml.h>
+
+#include <set>
+
+namespace stagecraft {
+namespace {
+
+std::string Where(std::string_view source, const YAML::Mark& mark) {
+  if (mark.is_null()) return std::string(source) + ": ";
+  return std::string(source) + ":" + std::to_string(mark.line + 1) + ":" +
+         std::to_string(mark.column + 1) + ": ";
+}
+
+// A map's keys must be among `allowed`; `required` ones must be there.
+Status CheckKeys(std::string_view source, const YAML::Node& node, const std::string& what,
+                 const std::set<std::string>& allowed, const std::set<std::string>& required) {
+  if (!node.IsMap()) {
+    return Error{Where(source, node.Mark()) + what + " is not a map (expected keys " +
+                 *allowed.begin() + ", ...; see bench/validation/SCHEMA.md)"};
+  }
+  for (const auto& entry : node) {
+    const std::string key = entry.first.as<std::string>("");
+    if (allowed.count(key) == 0) {
+      return Error{Where(source, entry.first.Mark()) + what + ": unknown key '" + key +
+                   "' (see bench/validation/SCHEMA.md)"};
+    }
+  }
+  for (const std::string& key : required) {
+    if (!node[key]) {
+      return Error{Where(source, node.Mark()) + what + ": missing key '" + key +
+                   "' (see bench/validation/SCHEMA.md)"};
+    }
+  }
+  return Status::Ok();
+}
+
+Result<std::string> Text(std::string_view source, const YAML::Node& node, const std::string& what) {
+  if (!node) return std::string();
+  if (!node.IsScalar()) {
+    return Error{Where(source, node.Mark()) + what + " is not a string (expected text)"};
+  }
+  return node.as<std::string>();
+}
+
+Result<MeasuredRun> ReadRun(std::string_view source, const YAML::Node& node) {
+  STAGECRAFT_RETURN_IF_ERROR(
+      CheckKeys(source, node, "run",
+                {"id", "hardware", "published", "step_s", "derivation", "assumed", "config"},
+                {"id", "hardware", "published", "step_s", "config"}));
+  MeasuredRun run;
+  for (const auto& [key, out] :
+       {std::pair{"id", &run.id}, std::pair{"hardware", &run.hardware},
+        std::pair{"published", &run.published}, std::pair{"derivation", &run.derivation},
+        std::pair{"assumed", &run.assumed}}) {
+    auto text = Text(source, node[key], std::string("run.") + key);
+    if (!text.ok()) return text.error();
+    *out = std::move(text).value();
+  }
+  const YAML::Node step = node["step_s"];
+  if (!step.IsScalar() || !YAML::convert<double>::decode(step, run.step_s) || !(run.step_s > 0)) {
+    return Error{Where(source, step.Mark()) + "run " + run.id +
+                 ": step_s is not a number > 0 (expected the measured iteration time in seconds)"};
+  }
+  if (!node["config"].IsMap()) {
+    return Error{Where(source, node["config"].Mark()) + "run " + run.id +
+                 ": config is not a map (expected a stagecraft config, doc/config.md)"};
+  }
+  YAML::Emitter emitter;
+  emitter << node["config"];
+  run.config_text = emitter.c_str();
+  return run;
+}
+
+}  // namespace
+
+Result<MeasurementSource> ParseMeasurementSource(std::string_view yaml_text,
+                                                 std::string_view source_name) {
+  YAML::Node root;
+  try {
+    root = YAML::Load(std::string(yaml_text));
+  } catch (const YAML::ParserException& error) {
+    return Error{Where(source_name, error.mark) + error.msg + " (expected YAML)"};
+  }
+  STAGECRAFT_RETURN_IF_ERROR(
+      CheckKeys(source_name, root, "the file", {"source", "runs"}, {"source", "runs"}));
+  const YAML::Node head = root["source"];
+  STAGECRAFT_RETURN_IF_ERROR(CheckKeys(
+      source_name, head, "source", {"id", "cite", "url", "measured"}, {"id", "cite", "measured"}));
+  MeasurementSource source;
+  for (const auto& [key, out] :
+       {std::pair{"id", &source.id}, std::pair{"cite", &source.cite}, std::pair{"url", &source.url},
+        std::pair{"measured", &source.measured}}) {
+    auto text = Text(source_name, head[key], std::string("source.") + key);
+    if (!text.ok()) return text.error();
+    *out = std::move(text).value();
+  }
+  const YAML::Node runs = root["runs"];
+  if (!runs.IsSequence() || runs.size() == 0) {
+    return Error{Where(source_name, runs.Mark()) +
+                 "runs is not a non-empty list (expected one entry per measured run)"};
+  }
+  for (const YAML::Node& node : runs) {
+    auto run = ReadRun(source_name, node);
+    if (!run.ok()) return run.error();
+    source.runs.push_back(std::move(run).value());
+  }
+  return source;
+}
+
+}  // namespace stagecraft

@@ -1,0 +1,38 @@
+// The validation suite's input (bench/validation/runs/*.yaml, doc/fidelity.md): published
+// measured training runs, one file per source, each run with its measured step time and a
+// stagecraft config describing its layout. Read into plain values; the config of each run stays
+// YAML text for ParseConfig, named "FILE: RUN-ID" in its messages.
+#pragma once
+
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "core/result.h"
+
+namespace stagecraft {
+
+struct MeasuredRun {
+  std::string id;           // unique over the suite
+  std::string hardware;     // as the source describes it
+  std::string published;    // the figure as the source states it
+  double step_s = 0;        // the measured iteration time (stated or derived), > 0
+  std::string derivation;   // how step_s follows from `published`; "" when stated
+  std::string assumed;      // layout details the source leaves out, and why they were chosen
+  std::string config_text;  // the run's stagecraft config, as YAML
+};
+
+struct MeasurementSource {
+  std::string id;
+  std::string cite;
+  std::string url;
+  std::string measured;  // what the source measured and how
+  std::vector<MeasuredRun> runs;
+};
+
+// Parses one file. `source_name` names it in messages ("file:line:col: what; expected").
+// Errors: not YAML, a missing or mistyped key, an unknown key, step_s <= 0, no runs.
+Result<MeasurementSource> ParseMeasurementSource(std::string_view yaml_text,
+                                                 std::string_view source_name);
+
+}  // namespace stagecraft

@@ -89,6 +89,7 @@ void AddContextParallelInfo(const PreparedRun& run, RunInfo& info) {
 RunInfo MakeRunInfo(const PreparedRun& run) {
   RunInfo info;
   info.config = run.label;
+  info.assumptions = CostAssumptions(run.config);
   info.model = run.config.model.name;
   info.schedule = run.schedule.name;
   info.pp = run.schedule.num_ranks;

@@ -166,6 +166,41 @@ Status BuildTransformerModel(Config& config) {
   return Status::Ok();
 }
 
+std::vector<std::pair<std::string, std::string>> CostAssumptions(const Config& config) {
+  std::vector<std::pair<std::string, std::string>> out;
+  const ModelSpec& model = config.model;
+  const ClusterSpec& cluster = config.cluster;
+  if (!model.is_layer_list()) return out;
+  const auto percent = [](double fraction) { return FormatFixed(100 * fraction, 1) + "%"; };
+  const auto on = [](bool flag) { return std::string(flag ? "on" : "off"); };
+  const std::string peak = FormatFixed(cluster.peak_flops_per_s / 1e12, 1) + " TFLOP/s";
+  if (model.is_transformer() && KernelCosted(cluster)) {
+    const KernelModel& k = cluster.kernels;
+    out.emplace_back("cost_model", "kernel (doc/fidelity.md) on " + cluster.device + ", " + peak);
+    out.emplace_back("gemm", percent(k.gemm_efficiency) + " of peak (MAMF) x " +
+                                 FormatFixed(k.gemm_sustained, 2) + " sustained");
+    out.emplace_back("attention", percent(k.attention_forward_efficiency) + " / " +
+                                      percent(k.attention_backward_efficiency) +
+                                      " of peak (forward / backward)");
+    out.emplace_back("memory_bound", percent(cluster.memory_efficiency) + " of HBM");
+    out.emplace_back("host", FormatFixed(k.host_seconds_per_kernel * 1e6, 1) + " us per kernel");
+  } else {
+    out.emplace_back("cost_model", "one efficiency, " + FormatFixed(cluster.compute_efficiency, 2) +
+                                       " of " + peak +
+                                       (cluster.efficiency_given ? " (cluster.device.efficiency)"
+                                                                 : " (default)"));
+  }
+  if (!model.is_transformer()) return out;
+  const ParallelSpec& parallel = config.parallel;
+  out.emplace_back("overlap", "grad_reduce " + on(parallel.overlap_grad_reduce) +
+                                  ", param_gather " + on(parallel.overlap_param_gather) +
+                                  ", tp_comm " + on(parallel.tp_comm_overlap) + ", async_tp " +
+                                  on(parallel.async_tp));
+  out.emplace_back("fp8", on(parallel.fp8));
+  out.emplace_back("fused_kernels", on(parallel.fused_kernels));
+  return out;
+}
+
 Status CheckContextParallel(const Config& config, const ConfigLocations& locations) {
   const ModelSpec& model = config.model;
   const int32_t cp = config.parallel.cp;

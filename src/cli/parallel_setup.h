@@ -3,6 +3,8 @@
 #pragma once
 
 #include <cstdint>
+#include <string>
+#include <utility>
 #include <vector>
 
 #include "io/config.h"
@@ -22,6 +24,11 @@ Status BuildTransformerModel(Config& config);
 // the model — contiguous: (s/cp) % m == 0; zig-zag: s % (2·cp) == 0 and (s/(2·cp)) % m == 0.
 // Errors name parallel.cp, the numbers and a seq_len that fits. Ok for cp = 1 and other models.
 Status CheckContextParallel(const Config& config, const ConfigLocations& locations);
+
+// What a run's derived costs rest on (RunInfo::assumptions): for transformer models the kernel
+// model's device constants or the one forced efficiency, the engines' overlap options in force,
+// FP8 and fused kernels; for CSA2 layer lists the efficiency. Empty for uniform models.
+std::vector<std::pair<std::string, std::string>> CostAssumptions(const Config& config);
 
 struct ParallelPlan {
   std::vector<StageCollectives> collectives;  // [stage]; empty when tp = dp = 1

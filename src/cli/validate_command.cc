@@ -70,10 +70,10 @@ Result<std::vector<std::string>> SuiteFiles(const std::vector<std::string>& path
 Result<Row> Predict(const std::string& file, const MeasurementSource& source,
                     const MeasuredRun& measured) {
   RunFlags flags;
-  flags.config_path = file + "#" + measured.id;
+  flags.config_path = file;
   flags.config_text = measured.config_text;
   auto run = PrepareRun(flags);
-  if (!run.ok()) return Error{"run " + measured.id + ": " + run.error().message};
+  if (!run.ok()) return Error{run.error().message + " (run " + measured.id + ")"};
   Simulated simulated;
   std::ostringstream diagnosis;
   if (SimulateRun(run.value(), simulated, diagnosis) != kExitOk) {
@@ -110,7 +110,7 @@ int RunValidate(const ValidateFlags& flags, std::ostream& out, std::ostream& err
     for (const MeasuredRun& measured : source.value().runs) {
       auto row = Predict(name, source.value(), measured);
       if (!row.ok()) {
-        failures.push_back(name + ": " + row.error().message);
+        failures.push_back(row.error().message);
         continue;
       }
       by_source[row.value().source].Add(row.value().error());
@@ -123,9 +123,10 @@ int RunValidate(const ValidateFlags& flags, std::ostream& out, std::ostream& err
   }
   Summary all;
   for (const Row& row : rows) all.Add(row.error());
-  out << "stagecraft validate: " << rows.size() << " measured runs from " << by_source.size()
-      << " sources; predicted = the simulated iteration with the defaults (kernel model, "
-         "doc/fidelity.md)\n\n";
+  out << "stagecraft validate: " << rows.size()
+      << (rows.size() == 1 ? " measured run" : " measured runs") << " from " << by_source.size()
+      << (by_source.size() == 1 ? " source" : " sources")
+      << "; predicted = the simulated iteration with the defaults (doc/fidelity.md)\n\n";
   out << "  " << PadRight("run", 48) << PadLeft("gpus", 6) << PadLeft("measured_s", 12)
       << PadLeft("predicted_s", 13) << PadLeft("error", 9) << "\n";
   for (const Row& row : rows) {

@@ -44,7 +44,36 @@ Result<std::string> Text(std::string_view source, const YAML::Node& node, const 
   return node.as<std::string>();
 }
 
-Result<MeasuredRun> ReadRun(std::string_view source, const YAML::Node& node) {
+// The run's `config` value as text that ParseConfig reads at the same lines and columns as in the
+// file (so its messages point into the file): blank lines and spaces up to where the value
+// starts, then the file's text up to the end of the block (the first later line indented no
+// deeper than the `config:` key).
+std::string ConfigText(std::string_view text, const YAML::Node& run) {
+  YAML::Mark key;
+  for (const auto& entry : run) {
+    if (entry.first.as<std::string>("") == "config") key = entry.first.Mark();
+  }
+  const YAML::Mark value = run["config"].Mark();
+  size_t end = text.size();
+  size_t line_start = text.find('\n', static_cast<size_t>(value.pos));
+  while (line_start != std::string_view::npos && line_start + 1 < text.size()) {
+    const size_t begin = line_start + 1;
+    const size_t first = text.find_first_not_of(' ', begin);
+    const bool blank = first == std::string_view::npos || text[first] == '\n' || text[first] == '#';
+    if (!blank && static_cast<int>(first - begin) <= key.column) {
+      end = begin;
+      break;
+    }
+    line_start = text.find('\n', begin);
+  }
+  std::string config(static_cast<size_t>(value.line), '\n');
+  config.append(static_cast<size_t>(value.column), ' ');
+  config.append(text.substr(static_cast<size_t>(value.pos), end - static_cast<size_t>(value.pos)));
+  return config;
+}
+
+Result<MeasuredRun> ReadRun(std::string_view source, std::string_view file_text,
+                            const YAML::Node& node) {
   STAGECRAFT_RETURN_IF_ERROR(
       CheckKeys(source, node, "run",
                 {"id", "hardware", "published", "step_s", "derivation", "assumed", "config"},
@@ -67,9 +96,7 @@ Result<MeasuredRun> ReadRun(std::string_view source, const YAML::Node& node) {
     return Error{Where(source, node["config"].Mark()) + "run " + run.id +
                  ": config is not a map (expected a stagecraft config, doc/config.md)"};
   }
-  YAML::Emitter emitter;
-  emitter << node["config"];
-  run.config_text = emitter.c_str();
+  run.config_text = ConfigText(file_text, node);
   return run;
 }
 
@@ -102,7 +129,7 @@ Result<MeasurementSource> ParseMeasurementSource(std::string_view yaml_text,
                  "runs is not a non-empty list (expected one entry per measured run)"};
   }
   for (const YAML::Node& node : runs) {
-    auto run = ReadRun(source_name, node);
+    auto run = ReadRun(source_name, yaml_text, node);
     if (!run.ok()) return run.error();
     source.runs.push_back(std::move(run).value());
   }

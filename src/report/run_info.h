@@ -3,6 +3,7 @@
 
 #include <cstdint>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "core/time.h"
@@ -64,6 +65,9 @@ struct MultimodalInfo {
 
 struct RunInfo {
   std::string config;    // what was simulated: a config file's base name or "bundled: ..."
+  // What the derived costs rest on, as (name, value) in print order: the cost model and its
+  // device constants, the overlap options in force, FP8. Empty when the costs are given.
+  std::vector<std::pair<std::string, std::string>> assumptions;
   std::string model;     // model name
   std::string schedule;  // generator name or "csv"
   int32_t pp = 0;

@@ -247,7 +247,13 @@ std::string FormatSummary(const RunInfo& run, const Metrics& metrics) {
           FormatMs(run.weight_grad) + " ms; p2p " + P2pModeName(run.p2p) + ", cost_p2p " +
           FormatMs(run.cost_p2p) + " ms" +
           (run.cluster_given ? ", cluster links" : ", no cluster (transfers cost cost_p2p)") +
-          "\n\n";
+          "\n";
+  const char* heading = "  assumptions       ";
+  for (const auto& [name, value] : run.assumptions) {
+    text += heading + PadRight(name, 15) + value + "\n";
+    heading = "                    ";
+  }
+  text += "\n";
   text += "  makespan          " + FormatMs(metrics.makespan) + " ms\n";
   text += "  bubble_fraction   " + FormatFixed(metrics.bubble_fraction, 6) + "  (" +
           Percent(metrics.bubble_fraction) + " of device time idle)\n";
@@ -287,6 +293,11 @@ std::string FormatMetricsJson(const RunInfo& run, const Metrics& metrics) {
   json.Key("p2p").String(P2pModeName(run.p2p));
   json.Key("cost_p2p_ms").Raw(FormatMs(run.cost_p2p));
   json.Key("makespan_ms").Raw(FormatMs(metrics.makespan));
+  if (!run.assumptions.empty()) {
+    json.Key("assumptions").BeginObject();
+    for (const auto& [name, value] : run.assumptions) json.Key(name).String(value);
+    json.EndObject();
+  }
   if (run.world_size > 0) {
     const Throughput t = ThroughputOf(run, metrics);
     json.Key("parallel").BeginObject();

@@ -108,11 +108,14 @@ LayerPipelineOptions PipelineOptionsOf(const PreparedRun& run) {
 Status PrepareLayerModel(PreparedRun& run) {
   ModelSpec& model = run.config.model;
   const ParallelSpec& parallel = run.config.parallel;
-  if (!model.is_transformer())
-    EstimateLayerCosts(model, run.config.cluster.effective_flops_per_s(),
-                       run.config.cluster.hbm_bytes_per_s * run.config.cluster.memory_efficiency,
-                       parallel.ep,
-                       ContextShards{parallel.cp, parallel.cp_sharding == CpSharding::kZigzag});
+  if (!model.is_transformer()) {
+    const ClusterSpec& cluster = run.config.cluster;
+    const DeviceRates rates = cluster.rates();
+    EstimateLayerCosts(model, cluster.effective_flops_per_s(),
+                       cluster.hbm_bytes_per_s * cluster.memory_efficiency, parallel.ep,
+                       ContextShards{parallel.cp, parallel.cp_sharding == CpSharding::kZigzag},
+                       cluster.kernel_costed() ? &rates : nullptr);
+  }
   auto partition = PartitionLayers(run, run.config.parallel.partition);
   if (!partition.ok()) return partition.error();
   run.partition = std::move(partition).value();

@@ -46,10 +46,6 @@ TransformerRun RunOf(const Config& config) {
   return run;
 }
 
-// Whether the model's times come from the kernel model (the default) or from one forced
-// efficiency (cluster.device.efficiency, or no cluster).
-bool KernelCosted(const ClusterSpec& cluster) { return cluster.given && !cluster.efficiency_given; }
-
 Time AllReduce(const ClusterSpec& cluster, int32_t ranks, int32_t ranks_per_node, double bytes) {
   return RingTime(cluster, Collective::kAllReduce, ranks, ranks_per_node, bytes);
 }
@@ -151,7 +147,7 @@ Status BuildTransformerModel(Config& config) {
                  std::to_string(model.seq_len) +
                  " (each context-parallel rank holds s/cp tokens); pick a divisor"};
   }
-  if (KernelCosted(config.cluster)) {
+  if (config.cluster.kernel_costed()) {
     model.layers = TransformerLayers(spec, RunOf(config), config.cluster.rates());
   } else {
     ComputeRate rate;
@@ -174,7 +170,7 @@ std::vector<std::pair<std::string, std::string>> CostAssumptions(const Config& c
   const auto percent = [](double fraction) { return FormatFixed(100 * fraction, 1) + "%"; };
   const auto on = [](bool flag) { return std::string(flag ? "on" : "off"); };
   const std::string peak = FormatFixed(cluster.peak_flops_per_s / 1e12, 1) + " TFLOP/s";
-  if (model.is_transformer() && KernelCosted(cluster)) {
+  if (cluster.kernel_costed()) {
     const KernelModel& k = cluster.kernels;
     out.emplace_back("cost_model", "kernel (doc/fidelity.md) on " + cluster.device + ", " + peak);
     out.emplace_back("gemm", percent(k.gemm_efficiency) + " of peak (MAMF) x " +
@@ -185,10 +181,10 @@ std::vector<std::pair<std::string, std::string>> CostAssumptions(const Config& c
     out.emplace_back("memory_bound", percent(cluster.memory_efficiency) + " of HBM");
     out.emplace_back("host", FormatFixed(k.host_seconds_per_kernel * 1e6, 1) + " us per kernel");
   } else {
-    out.emplace_back("cost_model", "one efficiency, " + FormatFixed(cluster.compute_efficiency, 2) +
-                                       " of " + peak +
-                                       (cluster.efficiency_given ? " (cluster.device.efficiency)"
-                                                                 : " (default)"));
+    out.emplace_back(
+        "cost_model",
+        "one efficiency, " + FormatFixed(cluster.compute_efficiency, 2) + " of " + peak +
+            (cluster.efficiency_given ? " (cluster.device.efficiency)" : " (default)"));
   }
   if (!model.is_transformer()) return out;
   const ParallelSpec& parallel = config.parallel;
@@ -469,7 +465,7 @@ TpExposure DecoderTpExposure(const Config& config, const TransformerRun& run, Ti
   exposure.backward += FromSeconds(collective.ms() * 1e-3 * 2 * recomputed);
   const ParallelSpec& parallel = config.parallel;
   if (!(parallel.tp_comm_overlap || parallel.async_tp) || parallel.tp <= 1 ||
-      !KernelCosted(config.cluster)) {
+      !config.cluster.kernel_costed()) {
     return exposure;
   }
   const LayerKernelTimes kernels =

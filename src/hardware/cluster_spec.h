@@ -42,6 +42,9 @@ struct ClusterSpec {
   bool operator==(const ClusterSpec&) const = default;
 
   double effective_flops_per_s() const { return peak_flops_per_s * compute_efficiency; }
+  // Whether derived costs come from the kernel model (the default) or from one forced
+  // efficiency (cluster.device.efficiency given, or no cluster at all).
+  bool kernel_costed() const { return given && !efficiency_given; }
   DeviceRates rates() const {
     return {peak_flops_per_s, fp8_flops_per_s, hbm_bytes_per_s, memory_efficiency, kernels};
   }

@@ -8,6 +8,8 @@
 #include <cassert>
 #include <cmath>
 
+#include "model/layer_kernels.h"
+
 namespace stagecraft {
 namespace {
 
@@ -277,10 +279,19 @@ double RankForwardFlops(const LayerSpec& layer, const ModelSpec& model,
 }  // namespace
 
 void EstimateLayerCosts(ModelSpec& model, double flops_per_second, double bytes_per_second,
-                        int32_t expert_parallel, const ContextShards& context) {
+                        int32_t expert_parallel, const ContextShards& context,
+                        const DeviceRates* device) {
   assert(flops_per_second > 0);
   const int64_t tokens = model.tokens_per_microbatch() / std::max(context.ranks, 1);
   for (LayerSpec& layer : model.layers) {
+    if (layer.forward == Time() && device != nullptr) {
+      const LayerKernelTimes times =
+          Csa2LayerKernelTimes(layer, model.dims, model.seq_len, model.micro_batch_size,
+                               std::max(1, expert_parallel), context, *device);
+      layer.forward = FromSeconds(times.forward);
+      if (layer.input_grad == Time()) layer.input_grad = FromSeconds(times.input_grad);
+      if (layer.weight_grad == Time()) layer.weight_grad = FromSeconds(times.weight_grad);
+    }
     if (layer.forward == Time()) {
       const double flops = RankForwardFlops(layer, model, context);
       layer.forward = FlopsToTime(flops, flops_per_second);

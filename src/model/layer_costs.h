@@ -6,6 +6,7 @@
 #include <cstdint>
 
 #include "core/result.h"
+#include "hardware/kernel_model.h"
 #include "model/model_spec.h"
 
 namespace stagecraft {
@@ -57,8 +58,11 @@ double LayerLocalFlops(const LayerSpec& layer, const Csa2Dims& dims, int32_t seq
 // scoring / cp, plus the scoring of the busiest rank (LayerScoringFlops); the bytes bound, the
 // activations and the expert reach count the rank's s·b/cp tokens (each rank still reads every
 // weight). Given costs are taken as one CP rank's. REQUIRES: seq_len splits into the shards.
+// With `device` (the kernel model, hardware/kernel_model.h) a layer with no forward given gets
+// all three times from its kernels (model/layer_kernels.h) instead of the FLOPs rule above.
 void EstimateLayerCosts(ModelSpec& model, double flops_per_second, double bytes_per_second = 0,
-                        int32_t expert_parallel = 1, const ContextShards& context = {});
+                        int32_t expert_parallel = 1, const ContextShards& context = {},
+                        const DeviceRates* device = nullptr);
 
 // Parameters of one layer (csa2.md "Per-layer cost formulas"): decoder attention projections P
 // (≈126.6M), plus for a full layer the compressor d·c·(1 + [m>1]), the indexer-key projection

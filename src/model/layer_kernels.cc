@@ -1,0 +1,140 @@
+#include "model/layer_kernels.h"
+
+#include <algorithm>
+
+namespace stagecraft {
+namespace {
+
+constexpr double kBf16 = 2.0;
+
+// Engram (csa2.md): 24 rows of 256 values looked up per token, projected into the hc + 1 streams.
+constexpr double kEngramValuesPerToken = 24.0 * 256.0;
+
+struct Kernels {
+  const DeviceRates& device;
+  LayerKernelTimes times;
+  double gemm_flops = 0;  // forward FLOPs of the GEMMs added, for the attention remainder
+
+  // A linear layer: Y[T x n] = X[T x k] · W[k x n], `batch` times; dX to I, dW to W.
+  void Linear(double tokens, double n, double k, double batch = 1) {
+    if (tokens <= 0) return;
+    const double forward = GemmSeconds(device, {tokens, n, k, batch});
+    const double input = GemmSeconds(device, {tokens, k, n, batch});
+    const double weight = GemmSeconds(device, {k, n, tokens, batch});
+    times.forward += forward;
+    times.input_grad += input;
+    times.weight_grad += weight;
+    times.forward_gemm += forward;
+    times.backward_gemm += input + weight;
+    gemm_flops += 2 * tokens * n * k * batch;
+  }
+  // Attention-like work (the sparse core, the indexer scoring): backward 2.5x the forward's
+  // FLOPs, as FlashAttention's (Dao 2023 §3.1).
+  void Attention(double flops) {
+    if (flops <= 0) return;
+    const double forward = AttentionSeconds(device, flops, false);
+    times.forward += forward;
+    times.attention_core += forward;
+    times.input_grad += AttentionSeconds(device, 2.5 * flops, true);
+  }
+  void Elementwise(double bytes) {
+    times.forward += MemoryBoundSeconds(device, bytes);
+    times.input_grad += MemoryBoundSeconds(device, 2 * bytes);
+  }
+};
+
+void AddAttentionGemms(const LayerSpec& layer, const Csa2Dims& dims, double tokens, Kernels& k) {
+  const double d = dims.hidden;
+  const double heads_width = static_cast<double>(dims.heads) * dims.head_dim;
+  const double groups = dims.output_groups;
+  k.Linear(tokens, dims.query_latent, d);                                 // query down
+  k.Linear(tokens, heads_width, dims.query_latent);                       // query up
+  k.Linear(tokens, dims.head_dim, d);                                     // the shared KV head
+  k.Linear(tokens, dims.output_group_dim, heads_width / groups, groups);  // grouped output
+  k.Linear(tokens, d, groups * dims.output_group_dim);                    // output
+  if (layer.attention == AttentionMode::kSwaOnly || layer.attention == AttentionMode::kReuse) {
+    return;
+  }
+  const double indexer_width = static_cast<double>(dims.indexer_heads) * dims.indexer_key_dim;
+  k.Linear(tokens, indexer_width, dims.query_latent);  // indexer query
+  k.Linear(tokens, dims.indexer_heads, d);             // indexer head weights
+  if (layer.attention != AttentionMode::kFull) return;
+  const int32_t m = std::max(layer.compress_ratio, 1);
+  k.Linear(tokens, static_cast<double>(dims.head_dim) * (m > 1 ? 2 : 1), d);  // compressor
+  k.Linear(tokens / m, dims.indexer_key_dim, dims.head_dim);                  // indexer keys
+}
+
+void AddMlp(const LayerSpec& layer, const Csa2Dims& dims, double tokens, int32_t expert_parallel,
+            Kernels& k) {
+  const double d = dims.hidden;
+  const double f = dims.expert_width;
+  if (layer.mlp == MlpKind::kDense) {
+    const double width = dims.dense_width > 0 ? dims.dense_width : 4.0 * d;
+    k.Linear(tokens, 2 * width, d);
+    k.Linear(tokens, d, width);
+    k.Elementwise(tokens * width * kBf16 * 3);  // SwiGLU
+    return;
+  }
+  const double experts = dims.routed_experts;
+  const double ep = std::max(1, expert_parallel);
+  const double k_e = dims.experts_per_token;
+  k.Linear(tokens, experts, d);  // router
+  const double per_expert = tokens * k_e * ep / experts;
+  k.Linear(per_expert, 2 * f, d, experts / ep);
+  k.Linear(per_expert, d, f, experts / ep);
+  if (dims.shared_experts > 0) {
+    k.Linear(tokens, 2 * f * dims.shared_experts, d);
+    k.Linear(tokens, d, f * dims.shared_experts);
+  }
+  // SwiGLU of every active expert, and the permute / unpermute around the all-to-alls.
+  k.Elementwise(tokens * (k_e + dims.shared_experts) * f * kBf16 * 3);
+  k.Elementwise(2 * tokens * k_e * d * kBf16 * 2);
+}
+
+}  // namespace
+
+LayerKernelTimes Csa2LayerKernelTimes(const LayerSpec& layer, const Csa2Dims& dims, int32_t seq_len,
+                                      int32_t micro_batch_size, int32_t expert_parallel,
+                                      const ContextShards& context, const DeviceRates& device) {
+  Kernels k{device, {}};
+  const int32_t ranks = std::max(context.ranks, 1);
+  const double whole_tokens = static_cast<double>(seq_len) * micro_batch_size;
+  const double tokens = whole_tokens / ranks;
+  const double d = dims.hidden;
+  switch (layer.kind) {
+    case LayerKind::kEmbedding:
+      k.times.forward = MemoryBoundSeconds(device, tokens * d * kBf16 * 2);
+      k.times.weight_grad = MemoryBoundSeconds(device, tokens * d * (kBf16 + 8));
+      return k.times;
+    case LayerKind::kHead:
+      k.Elementwise(tokens * d * kBf16 * 2);  // final norm
+      k.Linear(tokens, dims.vocab, d);
+      k.times.forward += MemoryBoundSeconds(device, tokens * dims.vocab * 12);  // cross entropy
+      k.times.input_grad += MemoryBoundSeconds(device, tokens * dims.vocab * 8);
+      return k.times;
+    case LayerKind::kDecoder:
+      break;
+  }
+  // The GEMMs over the whole microbatch first, to split the layer's FLOPs: what is not a GEMM
+  // nor the indexer scoring is the attention core (window and compressed entries).
+  Kernels whole{device, {}};
+  AddAttentionGemms(layer, dims, whole_tokens, whole);
+  AddMlp(layer, dims, whole_tokens, expert_parallel, whole);
+  if (layer.engram) whole.Linear(whole_tokens, d * (dims.hc_streams + 1), kEngramValuesPerToken);
+  const double all = LayerForwardFlops(layer, dims, seq_len, micro_batch_size);
+  const double scoring = LayerScoringFlops(layer, dims, seq_len, micro_batch_size);
+  const double core = std::max(0.0, all - whole.gemm_flops - scoring);
+  AddAttentionGemms(layer, dims, tokens, k);
+  AddMlp(layer, dims, tokens, expert_parallel, k);
+  if (layer.engram) k.Linear(tokens, d * (dims.hc_streams + 1), kEngramValuesPerToken);
+  k.Attention(core / ranks);
+  k.Attention(ranks > 1 ? LayerScoringFlops(layer, dims, seq_len, micro_batch_size, context)
+                        : scoring);
+  // Two RMSNorms (read and write d) and the mHC mixing of the hc residual streams around the
+  // attention and the MLP (read and write hc·d, twice): our estimate of the layer's
+  // memory-bound traffic (csa2.md leaves these out of the FLOPs).
+  k.Elementwise(tokens * d * kBf16 * (2 * 2 + 2 * 2 * dims.hc_streams));
+  return k.times;
+}
+
+}  // namespace stagecraft

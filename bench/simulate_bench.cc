@@ -18,8 +18,10 @@
 #include "check/checker.h"
 #include "cli/commands.h"
 #include "cli/run_setup.h"
+#include "hardware/presets.h"
 #include "lower/lower.h"
 #include "model/model_spec.h"
+#include "model/transformer.h"
 #include "schedule/generator.h"
 #include "sim/simulator.h"
 
@@ -239,14 +241,16 @@ void BM_V41FlashPp16(benchmark::State& state) {
 }
 BENCHMARK(BM_V41FlashPp16)->Unit(benchmark::kMillisecond);
 
-// A 1024-GPU layout: Megatron's 145.6B GPT (tests/golden/data/megatron-gpt145.yaml) at DP 16 x
+// A 1024-GPU layout: Megatron's 145.6B GPT (tests/golden/data/table1/gpt-145.6b.yaml, costed by
+// the kernel model) at DP 16 x
 // TP 8 x PP 8 (interleaved, v 2), m = 64, with the TP all-reduces, DP reductions and optimizer
 // steps on the collective streams. The simulator runs one pipeline: the TP ranks of a stage and
 // the DP replicas run the same program in step, so one representative of each is simulated and
-// the collectives are timed for their whole groups (comm/collective.h). Target (issue): under 2 s.
+// the collectives are timed for their whole groups (comm/collective.h). Target (fidelity issue):
+// under 0.1 s.
 void BM_Megatron1024Gpus(benchmark::State& state) {
   RunFlags flags;
-  flags.config_path = std::string(STAGECRAFT_TESTS_DIR) + "/golden/data/megatron-gpt145.yaml";
+  flags.config_path = std::string(STAGECRAFT_TESTS_DIR) + "/golden/data/table1/gpt-145.6b.yaml";
   flags.dp = "16";
   flags.microbatches = "64";
   RunCliPath(state, flags);
@@ -299,6 +303,56 @@ void BM_V41BubbleFillM512(benchmark::State& state) {
   }
 }
 BENCHMARK(BM_V41BubbleFillM512)->Unit(benchmark::kMillisecond);
+
+// Costing one layout's layers without a timeline, what a planner repeats per candidate: the
+// kernel model's layer list (model/transformer.h) for Llama 3.1 405B (126 decoders, GQA, SwiGLU)
+// at TP 8 with sequence parallelism, micro-batch 1, seq 8192. Target (fidelity issue): 50 us.
+void BM_CostLayoutLayers(benchmark::State& state) {
+  TransformerSpec spec;
+  spec.layers = 126;
+  spec.hidden = 16384;
+  spec.heads = 128;
+  spec.kv_heads = 8;
+  spec.ffn_hidden = 53248;
+  spec.vocab = 128256;
+  spec.swiglu = true;
+  spec.causal = true;
+  spec.bias = false;
+  spec.learned_positions = false;
+  spec.tied_embeddings = false;
+  TransformerRun run;
+  run.seq_len = 8192;
+  run.tensor_parallel = 8;
+  run.sequence_parallel = true;
+  auto cluster = ClusterFromPreset("h100x1024");
+  if (!cluster.ok()) {
+    state.SkipWithError(cluster.error().message.c_str());
+    return;
+  }
+  const DeviceRates rates = cluster.value().rates();
+  for (auto _ : state) {
+    const std::vector<LayerSpec> layers = TransformerLayers(spec, run, rates);
+    benchmark::DoNotOptimize(layers.back().forward);
+  }
+}
+BENCHMARK(BM_CostLayoutLayers)->Unit(benchmark::kMicrosecond);
+
+// The validation suite (bench/validation/runs): every measured run prepared and simulated, as
+// `stagecraft validate` does.
+void BM_ValidationSuite(benchmark::State& state) {
+  ValidateFlags flags;
+  flags.paths = {std::string(STAGECRAFT_SOURCE_DIR) + "/bench/validation/runs"};
+  for (auto _ : state) {
+    std::ostringstream out;
+    std::ostringstream err;
+    if (RunValidate(flags, out, err) != 0) {
+      state.SkipWithError(err.str().c_str());
+      return;
+    }
+    benchmark::DoNotOptimize(out.str().size());
+  }
+}
+BENCHMARK(BM_ValidationSuite)->Unit(benchmark::kMillisecond);
 
 }  // namespace
 }  // namespace stagecraft

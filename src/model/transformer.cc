@@ -189,6 +189,10 @@ std::vector<LayerSpec> TransformerLayers(const TransformerSpec& spec, const Tran
                                          const DeviceRates& device) {
   // Start from the roofline list for the shapes, activations and M_W, then replace the times.
   std::vector<LayerSpec> layers = TransformerLayers(spec, run, ComputeRate{1e30, 0.0});
+  // Every dense decoder costs the same, and so does every MoE one: cost each kind once.
+  const LayerKernelTimes dense = DecoderKernelTimes(spec, run, device, false);
+  const LayerKernelTimes moe =
+      spec.moe() ? DecoderKernelTimes(spec, run, device, true) : LayerKernelTimes();
   for (size_t index = 0; index < layers.size(); ++index) {
     LayerSpec& layer = layers[index];
     LayerKernelTimes times;
@@ -200,8 +204,7 @@ std::vector<LayerSpec> TransformerLayers(const TransformerSpec& spec, const Tran
         times = HeadKernelTimes(spec, run, device);
         break;
       case LayerKind::kDecoder:
-        times =
-            DecoderKernelTimes(spec, run, device, spec.moe_layer(static_cast<int32_t>(index) - 1));
+        times = spec.moe_layer(static_cast<int32_t>(index) - 1) ? moe : dense;
         break;
     }
     layer.forward = FromSeconds(times.forward);

@@ -318,6 +318,13 @@ int RunList(const std::string& what, std::ostream& out, std::ostream& err) {
           << FormatFixed(preset.nvlink_bytes_per_s / 1e9, 0) << " GB/s, NIC "
           << FormatFixed(preset.nic_bytes_per_s / 1e9, 0) << " GB/s per GPU, "
           << preset.devices_per_node << " per node\n";
+      const KernelModel& kernels = preset.kernels;
+      out << ListName("") << "kernel model: " << kernels.sms << " SMs, GEMM "
+          << FormatFixed(kernels.gemm_efficiency * 100, 1) << "% of peak (MAMF) x "
+          << FormatFixed(kernels.gemm_sustained, 2) << " sustained, attention "
+          << FormatFixed(kernels.attention_forward_efficiency * 100, 0) << "% / "
+          << FormatFixed(kernels.attention_backward_efficiency * 100, 0) << "% ("
+          << preset.kernel_source << ")\n";
     }
     out << "(a cluster preset is DEVICE or DEVICExNODES, e.g. h100x2; links carry "
         << FormatFixed(kNvlinkEfficiency * 100, 1) << "% of NVLink and "

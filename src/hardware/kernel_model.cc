@@ -43,7 +43,10 @@ double GemmSeconds(const DeviceRates& device, const GemmShape& shape, bool fp8) 
         waves * 2 * tile.m * tile.n * (shape.k + kTileKOverhead) / (tile_rate * tile.rate);
     if (compute == 0 || seconds < compute) compute = seconds;
   }
-  const double element_bytes = fp8 ? 1.0 : 2.0;
+  // Never faster than the sustained measured maximum (MAMF) for the FLOPs it does.
+  const double flops = 2 * shape.m * shape.n * shape.k * shape.batch;
+  compute = std::max(compute, flops / (model.gemm_sustained * peak * efficiency));
+  const double element_bytes = fp8_rate ? 1.0 : 2.0;
   const double bytes = shape.batch * (element_bytes * (shape.m * shape.k + shape.k * shape.n) +
                                       2.0 * shape.m * shape.n);
   const double memory = device.hbm_bytes_per_s > 0

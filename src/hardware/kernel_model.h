@@ -21,7 +21,7 @@ struct KernelModel {
   // The share of that rate a GEMM sustains inside a training step (clocks under the power limit
   // of a busy node, caches shared with concurrent kernels, the shapes cuBLAS's heuristics pick
   // for): fitted once per device generation on the validation suite (doc/fidelity.md).
-  double gemm_sustained = 0.8;
+  double gemm_sustained = 0.76;
   double fp8_gemm_efficiency = 0.0;  // the same for FP8 GEMMs; 0 = as BF16
   // Fused (FlashAttention-style) attention: fraction of the BF16 peak, forward and backward.
   double attention_forward_efficiency = 0.55;

@@ -284,15 +284,16 @@ void EstimateLayerCosts(ModelSpec& model, double flops_per_second, double bytes_
   assert(flops_per_second > 0);
   const int64_t tokens = model.tokens_per_microbatch() / std::max(context.ranks, 1);
   for (LayerSpec& layer : model.layers) {
-    if (layer.forward == Time() && device != nullptr) {
+    const bool derived_by_kernels = layer.forward == Time() && device != nullptr;
+    if (derived_by_kernels) {
+      // All three from the kernels (an embedding's input gradient is none: it stays 0).
       const LayerKernelTimes times =
           Csa2LayerKernelTimes(layer, model.dims, model.seq_len, model.micro_batch_size,
                                std::max(1, expert_parallel), context, *device);
       layer.forward = FromSeconds(times.forward);
       if (layer.input_grad == Time()) layer.input_grad = FromSeconds(times.input_grad);
       if (layer.weight_grad == Time()) layer.weight_grad = FromSeconds(times.weight_grad);
-    }
-    if (layer.forward == Time()) {
+    } else if (layer.forward == Time()) {
       const double flops = RankForwardFlops(layer, model, context);
       layer.forward = FlopsToTime(flops, flops_per_second);
       if (bytes_per_second > 0) {
@@ -302,9 +303,12 @@ void EstimateLayerCosts(ModelSpec& model, double flops_per_second, double bytes_
         layer.forward = std::max(layer.forward, memory);
       }
     }
-    // Backward ≈ 2 × forward, I ≈ W (csa2.md): each half equals the layer's forward time.
-    if (layer.input_grad == Time()) layer.input_grad = layer.forward;
-    if (layer.weight_grad == Time()) layer.weight_grad = layer.forward;
+    // Backward ≈ 2 × forward, I ≈ W (csa2.md): each half equals the layer's forward time
+    // (for the FLOPs rule, and for a layer that gives its forward).
+    if (!derived_by_kernels) {
+      if (layer.input_grad == Time()) layer.input_grad = layer.forward;
+      if (layer.weight_grad == Time()) layer.weight_grad = layer.forward;
+    }
     if (layer.activation_bytes == 0) {
       layer.activation_bytes = ActivationBytesPerToken(layer, model.dims) * tokens;
     }

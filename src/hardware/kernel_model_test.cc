@@ -1,0 +1,184 @@
+#include "hardware/kernel_model.h"
+
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cmath>
+
+#include "hardware/presets.h"
+
+namespace stagecraft {
+namespace {
+
+DeviceRates Rates(const char* preset) { return ClusterFromPreset(preset).value().rates(); }
+
+// The rate a large BF16 GEMM reaches in a training step: sustained share × MAMF share × peak.
+double LargeGemmRate(const DeviceRates& device) {
+  return device.kernels.gemm_sustained * device.kernels.gemm_efficiency * device.bf16_flops_per_s;
+}
+
+double GemmFlops(const GemmShape& shape) { return 2 * shape.m * shape.n * shape.k * shape.batch; }
+
+// At the best shape's K with whole waves of 256x128 tiles the model is exactly the measured
+// rate: h100 has 132 SMs, M = 256·33 and N = 128·64 make 33·64 = 2112 = 16·132 tiles, and at
+// K = gemm_best_k the pipeline overhead k0/(K + k0) is the one the MAMF figure already includes.
+TEST(KernelModelTest, BestShapeRunsAtTheSustainedMeasuredRate) {
+  const DeviceRates h100 = Rates("h100");
+  ASSERT_EQ(h100.kernels.sms, 132);
+  const GemmShape shape{256 * 33, 128 * 64, h100.kernels.gemm_best_k};
+  EXPECT_NEAR(GemmSeconds(h100, shape) * LargeGemmRate(h100) / GemmFlops(shape), 1.0, 1e-12);
+}
+
+// A large square GEMM, 8192³, is off that rate only by its quantization: 64·32 = 2048 tiles of
+// 256x128 in ⌈2048/SMs⌉ waves (h100: 16 waves of 132, 2112 slots; a100: 19 of 108, 2052), and
+// its K overhead (8192 + 128)/8192 against the best K's (K* + 128)/K* (h100 K* 2816: −2.9%;
+// a100 K* 2048: −4.4%); and never faster than the sustained measured maximum (the MAMF is the
+// best any shape reached). Within 5% of the sustained rate either way.
+TEST(KernelModelTest, LargeSquareGemmNearTheSustainedRate) {
+  const GemmShape shape{8192, 8192, 8192};
+  for (const char* preset : {"a100", "h100"}) {
+    const DeviceRates device = Rates(preset);
+    const double sms = device.kernels.sms;
+    const double best_k = device.kernels.gemm_best_k;
+    const double slots = std::ceil(2048 / sms) * sms / 2048;
+    const double overhead = (8192.0 + 128) / 8192 * best_k / (best_k + 128);
+    const double relative = GemmSeconds(device, shape) * LargeGemmRate(device) / GemmFlops(shape);
+    EXPECT_NEAR(relative, std::max(1.0, slots * overhead), 1e-12) << preset;
+    EXPECT_GE(relative, 1.0) << preset;
+    EXPECT_NEAR(relative, 1.0, 0.05) << preset;
+  }
+}
+
+// 12·11 = 132 tiles of 256x128 fill one wave of h100; twice the rows fill exactly two waves
+// (twice the time). One row more than one wave (M = 256·12 + 1) needs 13·11 = 143 large tiles,
+// two waves; the model then takes the cheapest tiling: 128x64 tiles, ⌈3073/128⌉·22 = 550 of
+// them in 5 waves at 0.78 of the large tile's rate, 5·128·64/0.78 against one wave of 256·128.
+// (128x128: 275 tiles, 3 waves at 0.92, 3·128·128/0.92; 64x64: 1078 tiles, 9 waves at 0.6.)
+// K is the best shape's, where a full wave runs exactly at the sustained measured rate (the
+// cap at that rate binds nowhere), and large enough that each stays compute bound.
+TEST(KernelModelTest, WaveQuantization) {
+  const DeviceRates h100 = Rates("h100");
+  const double k = h100.kernels.gemm_best_k;
+  const double one_wave = GemmSeconds(h100, {256 * 12, 128 * 11, k});
+  EXPECT_NEAR(GemmSeconds(h100, {256 * 24, 128 * 11, k}) / one_wave, 2.0, 1e-12);
+  const double one_more = GemmSeconds(h100, {256 * 12 + 1, 128 * 11, k});
+  EXPECT_NEAR(one_more / one_wave, 5 * 128 * 64 / 0.78 / (256 * 128), 1e-12);
+  EXPECT_LT(one_more / one_wave, 3 * 128 * 128 / 0.92 / (256 * 128));
+  EXPECT_LT(one_more / one_wave, 2.0);  // below a second wave of large tiles
+  // A second member of a batched GEMM is a second wave's worth of tiles: twice the time.
+  EXPECT_NEAR(GemmSeconds(h100, {256 * 12, 128 * 11, k, 2}) / one_wave, 2.0, 1e-12);
+}
+
+// The tiles' work is 2·tm·tn·(K + 128): below the best shape's K, doubling K multiplies the time
+// by (2K + 128)/(K + 128), just under 2; above it the time is the FLOPs at the sustained measured
+// rate (no shape beats the MAMF), so doubling K doubles it.
+TEST(KernelModelTest, DoublingLargeKRoughlyDoublesTime) {
+  const DeviceRates h100 = Rates("h100");
+  for (double k : {512.0, 1024.0}) {
+    const double once = GemmSeconds(h100, {8192, 8192, k});
+    const double twice = GemmSeconds(h100, {8192, 8192, 2 * k});
+    EXPECT_NEAR(twice / once, (2 * k + 128) / (k + 128), 1e-12) << k;
+    EXPECT_LT(twice / once, 2.0);
+  }
+  // Whole waves (2112 tiles of 256x128 = 16 waves of 132), so only the K overhead and the cap
+  // remain: above K* the overhead is below the one MAMF includes, and the cap binds.
+  for (double k : {4096.0, 8192.0}) {
+    const GemmShape shape{256 * 33, 128 * 64, k};
+    const double once = GemmSeconds(h100, shape);
+    EXPECT_NEAR(once * LargeGemmRate(h100) / GemmFlops(shape), 1.0, 1e-12) << k;
+    EXPECT_NEAR(GemmSeconds(h100, {256 * 33, 128 * 64, 2 * k}) / once, 2.0, 1e-12) << k;
+  }
+}
+
+TEST(KernelModelTest, TinyGemmCostsTheKernelFloor) {
+  for (const char* preset : {"a100", "h100", "b200"}) {
+    const DeviceRates device = Rates(preset);
+    EXPECT_EQ(GemmSeconds(device, {16, 16, 16}), device.kernels.kernel_floor_s) << preset;
+    EXPECT_EQ(GemmSeconds(device, {1, 1, 1}), device.kernels.kernel_floor_s) << preset;
+  }
+}
+
+// K = 64 on 8192 x 8192: 2·8192²·64 FLOPs against writing the 8192² bf16 output (plus reading
+// 2·8192·64 operands): the bytes at the achieved HBM bandwidth are the bound (136 MB at
+// 3.35 TB/s × 0.8: 51 µs for 8.6 GFLOP, 169 TFLOP/s), below half the large GEMM's ≈ 630.
+TEST(KernelModelTest, SmallKOnLargeOutputIsMemoryBound) {
+  const DeviceRates h100 = Rates("h100");
+  const GemmShape thin{8192, 8192, 64};
+  const double bytes = 2.0 * (8192 * 64 + 64 * 8192) + 2.0 * 8192 * 8192;
+  const double seconds = GemmSeconds(h100, thin);
+  EXPECT_DOUBLE_EQ(seconds, bytes / (h100.hbm_bytes_per_s * h100.memory_efficiency));
+  const GemmShape large{8192, 8192, 8192};
+  EXPECT_LT(GemmFlops(thin) / seconds, 0.5 * GemmFlops(large) / GemmSeconds(h100, large));
+  // Without a memory bound the K overhead still costs it: (64 + 128)/64 = 3× the work per FLOP.
+  DeviceRates no_memory = h100;
+  no_memory.hbm_bytes_per_s = 0;
+  EXPECT_LT(GemmSeconds(no_memory, thin), seconds);
+  EXPECT_LT(GemmFlops(thin) / GemmSeconds(no_memory, thin),
+            GemmFlops(large) / GemmSeconds(h100, large));
+}
+
+// h100: FP8 at 0.65 of 1979 TFLOP/s against BF16 at 792.1/989.5 of 989.5: a compute-bound
+// GEMM is faster by 1979·0.65/792.1 ≈ 1.62, not by the peaks' 2.
+TEST(KernelModelTest, Fp8OnHopperFasterButBelowTwice) {
+  const DeviceRates h100 = Rates("h100");
+  const GemmShape shape{8192, 8192, 8192};
+  const double speedup = GemmSeconds(h100, shape) / GemmSeconds(h100, shape, true);
+  EXPECT_NEAR(speedup,
+              h100.fp8_flops_per_s * h100.kernels.fp8_gemm_efficiency /
+                  (h100.bf16_flops_per_s * h100.kernels.gemm_efficiency),
+              1e-12);
+  EXPECT_GT(speedup, 1.0);
+  EXPECT_LT(speedup, 2.0);
+}
+
+// a100 has no FP8 tensor cores (fp8 peak 0): an FP8 GEMM runs at the BF16 rate.
+TEST(KernelModelTest, Fp8WithoutFp8PeakRunsAtBf16Rate) {
+  const DeviceRates a100 = Rates("a100");
+  ASSERT_EQ(a100.fp8_flops_per_s, 0.0);
+  const GemmShape shape{8192, 8192, 8192};
+  EXPECT_EQ(GemmSeconds(a100, shape, true), GemmSeconds(a100, shape));
+  // An FP8 share without an FP8 peak changes nothing either.
+  DeviceRates with_share = a100;
+  with_share.kernels.fp8_gemm_efficiency = 0.5;
+  EXPECT_EQ(GemmSeconds(with_share, shape, true), GemmSeconds(a100, shape));
+}
+
+TEST(KernelModelTest, MemoryBoundSecondsAtAchievedBandwidth) {
+  const DeviceRates h100 = Rates("h100");
+  const double bytes = 1e9;
+  EXPECT_DOUBLE_EQ(MemoryBoundSeconds(h100, bytes),
+                   bytes / (h100.hbm_bytes_per_s * h100.memory_efficiency));
+  EXPECT_DOUBLE_EQ(MemoryBoundSeconds(h100, 2 * bytes), 2 * MemoryBoundSeconds(h100, bytes));
+  // 1 kB at 3.35 TB/s × 0.8 is 0.37 ns, far below the floor.
+  EXPECT_EQ(MemoryBoundSeconds(h100, 1000), h100.kernels.kernel_floor_s);
+  // No bandwidth known: only the floor.
+  DeviceRates no_memory = h100;
+  no_memory.hbm_bytes_per_s = 0;
+  EXPECT_EQ(MemoryBoundSeconds(no_memory, bytes), h100.kernels.kernel_floor_s);
+}
+
+TEST(KernelModelTest, AttentionUsesForwardAndBackwardEfficiency) {
+  const DeviceRates h100 = Rates("h100");
+  const double flops = 1e12;
+  EXPECT_DOUBLE_EQ(AttentionSeconds(h100, flops, false),
+                   flops / (h100.bf16_flops_per_s * h100.kernels.attention_forward_efficiency));
+  EXPECT_DOUBLE_EQ(AttentionSeconds(h100, flops, true),
+                   flops / (h100.bf16_flops_per_s * h100.kernels.attention_backward_efficiency));
+  // The backward kernel runs further from the peak.
+  EXPECT_GT(AttentionSeconds(h100, flops, true), AttentionSeconds(h100, flops, false));
+  EXPECT_EQ(AttentionSeconds(h100, 1e3, false), h100.kernels.kernel_floor_s);
+}
+
+TEST(KernelModelTest, EmptyShapesCostNothing) {
+  const DeviceRates h100 = Rates("h100");
+  EXPECT_EQ(GemmSeconds(h100, {0, 1024, 1024}), 0.0);
+  EXPECT_EQ(GemmSeconds(h100, {1024, 0, 1024}), 0.0);
+  EXPECT_EQ(GemmSeconds(h100, {1024, 1024, 0}), 0.0);
+  EXPECT_EQ(GemmSeconds(h100, {1024, 1024, 1024, 0}), 0.0);
+  EXPECT_EQ(MemoryBoundSeconds(h100, 0), 0.0);
+  EXPECT_EQ(AttentionSeconds(h100, 0, false), 0.0);
+  EXPECT_EQ(AttentionSeconds(h100, 0, true), 0.0);
+}
+
+}  // namespace
+}  // namespace stagecraft

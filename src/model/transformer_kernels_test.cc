@@ -1,0 +1,270 @@
+#include "model/transformer_kernels.h"
+
+#include <gtest/gtest.h>
+
+#include <vector>
+
+#include "hardware/presets.h"
+
+namespace stagecraft {
+namespace {
+
+DeviceRates Rates(const char* preset) { return ClusterFromPreset(preset).value().rates(); }
+
+// GPT-3 175B's layer shape (h 12288, 96 heads, biases, LayerNorm, learned positions).
+TransformerSpec LargeGpt() {
+  TransformerSpec spec;
+  spec.layers = 2;
+  spec.hidden = 12288;
+  spec.heads = 96;
+  spec.vocab = 51200;
+  return spec;
+}
+
+// Llama-3 8B's layer shape: GQA, SwiGLU, no biases (RMSNorm), RoPE, flash attention.
+TransformerSpec Llama() {
+  TransformerSpec spec;
+  spec.layers = 2;
+  spec.hidden = 4096;
+  spec.heads = 32;
+  spec.kv_heads = 8;
+  spec.ffn_hidden = 14336;
+  spec.vocab = 128256;
+  spec.swiglu = true;
+  spec.causal = true;
+  spec.tied_embeddings = false;
+  spec.bias = false;
+  spec.learned_positions = false;
+  return spec;
+}
+
+// A small MoE (DeepSeek-V2-Lite's widths): 64 routed experts of 1408, 6 per token, 2 shared.
+TransformerSpec Moe() {
+  TransformerSpec spec = Llama();
+  spec.layers = 3;
+  spec.hidden = 2048;
+  spec.heads = 16;
+  spec.kv_heads = 0;
+  spec.ffn_hidden = 10944;
+  spec.experts = 64;
+  spec.experts_per_token = 6;
+  spec.expert_ffn = 1408;
+  spec.shared_experts = 2;
+  spec.dense_layers = 1;
+  return spec;
+}
+
+TEST(TransformerKernelsTest, TensorParallelHalvesLargeGemms) {
+  const DeviceRates h100 = Rates("h100");
+  TransformerRun run;
+  const LayerKernelTimes one = DecoderKernelTimes(LargeGpt(), run, h100, false);
+  run.tensor_parallel = 2;
+  const LayerKernelTimes two = DecoderKernelTimes(LargeGpt(), run, h100, false);
+  // Every GEMM's N or K halves; tile quantization keeps it from exactly half.
+  EXPECT_NEAR(two.forward_gemm / one.forward_gemm, 0.5, 0.5 * 0.15);
+  EXPECT_NEAR(two.backward_gemm / one.backward_gemm, 0.5, 0.5 * 0.15);
+  EXPECT_LT(two.forward, one.forward);
+}
+
+TEST(TransformerKernelsTest, GemmsArePartOfThePasses) {
+  const DeviceRates h100 = Rates("h100");
+  for (const TransformerSpec& spec : {LargeGpt(), Llama(), Moe()}) {
+    for (bool fp8 : {false, true}) {
+      TransformerRun run;
+      run.fp8 = fp8;
+      const LayerKernelTimes times = DecoderKernelTimes(spec, run, h100, spec.moe());
+      EXPECT_GT(times.forward_gemm, 0.0);
+      EXPECT_LE(times.forward_gemm, times.forward);
+      EXPECT_LE(times.backward_gemm, times.input_grad + times.weight_grad);
+      EXPECT_LE(times.attention_core, times.forward - times.forward_gemm);
+    }
+  }
+}
+
+// Full recomputation repeats the forward in the input-gradient pass (recompute_fraction of it);
+// selective repeats the attention core. F and W are unchanged.
+TEST(TransformerKernelsTest, RecomputationAddsToInputGrad) {
+  const DeviceRates h100 = Rates("h100");
+  for (const TransformerSpec& spec : {LargeGpt(), Llama()}) {
+    TransformerRun run;
+    const LayerKernelTimes none = DecoderKernelTimes(spec, run, h100, false);
+    run.recompute = Recompute::kFull;
+    const LayerKernelTimes full = DecoderKernelTimes(spec, run, h100, false);
+    EXPECT_DOUBLE_EQ(full.input_grad, none.input_grad + none.forward);
+    EXPECT_EQ(full.forward, none.forward);
+    EXPECT_EQ(full.weight_grad, none.weight_grad);
+    run.recompute_fraction = 0.5;
+    EXPECT_DOUBLE_EQ(DecoderKernelTimes(spec, run, h100, false).input_grad,
+                     none.input_grad + 0.5 * none.forward);
+    run.recompute = Recompute::kSelective;
+    run.recompute_fraction = 1.0;
+    const LayerKernelTimes selective = DecoderKernelTimes(spec, run, h100, false);
+    EXPECT_GT(none.attention_core, 0.0);
+    EXPECT_DOUBLE_EQ(selective.input_grad, none.input_grad + none.attention_core);
+    EXPECT_EQ(selective.forward, none.forward);
+  }
+}
+
+// Eager PyTorch: an RMSNorm in 6 kernels over fp32, SiLU apart from the gate product, rotary
+// embedding in 4: more bytes and more launches than the fused kernels. The GEMMs are the same.
+TEST(TransformerKernelsTest, EagerKernelsSlowerThanFused) {
+  const DeviceRates h100 = Rates("h100");
+  TransformerRun run;
+  const LayerKernelTimes fused = DecoderKernelTimes(Llama(), run, h100, false);
+  run.fused_kernels = false;
+  const LayerKernelTimes eager = DecoderKernelTimes(Llama(), run, h100, false);
+  EXPECT_GT(eager.forward, fused.forward);
+  EXPECT_GT(eager.input_grad, fused.input_grad);
+  EXPECT_EQ(eager.forward_gemm, fused.forward_gemm);
+  EXPECT_EQ(eager.weight_grad, fused.weight_grad);
+}
+
+// FP8 GEMMs on h100 run at 1979·0.65 against 792.1 TFLOP/s: a large layer is faster even with
+// the casts, though by less than the GEMMs' 1.62× (attention and the casts stay).
+TEST(TransformerKernelsTest, Fp8SpeedsUpLargeLayerOnHopper) {
+  const DeviceRates h100 = Rates("h100");
+  TransformerRun run;
+  const LayerKernelTimes bf16 = DecoderKernelTimes(LargeGpt(), run, h100, false);
+  run.fp8 = true;
+  const LayerKernelTimes fp8 = DecoderKernelTimes(LargeGpt(), run, h100, false);
+  EXPECT_LT(fp8.forward, bf16.forward);
+  EXPECT_LT(fp8.input_grad + fp8.weight_grad, bf16.input_grad + bf16.weight_grad);
+  const double gemm_speedup = h100.fp8_flops_per_s * h100.kernels.fp8_gemm_efficiency /
+                              (h100.bf16_flops_per_s * h100.kernels.gemm_efficiency);
+  EXPECT_GT(fp8.forward, bf16.forward / gemm_speedup);
+  // a100 has no FP8 tensor cores: the GEMMs run at the BF16 rate and the casts only add.
+  const DeviceRates a100 = Rates("a100");
+  EXPECT_GT(DecoderKernelTimes(LargeGpt(), run, a100, false).forward,
+            DecoderKernelTimes(LargeGpt(), TransformerRun{}, a100, false).forward);
+}
+
+// At s = 2048 the fused causal core does half the score FLOPs and never writes the s x s scores;
+// the unfused path runs all of QKᵀ and ·V plus softmax and dropout over b·a·s² scores.
+TEST(TransformerKernelsTest, CausalFlashCoreCheaperThanUnfused) {
+  const DeviceRates h100 = Rates("h100");
+  TransformerRun run;
+  run.seq_len = 2048;
+  TransformerSpec spec = LargeGpt();
+  spec.causal = false;
+  const LayerKernelTimes unfused = DecoderKernelTimes(spec, run, h100, false);
+  spec.causal = true;
+  const LayerKernelTimes flash = DecoderKernelTimes(spec, run, h100, false);
+  EXPECT_LT(flash.attention_core, unfused.attention_core);
+  EXPECT_LT(flash.forward, unfused.forward);
+  EXPECT_LT(flash.input_grad, unfused.input_grad);
+  EXPECT_EQ(flash.forward_gemm, unfused.forward_gemm);  // the linear layers are the same
+}
+
+// A tiny layer on a host that takes 1 s per kernel: each pass is its kernel count in seconds.
+// GPT (biases, learned positions, unfused core), fused kernels: forward = QKV and projection
+// GEMMs 2 + core 4 (QKᵀ, softmax, dropout, ·V) + MLP 2 GEMMs and GeLU 1 + 2 norms + 2 residual
+// adds = 13; input grad = 2 + 6 (four GEMMs, softmax and dropout backward) + 3 + 2 + 2 = 15;
+// weight grad = the 4 linear layers. FP8 adds one cast per linear forward and input grad.
+// Llama eager: 2 + causal core 1 + MLP 2 GEMMs and 2 activation kernels + 2 norms of 6 + 2 adds
+// + rotary 4 = 25 forward and input grad.
+TEST(TransformerKernelsTest, TinyLayerIsBoundByKernelIssue) {
+  DeviceRates slow_host = Rates("h100");
+  slow_host.kernels.host_seconds_per_kernel = 1.0;
+  TransformerSpec gpt;
+  gpt.layers = 1;
+  gpt.hidden = 64;
+  gpt.heads = 2;
+  gpt.vocab = 128;
+  TransformerRun run;
+  run.seq_len = 16;
+  const LayerKernelTimes times = DecoderKernelTimes(gpt, run, slow_host, false);
+  EXPECT_EQ(times.forward, 13.0);
+  EXPECT_EQ(times.input_grad, 15.0);
+  EXPECT_EQ(times.weight_grad, 4.0);
+  run.fp8 = true;
+  const LayerKernelTimes fp8 = DecoderKernelTimes(gpt, run, slow_host, false);
+  EXPECT_EQ(fp8.forward, 13.0 + 4);
+  EXPECT_EQ(fp8.input_grad, 15.0 + 4);
+  EXPECT_EQ(fp8.weight_grad, 4.0);
+  TransformerSpec llama = Llama();
+  llama.hidden = 64;
+  llama.heads = 2;
+  llama.kv_heads = 1;
+  llama.ffn_hidden = 128;
+  run = TransformerRun{};
+  run.seq_len = 16;
+  run.fused_kernels = false;
+  const LayerKernelTimes eager = DecoderKernelTimes(llama, run, slow_host, false);
+  EXPECT_EQ(eager.forward, 25.0);
+  EXPECT_EQ(eager.input_grad, 25.0);
+  EXPECT_EQ(eager.weight_grad, 4.0);
+  // The default host (10 µs a kernel) still bounds the tiny layer: its kernels sit at the floor.
+  const DeviceRates h100 = Rates("h100");
+  run = TransformerRun{};
+  run.seq_len = 16;
+  EXPECT_DOUBLE_EQ(DecoderKernelTimes(gpt, run, h100, false).forward,
+                   13 * h100.kernels.host_seconds_per_kernel);
+}
+
+// Expert parallelism 2: half the experts per rank (the grouped GEMM's batch halves), each
+// receiving twice the tokens (ep·T·k_e/E: 384 → 768 at T 4096); the same FLOPs, so F moves only
+// by the grouped GEMMs' quantization, and exactly by the change in those two GEMMs.
+TEST(TransformerKernelsTest, ExpertParallelRegroupsTheExperts) {
+  const DeviceRates h100 = Rates("h100");
+  const TransformerSpec spec = Moe();
+  TransformerRun run;
+  run.seq_len = 4096;
+  const LayerKernelTimes ep1 = DecoderKernelTimes(spec, run, h100, true);
+  run.expert_parallel = 2;
+  const LayerKernelTimes ep2 = DecoderKernelTimes(spec, run, h100, true);
+  const double h = 2048, fe = 1408, tokens = 4096, k_e = 6, experts = 64;
+  auto grouped = [&](double ep) {
+    const double per_expert = tokens * k_e * ep / experts;
+    return GemmSeconds(h100, {per_expert, 2 * fe, h, experts / ep}) +
+           GemmSeconds(h100, {per_expert, h, fe, experts / ep});
+  };
+  EXPECT_NEAR(ep2.forward - ep1.forward, grouped(2) - grouped(1), 1e-9 * ep1.forward);
+  EXPECT_GT(ep2.forward / ep1.forward, 0.5);
+  EXPECT_LT(ep2.forward / ep1.forward, 2.0);
+  // A MoE layer is not the dense one.
+  EXPECT_NE(DecoderKernelTimes(spec, TransformerRun{}, h100, false).forward,
+            DecoderKernelTimes(spec, TransformerRun{}, h100, true).forward);
+}
+
+// The kernel-costed layer list: the embedding, every decoder (the first dense_layers dense, the
+// rest MoE) and the head take their F/I/W from the kernel times, rounded to ns.
+TEST(TransformerKernelsTest, LayerListUsesKernelTimes) {
+  const DeviceRates h100 = Rates("h100");
+  const TransformerSpec spec = Moe();
+  TransformerRun run;
+  run.tensor_parallel = 2;
+  run.recompute = Recompute::kSelective;
+  const std::vector<LayerSpec> layers = TransformerLayers(spec, run, h100);
+  ASSERT_EQ(layers.size(), static_cast<size_t>(spec.layers) + 2);
+  for (int32_t index = 0; index < spec.layers; ++index) {
+    const LayerSpec& layer = layers[static_cast<size_t>(index) + 1];
+    const LayerKernelTimes times = DecoderKernelTimes(spec, run, h100, spec.moe_layer(index));
+    EXPECT_EQ(layer.kind, LayerKind::kDecoder);
+    EXPECT_EQ(layer.forward, FromSeconds(times.forward)) << index;
+    EXPECT_EQ(layer.input_grad, FromSeconds(times.input_grad)) << index;
+    EXPECT_EQ(layer.weight_grad, FromSeconds(times.weight_grad)) << index;
+  }
+  EXPECT_NE(layers[1].forward, layers[2].forward);  // dense, then MoE
+  EXPECT_EQ(layers[2].forward, layers[3].forward);
+  const LayerKernelTimes head = HeadKernelTimes(spec, run, h100);
+  EXPECT_EQ(layers.back().forward, FromSeconds(head.forward));
+  EXPECT_EQ(layers.back().input_grad, FromSeconds(head.input_grad));
+  const LayerKernelTimes embedding = EmbeddingKernelTimes(spec, run, h100);
+  EXPECT_EQ(layers.front().forward, FromSeconds(embedding.forward));
+  EXPECT_EQ(layers.front().weight_grad, FromSeconds(embedding.weight_grad));
+}
+
+// The head: final norm, the vocabulary-parallel projection T x V/t x h, cross entropy.
+TEST(TransformerKernelsTest, HeadCostsAtLeastItsProjection) {
+  const DeviceRates h100 = Rates("h100");
+  TransformerRun run;
+  run.tensor_parallel = 2;
+  const TransformerSpec spec = Llama();
+  const LayerKernelTimes head = HeadKernelTimes(spec, run, h100);
+  const double projection = GemmSeconds(h100, {2048, 128256.0 / 2, 4096});
+  EXPECT_EQ(head.forward_gemm, projection);
+  EXPECT_GT(head.forward, projection);
+}
+
+}  // namespace
+}  // namespace stagecraft

@@ -91,9 +91,10 @@ int RunMemory(const RunFlags& flags, bool json, std::ostream& out, std::ostream&
                       : " over " + std::to_string(shard_ranks) + " ranks" +
                             (parallel.hybrid_shard ? " (hybrid: one node's)" : ""))
         << ", recompute "
-        << (parallel.recompute == Recompute::kFull        ? "full"
-            : parallel.recompute == Recompute::kSelective ? "selective"
-                                                          : "none")
+        << (parallel.recompute == Recompute::kFull          ? "full"
+            : parallel.recompute == Recompute::kSelective   ? "selective"
+            : parallel.recompute == Recompute::kSelectiveOp ? "selective-op"
+                                                            : "none")
         << ", capacity "
         << (capacity > 0 ? gib(static_cast<double>(capacity)) + " GiB per device"
                          : std::string("unknown (no cluster preset)"))

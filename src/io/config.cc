@@ -804,6 +804,7 @@ Status ReadParallel(const Reader& reader, const Field& field, ParallelSpec* para
        {"recompute", EnumInto<Recompute>(reader, "recompute",
                                          {{"none", Recompute::kNone},
                                           {"selective", Recompute::kSelective},
+                                          {"selective-op", Recompute::kSelectiveOp},
                                           {"full", Recompute::kFull}},
                                          &parallel->recompute)},
        {"recompute_num_layers", CountInto(reader, &parallel->recompute_num_layers)},

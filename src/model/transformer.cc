@@ -94,6 +94,7 @@ LayerFlops DecoderLayerFlops(const TransformerSpec& spec, const TransformerRun& 
   flops.model = 3 * parts.linear + 3 * parts.core;
   if (run.recompute == Recompute::kFull) flops.input_grad += flops.forward;
   if (run.recompute == Recompute::kSelective) flops.input_grad += parts.core;
+  if (run.recompute == Recompute::kSelectiveOp) flops.input_grad += 0.5 * parts.linear;
   return flops;
 }
 
@@ -158,6 +159,12 @@ double KorthikantiLayerBytes(double sbh, double t, double score_term, bool seque
       return 2 * sbh;
     case Recompute::kSelective:
       return sequence_parallel ? 34 * sbh / t : sbh * (10 + 24 / t);
+    case Recompute::kSelectiveOp:
+      // Not in Korthikanti's table: it keeps the attention output and half the matmuls'
+      // outputs; our estimate is midway between none and selective.
+      return 0.5 *
+             (KorthikantiLayerBytes(sbh, t, score_term, sequence_parallel, Recompute::kNone) +
+              KorthikantiLayerBytes(sbh, t, score_term, sequence_parallel, Recompute::kSelective));
     case Recompute::kNone:
       break;
   }

@@ -61,7 +61,10 @@ struct TransformerSpec {
   int64_t ffn_or_default() const { return ffn_hidden > 0 ? ffn_hidden : 4 * hidden; }
 };
 
-enum class Recompute : uint8_t { kNone, kSelective, kFull };
+// Activation recomputation: none; selective (Megatron: the attention core); selective-op
+// (torchtitan's per-op policy: every op but the matmuls and the attention kernel is recomputed,
+// and every second matmul); full (the whole forward, of all layers or recompute_fraction).
+enum class Recompute : uint8_t { kNone, kSelective, kSelectiveOp, kFull };
 
 // How a layer runs: sequence length, microbatch, tensor parallelism, recomputation.
 struct TransformerRun {

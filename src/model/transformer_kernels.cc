@@ -238,6 +238,10 @@ LayerKernelTimes DecoderKernelTimes(const TransformerSpec& spec, const Transform
     times.input_grad += run.recompute_fraction * times.forward;
   } else if (run.recompute == Recompute::kSelective) {
     times.input_grad += times.attention_core;
+  } else if (run.recompute == Recompute::kSelectiveOp) {
+    // Every op but the matmuls and the attention kernel, and every second matmul.
+    times.input_grad += 0.5 * times.forward_gemm +
+                        std::max(0.0, times.forward - times.forward_gemm - times.attention_core);
   }
   return times;
 }

@@ -10,40 +10,7 @@ constexpr double kBf16 = 2.0;
 // Engram (csa2.md): 24 rows of 256 values looked up per token, projected into the hc + 1 streams.
 constexpr double kEngramValuesPerToken = 24.0 * 256.0;
 
-struct Kernels {
-  const DeviceRates& device;
-  LayerKernelTimes times;
-  double gemm_flops = 0;  // forward FLOPs of the GEMMs added, for the attention remainder
-
-  // A linear layer: Y[T x n] = X[T x k] · W[k x n], `batch` times; dX to I, dW to W.
-  void Linear(double tokens, double n, double k, double batch = 1) {
-    if (tokens <= 0) return;
-    const double forward = GemmSeconds(device, {tokens, n, k, batch});
-    const double input = GemmSeconds(device, {tokens, k, n, batch});
-    const double weight = GemmSeconds(device, {k, n, tokens, batch});
-    times.forward += forward;
-    times.input_grad += input;
-    times.weight_grad += weight;
-    times.forward_gemm += forward;
-    times.backward_gemm += input + weight;
-    gemm_flops += 2 * tokens * n * k * batch;
-  }
-  // Attention-like work (the sparse core, the indexer scoring): backward 2.5x the forward's
-  // FLOPs, as FlashAttention's (Dao 2023 §3.1).
-  void Attention(double flops) {
-    if (flops <= 0) return;
-    const double forward = AttentionSeconds(device, flops, false);
-    times.forward += forward;
-    times.attention_core += forward;
-    times.input_grad += AttentionSeconds(device, 2.5 * flops, true);
-  }
-  void Elementwise(double bytes) {
-    times.forward += MemoryBoundSeconds(device, bytes);
-    times.input_grad += MemoryBoundSeconds(device, 2 * bytes);
-  }
-};
-
-void AddAttentionGemms(const LayerSpec& layer, const Csa2Dims& dims, double tokens, Kernels& k) {
+void AddAttentionGemms(const LayerSpec& layer, const Csa2Dims& dims, double tokens, KernelSum& k) {
   const double d = dims.hidden;
   const double heads_width = static_cast<double>(dims.heads) * dims.head_dim;
   const double groups = dims.output_groups;
@@ -65,7 +32,7 @@ void AddAttentionGemms(const LayerSpec& layer, const Csa2Dims& dims, double toke
 }
 
 void AddMlp(const LayerSpec& layer, const Csa2Dims& dims, double tokens, int32_t expert_parallel,
-            Kernels& k) {
+            KernelSum& k) {
   const double d = dims.hidden;
   const double f = dims.expert_width;
   if (layer.mlp == MlpKind::kDense) {
@@ -96,28 +63,24 @@ void AddMlp(const LayerSpec& layer, const Csa2Dims& dims, double tokens, int32_t
 LayerKernelTimes Csa2LayerKernelTimes(const LayerSpec& layer, const Csa2Dims& dims, int32_t seq_len,
                                       int32_t micro_batch_size, int32_t expert_parallel,
                                       const ContextShards& context, const DeviceRates& device) {
-  Kernels k{device, {}};
+  KernelSum k{device, false, {}};
   const int32_t ranks = std::max(context.ranks, 1);
   const double whole_tokens = static_cast<double>(seq_len) * micro_batch_size;
   const double tokens = whole_tokens / ranks;
   const double d = dims.hidden;
   switch (layer.kind) {
     case LayerKind::kEmbedding:
-      k.times.forward = MemoryBoundSeconds(device, tokens * d * kBf16 * 2);
-      k.times.weight_grad = MemoryBoundSeconds(device, tokens * d * (kBf16 + 8));
-      return k.times;
+      return EmbeddingKernels(device, tokens, d);
     case LayerKind::kHead:
       k.Elementwise(tokens * d * kBf16 * 2);  // final norm
-      k.Linear(tokens, dims.vocab, d);
-      k.times.forward += MemoryBoundSeconds(device, tokens * dims.vocab * 12);  // cross entropy
-      k.times.input_grad += MemoryBoundSeconds(device, tokens * dims.vocab * 8);
-      return k.times;
+      k.OutputAndLoss(tokens, d, dims.vocab);
+      return k.HostBound();
     case LayerKind::kDecoder:
       break;
   }
   // The GEMMs over the whole microbatch first, to split the layer's FLOPs: what is not a GEMM
   // nor the indexer scoring is the attention core (window and compressed entries).
-  Kernels whole{device, {}};
+  KernelSum whole{device, false, {}};
   AddAttentionGemms(layer, dims, whole_tokens, whole);
   AddMlp(layer, dims, whole_tokens, expert_parallel, whole);
   if (layer.engram) whole.Linear(whole_tokens, d * (dims.hc_streams + 1), kEngramValuesPerToken);
@@ -127,14 +90,14 @@ LayerKernelTimes Csa2LayerKernelTimes(const LayerSpec& layer, const Csa2Dims& di
   AddAttentionGemms(layer, dims, tokens, k);
   AddMlp(layer, dims, tokens, expert_parallel, k);
   if (layer.engram) k.Linear(tokens, d * (dims.hc_streams + 1), kEngramValuesPerToken);
-  k.Attention(core / ranks);
-  k.Attention(ranks > 1 ? LayerScoringFlops(layer, dims, seq_len, micro_batch_size, context)
-                        : scoring);
+  k.FusedAttention(core / ranks);
+  k.FusedAttention(ranks > 1 ? LayerScoringFlops(layer, dims, seq_len, micro_batch_size, context)
+                             : scoring);
   // Two RMSNorms (read and write d) and the mHC mixing of the hc residual streams around the
   // attention and the MLP (read and write hc·d, twice): our estimate of the layer's
   // memory-bound traffic (csa2.md leaves these out of the FLOPs).
   k.Elementwise(tokens * d * kBf16 * (2 * 2 + 2 * 2 * dims.hc_streams));
-  return k.times;
+  return k.HostBound();
 }
 
 }  // namespace stagecraft

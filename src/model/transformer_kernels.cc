@@ -8,70 +8,6 @@ namespace {
 // BF16 activations: 2 bytes an element.
 constexpr double kBf16 = 2.0;
 
-// A linear layer Y[T x n] = X[T x k] · W[k x n] and its two backward GEMMs: dX = dY · Wᵀ
-// (T x k, reduction n) and dW = Xᵀ · dY (k x n, reduction T).
-struct Linear {
-  double tokens;
-  double n;
-  double k;
-  double batch = 1;  // grouped GEMM members (MoE experts)
-};
-
-struct Accumulator {
-  const DeviceRates& device;
-  bool fp8 = false;
-  LayerKernelTimes times;
-  // Kernels issued per pass: the host issues them one after another (HostBound).
-  double forward_kernels = 0;
-  double input_kernels = 0;
-  double weight_kernels = 0;
-
-  void Add(const Linear& linear) {
-    const double forward =
-        GemmSeconds(device, {linear.tokens, linear.n, linear.k, linear.batch}, fp8);
-    const double input =
-        GemmSeconds(device, {linear.tokens, linear.k, linear.n, linear.batch}, fp8);
-    const double weight =
-        GemmSeconds(device, {linear.k, linear.n, linear.tokens, linear.batch}, fp8);
-    times.forward += forward;
-    times.input_grad += input;
-    times.weight_grad += weight;
-    times.forward_gemm += forward;
-    times.backward_gemm += input + weight;
-    forward_kernels += 1;
-    input_kernels += 1;
-    weight_kernels += 1;
-    if (fp8) {
-      forward_kernels += 1;
-      input_kernels += 1;
-      // Transformer Engine casts the GEMM's input to FP8 (with its transpose and amax) forward,
-      // and the output gradient backward: read BF16, write FP8 twice.
-      times.forward += MemoryBoundSeconds(device, linear.batch * linear.tokens * linear.k * 4);
-      times.input_grad += MemoryBoundSeconds(device, linear.batch * linear.tokens * linear.n * 4);
-    }
-  }
-  // A memory-bound kernel of `bytes` forward; its backward moves twice the bytes (the saved
-  // input and the incoming gradient read, the gradient written).
-  // `kernels` kernels of bytes / kernels each (an eager op sequence), as many backward.
-  void Elementwise(double bytes, int kernels = 1) {
-    for (int kernel = 0; kernel < kernels; ++kernel) {
-      times.forward += MemoryBoundSeconds(device, bytes / kernels);
-      times.input_grad += MemoryBoundSeconds(device, 2 * bytes / kernels);
-    }
-    forward_kernels += kernels;
-    input_kernels += kernels;
-  }
-  // A pass takes at least the time the host needs to issue its kernels.
-  LayerKernelTimes HostBound() const {
-    const double host = device.kernels.host_seconds_per_kernel;
-    LayerKernelTimes bounded = times;
-    bounded.forward = std::max(times.forward, forward_kernels * host);
-    bounded.input_grad = std::max(times.input_grad, input_kernels * host);
-    bounded.weight_grad = std::max(times.weight_grad, weight_kernels * host);
-    return bounded;
-  }
-};
-
 // Tokens on this rank, and those the replicated (not tensor-split) kernels see: T/t with
 // sequence parallelism, else T.
 double Tokens(const TransformerRun& run) {
@@ -86,7 +22,7 @@ double ReplicatedTokens(const TransformerRun& run) {
 // write them; an eager RMSNorm (Llama's reference form) upcasts to fp32, squares, averages,
 // scales and casts back: about 36 bytes an element in 6 kernels.
 void AddNorm(const TransformerSpec& spec, const TransformerRun& run, double tokens,
-             Accumulator& acc) {
+             KernelSum& acc) {
   const double elements = tokens * static_cast<double>(spec.hidden);
   if (run.fused_kernels || spec.bias) {
     acc.Elementwise(elements * kBf16 * 2);
@@ -95,7 +31,7 @@ void AddNorm(const TransformerSpec& spec, const TransformerRun& run, double toke
   }
 }
 
-void AddAttentionLinears(const TransformerSpec& spec, double tokens, double t, Accumulator& acc) {
+void AddAttentionLinears(const TransformerSpec& spec, double tokens, double t, KernelSum& acc) {
   const double h = static_cast<double>(spec.hidden);
   const double a = static_cast<double>(spec.heads);
   if (spec.mla()) {
@@ -104,29 +40,29 @@ void AddAttentionLinears(const TransformerSpec& spec, double tokens, double t, A
     const double ql = static_cast<double>(spec.q_lora_rank);
     const double kvl = static_cast<double>(spec.kv_lora_rank);
     if (ql > 0) {
-      acc.Add({tokens, ql, h});
-      acc.Add({tokens, a * qk / t, ql});
+      acc.Linear(tokens, ql, h);
+      acc.Linear(tokens, a * qk / t, ql);
     } else {
-      acc.Add({tokens, a * qk / t, h});
+      acc.Linear(tokens, a * qk / t, h);
     }
-    acc.Add({tokens, kvl + static_cast<double>(spec.qk_rope_dim), h});
-    acc.Add({tokens, a * (static_cast<double>(spec.qk_nope_dim) + v) / t, kvl});
-    acc.Add({tokens, h, a * v / t});
+    acc.Linear(tokens, kvl + static_cast<double>(spec.qk_rope_dim), h);
+    acc.Linear(tokens, a * (static_cast<double>(spec.qk_nope_dim) + v) / t, kvl);
+    acc.Linear(tokens, h, a * v / t);
     return;
   }
   const double d = static_cast<double>(spec.head_dim_or_default());
   const double q = a * d;
   const double kv = static_cast<double>(spec.kv_heads_or_heads()) * d;
-  acc.Add({tokens, (q + 2 * kv) / t, h});
-  acc.Add({tokens, h, q / t});
+  acc.Linear(tokens, (q + 2 * kv) / t, h);
+  acc.Linear(tokens, h, q / t);
 }
 
-// The attention core of one microbatch: fused (FlashAttention; backward 2.5× the forward's
-// FLOPs: five matmuls against two, Dao 2023 §3.1) or, for a non-causal spec, Megatron's unfused
+// The attention core of one microbatch: fused (FlashAttention, KernelSum::FusedAttention) or,
+// for a non-causal spec, Megatron's unfused
 // path: QKᵀ and ·V as batched GEMMs over b·a/t heads, a fused scale-mask-softmax and a dropout
 // over the b·(a/t)·s_q·s scores (2-byte scores: softmax reads and writes 4 bytes an element,
 // dropout 5 with its 1-byte mask; their backward 6 and 5).
-void AddAttentionCore(const TransformerSpec& spec, const TransformerRun& run, Accumulator& acc) {
+void AddAttentionCore(const TransformerSpec& spec, const TransformerRun& run, KernelSum& acc) {
   const double t = std::max(1, run.tensor_parallel);
   const double b = static_cast<double>(run.micro_batch);
   const double keys = static_cast<double>(run.seq_len);
@@ -140,13 +76,7 @@ void AddAttentionCore(const TransformerSpec& spec, const TransformerRun& run, Ac
   }
   const DeviceRates& device = acc.device;
   if (spec.causal) {
-    const double flops = 2 * b * heads * queries * keys * (qk_dim + v_dim) * 0.5;
-    const double forward = AttentionSeconds(device, flops, false);
-    acc.times.forward += forward;
-    acc.times.attention_core += forward;
-    acc.times.input_grad += AttentionSeconds(device, 2.5 * flops, true);
-    acc.forward_kernels += 1;
-    acc.input_kernels += 1;
+    acc.FusedAttention(2 * b * heads * queries * keys * (qk_dim + v_dim) * 0.5);
     return;
   }
   const double batch = b * heads;
@@ -169,15 +99,15 @@ void AddAttentionCore(const TransformerSpec& spec, const TransformerRun& run, Ac
 }
 
 void AddMlp(const TransformerSpec& spec, const TransformerRun& run, bool moe_layer,
-            Accumulator& acc) {
+            KernelSum& acc) {
   const double t = std::max(1, run.tensor_parallel);
   const double tokens = Tokens(run);
   const double h = static_cast<double>(spec.hidden);
   const double gate = spec.swiglu ? 2.0 : 1.0;
   if (!moe_layer) {
     const double f = static_cast<double>(spec.ffn_or_default());
-    acc.Add({tokens, gate * f / t, h});
-    acc.Add({tokens, h, f / t});
+    acc.Linear(tokens, gate * f / t, h);
+    acc.Linear(tokens, h, f / t);
     // GeLU with its bias (read and write f/t), or SwiGLU (read 2f/t, write f/t); eager: the
     // bias add or SiLU apart from the rest, one more pass over f/t.
     const int kernels = run.fused_kernels ? 1 : 2;
@@ -188,16 +118,16 @@ void AddMlp(const TransformerSpec& spec, const TransformerRun& run, bool moe_lay
   const double ep = std::max(1, run.expert_parallel);
   const double k_e = static_cast<double>(spec.experts_per_token);
   const double fe = static_cast<double>(spec.expert_ffn);
-  acc.Add({tokens, experts, h});  // router
+  acc.Linear(tokens, experts, h);  // router
   const double local = experts / ep;
   const double per_expert = tokens * k_e * ep / experts;
-  acc.Add({per_expert, 2 * fe / t, h, local});
-  acc.Add({per_expert, h, fe / t, local});
+  acc.Linear(per_expert, 2 * fe / t, h, local);
+  acc.Linear(per_expert, h, fe / t, local);
   acc.Elementwise(tokens * k_e * fe / t * kBf16 * 3);
   if (spec.shared_experts > 0) {
     const double shared = fe * static_cast<double>(spec.shared_experts);
-    acc.Add({tokens, 2 * shared / t, h});
-    acc.Add({tokens, h, shared / t});
+    acc.Linear(tokens, 2 * shared / t, h);
+    acc.Linear(tokens, h, shared / t);
     acc.Elementwise(tokens * shared / t * kBf16 * 3);
   }
   // Permute before the dispatch and unpermute after the combine: k_e·h per token read and
@@ -209,7 +139,7 @@ void AddMlp(const TransformerSpec& spec, const TransformerRun& run, bool moe_lay
 
 LayerKernelTimes DecoderKernelTimes(const TransformerSpec& spec, const TransformerRun& run,
                                     const DeviceRates& device, bool moe_layer) {
-  Accumulator acc{device, run.fp8, {}};
+  KernelSum acc{device, run.fp8, {}};
   const double t = std::max(1, run.tensor_parallel);
   const double tokens = Tokens(run);
   const double replicated = ReplicatedTokens(run);
@@ -248,29 +178,19 @@ LayerKernelTimes DecoderKernelTimes(const TransformerSpec& spec, const Transform
 
 LayerKernelTimes HeadKernelTimes(const TransformerSpec& spec, const TransformerRun& run,
                                  const DeviceRates& device) {
-  Accumulator acc{device, false, {}};
+  KernelSum acc{device, false, {}};
   const double t = std::max(1, run.tensor_parallel);
   const double tokens = Tokens(run);
   const double h = static_cast<double>(spec.hidden);
   const double vocab = static_cast<double>(spec.vocab) / t;
   AddNorm(spec, run, ReplicatedTokens(run), acc);  // final norm
-  acc.Add({tokens, vocab, h});
-  // Vocabulary-parallel cross entropy on fp32 logits: cast, max, exp-sum and the saved softmax
-  // (about 12 bytes an element forward), the gradient from the softmax (8 backward).
-  acc.times.forward += MemoryBoundSeconds(device, tokens * vocab * 12);
-  acc.times.input_grad += MemoryBoundSeconds(device, tokens * vocab * 8);
-  acc.forward_kernels += 3;
-  acc.input_kernels += 2;
+  acc.OutputAndLoss(tokens, h, vocab);
   return acc.HostBound();
 }
 
 LayerKernelTimes EmbeddingKernelTimes(const TransformerSpec& spec, const TransformerRun& run,
                                       const DeviceRates& device) {
-  const double rows = Tokens(run) * static_cast<double>(spec.hidden);
-  LayerKernelTimes times;
-  times.forward = MemoryBoundSeconds(device, rows * kBf16 * 2);
-  times.weight_grad = MemoryBoundSeconds(device, rows * (kBf16 + 8));
-  return times;
+  return EmbeddingKernels(device, Tokens(run), static_cast<double>(spec.hidden));
 }
 
 }  // namespace stagecraft

@@ -8,21 +8,10 @@
 #pragma once
 
 #include "hardware/kernel_model.h"
+#include "model/kernel_sum.h"
 #include "model/transformer.h"
 
 namespace stagecraft {
-
-struct LayerKernelTimes {
-  double forward = 0;      // F
-  double input_grad = 0;   // I, with recomputation
-  double weight_grad = 0;  // W
-  // The linear GEMMs of F and of I + W: what tensor-parallel communication can hide behind
-  // (Megatron's tp_comm_overlap splits each TP collective against the GEMM next to it).
-  double forward_gemm = 0;
-  double backward_gemm = 0;
-  // Of F, the attention core (what selective recomputation repeats).
-  double attention_core = 0;
-};
 
 // One decoder layer (`moe_layer`: its MLP is the mixture of experts, with E/ep local experts each
 // receiving ep·T·k_e/E tokens of the T on this rank: balanced routing).

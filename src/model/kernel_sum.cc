@@ -1,0 +1,75 @@
+#include "model/kernel_sum.h"
+
+#include <algorithm>
+
+namespace stagecraft {
+
+void KernelSum::Linear(double tokens, double n, double k, double batch) {
+  if (tokens <= 0) return;
+  const double forward = GemmSeconds(device, {tokens, n, k, batch}, fp8);
+  const double input = GemmSeconds(device, {tokens, k, n, batch}, fp8);
+  const double weight = GemmSeconds(device, {k, n, tokens, batch}, fp8);
+  times.forward += forward;
+  times.input_grad += input;
+  times.weight_grad += weight;
+  times.forward_gemm += forward;
+  times.backward_gemm += input + weight;
+  gemm_flops += 2 * tokens * n * k * batch;
+  forward_kernels += 1;
+  input_kernels += 1;
+  weight_kernels += 1;
+  if (fp8) {
+    // Transformer Engine casts the GEMM's input to FP8 (with its transpose and amax) forward,
+    // and the output gradient backward: read BF16, write FP8 twice.
+    times.forward += MemoryBoundSeconds(device, batch * tokens * k * 4);
+    times.input_grad += MemoryBoundSeconds(device, batch * tokens * n * 4);
+    forward_kernels += 1;
+    input_kernels += 1;
+  }
+}
+
+void KernelSum::Elementwise(double bytes, int kernels) {
+  for (int kernel = 0; kernel < kernels; ++kernel) {
+    times.forward += MemoryBoundSeconds(device, bytes / kernels);
+    times.input_grad += MemoryBoundSeconds(device, 2 * bytes / kernels);
+  }
+  forward_kernels += kernels;
+  input_kernels += kernels;
+}
+
+void KernelSum::FusedAttention(double flops) {
+  if (flops <= 0) return;
+  const double forward = AttentionSeconds(device, flops, false);
+  times.forward += forward;
+  times.attention_core += forward;
+  times.input_grad += AttentionSeconds(device, 2.5 * flops, true);
+  forward_kernels += 1;
+  input_kernels += 1;
+}
+
+void KernelSum::OutputAndLoss(double tokens, double hidden, double vocab) {
+  Linear(tokens, vocab, hidden);
+  times.forward += MemoryBoundSeconds(device, tokens * vocab * 12);
+  times.input_grad += MemoryBoundSeconds(device, tokens * vocab * 8);
+  forward_kernels += 3;
+  input_kernels += 2;
+}
+
+LayerKernelTimes EmbeddingKernels(const DeviceRates& device, double tokens, double hidden) {
+  const double rows = tokens * hidden;
+  LayerKernelTimes times;
+  times.forward = MemoryBoundSeconds(device, rows * 2 * 2);        // bf16, read and write
+  times.weight_grad = MemoryBoundSeconds(device, rows * (2 + 8));  // bf16 in, fp32 add
+  return times;
+}
+
+LayerKernelTimes KernelSum::HostBound() const {
+  const double host = device.kernels.host_seconds_per_kernel;
+  LayerKernelTimes bounded = times;
+  bounded.forward = std::max(times.forward, forward_kernels * host);
+  bounded.input_grad = std::max(times.input_grad, input_kernels * host);
+  bounded.weight_grad = std::max(times.weight_grad, weight_kernels * host);
+  return bounded;
+}
+
+}  // namespace stagecraft

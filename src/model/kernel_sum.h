@@ -1,0 +1,56 @@
+// KernelSum: one layer's passes (F, I, W) summed kernel by kernel from hardware/kernel_model.h,
+// shared by the transformer (model/transformer_kernels.h) and CSA2 (model/layer_kernels.h)
+// kernel lists. A linear layer is three GEMMs (forward into F, dX into I, dW into W), a
+// memory-bound kernel's backward moves twice its bytes, fused attention's backward does 2.5x its
+// forward's FLOPs; the kernels each pass issues are counted for the host's issue rate.
+#pragma once
+
+#include "hardware/kernel_model.h"
+
+namespace stagecraft {
+
+// Seconds of one microbatch's passes of one layer on one tensor- and context-parallel rank.
+struct LayerKernelTimes {
+  double forward = 0;      // F
+  double input_grad = 0;   // I, with recomputation
+  double weight_grad = 0;  // W
+  // The linear GEMMs of F and of I + W: what tensor-parallel communication can hide behind
+  // (Megatron's tp_comm_overlap splits each TP collective against the GEMM next to it).
+  double forward_gemm = 0;
+  double backward_gemm = 0;
+  // Of F, the attention core (what selective recomputation repeats).
+  double attention_core = 0;
+};
+
+struct KernelSum {
+  const DeviceRates& device;
+  bool fp8 = false;  // FP8 GEMMs, with Transformer Engine's casts
+  LayerKernelTimes times;
+  double gemm_flops = 0;  // forward FLOPs of the linear layers added
+  // Kernels issued per pass (HostBound).
+  double forward_kernels = 0;
+  double input_kernels = 0;
+  double weight_kernels = 0;
+
+  // Y[tokens x n] = X[tokens x k] · W[k x n], `batch` times (a grouped GEMM of equal members).
+  void Linear(double tokens, double n, double k, double batch = 1);
+  // `kernels` memory-bound kernels moving `bytes` in all forward (an eager op sequence splits
+  // the bytes evenly), as many backward moving twice the bytes.
+  void Elementwise(double bytes, int kernels = 1);
+  // A fused (FlashAttention-style) attention kernel of `flops` forward; backward 2.5x the FLOPs
+  // (five matmuls against two, Dao 2023 §3.1). Counts as attention core.
+  void FusedAttention(double flops);
+  // The output projection to `vocab` logits (this rank's share) and the vocabulary-parallel
+  // cross entropy on fp32 logits: cast, max, exp-sum and the saved softmax (about 12 bytes an
+  // element forward), the gradient from the softmax (8 backward). The final norm is the
+  // caller's.
+  void OutputAndLoss(double tokens, double hidden, double vocab);
+  // The times with each pass at least its kernels times the host's issue time per kernel.
+  LayerKernelTimes HostBound() const;
+};
+
+// An embedding lookup of `tokens` rows of `hidden` (a gather: read and write them) and its
+// gradient (a scatter-add into fp32 rows).
+LayerKernelTimes EmbeddingKernels(const DeviceRates& device, double tokens, double hidden);
+
+}  // namespace stagecraft

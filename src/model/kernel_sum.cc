@@ -47,6 +47,26 @@ void KernelSum::FusedAttention(double flops) {
   input_kernels += 1;
 }
 
+void KernelSum::MixtureOfExperts(double tokens, double hidden, double experts, double top_k,
+                                 double width, double shared, double expert_parallel,
+                                 double tensor_parallel) {
+  const double ep = std::max(1.0, expert_parallel);
+  const double slice = width / std::max(1.0, tensor_parallel);
+  Linear(tokens, experts, hidden);  // router
+  const double per_expert = tokens * top_k * ep / experts;
+  Linear(per_expert, 2 * slice, hidden, experts / ep);
+  Linear(per_expert, hidden, slice, experts / ep);
+  if (shared > 0) {
+    Linear(tokens, 2 * slice * shared, hidden);
+    Linear(tokens, hidden, slice * shared);
+  }
+  // SwiGLU (read 2, write 1 element of bf16) of every active expert's slice.
+  Elementwise(tokens * (top_k + shared) * slice * 2 * 3);
+  // Permute before the dispatch and unpermute after the combine: top_k·hidden per token read
+  // and written, each way.
+  Elementwise(2 * tokens * top_k * hidden * 2 * 2);
+}
+
 void KernelSum::OutputAndLoss(double tokens, double hidden, double vocab) {
   Linear(tokens, vocab, hidden);
   times.forward += MemoryBoundSeconds(device, tokens * vocab * 12);

@@ -40,6 +40,13 @@ struct KernelSum {
   // A fused (FlashAttention-style) attention kernel of `flops` forward; backward 2.5x the FLOPs
   // (five matmuls against two, Dao 2023 §3.1). Counts as attention core.
   void FusedAttention(double flops);
+  // A mixture-of-experts MLP on `tokens` tokens of `hidden`: the router over `experts`, the
+  // experts/ep local SwiGLU experts of width `width` (a grouped GEMM, each receiving
+  // ep·tokens·top_k/experts tokens: balanced routing), `shared` shared experts, their SwiGLU
+  // activations, and the permute / unpermute around the all-to-alls. `tensor_parallel` splits
+  // the experts' width.
+  void MixtureOfExperts(double tokens, double hidden, double experts, double top_k, double width,
+                        double shared, double expert_parallel, double tensor_parallel = 1);
   // The output projection to `vocab` logits (this rank's share) and the vocabulary-parallel
   // cross entropy on fp32 logits: cast, max, exp-sum and the saved softmax (about 12 bytes an
   // element forward), the gradient from the softmax (8 backward). The final norm is the

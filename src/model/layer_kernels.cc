@@ -42,20 +42,8 @@ void AddMlp(const LayerSpec& layer, const Csa2Dims& dims, double tokens, int32_t
     k.Elementwise(tokens * width * kBf16 * 3);  // SwiGLU
     return;
   }
-  const double experts = dims.routed_experts;
-  const double ep = std::max(1, expert_parallel);
-  const double k_e = dims.experts_per_token;
-  k.Linear(tokens, experts, d);  // router
-  const double per_expert = tokens * k_e * ep / experts;
-  k.Linear(per_expert, 2 * f, d, experts / ep);
-  k.Linear(per_expert, d, f, experts / ep);
-  if (dims.shared_experts > 0) {
-    k.Linear(tokens, 2 * f * dims.shared_experts, d);
-    k.Linear(tokens, d, f * dims.shared_experts);
-  }
-  // SwiGLU of every active expert, and the permute / unpermute around the all-to-alls.
-  k.Elementwise(tokens * (k_e + dims.shared_experts) * f * kBf16 * 3);
-  k.Elementwise(2 * tokens * k_e * d * kBf16 * 2);
+  k.MixtureOfExperts(tokens, d, dims.routed_experts, dims.experts_per_token, f, dims.shared_experts,
+                     expert_parallel);
 }
 
 }  // namespace

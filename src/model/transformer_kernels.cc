@@ -114,25 +114,10 @@ void AddMlp(const TransformerSpec& spec, const TransformerRun& run, bool moe_lay
     acc.Elementwise(tokens * f / t * kBf16 * ((spec.swiglu ? 3 : 2) + (kernels - 1) * 2), kernels);
     return;
   }
-  const double experts = static_cast<double>(spec.experts);
-  const double ep = std::max(1, run.expert_parallel);
-  const double k_e = static_cast<double>(spec.experts_per_token);
-  const double fe = static_cast<double>(spec.expert_ffn);
-  acc.Linear(tokens, experts, h);  // router
-  const double local = experts / ep;
-  const double per_expert = tokens * k_e * ep / experts;
-  acc.Linear(per_expert, 2 * fe / t, h, local);
-  acc.Linear(per_expert, h, fe / t, local);
-  acc.Elementwise(tokens * k_e * fe / t * kBf16 * 3);
-  if (spec.shared_experts > 0) {
-    const double shared = fe * static_cast<double>(spec.shared_experts);
-    acc.Linear(tokens, 2 * shared / t, h);
-    acc.Linear(tokens, h, shared / t);
-    acc.Elementwise(tokens * shared / t * kBf16 * 3);
-  }
-  // Permute before the dispatch and unpermute after the combine: k_e·h per token read and
-  // written, each way.
-  acc.Elementwise(2 * tokens * k_e * h * kBf16 * 2);
+  acc.MixtureOfExperts(tokens, h, static_cast<double>(spec.experts),
+                       static_cast<double>(spec.experts_per_token),
+                       static_cast<double>(spec.expert_ffn),
+                       static_cast<double>(spec.shared_experts), run.expert_parallel, t);
 }
 
 }  // namespace

@@ -530,7 +530,8 @@ ParallelPlan PlanParallel(const Config& config, const Partition& partition,
   const Time tp_loss = AllReduce(cluster, t, tp_per_node, 4.0 * tokens);
   const double recomputed = parallel.recompute == Recompute::kFull ? run.recompute_fraction : 0.0;
   const TpExposure tp_dense = DecoderTpExposure(config, run, tp_layer, recomputed, false);
-  const TpExposure tp_moe = DecoderTpExposure(config, run, tp_layer, recomputed, true);
+  const TpExposure tp_moe =
+      spec.moe() ? DecoderTpExposure(config, run, tp_layer, recomputed, true) : tp_dense;
   // Expert parallelism: per MoE layer an all-to-all dispatch (k_e·h per token, bf16; fp8 with
   // precision fp8, as DeepSeek-V3) and combine (k_e·h bf16) forward, and both again backward,
   // among the ep ranks, which sit t·cp apart.

@@ -192,31 +192,64 @@ double DecoderActivationBytes(const TransformerSpec& spec, const TransformerRun&
   return run.recompute_fraction * bytes + (1.0 - run.recompute_fraction) * kept;
 }
 
+namespace {
+
+// The layer list without times: the embedding, the decoders (full attention, dense or MoE MLP,
+// activation bytes from DecoderActivationBytes and M_W) and the head.
+std::vector<LayerSpec> LayerShapes(const TransformerSpec& spec, const TransformerRun& run) {
+  const double t = std::max(1, run.tensor_parallel);
+  const double activations = DecoderActivationBytes(spec, run);
+  const double tokens_hidden =
+      2.0 * static_cast<double>(run.seq_len * run.micro_batch * spec.hidden);
+  std::vector<LayerSpec> layers;
+  LayerSpec embedding;
+  embedding.kind = LayerKind::kEmbedding;
+  layers.push_back(embedding);
+  for (int32_t index = 0; index < spec.layers; ++index) {
+    LayerSpec layer;
+    layer.kind = LayerKind::kDecoder;
+    layer.attention = AttentionMode::kFull;
+    layer.compress_ratio = 1;
+    layer.mlp = spec.moe_layer(index) ? MlpKind::kMoe : MlpKind::kDense;
+    layer.activation_bytes = std::llround(activations);
+    // M_W = 32sbh per layer (Qi et al., ICLR 2024, App. G): the linear layers' inputs that W
+    // still needs after I, per TP rank.
+    layer.weight_grad_bytes = std::llround(16 * tokens_hidden / t);
+    layers.push_back(layer);
+  }
+  LayerSpec head;
+  head.kind = LayerKind::kHead;
+  layers.push_back(head);
+  return layers;
+}
+
+void SetTimes(LayerSpec& layer, const LayerKernelTimes& times) {
+  layer.forward = FromSeconds(times.forward);
+  layer.input_grad = FromSeconds(times.input_grad);
+  layer.weight_grad = FromSeconds(times.weight_grad);
+}
+
+}  // namespace
+
 std::vector<LayerSpec> TransformerLayers(const TransformerSpec& spec, const TransformerRun& run,
                                          const DeviceRates& device) {
-  // Start from the roofline list for the shapes, activations and M_W, then replace the times.
-  std::vector<LayerSpec> layers = TransformerLayers(spec, run, ComputeRate{1e30, 0.0});
+  std::vector<LayerSpec> layers = LayerShapes(spec, run);
   // Every dense decoder costs the same, and so does every MoE one: cost each kind once.
   const LayerKernelTimes dense = DecoderKernelTimes(spec, run, device, false);
   const LayerKernelTimes moe =
       spec.moe() ? DecoderKernelTimes(spec, run, device, true) : LayerKernelTimes();
-  for (size_t index = 0; index < layers.size(); ++index) {
-    LayerSpec& layer = layers[index];
-    LayerKernelTimes times;
+  for (LayerSpec& layer : layers) {
     switch (layer.kind) {
       case LayerKind::kEmbedding:
-        times = EmbeddingKernelTimes(spec, run, device);
+        SetTimes(layer, EmbeddingKernelTimes(spec, run, device));
         break;
       case LayerKind::kHead:
-        times = HeadKernelTimes(spec, run, device);
+        SetTimes(layer, HeadKernelTimes(spec, run, device));
         break;
       case LayerKind::kDecoder:
-        times = spec.moe_layer(static_cast<int32_t>(index) - 1) ? moe : dense;
+        SetTimes(layer, layer.mlp == MlpKind::kMoe ? moe : dense);
         break;
     }
-    layer.forward = FromSeconds(times.forward);
-    layer.input_grad = FromSeconds(times.input_grad);
-    layer.weight_grad = FromSeconds(times.weight_grad);
   }
   return layers;
 }
@@ -227,44 +260,39 @@ std::vector<LayerSpec> TransformerLayers(const TransformerSpec& spec, const Tran
   const double activations = DecoderActivationBytes(spec, run);
   const double tokens_hidden =
       2.0 * static_cast<double>(run.seq_len * run.micro_batch * spec.hidden);
-  std::vector<LayerSpec> layers;
-  LayerSpec embedding;
-  embedding.kind = LayerKind::kEmbedding;
-  // A gather: reads b·s rows of h and writes them; no FLOPs worth counting.
-  embedding.forward = Roofline(0, 2 * tokens_hidden, rate);
-  embedding.input_grad = Time();
-  embedding.weight_grad = Roofline(0, 2 * tokens_hidden, rate);
-  layers.push_back(embedding);
-  for (int32_t index = 0; index < spec.layers; ++index) {
-    const bool moe = spec.moe_layer(index);
-    const LayerFlops decoder = DecoderLayerFlops(spec, run, moe);
-    // Weights read per pass: a MoE layer reads the experts its tokens reach, at most all.
-    const double routed = moe ? RoutedExpertParams(spec) : 0.0;
-    const double weight_bytes =
-        2.0 * (DecoderLayerParams(spec, moe) - routed + routed / std::max(1, run.expert_parallel)) /
-        t;
-    LayerSpec layer;
-    layer.kind = LayerKind::kDecoder;
-    layer.attention = AttentionMode::kFull;
-    layer.compress_ratio = 1;
-    layer.mlp = moe ? MlpKind::kMoe : MlpKind::kDense;
-    layer.forward = Roofline(decoder.forward, weight_bytes + activations, rate);
-    layer.input_grad = Roofline(decoder.input_grad, weight_bytes + activations, rate);
-    layer.weight_grad = Roofline(decoder.weight_grad, weight_bytes + activations, rate);
-    layer.activation_bytes = std::llround(activations);
-    // M_W = 32sbh per layer (Qi et al., ICLR 2024, App. G): the linear layers' inputs that W
-    // still needs after I, per TP rank.
-    layer.weight_grad_bytes = std::llround(16 * tokens_hidden / t);
-    layers.push_back(layer);
+  std::vector<LayerSpec> layers = LayerShapes(spec, run);
+  for (LayerSpec& layer : layers) {
+    switch (layer.kind) {
+      case LayerKind::kEmbedding:
+        // A gather: reads b·s rows of h and writes them; no FLOPs worth counting.
+        layer.forward = Roofline(0, 2 * tokens_hidden, rate);
+        layer.weight_grad = Roofline(0, 2 * tokens_hidden, rate);
+        break;
+      case LayerKind::kDecoder: {
+        const bool moe = layer.mlp == MlpKind::kMoe;
+        const LayerFlops decoder = DecoderLayerFlops(spec, run, moe);
+        // Weights read per pass: a MoE layer reads the experts its tokens reach, at most all.
+        const double routed = moe ? RoutedExpertParams(spec) : 0.0;
+        const double bytes = 2.0 *
+                                 (DecoderLayerParams(spec, moe) - routed +
+                                  routed / std::max(1, run.expert_parallel)) /
+                                 t +
+                             activations;
+        layer.forward = Roofline(decoder.forward, bytes, rate);
+        layer.input_grad = Roofline(decoder.input_grad, bytes, rate);
+        layer.weight_grad = Roofline(decoder.weight_grad, bytes, rate);
+        break;
+      }
+      case LayerKind::kHead: {
+        const LayerFlops logits = HeadFlops(spec, run);
+        const double head_bytes = 2.0 * static_cast<double>(spec.vocab * spec.hidden) / t;
+        layer.forward = Roofline(logits.forward, head_bytes, rate);
+        layer.input_grad = Roofline(logits.input_grad, head_bytes, rate);
+        layer.weight_grad = Roofline(logits.weight_grad, head_bytes, rate);
+        break;
+      }
+    }
   }
-  LayerSpec head;
-  head.kind = LayerKind::kHead;
-  const LayerFlops logits = HeadFlops(spec, run);
-  const double head_bytes = 2.0 * static_cast<double>(spec.vocab * spec.hidden) / t;
-  head.forward = Roofline(logits.forward, head_bytes, rate);
-  head.input_grad = Roofline(logits.input_grad, head_bytes, rate);
-  head.weight_grad = Roofline(logits.weight_grad, head_bytes, rate);
-  layers.push_back(head);
   return layers;
 }
 

@@ -37,7 +37,7 @@ TransformerRun RunOf(const Config& config) {
   run.fp8 = config.parallel.fp8;
   run.fused_kernels = config.parallel.fused_kernels;
   if (config.parallel.recompute_num_layers > 0) {
-    // Megatron's --recompute-num-layers counts layers per pipeline chunk.
+    // Megatron's --recompute-method block --recompute-num-layers N: N layers per pipeline chunk.
     const double per_chunk = static_cast<double>(config.model.transformer.layers) /
                              std::max(1, config.parallel.pp * config.parallel.vpp);
     run.recompute_fraction =

@@ -75,8 +75,9 @@ struct TransformerRun {
   int32_t expert_parallel = 1;   // ep: a rank holds 1/ep of the routed experts
   bool sequence_parallel = false;
   Recompute recompute = Recompute::kNone;
-  // With kFull, the share of the layers that recompute (Megatron's --recompute-num-layers over
-  // the layers of a pipeline chunk); the others keep every activation. 1 = all.
+  // With kFull, the share of the layers that recompute (Megatron's --recompute-method block:
+  // --recompute-num-layers over the layers of a pipeline chunk); the others keep every
+  // activation. 1 = all.
   double recompute_fraction = 1.0;
   bool fp8 = false;  // FP8 linear layers (Transformer Engine, torchao float8)
   // Norms, activations and the rotary embedding as fused kernels (Transformer Engine, Apex,

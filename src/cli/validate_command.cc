@@ -6,6 +6,7 @@
 #include <cmath>
 #include <filesystem>
 #include <map>
+#include <set>
 #include <sstream>
 
 #include "cli/commands.h"
@@ -100,6 +101,7 @@ int RunValidate(const ValidateFlags& flags, std::ostream& out, std::ostream& err
   if (!files.ok()) return Fail(err, files.error().message);
   std::vector<Row> rows;
   std::vector<std::string> failures;
+  std::set<std::string> ids;
   std::map<std::string, Summary> by_source;
   for (const std::string& file : files.value()) {
     auto text = ReadTextFile(file);
@@ -108,6 +110,11 @@ int RunValidate(const ValidateFlags& flags, std::ostream& out, std::ostream& err
     auto source = ParseMeasurementSource(text.value(), name);
     if (!source.ok()) return Fail(err, source.error().message);
     for (const MeasuredRun& measured : source.value().runs) {
+      if (!ids.insert(measured.id).second) {
+        failures.push_back(name + ": run '" + measured.id +
+                           "' appears twice in the suite (expected unique run ids; rename one)");
+        continue;
+      }
       auto row = Predict(name, source.value(), measured);
       if (!row.ok()) {
         failures.push_back(row.error().message);

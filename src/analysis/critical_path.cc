@@ -16,9 +16,8 @@ std::vector<uint32_t> PreviousOnLink(const TaskGraph& graph, const Trace& trace)
     const Task& info = graph.tasks[task];
     if (info.kind == TaskKind::kTransfer) by_link[info.link].push_back(task);
     if (info.kind == TaskKind::kCollective) {
-      const size_t stream =
-          2 * static_cast<size_t>(info.rank) + (OnDataParallelStream(info.payload) ? 1 : 0);
-      by_link[graph.links.size() + stream].push_back(task);
+      by_link[graph.links.size() + static_cast<size_t>(CollectiveStream(info.rank, info.payload))]
+          .push_back(task);
     }
   }
   for (auto& transfers : by_link) {

@@ -73,18 +73,18 @@ GradBuckets BucketsOf(const ParallelSpec& parallel) {
 }
 
 // The data-parallel reduction of `grad_bytes` (fp32 gradients, produced evenly through the
-// stage's last backward) in the configured buckets: each bucket's `kind` (all-reduce, or
-// reduce-scatter with the distributed optimizer) over `ranks`, ready once the backward has
-// produced it (its cumulative share of the bytes). Empty without buckets.
-std::vector<std::pair<double, Time>> Buckets(const ParallelSpec& parallel,
+// stage's last backward) in `mode`'s buckets (Megatron's sized for `dp` replicas): each bucket's
+// `kind` (all-reduce, or reduce-scatter with the distributed optimizer or FSDP) over `ranks`,
+// ready once the backward has produced it (its cumulative share of the bytes). Empty without
+// buckets.
+std::vector<std::pair<double, Time>> Buckets(GradBuckets mode, int32_t dp,
                                              const ClusterSpec& cluster, Collective kind,
                                              int32_t ranks, int32_t per_node, double grad_bytes) {
   std::vector<std::pair<double, Time>> buckets;
-  const GradBuckets mode = BucketsOf(parallel);
   if (mode == GradBuckets::kNone || ranks <= 1 || grad_bytes <= 0) return buckets;
   const double mib = 1024.0 * 1024.0;
   const double regular =
-      mode == GradBuckets::kPytorch ? 25 * mib : std::max(4e7, 1e6 * parallel.dp) * kGradientBytes;
+      mode == GradBuckets::kPytorch ? 25 * mib : std::max(4e7, 1e6 * dp) * kGradientBytes;
   double done = 0;
   while (done < grad_bytes) {
     const double size =
@@ -97,12 +97,12 @@ std::vector<std::pair<double, Time>> Buckets(const ParallelSpec& parallel,
 
 // Buckets of the dense gradients over `ranks`, then of the routed experts' over ranks / ep.
 std::vector<std::pair<double, Time>> DenseAndExpertBuckets(
-    const ParallelSpec& parallel, const ClusterSpec& cluster, Collective kind, int32_t ranks,
+    GradBuckets mode, int32_t dp, const ClusterSpec& cluster, Collective kind, int32_t ranks,
     int32_t per_node, int32_t ep, double dense_bytes, double expert_bytes) {
   std::vector<std::pair<double, Time>> buckets =
-      Buckets(parallel, cluster, kind, ranks, per_node, dense_bytes);
+      Buckets(mode, dp, cluster, kind, ranks, per_node, dense_bytes);
   for (const auto& bucket :
-       Buckets(parallel, cluster, kind, ranks / ep, std::max(1, per_node / ep), expert_bytes)) {
+       Buckets(mode, dp, cluster, kind, ranks / ep, std::max(1, per_node / ep), expert_bytes)) {
     buckets.push_back(bucket);
   }
   return buckets;
@@ -430,8 +430,8 @@ ParallelPlan PlanLayerListParallel(const Config& config, const Partition& partit
     c.dp_reduce = DenseAndExperts(cluster, Collective::kAllReduce, reducers, dp_per_node, ep,
                                   dense * kGradientBytes, experts * kGradientBytes);
     c.dp_buckets =
-        DenseAndExpertBuckets(parallel, cluster, Collective::kAllReduce, reducers, dp_per_node, ep,
-                              dense * kGradientBytes, experts * kGradientBytes);
+        DenseAndExpertBuckets(BucketsOf(parallel), d, cluster, Collective::kAllReduce, reducers,
+                              dp_per_node, ep, dense * kGradientBytes, experts * kGradientBytes);
   }
   plan.rank_params = RankParams(schedule, stage_params);
   if (d == 1 && ep == 1 && cp == 1) {
@@ -640,10 +640,12 @@ ParallelPlan PlanParallel(const Config& config, const Partition& partition,
                         (reshard == ReshardAfterForward::kDefault && schedule.num_ranks > 1);
       if (keep && schedule.num_ranks > 1) {
         c.first_gather = gather;
-        ParallelSpec bucketed = parallel;
-        bucketed.overlap_grad_reduce = true;
+        // FSDP reduces during the backward always: Megatron-sized buckets unless named.
+        const GradBuckets mode = parallel.grad_buckets == GradBuckets::kNone
+                                     ? GradBuckets::kMegatron
+                                     : parallel.grad_buckets;
         c.dp_buckets =
-            DenseAndExpertBuckets(bucketed, cluster, Collective::kReduceScatter, shards, per_node,
+            DenseAndExpertBuckets(mode, d, cluster, Collective::kReduceScatter, shards, per_node,
                                   ep, dense * kGradientBytes, experts * kGradientBytes);
       } else {
         c.shard_gather = gather;
@@ -664,8 +666,9 @@ ParallelPlan PlanParallel(const Config& config, const Partition& partition,
         parallel.distributed_optimizer ? Collective::kReduceScatter : Collective::kAllReduce;
     c.dp_reduce = DenseAndExperts(cluster, reduce, reducers, dp_per_node, ep,
                                   dense * kGradientBytes, experts * kGradientBytes);
-    c.dp_buckets = DenseAndExpertBuckets(parallel, cluster, reduce, reducers, dp_per_node, ep,
-                                         dense * kGradientBytes, experts * kGradientBytes);
+    c.dp_buckets =
+        DenseAndExpertBuckets(BucketsOf(parallel), d, cluster, reduce, reducers, dp_per_node, ep,
+                              dense * kGradientBytes, experts * kGradientBytes);
     if (parallel.distributed_optimizer && !parallel.overlap_param_gather) {
       const Time gather = DenseAndExperts(cluster, Collective::kAllGather, reducers, dp_per_node,
                                           ep, dense * 2, experts * 2);

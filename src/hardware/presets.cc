@@ -40,6 +40,17 @@ constexpr KernelModel kHopper = {.sms = 132,
                                  .attention_forward_efficiency = 0.33,
                                  .attention_backward_efficiency = 0.29,
                                  .kernel_floor_s = 5e-6};
+// A generation's constants on a part with another SM count, or another measured GEMM maximum.
+constexpr KernelModel WithSms(KernelModel model, int32_t sms) {
+  model.sms = sms;
+  return model;
+}
+constexpr KernelModel WithMamf(KernelModel model, double efficiency, double best_k) {
+  model.gemm_efficiency = efficiency;
+  model.gemm_best_k = best_k;
+  return model;
+}
+
 constexpr const char* kAmpereSource =
     "MAMF 267.9 of 312 TFLOP/s BF16 at K 2048 (ml-engineering MAMF table), 0.80 of it sustained "
     "(fitted on the validation suite); attention from FlashAttention-2's A100 figures; 108 SMs";
@@ -79,11 +90,7 @@ const std::vector<DevicePreset>& DevicePresets() {
        "NVIDIA H100 datasheet (PCIe): BF16 756 TFLOP/s, FP8 1,513 TFLOP/s dense, 80 GB HBM2e at "
        "2 TB/s, 114 SMs; GPUs of a server joined by PCIe Gen5 x16 (64 GB/s each way), one 400 "
        "Gb/s NIC per GPU",
-       KernelModel{kHopper.sms - 18, kHopper.gemm_efficiency, kHopper.gemm_best_k,
-                   kHopper.gemm_sustained, kHopper.fp8_gemm_efficiency,
-                   kHopper.attention_forward_efficiency, kHopper.attention_backward_efficiency,
-                   kHopper.kernel_floor_s},
-       "as h100 (SXM5's MAMF share assumed), 114 SMs (H100 whitepaper)"},
+       WithSms(kHopper, 114), "as h100 (SXM5's MAMF share assumed), 114 SMs (H100 whitepaper)"},
       {"h100-nvl", "NVIDIA H100 NVL 94 GB", 835 * kTera, 1670 * kTera, 94 * kGB, 3900 * kGiga,
        300 * kGiga, 50 * kGiga, 8,
        "NVIDIA H100 datasheet (NVL): BF16 1,671 TFLOP/s with sparsity (835 dense), FP8 3,341 "
@@ -105,19 +112,14 @@ const std::vector<DevicePreset>& DevicePresets() {
        "NVIDIA GH200 datasheet: H100 tensor cores (BF16 989 TFLOP/s, FP8 1,979 dense), 96 GB "
        "HBM3 at 4 TB/s, NVLink 900 GB/s; HPE Cray EX254n blade: 4 GH200 per node, one 200 Gb/s "
        "Slingshot-11 NIC each",
-       KernelModel{kHopper.sms, 821.0 / 989.5, 1536, kHopper.gemm_sustained,
-                   kHopper.fp8_gemm_efficiency, kHopper.attention_forward_efficiency,
-                   kHopper.attention_backward_efficiency, kHopper.kernel_floor_s},
+       WithMamf(kHopper, 821.0 / 989.5, 1536),
        "MAMF 821.0 of 989 TFLOP/s BF16 at K 1536 (ml-engineering MAMF table); otherwise as "
        "h100"},
       {"b200", "NVIDIA B200 (HGX, 1000 W) 192 GB", 2250 * kTera, 4500 * kTera, 192 * kGB,
        8000 * kGiga, 900 * kGiga, 50 * kGiga, 8,
        "NVIDIA HGX B200 datasheet: BF16 2.25 PFLOP/s, FP8 4.5 PFLOP/s dense, 192 GB HBM3e at "
        "8 TB/s, NVLink 5 1.8 TB/s; one 400 Gb/s NIC per GPU",
-       KernelModel{148, kHopper.gemm_efficiency, kHopper.gemm_best_k, kHopper.gemm_sustained,
-                   kHopper.fp8_gemm_efficiency, kHopper.attention_forward_efficiency,
-                   kHopper.attention_backward_efficiency, kHopper.kernel_floor_s},
-       "H100's shares assumed (no published MAMF in our sources), 148 SMs"},
+       WithSms(kHopper, 148), "H100's shares assumed (no published MAMF in our sources), 148 SMs"},
   };
   return kPresets;
 }

@@ -79,6 +79,11 @@ constexpr bool OnDataParallelStream(PayloadKind kind) {
   return kind == PayloadKind::kDataParallel || kind == PayloadKind::kShardGather ||
          kind == PayloadKind::kShardReduce || kind == PayloadKind::kOptimizerStep;
 }
+// The index of a collective's stream among all ranks' collective streams: two per rank, the
+// TP/CP/EP one first, then the data-parallel one.
+constexpr int32_t CollectiveStream(int32_t rank, PayloadKind kind) {
+  return 2 * rank + (OnDataParallelStream(kind) ? 1 : 0);
+}
 // "activation", "gradient", "state", "dstate", "shadow-params", "shadow-grads", "tp", "ep", "dp",
 // "optimizer".
 const char* PayloadName(PayloadKind payload);

@@ -27,10 +27,10 @@ Trace Simulator::Run() {
     // data-parallel one).
     const bool transfer = info.kind == TaskKind::kTransfer;
     const bool collective = info.kind == TaskKind::kCollective;
-    const int32_t stream = 2 * info.rank + (OnDataParallelStream(info.payload) ? 1 : 0);
-    const int32_t resource =
-        transfer ? info.link
-                 : (collective ? static_cast<int32_t>(graph_.links.size()) + stream : info.rank);
+    const int32_t resource = transfer ? info.link
+                                      : (collective ? static_cast<int32_t>(graph_.links.size()) +
+                                                          CollectiveStream(info.rank, info.payload)
+                                                    : info.rank);
     const uint8_t kind = info.kind == TaskKind::kDelay ? 2 : (transfer || collective ? 1 : 0);
     tasks_[task] = SimTask{info.duration.ns(), resource, kind};
   }

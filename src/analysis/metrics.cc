@@ -1,6 +1,7 @@
 #include "analysis/metrics.h"
 
 #include <algorithm>
+#include <cmath>
 #include <map>
 #include <utility>
 
@@ -69,6 +70,165 @@ std::vector<ActivationPeak> PeakActivations(const Schedule& schedule,
     }
   }
   return peaks;
+}
+
+namespace {
+
+enum class IdleCause : uint8_t { kPipeline, kCollective, kTransfer };
+
+// What waiting on `task` while it runs (or queues) counts as.
+IdleCause CauseOf(const Task& task) {
+  switch (task.kind) {
+    case TaskKind::kCollective:
+      return IdleCause::kCollective;
+    case TaskKind::kTransfer:
+      return IdleCause::kTransfer;
+    case TaskKind::kCompute:
+    case TaskKind::kWork:
+    case TaskKind::kDelay:
+      break;
+  }
+  return IdleCause::kPipeline;
+}
+
+bool IsStateTransfer(PayloadKind payload) {
+  return payload == PayloadKind::kState || payload == PayloadKind::kStateGradient ||
+         payload == PayloadKind::kShadowSync || payload == PayloadKind::kShadowGradient;
+}
+
+// Adds `length` of idle time spent on `task` (its cause) to `split`. A cut transfer carrying
+// shared state with the activation splits its time by bytes.
+void Charge(const Task& task, IdleCause cause, Time length, BubbleSplit& split) {
+  if (length.ns() <= 0) return;
+  switch (cause) {
+    case IdleCause::kPipeline:
+      split.pipeline += length;
+      return;
+    case IdleCause::kCollective:
+      split.exposed_collectives += length;
+      return;
+    case IdleCause::kTransfer:
+      break;
+  }
+  if (IsStateTransfer(task.payload)) {
+    split.exposed_state += length;
+    return;
+  }
+  if (task.state_bytes <= 0 || task.bytes <= 0) {
+    split.exposed_p2p += length;
+    return;
+  }
+  const double share = static_cast<double>(task.state_bytes) / static_cast<double>(task.bytes);
+  const Time state = Time::Nanoseconds(
+      std::min<int64_t>(length.ns(), std::llround(static_cast<double>(length.ns()) * share)));
+  split.exposed_state += state;
+  split.exposed_p2p += length - state;
+}
+
+// Explains the gap [lo, hi) before compute task `waiting` started (hi = its start).
+void AttributeGap(const TaskGraph& graph, const Trace& trace, uint32_t waiting, Time lo, Time hi,
+                  BubbleSplit& split) {
+  uint32_t current = waiting;
+  bool first = true;
+  while (hi > lo) {
+    const Task& task = graph.tasks[current];
+    const TaskTiming& timing = trace.timings[current];
+    if (!first) {
+      // The part of the gap during which `current` ran.
+      const Time from = std::max(lo, timing.start);
+      if (hi > from) Charge(task, CauseOf(task), hi - from, split);
+      hi = std::min(hi, timing.start);
+      if (hi <= lo) return;
+      if (task.kind == TaskKind::kCompute || task.kind == TaskKind::kWork) {
+        split.pipeline += hi - lo;  // waiting on another stage's (or piece's) compute
+        return;
+      }
+    }
+    first = false;
+    // The dependency satisfied last.
+    uint32_t binding = UINT32_MAX;
+    Time binding_end;
+    for (uint32_t index = graph.pred_begin[current]; index < graph.pred_begin[current + 1];
+         ++index) {
+      const uint32_t pred = graph.preds[index];
+      if (binding == UINT32_MAX || trace.timings[pred].end > binding_end) {
+        binding = pred;
+        binding_end = trace.timings[pred].end;
+      }
+    }
+    // Ready before it started: it queued for its link or stream (the compute stream was free,
+    // so a compute task's wait is the pipeline's).
+    const Time ready = binding == UINT32_MAX ? lo : std::max(lo, binding_end);
+    if (hi > ready) {
+      Charge(task, task.kind == TaskKind::kCompute || task.kind == TaskKind::kWork
+                       ? IdleCause::kPipeline
+                       : CauseOf(task),
+             hi - ready, split);
+      hi = ready;
+    }
+    if (binding == UINT32_MAX) return;
+    current = binding;
+  }
+}
+
+}  // namespace
+
+std::vector<BubbleSplit> AttributeIdle(const TaskGraph& graph, const Trace& trace) {
+  const size_t num_ranks = graph.programs.size();
+  std::vector<BubbleSplit> splits(num_ranks);
+  if (graph.num_tasks() == 0) return splits;
+  Time first = Time::Max();
+  Time last;
+  for (const TaskTiming& timing : trace.timings) {
+    first = std::min(first, timing.start);
+    last = std::max(last, timing.end);
+  }
+  // Each rank's own collectives, for its tail.
+  std::vector<std::vector<std::pair<Time, Time>>> collectives(num_ranks);
+  for (uint32_t task = 0; task < graph.num_tasks(); ++task) {
+    const Task& info = graph.tasks[task];
+    if (info.kind != TaskKind::kCollective || info.rank < 0 ||
+        static_cast<size_t>(info.rank) >= num_ranks) {
+      continue;
+    }
+    collectives[info.rank].push_back({trace.timings[task].start, trace.timings[task].end});
+  }
+  for (size_t rank = 0; rank < num_ranks; ++rank) {
+    BubbleSplit& split = splits[rank];
+    Time free = first;  // when the compute stream was last free
+    for (uint32_t task : graph.programs[rank]) {
+      const TaskTiming& timing = trace.timings[task];
+      if (timing.start > free) AttributeGap(graph, trace, task, free, timing.start, split);
+      free = std::max(free, timing.end);
+    }
+    // The tail: the rank's collectives where they run (merged over both streams), else waiting.
+    std::vector<std::pair<Time, Time>>& own = collectives[rank];
+    std::sort(own.begin(), own.end());
+    Time covered = free;
+    for (const auto& [start, end] : own) {
+      const Time from = std::max(covered, start);
+      if (end > from) {
+        split.pipeline += from - covered;
+        split.exposed_collectives += end - from;
+        covered = end;
+      }
+    }
+    if (last > covered) split.pipeline += last - covered;
+  }
+  return splits;
+}
+
+BubbleFractions BubbleFractionsOf(const Metrics& metrics) {
+  BubbleFractions fractions;
+  const double device_time =
+      static_cast<double>(metrics.makespan.ns()) * static_cast<double>(metrics.ranks.size());
+  if (device_time <= 0) return fractions;
+  fractions.pipeline = static_cast<double>(metrics.bubble.pipeline.ns()) / device_time;
+  fractions.exposed_collectives =
+      static_cast<double>(metrics.bubble.exposed_collectives.ns()) / device_time;
+  fractions.exposed_p2p = static_cast<double>(metrics.bubble.exposed_p2p.ns()) / device_time;
+  fractions.exposed_state = static_cast<double>(metrics.bubble.exposed_state.ns()) / device_time;
+  return fractions;
 }
 
 namespace {
@@ -208,6 +368,11 @@ Metrics ComputeMetrics(const Schedule& schedule, const std::vector<StageCost>& s
     }
   }
   metrics.bubble_rate_span = worst_rate;
+  const std::vector<BubbleSplit> splits = AttributeIdle(graph, trace);
+  for (size_t index = 0; index < num_ranks; ++index) {
+    metrics.ranks[index].bubble = splits[index];
+    metrics.bubble += splits[index];
+  }
   AddStateMetrics(schedule, stage_costs, graph, trace, metrics);
   const double capacity =
       static_cast<double>(metrics.makespan.ns()) * static_cast<double>(num_ranks);

@@ -9,6 +9,11 @@
 //   state_bytes       shared state moved between ranks per iteration, forward + backward
 //   state_exposed     the part of the critical path's transfer time due to shared-state bytes
 //   peak_state_bytes  most resident shared state on d; peak_memory_bytes adds activations
+//   bubble split      each device's idle time (makespan − busy_d) by what it waited on: the
+//                     pipeline (another stage's compute), exposed collectives (TP/CP/EP/DP,
+//                     ZeRO/FSDP, optimizer), exposed point-to-point (activations, gradients)
+//                     and exposed shared state (state bytes of a transfer, direct and shadow
+//                     transfers); the four sum to idle_d exactly (AttributeIdle below)
 #pragma once
 
 #include <cstdint>
@@ -23,6 +28,24 @@
 
 namespace stagecraft {
 
+// Idle time by cause (metrics.h header comment). Fractions of device time divide by
+// D · makespan, so the four fractions sum to bubble_fraction.
+struct BubbleSplit {
+  Time pipeline;
+  Time exposed_collectives;
+  Time exposed_p2p;
+  Time exposed_state;
+  Time total() const { return pipeline + exposed_collectives + exposed_p2p + exposed_state; }
+  BubbleSplit& operator+=(const BubbleSplit& other) {
+    pipeline += other.pipeline;
+    exposed_collectives += other.exposed_collectives;
+    exposed_p2p += other.exposed_p2p;
+    exposed_state += other.exposed_state;
+    return *this;
+  }
+  bool operator==(const BubbleSplit&) const = default;
+};
+
 struct RankMetrics {
   int32_t rank = 0;
   Time busy;  // compute time
@@ -36,6 +59,7 @@ struct RankMetrics {
   Time collective;                    // time of its collective stream (TP, EP, DP, optimizer)
   int64_t peak_state_bytes = 0;       // resident shared state (own, received, carried)
   int64_t peak_memory_bytes = 0;      // peak of activations + resident shared state
+  BubbleSplit bubble;                 // idle by cause; bubble.total() == idle
   bool operator==(const RankMetrics&) const = default;
 };
 
@@ -66,6 +90,7 @@ struct Metrics {
   double bubble_fraction = 0.0;
   double bubble_rate_span = 0.0;
   double bubble_overhead = 0.0;
+  BubbleSplit bubble;  // summed over devices; total() == D · makespan − total_busy
   int64_t num_compute_actions = 0;
   int64_t num_transfers = 0;
   int64_t num_collectives = 0;
@@ -81,6 +106,15 @@ struct Metrics {
   int64_t state_bytes() const { return state_bytes_forward + state_bytes_backward; }
 };
 
+// A split's parts as fractions of device time (D · makespan); zeros for an empty run.
+struct BubbleFractions {
+  double pipeline = 0;
+  double exposed_collectives = 0;
+  double exposed_p2p = 0;
+  double exposed_state = 0;
+};
+BubbleFractions BubbleFractionsOf(const Metrics& metrics);
+
 // Metric definitions printed by `--help` and `stagecraft derive`.
 const char* MetricDefinitions();
 
@@ -94,6 +128,15 @@ struct ActivationPeak {
   int32_t count = 0;
   int64_t bytes = 0;
 };
+// Each rank's idle time by cause: the gaps on its compute stream (before its first action,
+// between actions, after its last up to the makespan's end) are explained by walking back from
+// the action that ended each gap through the dependency that was satisfied last: time a
+// collective or transfer ran (or queued for its stream or link) is that communication's, time
+// spent waiting on another stage's compute is the pipeline's. A rank's tail after its last
+// action is its own collectives' where they run, the pipeline's (waiting for the others) else.
+// REQUIRES: the trace finished.
+std::vector<BubbleSplit> AttributeIdle(const TaskGraph& graph, const Trace& trace);
+
 std::vector<ActivationPeak> PeakActivations(const Schedule& schedule,
                                             const std::vector<StageCost>& stage_costs);
 

@@ -417,3 +417,43 @@ TEST(MetricsTest, DefinitionsTextNamesEveryMetric) {
 
 }  // namespace
 }  // namespace stagecraft
+
+namespace stagecraft {
+namespace {
+
+// The bubble split on 1F1B with free transfers: every idle nanosecond waits on the pipeline, and
+// the split is (p − 1)/(m + p − 1) of device time, the schedule's own bubble.
+TEST(BubbleSplitTest, OneFOneBWithFreeTransfersIsAllPipeline) {
+  for (int32_t p : {2, 4, 8}) {
+    for (int32_t m : {p, 2 * p, 4 * p}) {
+      const SimRun run = SimulateGenerated(GenerateOneFOneB, {p, 1, m, 0}, Model(10, 20, 0));
+      EXPECT_EQ(run.metrics.bubble.total(),
+                run.metrics.makespan * static_cast<int64_t>(p) - run.metrics.total_busy);
+      EXPECT_EQ(run.metrics.bubble.pipeline, run.metrics.bubble.total()) << p << " " << m;
+      EXPECT_EQ(run.metrics.bubble.exposed_p2p, Time());
+      const BubbleFractions fractions = BubbleFractionsOf(run.metrics);
+      EXPECT_NEAR(fractions.pipeline, static_cast<double>(p - 1) / (m + p - 1), 1e-9);
+    }
+  }
+}
+
+// With a cost per transfer, the waits on transfers become exposed point-to-point time; each
+// rank's parts still sum to its idle time.
+TEST(BubbleSplitTest, TransfersAreExposedPointToPoint) {
+  LowerOptions options;
+  options.cost_p2p = Ns(3);
+  const SimRun run = SimulateGenerated(GenerateOneFOneB, {4, 1, 8, 0}, Model(10, 20, 0), options);
+  EXPECT_GT(run.metrics.bubble.exposed_p2p, Time());
+  EXPECT_GT(run.metrics.bubble.pipeline, Time());
+  EXPECT_EQ(run.metrics.bubble.exposed_collectives, Time());
+  EXPECT_EQ(run.metrics.bubble.exposed_state, Time());
+  for (const RankMetrics& rank : run.metrics.ranks) {
+    EXPECT_EQ(rank.bubble.total(), rank.idle) << "rank " << rank.rank;
+  }
+  // The last stage's first forward waits for three forwards and three transfers upstream: 3 x 3
+  // ns of its lead-in are exposed transfer time, 3 x 10 ns the pipeline's.
+  EXPECT_GE(run.metrics.ranks[3].bubble.exposed_p2p, Ns(9));
+}
+
+}  // namespace
+}  // namespace stagecraft

@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <charconv>
+#include <cmath>
 #include <iostream>
 #include <limits>
 #include <optional>
@@ -13,6 +14,7 @@
 #include <vector>
 
 #include "cli/commands.h"
+#include "cli/memory_verdict.h"
 #include "core/units.h"
 #include "report/svg_plot.h"
 #include "schedule/generator.h"
@@ -33,7 +35,11 @@ struct BenchRow {
   int64_t peak_memory_bytes = 0;  // max over ranks: activations + resident shared state
   int32_t peak_activations = 0;   // max over ranks: chunk activations held at once
   int64_t state_bytes = 0;        // shared state moved between ranks per iteration
+  MemoryInfo memory;              // the memory verdict (cli/memory_verdict.h)
 };
+
+// The fullest device's total in bytes (model states + activations and state + reserve).
+int64_t TotalMemory(const BenchRow& row) { return std::llround(row.memory.peak_bytes); }
 
 // A point that did not run, and why.
 struct Skip {
@@ -131,7 +137,8 @@ std::string DiagnosisLine(const std::string& diagnosis) {
   return diagnosis;
 }
 
-BenchRow MakeRow(const PreparedRun& run, const Metrics& metrics) {
+BenchRow MakeRow(const PreparedRun& run, const Simulated& simulated) {
+  const Metrics& metrics = simulated.metrics;
   BenchRow row;
   row.schedule = run.schedule.name;
   row.pp = run.schedule.num_ranks;
@@ -144,6 +151,7 @@ BenchRow MakeRow(const PreparedRun& run, const Metrics& metrics) {
     row.peak_activations = std::max(row.peak_activations, rank.peak_activations);
   }
   row.state_bytes = metrics.state_bytes();
+  row.memory = ComputeMemory(run, simulated).verdict;
   return row;
 }
 
@@ -164,7 +172,7 @@ void SimulatePoint(PreparedRun run, Sweep& sweep) {
         std::to_string(run.schedule.num_microbatches) + ": " + DiagnosisLine(diagnosis.str()));
     return;
   }
-  sweep.rows.push_back(MakeRow(run, simulated.metrics));
+  sweep.rows.push_back(MakeRow(run, simulated));
 }
 
 void ShowProgress(bool show, std::ostream& err, size_t done, size_t total,
@@ -256,7 +264,9 @@ const std::vector<std::string> kColumns = {"schedule",
                                            "bubble_fraction",
                                            "peak_memory_bytes",
                                            "peak_activations",
-                                           "state_bytes"};
+                                           "state_bytes",
+                                           "memory_bytes",
+                                           "fits"};
 
 // One row's cells; `human` formats bytes with binary prefixes (the table), else raw (the CSV).
 std::vector<std::string> Cells(const BenchRow& row, bool human) {
@@ -271,14 +281,21 @@ std::vector<std::string> Cells(const BenchRow& row, bool human) {
           FormatFixed(row.bubble_fraction, 6),
           bytes(row.peak_memory_bytes),
           std::to_string(row.peak_activations),
-          bytes(row.state_bytes)};
+          bytes(row.state_bytes),
+          bytes(TotalMemory(row)),
+          !row.memory.capacity_known ? (human ? "?" : "")
+          : row.memory.fits          ? (human ? "yes" : "true")
+                                     : (human ? "OVER" : "false")};
 }
 
 // The table's header: bytes columns hold "1.50 GiB", so their names drop "_bytes".
+// peak_activ+state is the schedule's own peak; memory adds the model states and the reserve,
+// and fits compares it with the device ("?": no capacity known).
 std::string FormatBenchTable(const std::vector<BenchRow>& rows) {
   std::vector<std::string> header = kColumns;
-  header[6] = "peak_memory";
+  header[6] = "peak_activ+state";
   header[8] = "state";
+  header[9] = "memory";
   std::vector<std::vector<std::string>> cells = {header};
   for (const BenchRow& row : rows) cells.push_back(Cells(row, true));
   return FormatTable(cells);
@@ -297,16 +314,18 @@ std::string FormatBenchCsv(const std::vector<BenchRow>& rows) {
   return text;
 }
 
-// The plotted memory: peak weighted bytes in a binary unit, or (a model without activation
-// bytes, where every peak is 0) the peak count of chunk activations. Both on a log2 axis: the
-// schedules' peaks span orders of magnitude (gpipe grows with m, 1f1b does not).
+// The plotted memory: the fullest device's total (model states, activations and resident
+// state, reserve: what the memory verdict compares with the device) in a binary unit, or (a
+// model without activation bytes or states, where every total is 0) the peak count of chunk
+// activations. Both on a log2 axis: the schedules' peaks span orders of magnitude (gpipe grows
+// with m, 1f1b does not).
 struct MemoryAxis {
   bool bytes = false;
   double unit = 1.0;  // bytes per plotted unit
   std::string label;
 
   double Of(const BenchRow& row) const {
-    return bytes ? static_cast<double>(row.peak_memory_bytes) / unit : row.peak_activations;
+    return bytes ? static_cast<double>(TotalMemory(row)) / unit : row.peak_activations;
   }
 };
 
@@ -314,7 +333,7 @@ struct MemoryAxis {
 MemoryAxis ChooseMemoryAxis(const std::vector<BenchRow>& rows) {
   int64_t least = std::numeric_limits<int64_t>::max();
   for (const BenchRow& row : rows) {
-    if (row.peak_memory_bytes > 0) least = std::min(least, row.peak_memory_bytes);
+    if (TotalMemory(row) > 0) least = std::min(least, TotalMemory(row));
   }
   if (least == std::numeric_limits<int64_t>::max()) {
     return {false, 1.0, "peak activations per rank (chunks held, log2 scale)"};
@@ -326,7 +345,8 @@ MemoryAxis ChooseMemoryAxis(const std::vector<BenchRow>& rows) {
     unit *= 1024.0;
     ++prefix;
   }
-  return {true, unit, std::string("peak memory per rank (") + units[prefix] + ", log2 scale)"};
+  return {true, unit,
+          std::string("memory of the fullest rank (") + units[prefix] + ", log2 scale)"};
 }
 
 // One series per schedule (and pp, when the sweep has several), in row order.
@@ -368,13 +388,16 @@ Status WritePlots(const std::string& prefix, const Sweep& sweep) {
   STAGECRAFT_RETURN_IF_ERROR(
       WriteTextFile(prefix + "-bubble.svg", FormatLinePlot(bubble_series, bubble)));
   const MemoryAxis memory = ChooseMemoryAxis(rows);
-  PlotOptions pareto{"Peak memory vs bubble fraction (" + sweep.label + ")", "bubble fraction",
+  PlotOptions pareto{"Memory vs bubble fraction (" + sweep.label + ")", "bubble fraction",
                      memory.label, false, true};
   const auto pareto_series = MakeSeries(rows, several_pp, [&memory](const BenchRow& row) {
-    return PlotPoint{row.bubble_fraction, memory.Of(row),
-                     "bubble " + FormatFixed(row.bubble_fraction, 6) + ", peak " +
-                         (memory.bytes ? FormatBytes(row.peak_memory_bytes)
-                                       : std::to_string(row.peak_activations))};
+    PlotPoint point{row.bubble_fraction, memory.Of(row),
+                    "bubble " + FormatFixed(row.bubble_fraction, 6) + ", memory " +
+                        (memory.bytes ? FormatBytes(TotalMemory(row))
+                                      : std::to_string(row.peak_activations)) +
+                        (row.memory.fits ? "" : " OVER")};
+    point.over = !row.memory.fits;
+    return point;
   });
   return WriteTextFile(prefix + "-pareto.svg", FormatScatterPlot(pareto_series, pareto));
 }

@@ -7,6 +7,7 @@
 #include "analysis/metrics.h"
 #include "check/checker.h"
 #include "cli/bundled_config.h"
+#include "cli/memory_verdict.h"
 #include "comm/collective.h"
 #include "core/suggest.h"
 #include "core/units.h"
@@ -29,8 +30,6 @@ int Fail(std::ostream& err, const std::string& message, int code) {
 }
 
 namespace {
-
-constexpr const char* kBundledTraceFile = "stagecraft-trace.json";
 
 void PrintNotes(const PreparedRun& run, std::ostream& err) {
   for (const std::string& note : run.notes) err << "stagecraft: note: " << note << "\n";
@@ -197,29 +196,34 @@ int RunSimulate(const RunFlags& flags, const OutputFlags& output, std::ostream& 
         WriteTextFile(output.write_schedule_csv, WriteScheduleCsv(run.value().schedule));
     if (!written.ok()) return Fail(err, written.error().message);
   }
+  if (output.trace_path && output.trace_path->empty()) {
+    return Fail(err, "--trace: needs a file name (e.g. --trace trace.json)");
+  }
   Simulated simulated;
   const int code = SimulateRun(run.value(), simulated, err);
   if (code != kExitOk) return code;
-  // With no config the main job writes its trace next to the user, and says so.
-  const std::string trace_path =
-      output.trace_path.empty() && flags.config_path.empty() && !output.json
-          ? std::string(kBundledTraceFile)
-          : output.trace_path;
-  if (!trace_path.empty()) {
+  if (output.trace_path) {
     const MemoryTimeline memory = ComputeMemoryTimeline(
         run.value().schedule, run.value().stage_costs, simulated.graph, simulated.trace);
-    const Status written =
-        WriteTextFile(trace_path, FormatChromeTrace(simulated.graph, simulated.trace, &memory));
+    const Status written = WriteTextFile(
+        *output.trace_path, FormatChromeTrace(simulated.graph, simulated.trace, &memory));
     if (!written.ok()) return Fail(err, written.error().message);
   }
   RunInfo info = MakeRunInfo(run.value());
   AddMultimodalInfo(run.value(), simulated, info);
+  info.memory = ComputeMemory(run.value(), simulated).verdict;
+  if (!info.memory.fits) {
+    err << "stagecraft: warning: memory: " << OverCapacityMessage(run.value(), info.memory)
+        << "\n";
+  }
   if (output.json) {
     out << FormatMetricsJson(info, simulated.metrics);
   } else {
     if (flags.config_path.empty()) {
-      out << "no config given: using the bundled example '" << BundledConfigName()
-          << "'; trace written to " << trace_path << " (open it in ui.perfetto.dev)\n";
+      out << "no config given: using the bundled example '" << BundledConfigName() << "'"
+          << (output.trace_path ? "; trace written to " + *output.trace_path +
+                                      " (open it in ui.perfetto.dev)"
+                                : std::string("")) << "\n";
     }
     out << FormatSummary(info, simulated.metrics);
   }

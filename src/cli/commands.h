@@ -24,7 +24,7 @@ int Fail(std::ostream& err, const std::string& message, int code = kExitBadInput
 struct OutputFlags {
   bool json = false;               // --json
   bool timeline = false;           // --timeline
-  std::string trace_path;          // --trace FILE
+  std::optional<std::string> trace_path;  // --trace FILE (unset: no trace)
   std::string write_schedule_csv;  // --write-schedule-csv FILE
   bool compare_policies = false;   // --compare-policies
   bool compare_vision = false;     // --compare-vision

@@ -1,37 +1,46 @@
 // Side-by-side runs of one layer-list model: the state-aware partition next to the cost-only
 // one, every shared-state movement policy (`simulate --compare-policies`) and every placement of
-// a vision encoder (`simulate --compare-vision`).
+// a vision encoder (`simulate --compare-vision`). Each row carries its memory verdict.
 #include <algorithm>
 #include <sstream>
 
 #include "cli/commands.h"
+#include "cli/memory_verdict.h"
 #include "core/units.h"
 
 namespace stagecraft {
 namespace {
 
-int64_t MaxPeakMemory(const Metrics& metrics) {
-  int64_t peak = 0;
-  for (const RankMetrics& rank : metrics.ranks) peak = std::max(peak, rank.peak_memory_bytes);
-  return peak;
+// The fullest device's total (model states, activations and state, reserve) in GiB, and the
+// verdict: "61.20 GiB", "77.39 GiB OVER" (cli/memory_verdict.h).
+std::string MemoryCell(const MemoryInfo& memory) {
+  return FormatFixed(memory.peak_bytes / 1073741824.0, 2) + " GiB" +
+         (memory.fits ? "     " : " OVER");
 }
 
-std::string Row(const std::string& name, const Metrics& metrics) {
+// A simulated variant: its metrics and memory verdict.
+struct Variant {
+  Metrics metrics;
+  MemoryInfo memory;
+};
+
+std::string Row(const std::string& name, const Variant& variant) {
+  const Metrics& metrics = variant.metrics;
   return "  " + name + std::string(name.size() < 14 ? 14 - name.size() : 1, ' ') +
          PadLeft(FormatMs(metrics.makespan), 16) +
          PadLeft(FormatFixed(metrics.bubble_fraction, 6), 17) +
          PadLeft(FormatBytes(metrics.state_bytes()), 14) +
          PadLeft(FormatMs(metrics.state_exposed), 18) +
-         PadLeft(FormatBytes(MaxPeakMemory(metrics)), 18) + "\n";
+         PadLeft(MemoryCell(variant.memory), 19) + "\n";
 }
 
 const char* kHeader =
     "  variant            makespan_ms  bubble_fraction   state_bytes  state_exposed_ms  "
-    "peak_memory_max\n";
+    "memory (fullest)\n";
 
 // Re-plans the layer model of `base` after `change`, then simulates it.
 template <typename Change>
-Result<Metrics> SimulateVariant(const PreparedRun& base, Change change) {
+Result<Variant> SimulateVariant(const PreparedRun& base, Change change) {
   PreparedRun run = base;
   run.notes.clear();
   change(run.config);
@@ -42,7 +51,7 @@ Result<Metrics> SimulateVariant(const PreparedRun& base, Change change) {
   Simulated simulated;
   std::ostringstream err;
   if (SimulateRun(run, simulated, err) != kExitOk) return Error{err.str()};
-  return simulated.metrics;
+  return Variant{simulated.metrics, ComputeMemory(run, simulated).verdict};
 }
 
 }  // namespace
@@ -50,10 +59,10 @@ Result<Metrics> SimulateVariant(const PreparedRun& base, Change change) {
 Result<std::string> ComparePartitions(const PreparedRun& run) {
   std::string text = "partitions side by side:\n" + std::string(kHeader);
   for (PartitionMethod method : {PartitionMethod::kStateAware, PartitionMethod::kCost}) {
-    auto metrics =
+    auto variant =
         SimulateVariant(run, [method](Config& config) { config.parallel.partition = method; });
-    if (!metrics.ok()) return metrics.error();
-    text += Row(PartitionMethodName(method), metrics.value());
+    if (!variant.ok()) return variant.error();
+    text += Row(PartitionMethodName(method), variant.value());
   }
   return text;
 }
@@ -62,10 +71,10 @@ Result<std::string> ComparePolicies(const PreparedRun& run) {
   std::string text = "shared-state policies side by side:\n" + std::string(kHeader);
   for (StatePolicy policy :
        {StatePolicy::kPayload, StatePolicy::kDirect, StatePolicy::kShadow, StatePolicy::kAuto}) {
-    auto metrics =
+    auto variant =
         SimulateVariant(run, [policy](Config& config) { config.schedule.state_policy = policy; });
-    if (!metrics.ok()) return metrics.error();
-    text += Row(StatePolicyName(policy), metrics.value());
+    if (!variant.ok()) return variant.error();
+    text += Row(StatePolicyName(policy), variant.value());
   }
   return text;
 }
@@ -76,7 +85,7 @@ Result<std::string> CompareVision(const PreparedRun& base) {
                      FormatImageTokens(base.config.multimodal.vision.image_tokens) +
                      " tokens each):\n" +
                      "  placement       gpus     makespan_ms  bubble_fraction  on_first_rank_ms  "
-                     "peak_memory_max  encoder_states  engram_exposed_ms\n";
+                     "memory (fullest)  encoder_states  engram_exposed_ms\n";
   for (const auto& [name, placement] : VisionPlacementChoices()) {
     PreparedRun run = base;
     run.config.multimodal.vision.placement = placement;
@@ -98,7 +107,7 @@ Result<std::string> CompareVision(const PreparedRun& base) {
             PadLeft(FormatMs(simulated.metrics.makespan), 16) +
             PadLeft(FormatFixed(simulated.metrics.bubble_fraction, 6), 17) +
             PadLeft(FormatMs(info.multimodal.vision_on_first_rank), 18) +
-            PadLeft(FormatBytes(MaxPeakMemory(simulated.metrics)), 17) +
+            PadLeft(MemoryCell(ComputeMemory(run, simulated).verdict), 18) +
             PadLeft(FormatBytes(static_cast<int64_t>(info.multimodal.encoder_state_bytes)), 16) +
             PadLeft(FormatMs(info.multimodal.engram_exposed), 19) + "\n";
   }

@@ -1,13 +1,15 @@
 // `stagecraft memory [CONFIG] [flags]`: memory per device. Model states (parameters, gradients,
-// optimizer state) by precision and ZeRO stage for transformer models; the peak of activations
-// and resident shared state from the simulated schedule (its in-flight microbatches, with
-// recomputation and tensor/sequence parallelism in the per-layer activation bytes); the sum
-// against the device's capacity. A vision encoder's model states count on the devices that hold
-// it (unsharded), its activations in the simulated peak. Exit 1 when a device does not fit.
+// optimizer state) by precision and ZeRO stage; the peak of activations and resident shared
+// state from the simulated schedule (its in-flight microbatches, with recomputation and
+// tensor/sequence parallelism in the per-layer activation bytes); the framework reserve; the sum
+// against the device's capacity (cli/memory_verdict.h). A vision encoder's model states count on
+// the devices that hold it (unsharded), its activations in the simulated peak. Exit 1 when a
+// device does not fit.
 #include <algorithm>
 #include <ostream>
 
 #include "cli/commands.h"
+#include "cli/memory_verdict.h"
 #include "core/units.h"
 #include "memory/model_states.h"
 #include "report/json_writer.h"
@@ -22,54 +24,23 @@ int RunMemory(const RunFlags& flags, bool json, std::ostream& out, std::ostream&
   const int code = SimulateRun(run, simulated, err);
   if (code != kExitOk) return code;
   const ParallelSpec& parallel = run.config.parallel;
-  const int32_t zero = std::max(parallel.zero_stage, parallel.distributed_optimizer ? 1 : 0);
-  const int32_t shard_ranks = std::max(1, run.parallel_plan.shard_ranks);
-  const bool states_known = !run.parallel_plan.rank_params.empty();
-  const int64_t capacity = run.config.cluster.hbm_bytes;
-  struct Row {
-    int32_t rank;
-    double params;
-    ModelStateBytes states;
-    int64_t activations;
-    int64_t state;
-    double total;
-    bool over_capacity;
-  };
-  std::vector<Row> rows;
-  bool over = false;
-  for (const RankMetrics& rank : simulated.metrics.ranks) {
-    // Activations: the schedule's, or more where a vision encoder's add to them (the memory
-    // timeline's peak less the resident state is a lower bound on the combined peak).
-    const int64_t activations =
-        std::max(rank.peak_activation_bytes, rank.peak_memory_bytes - rank.peak_state_bytes);
-    Row row{rank.rank, 0, {}, activations, rank.peak_state_bytes, 0, false};
-    const auto index = static_cast<size_t>(rank.rank);
-    if (states_known && index < run.parallel_plan.rank_params.size()) {
-      row.params = run.parallel_plan.rank_params[index];
-      row.states = ShardedModelStates(row.params, parallel.precision, zero, shard_ranks);
-    }
-    // A vision encoder's copy (or share) on this device, not sharded (multimodal/vision.h).
-    if (index < simulated.vision.params_per_rank.size()) {
-      const double encoder = simulated.vision.params_per_rank[index];
-      row.params += encoder;
-      row.states += ShardedModelStates(encoder, parallel.precision, 0, 1);
-    }
-    const int64_t transient = std::max(rank.peak_memory_bytes, rank.peak_activation_bytes);
-    row.total = row.states.total() + static_cast<double>(transient);
-    row.over_capacity = capacity > 0 && row.total > static_cast<double>(capacity);
-    over = over || row.over_capacity;
-    rows.push_back(row);
-  }
+  const MemoryReport report = ComputeMemory(run, simulated);
+  const MemoryInfo& verdict = report.verdict;
   auto gib = [](double bytes) { return FormatFixed(bytes / 1073741824.0, 2); };
   if (json) {
     JsonWriter writer(/*pretty=*/true);
     writer.BeginObject();
     writer.Key("precision").String(TrainingPrecisionName(parallel.precision));
-    writer.Key("zero_stage").Int(zero);
-    writer.Key("capacity_bytes").Int(capacity);
-    writer.Key("fits").Bool(!over);
+    writer.Key("zero_stage").Int(report.zero_stage);
+    writer.Key("capacity_bytes").Int(verdict.capacity_bytes);
+    writer.Key("reserve_bytes").Int(verdict.reserve_bytes);
+    if (verdict.capacity_known) {
+      writer.Key("fits").Bool(verdict.fits);
+    } else {
+      writer.Key("fits").Raw("null");
+    }
     writer.Key("ranks").BeginArray();
-    for (const Row& row : rows) {
+    for (const RankMemory& row : report.ranks) {
       writer.BeginObject();
       writer.Key("rank").Int(row.rank);
       writer.Key("params").Fixed(row.params, 0);
@@ -85,10 +56,11 @@ int RunMemory(const RunFlags& flags, bool json, std::ostream& out, std::ostream&
     writer.EndObject();
     out << writer.text() << "\n";
   } else {
+    const int32_t zero = report.zero_stage;
     out << "stagecraft memory: " << run.label << "\n";
     out << "  precision " << TrainingPrecisionName(parallel.precision) << ", ZeRO stage " << zero
         << (zero == 0 ? std::string(" (nothing sharded)")
-                      : " over " + std::to_string(shard_ranks) + " ranks" +
+                      : " over " + std::to_string(report.shard_ranks) + " ranks" +
                             (parallel.hybrid_shard ? " (hybrid: one node's)" : ""))
         << ", recompute "
         << (parallel.recompute == Recompute::kFull          ? "full"
@@ -96,32 +68,33 @@ int RunMemory(const RunFlags& flags, bool json, std::ostream& out, std::ostream&
             : parallel.recompute == Recompute::kSelectiveOp ? "selective-op"
                                                             : "none")
         << ", capacity "
-        << (capacity > 0 ? gib(static_cast<double>(capacity)) + " GiB per device"
-                         : std::string("unknown (no cluster preset)"))
+        << (verdict.capacity_known
+                ? gib(static_cast<double>(verdict.capacity_bytes)) + " GiB per device"
+                : std::string("unknown (no cluster preset)"))
         << "\n";
-    if (!states_known) {
+    if (verdict.reserve_bytes > 0) {
+      out << "  each total holds a framework reserve of "
+          << gib(static_cast<double>(verdict.reserve_bytes))
+          << " GiB (CUDA context, workspaces, NCCL buffers; cluster.device.memory_reserve)\n";
+    }
+    if (!verdict.states_known) {
       out << "  model states: not derived for this model (parameters are known for "
-             "model.type: transformer); activations and shared state only\n";
+             "transformer and layer-list models); activations and shared state only\n";
     }
     out << "\n  rank  params_B  params_GiB  grads_GiB  optim_GiB  activ_GiB  state_GiB  "
            "total_GiB\n";
-    for (const Row& row : rows) {
+    for (const RankMemory& row : report.ranks) {
       out << "  " << PadLeft(std::to_string(row.rank), 4)
           << PadLeft(FormatFixed(row.params / 1e9, 3), 10)
           << PadLeft(gib(row.states.parameters), 12) << PadLeft(gib(row.states.gradients), 11)
           << PadLeft(gib(row.states.optimizer), 11)
           << PadLeft(gib(static_cast<double>(row.activations)), 11)
           << PadLeft(gib(static_cast<double>(row.state)), 11) << PadLeft(gib(row.total), 11)
-          << (row.over_capacity ? "  OVER" : "") << "\n";
+          << (row.over ? "  OVER" : "") << "\n";
     }
   }
-  if (over) {
-    const Row& worst = *std::max_element(
-        rows.begin(), rows.end(), [](const Row& a, const Row& b) { return a.total < b.total; });
-    err << "stagecraft: memory: rank " << worst.rank << " needs " << gib(worst.total)
-        << " GiB but a device has " << gib(static_cast<double>(capacity))
-        << " GiB; shard more (parallel.zero_stage, distributed_optimizer), recompute "
-           "(parallel.recompute: full), or raise tp/pp\n";
+  if (!verdict.fits) {
+    err << "stagecraft: memory: " << OverCapacityMessage(run, verdict) << "\n";
     return kExitViolations;
   }
   return kExitOk;

@@ -17,6 +17,9 @@ struct LinkSpec {
   bool operator==(const LinkSpec&) const = default;
 };
 
+// 2 GiB: the default framework reserve (ClusterSpec::memory_reserve_bytes).
+inline constexpr int64_t kDefaultMemoryReserveBytes = int64_t{2} << 30;
+
 struct ClusterSpec {
   bool given = false;            // false: no cluster in the config; transfers cost only cost_p2p
   int32_t devices_per_node = 8;  // devices sharing the intra-node links
@@ -38,6 +41,11 @@ struct ClusterSpec {
   // From a preset (hardware/presets.h); zero / "custom" when the config spells the cluster out.
   std::string device = "custom";
   int64_t hbm_bytes = 0;         // device memory; 0 = unknown (no capacity check)
+  // Memory the framework holds besides the model's tensors, counted in every memory verdict:
+  // the CUDA context with cuBLAS/cuDNN workspaces (0.3-1 GB per process) and NCCL's
+  // communicator buffers and the caching allocator's slack (assumed; cluster.device.
+  // memory_reserve overrides it).
+  int64_t memory_reserve_bytes = kDefaultMemoryReserveBytes;
   double hbm_bytes_per_s = 0.0;  // device memory bandwidth; 0 = unknown
   bool operator==(const ClusterSpec&) const = default;
 

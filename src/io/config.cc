@@ -684,6 +684,8 @@ Status ReadDevice(const Reader& reader, const Field& field, ClusterSpec* cluster
   };
   return reader.ReadMap(field,
                         {{"peak_tflops", peak},
+                         {"memory", BytesInto(reader, &cluster->hbm_bytes)},
+                         {"memory_reserve", BytesInto(reader, &cluster->memory_reserve_bytes)},
                          {"efficiency",
                           [&reader, cluster](const Field& value) {
                             cluster->efficiency_given = true;

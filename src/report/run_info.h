@@ -63,6 +63,21 @@ struct MultimodalInfo {
   Time engram_exposed;  // the step's makespan less the same graph's with the Engram traffic free
 };
 
+// The memory verdict of the layout (cli/memory_verdict.h): the fullest device's peak against
+// its capacity. Printed by every answer that shows a layout.
+struct MemoryInfo {
+  bool computed = false;        // false: not part of this report
+  bool capacity_known = false;  // the cluster gives a device memory
+  bool fits = true;             // meaningful when capacity_known
+  bool states_known = false;    // model states derived (transformer and layer-list models)
+  int32_t rank = 0;             // the fullest device
+  double peak_bytes = 0;        // its total: model states + activations and state + reserve
+  double state_bytes = 0;       // its model states (parameters, gradients, optimizer)
+  int64_t transient_bytes = 0;  // its peak of activations + resident shared state
+  int64_t reserve_bytes = 0;    // the framework reserve counted in the total (0: no cluster)
+  int64_t capacity_bytes = 0;   // one device's memory (0: unknown)
+};
+
 struct RunInfo {
   std::string config;    // what was simulated: a config file's base name or "bundled: ..."
   // What the derived costs rest on, as (name, value) in print order: the cost model and its
@@ -99,6 +114,7 @@ struct RunInfo {
   double peak_flops_per_device = 0;
   double params = 0;
   MultimodalInfo multimodal;
+  MemoryInfo memory;
 };
 
 }  // namespace stagecraft

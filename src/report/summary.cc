@@ -103,6 +103,49 @@ void WriteStages(JsonWriter& json, const RunInfo& run) {
   json.EndArray();
 }
 
+std::string Gib(double bytes) { return FormatFixed(bytes / 1073741824.0, 2); }
+
+// "fits: rank 0 peaks at 61.20 of 80.00 GiB (...)", "OVER: ...", or no capacity to check.
+std::string FormatMemoryVerdict(const MemoryInfo& memory) {
+  std::string parts =
+      (memory.states_known ? "model states " + Gib(memory.state_bytes) + " + " : std::string()) +
+      "activations and shared state " + Gib(static_cast<double>(memory.transient_bytes)) +
+      (memory.reserve_bytes > 0
+           ? " + reserve " + Gib(static_cast<double>(memory.reserve_bytes))
+           : std::string()) +
+      "; GiB = 2^30 B";
+  const std::string rank = "rank " + std::to_string(memory.rank);
+  if (!memory.capacity_known) {
+    return "capacity unknown (" +
+           std::string(memory.reserve_bytes > 0 ? "the cluster gives no device memory"
+                                                : "no cluster") +
+           "): " + rank + " peaks at " + Gib(memory.peak_bytes) + " GiB (" + parts + ")";
+  }
+  const std::string capacity = Gib(static_cast<double>(memory.capacity_bytes));
+  if (memory.fits) {
+    return "fits: " + rank + " peaks at " + Gib(memory.peak_bytes) + " of " + capacity +
+           " GiB (" + parts + ")";
+  }
+  return "OVER: " + rank + " needs " + Gib(memory.peak_bytes) + " GiB but a device has " +
+         capacity + " GiB (" + parts + ")";
+}
+
+void WriteMemoryVerdict(JsonWriter& json, const MemoryInfo& memory) {
+  json.Key("memory").BeginObject();
+  if (memory.capacity_known) {
+    json.Key("fits").Bool(memory.fits);
+  } else {
+    json.Key("fits").Raw("null");
+  }
+  json.Key("peak_bytes").Fixed(memory.peak_bytes, 0);
+  json.Key("capacity_bytes").Int(memory.capacity_bytes);
+  json.Key("rank").Int(memory.rank);
+  json.Key("model_state_bytes").Fixed(memory.state_bytes, 0);
+  json.Key("activation_and_state_bytes").Int(memory.transient_bytes);
+  json.Key("reserve_bytes").Int(memory.reserve_bytes);
+  json.EndObject();
+}
+
 struct Throughput {
   double seconds = 0;
   double tflops_per_gpu = 0;  // hardware FLOPs (with recomputation) per GPU per second
@@ -259,6 +302,12 @@ std::string FormatSummary(const RunInfo& run, const Metrics& metrics) {
           Percent(metrics.bubble_fraction) + " of device time idle)\n";
   text += "  bubble_rate_span  " + FormatFixed(metrics.bubble_rate_span, 6) + "\n";
   text += "  bubble_overhead   " + FormatFixed(metrics.bubble_overhead, 6) + "  (idle / ideal)\n";
+  const BubbleFractions split = BubbleFractionsOf(metrics);
+  text += "  bubble split      pipeline " + FormatFixed(split.pipeline, 6) + ", collectives " +
+          FormatFixed(split.exposed_collectives, 6) + ", p2p " +
+          FormatFixed(split.exposed_p2p, 6) + ", shared state " +
+          FormatFixed(split.exposed_state, 6) + "  (idle by cause)\n";
+  if (run.memory.computed) text += "  memory            " + FormatMemoryVerdict(run.memory) + "\n";
   text += "  compute actions   " + std::to_string(metrics.num_compute_actions) + ", transfers " +
           std::to_string(metrics.num_transfers) + " (" + FormatBytes(metrics.bytes_moved) + ")\n\n";
   if (run.world_size > 0) text += FormatThroughput(run, metrics);
@@ -322,6 +371,14 @@ std::string FormatMetricsJson(const RunInfo& run, const Metrics& metrics) {
   json.Key("bubble_fraction").Fixed(metrics.bubble_fraction, 6);
   json.Key("bubble_rate_span").Fixed(metrics.bubble_rate_span, 6);
   json.Key("bubble_overhead").Fixed(metrics.bubble_overhead, 6);
+  const BubbleFractions split = BubbleFractionsOf(metrics);
+  json.Key("bubble").BeginObject();
+  json.Key("pipeline").Fixed(split.pipeline, 6);
+  json.Key("exposed_collectives").Fixed(split.exposed_collectives, 6);
+  json.Key("exposed_p2p").Fixed(split.exposed_p2p, 6);
+  json.Key("exposed_state").Fixed(split.exposed_state, 6);
+  json.EndObject();
+  if (run.memory.computed) WriteMemoryVerdict(json, run.memory);
   json.Key("total_busy_ms").Raw(FormatMs(metrics.total_busy));
   json.Key("compute_actions").Int(metrics.num_compute_actions);
   json.Key("transfers").Int(metrics.num_transfers);
@@ -345,6 +402,12 @@ std::string FormatMetricsJson(const RunInfo& run, const Metrics& metrics) {
     json.Key("bytes_sent").Int(rank.bytes_sent);
     json.Key("peak_state_bytes").Int(rank.peak_state_bytes);
     json.Key("peak_memory_bytes").Int(rank.peak_memory_bytes);
+    json.Key("bubble_ms").BeginObject();
+    json.Key("pipeline").Raw(FormatMs(rank.bubble.pipeline));
+    json.Key("exposed_collectives").Raw(FormatMs(rank.bubble.exposed_collectives));
+    json.Key("exposed_p2p").Raw(FormatMs(rank.bubble.exposed_p2p));
+    json.Key("exposed_state").Raw(FormatMs(rank.bubble.exposed_state));
+    json.EndObject();
     json.EndObject();
   }
   json.EndArray();

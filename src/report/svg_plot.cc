@@ -234,6 +234,16 @@ std::string Marker(Shape shape, double x, double y, double radius, const std::st
   return svg + "><title>" + XmlEscape(label) + "</title></" + tag + ">\n";
 }
 
+constexpr const char* kOverColor = "#d62728";
+
+// The red cross over a point that does not fit.
+std::string OverCross(double x, double y) {
+  const double r = 6.0;
+  return "<path class=\"over\" d=\"M" + Px(x - r) + "," + Px(y - r) + " L" + Px(x + r) + "," +
+         Px(y + r) + " M" + Px(x - r) + "," + Px(y + r) + " L" + Px(x + r) + "," + Px(y - r) +
+         "\" stroke=\"" + kOverColor + "\" stroke-width=\"2\"/>\n";
+}
+
 std::string SeriesOpen(const Series& series) {
   std::string svg = "<g class=\"series\"";
   for (const auto& [key, value] : series.data) {
@@ -262,12 +272,14 @@ std::string SeriesGroup(const Frame& frame, const Series& series, size_t index, 
     if (!Drawable(point, options)) continue;
     svg += Marker(ShapeOf(index), frame.X(point.x), frame.Y(point.y), line ? 3.5 : 5.0,
                   marker_style, point.label);
+    if (point.over) svg += OverCross(frame.X(point.x), frame.Y(point.y));
   }
   return svg + "</g>\n";
 }
 
 // One entry per series, then (scatter plots) the Pareto front's.
-std::string Legend(const Frame& frame, const std::vector<Series>& series, bool line, bool pareto) {
+std::string Legend(const Frame& frame, const std::vector<Series>& series, bool line, bool pareto,
+                   bool any_over) {
   std::string svg = "<g class=\"legend\">\n";
   const double x = frame.right + 20.0;
   double y = frame.top + 6.0;
@@ -288,6 +300,11 @@ std::string Legend(const Frame& frame, const std::vector<Series>& series, bool l
            Px(x + 24.0) + "\" y2=\"" + Px(y) + "\" stroke=\"" + kFrontColor +
            "\" stroke-width=\"1.5\" stroke-dasharray=\"5 3\"/>\n<text x=\"" + Px(x + 32.0) +
            "\" y=\"" + Px(y + 4.0) + "\">Pareto front</text>\n</g>\n";
+    y += 20.0;
+  }
+  if (any_over) {
+    svg += "<g class=\"legend-over\">\n" + OverCross(x + 12.0, y) + "<text x=\"" + Px(x + 32.0) +
+           "\" y=\"" + Px(y + 4.0) + "\">does not fit (OVER)</text>\n</g>\n";
   }
   return svg + "</g>\n";
 }
@@ -323,7 +340,11 @@ std::string Plot(const std::vector<Series>& series, const PlotOptions& options, 
     }
     svg += FrontGroup(frame, ParetoFront(drawable));
   }
-  return svg + Legend(frame, series, line, !line) + "</svg>\n";
+  const bool any_over = std::any_of(series.begin(), series.end(), [](const Series& one) {
+    return std::any_of(one.points.begin(), one.points.end(),
+                       [](const PlotPoint& point) { return point.over; });
+  });
+  return svg + Legend(frame, series, line, !line, any_over) + "</svg>\n";
 }
 
 }  // namespace
@@ -338,8 +359,11 @@ std::string FormatScatterPlot(const std::vector<Series>& series, const PlotOptio
 
 std::vector<PlotPoint> ParetoFront(const std::vector<Series>& series) {
   std::vector<PlotPoint> points;
-  for (const Series& one : series)
-    points.insert(points.end(), one.points.begin(), one.points.end());
+  for (const Series& one : series) {
+    for (const PlotPoint& point : one.points) {
+      if (!point.over) points.push_back(point);
+    }
+  }
   std::stable_sort(points.begin(), points.end(), [](const PlotPoint& a, const PlotPoint& b) {
     return a.x < b.x || (a.x == b.x && a.y < b.y);
   });

@@ -15,6 +15,9 @@ struct PlotPoint {
   double x = 0.0;
   double y = 0.0;
   std::string label;  // tooltip (<title>) of the marker; "" = none
+  // Scatter plots: a point whose layout does not fit its device memory. Drawn crossed out
+  // (class "over"), left off the Pareto front, and named in the legend.
+  bool over = false;
   bool operator==(const PlotPoint&) const = default;
 };
 
@@ -43,11 +46,13 @@ struct PlotOptions {
 std::string FormatLinePlot(const std::vector<Series>& series, const PlotOptions& options);
 
 // One marker per point, per series; the Pareto front of all points together (ParetoFront) drawn
-// as a dashed black line (<g class="pareto-front">) with its own legend entry.
+// as a dashed black line (<g class="pareto-front">) with its own legend entry. Points marked
+// `over` are crossed out in red (<g class="over">) and have a legend entry of their own.
 std::string FormatScatterPlot(const std::vector<Series>& series, const PlotOptions& options);
 
 // The points of all series that no other point beats on both x and y (lower is better on both),
-// sorted by x ascending (so y descending). Of equal points the first is kept.
+// sorted by x ascending (so y descending). Of equal points the first is kept. Points marked
+// `over` (they do not fit) are not candidates.
 std::vector<PlotPoint> ParetoFront(const std::vector<Series>& series);
 
 // Text for SVG/XML content and attribute values: & < > " ' escaped.

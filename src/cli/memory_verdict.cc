@@ -1,0 +1,104 @@
+#include "cli/memory_verdict.h"
+
+#include <algorithm>
+
+#include "core/units.h"
+
+namespace stagecraft {
+namespace {
+
+std::string Gib(double bytes) { return FormatFixed(bytes / 1073741824.0, 2); }
+
+}  // namespace
+
+MemoryReport ComputeMemory(const PreparedRun& run, const Simulated& simulated) {
+  const ParallelSpec& parallel = run.config.parallel;
+  const ClusterSpec& cluster = run.config.cluster;
+  MemoryReport report;
+  report.zero_stage = std::max(parallel.zero_stage, parallel.distributed_optimizer ? 1 : 0);
+  report.shard_ranks = std::max(1, run.parallel_plan.shard_ranks);
+  MemoryInfo& verdict = report.verdict;
+  verdict.computed = true;
+  verdict.states_known = !run.parallel_plan.rank_params.empty();
+  verdict.capacity_bytes = cluster.given ? cluster.hbm_bytes : 0;
+  verdict.capacity_known = verdict.capacity_bytes > 0;
+  verdict.reserve_bytes = cluster.given ? cluster.memory_reserve_bytes : 0;
+  for (const RankMetrics& metrics : simulated.metrics.ranks) {
+    RankMemory row;
+    row.rank = metrics.rank;
+    // Activations: the schedule's, or more where a vision encoder's add to them (the memory
+    // timeline's peak less the resident state is a lower bound on the combined peak).
+    row.activations = std::max(metrics.peak_activation_bytes,
+                               metrics.peak_memory_bytes - metrics.peak_state_bytes);
+    row.state = metrics.peak_state_bytes;
+    row.transient = std::max(metrics.peak_memory_bytes, metrics.peak_activation_bytes);
+    const auto index = static_cast<size_t>(metrics.rank);
+    if (index < run.parallel_plan.rank_params.size()) {
+      row.params = run.parallel_plan.rank_params[index];
+      row.states = ShardedModelStates(row.params, parallel.precision, report.zero_stage,
+                                      report.shard_ranks);
+    }
+    // A vision encoder's copy (or share) on this device, not sharded (multimodal/vision.h).
+    if (index < simulated.vision.params_per_rank.size()) {
+      const double encoder = simulated.vision.params_per_rank[index];
+      row.params += encoder;
+      row.states += ShardedModelStates(encoder, parallel.precision, 0, 1);
+    }
+    row.total = row.states.total() + static_cast<double>(row.transient) +
+                static_cast<double>(verdict.reserve_bytes);
+    row.over =
+        verdict.capacity_known && row.total > static_cast<double>(verdict.capacity_bytes);
+    if (report.ranks.empty() || row.total > verdict.peak_bytes) {
+      verdict.rank = row.rank;
+      verdict.peak_bytes = row.total;
+      verdict.state_bytes = row.states.total();
+      verdict.transient_bytes = row.transient;
+    }
+    report.ranks.push_back(row);
+  }
+  verdict.fits = !verdict.capacity_known ||
+                 verdict.peak_bytes <= static_cast<double>(verdict.capacity_bytes);
+  return report;
+}
+
+std::string MemoryHint(const PreparedRun& run) {
+  const ParallelSpec& parallel = run.config.parallel;
+  const ModelSpec& model = run.config.model;
+  if (!model.is_layer_list()) {
+    return "hold fewer microbatches at once (a schedule with a lower activation peak, e.g. "
+           "1f1b rather than gpipe) or lower model.activation_bytes";
+  }
+  std::vector<std::string> options;
+  const int32_t zero = std::max(parallel.zero_stage, parallel.distributed_optimizer ? 1 : 0);
+  if (parallel.dp > 1 && zero < 3) {
+    options.push_back("shard more (parallel.zero_stage: " + std::to_string(zero + 1) + ")");
+  }
+  const bool transformer = model.is_transformer();
+  if (transformer && parallel.recompute != Recompute::kFull) {
+    options.push_back(parallel.recompute == Recompute::kNone
+                          ? "recompute (parallel.recompute: selective, or full)"
+                          : "recompute more (parallel.recompute: full)");
+  }
+  std::string raise = transformer ? "raise tp or pp" : "raise pp";
+  if (!transformer && parallel.ep > 0 && model.dims.routed_experts > 0) {
+    raise += " or ep (more data-parallel ranks share the experts)";
+  }
+  options.push_back(raise);
+  std::string text;
+  for (size_t index = 0; index < options.size(); ++index) {
+    text += (index == 0 ? "" : index + 1 == options.size() ? ", or " : ", ") + options[index];
+  }
+  return text;
+}
+
+std::string OverCapacityMessage(const PreparedRun& run, const MemoryInfo& verdict) {
+  std::string parts = "model states " + Gib(verdict.state_bytes) +
+                      " + activations and shared state " +
+                      Gib(static_cast<double>(verdict.transient_bytes)) + " + reserve " +
+                      Gib(static_cast<double>(verdict.reserve_bytes)) + " GiB";
+  return "rank " + std::to_string(verdict.rank) + " needs " + Gib(verdict.peak_bytes) +
+         " GiB but a device has " + Gib(static_cast<double>(verdict.capacity_bytes)) + " GiB (" +
+         parts + "); " + MemoryHint(run);
+}
+
+}  // namespace stagecraft

@@ -115,9 +115,13 @@ std::string FormatMemoryVerdict(const MemoryInfo& memory) {
            : std::string()) +
       "; GiB = 2^30 B";
   const std::string rank = "rank " + std::to_string(memory.rank);
+  if (!memory.capacity_known && memory.peak_bytes <= 0) {
+    return "not known: no device memory and nothing sized (give model.activation_bytes, and a "
+           "cluster preset for the capacity)";
+  }
   if (!memory.capacity_known) {
     return "capacity unknown (" +
-           std::string(memory.reserve_bytes > 0 ? "the cluster gives no device memory"
+           std::string(memory.reserve_bytes > 0 ? "set cluster.device.memory"
                                                 : "no cluster") +
            "): " + rank + " peaks at " + Gib(memory.peak_bytes) + " GiB (" + parts + ")";
   }

@@ -9,6 +9,7 @@
 
 #include "io/config.h"
 #include "lower/lower.h"
+#include "model/layer_costs.h"
 #include "schedule/partition.h"
 #include "schedule/schedule.h"
 
@@ -29,6 +30,11 @@ Status CheckContextParallel(const Config& config, const ConfigLocations& locatio
 // model's device constants or the one forced efficiency, the engines' overlap options in force,
 // FP8 and fused kernels; for CSA2 layer lists the efficiency. Empty for uniform models.
 std::vector<std::pair<std::string, std::string>> CostAssumptions(const Config& config);
+
+// How a CSA2 layer list's layers run on one rank (model/layer_costs.h): ep, the context shards,
+// tp and sequence parallelism, the recomputation; with `partition` and recompute_num_layers the
+// layers that recompute (Megatron's block method: the first N decoders of each pipeline chunk).
+LayerRun LayerRunOf(const Config& config, const Partition* partition = nullptr);
 
 struct ParallelPlan {
   std::vector<StageCollectives> collectives;  // [stage]; empty when tp = dp = 1

@@ -110,7 +110,6 @@ LayerPipelineOptions PipelineOptionsOf(const PreparedRun& run) {
   return options;
 }
 
-
 Status PrepareLayerModel(PreparedRun& run) {
   ModelSpec& model = run.config.model;
   const ParallelSpec& parallel = run.config.parallel;

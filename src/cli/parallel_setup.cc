@@ -534,8 +534,8 @@ ParallelPlan PlanLayerListParallel(const Config& config, const Partition& partit
         dense += params - routed;
         experts += routed / ep;
       }
-      const bool recomputes = layer_run.RecomputeOf(layer, static_cast<size_t>(index)) ==
-                              Recompute::kFull;
+      const bool recomputes =
+          layer_run.RecomputeOf(layer, static_cast<size_t>(index)) == Recompute::kFull;
       if (routed > 0) {
         c.ep_forward += ep_layer;
         c.ep_backward += ep_layer * (recomputes ? 2 : 1);
@@ -553,8 +553,8 @@ ParallelPlan PlanLayerListParallel(const Config& config, const Partition& partit
           if (TpOverlaps(config)) {
             LayerRun one = layer_run;
             one.recompute = Recompute::kNone;  // ExposeTp adds the recomputed forward's GEMMs
-            kernels = Csa2LayerKernelTimes(layer, dims, model.seq_len, model.micro_batch_size,
-                                           one, rates);
+            kernels = Csa2LayerKernelTimes(layer, dims, model.seq_len, model.micro_batch_size, one,
+                                           rates);
           }
           const TpExposure exposure = ExposeTp(config, tp_layer, recomputes ? 1.0 : 0.0, kernels);
           c.tp_forward += exposure.forward;

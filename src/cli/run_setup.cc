@@ -331,11 +331,11 @@ Result<PreparedRun> PrepareRun(const RunFlags& flags) {
     const Status split =
         CheckLayerTensorParallel(run.config.model.layers, run.config.model.dims, parallel.tp);
     if (!split.ok()) return Error{where + split.error().message};
-    const int64_t rank_tokens =
-        run.config.model.tokens_per_microbatch() / std::max(1, parallel.cp);
+    const int64_t rank_tokens = run.config.model.tokens_per_microbatch() / std::max(1, parallel.cp);
     if (parallel.sequence_parallel && rank_tokens % parallel.tp != 0) {
-      return Error{where + std::to_string(parallel.tp) + " with sequence_parallel does not divide " +
-                   "the " + std::to_string(rank_tokens) +
+      return Error{where + std::to_string(parallel.tp) +
+                   " with sequence_parallel does not divide " + "the " +
+                   std::to_string(rank_tokens) +
                    " tokens of a microbatch on one context-parallel rank (each TP rank holds "
                    "s·b/(cp·tp) of them); pick a divisor or a seq_len that fits"};
     }

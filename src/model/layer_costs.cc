@@ -228,8 +228,8 @@ double LayerLocalFlops(const LayerSpec& layer, const Csa2Dims& dims, int32_t seq
 
 // Bytes one microbatch's forward moves through HBM on one rank: the weights it reads (bf16,
 // this TP rank's share) and its activations (written once).
-double LayerBytes(const LayerSpec& layer, const Csa2Dims& dims, double tokens,
-                  const LayerRun& run, int64_t activation_bytes) {
+double LayerBytes(const LayerSpec& layer, const Csa2Dims& dims, double tokens, const LayerRun& run,
+                  int64_t activation_bytes) {
   const double t = std::max(1, run.tensor_parallel);
   const double replicated = LayerReplicatedParams(layer, dims);
   // The embedding gathers one row per token, not its whole table.
@@ -275,9 +275,9 @@ double RankCoreFlops(const LayerSpec& layer, const ModelSpec& model, const Layer
   const double core =
       LayerAttentionCoreFlops(layer, model.dims, model.seq_len, model.micro_batch_size);
   const double scoring =
-      cp > 1 ? LayerScoringFlops(layer, model.dims, model.seq_len, model.micro_batch_size,
-                                 run.context)
-             : LayerScoringFlops(layer, model.dims, model.seq_len, model.micro_batch_size);
+      cp > 1
+          ? LayerScoringFlops(layer, model.dims, model.seq_len, model.micro_batch_size, run.context)
+          : LayerScoringFlops(layer, model.dims, model.seq_len, model.micro_batch_size);
   return core / cp / std::max(1, run.tensor_parallel) + scoring;
 }
 

@@ -31,7 +31,9 @@ void AddRunFlags(CLI::App& command, RunFlags& flags) {
       .add_option("--micro-batch-size", flags.micro_batch_size,
                   "sequences per microbatch B (layer-list and transformer models)")
       ->type_name("B");
-  command.add_option("--tp", flags.tp, "tensor-parallel ranks per stage T (transformer models)")
+  command
+      .add_option("--tp", flags.tp,
+                  "tensor-parallel ranks per stage T (transformer and CSA2 layer-list models)")
       ->type_name("T");
   command.add_option("--dp", flags.dp, "data-parallel replicas D (transformer models)")
       ->type_name("D");

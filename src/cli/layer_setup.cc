@@ -30,19 +30,21 @@ std::vector<Time> LayerCosts(const ModelSpec& model) {
 // The time a cut placed before each layer puts on the critical path per microbatch: the hidden
 // state and the payload-policy shared state forward, the gradient and dState backward, over the
 // slowest link the pipeline uses (inter-node when the ranks span nodes). With context
-// parallelism each CP rank sends its own shard: s·b/cp tokens (a transformer's hidden width is
-// already its share).
+// parallelism each CP rank sends its own shard: s·b/cp tokens; with tensor parallelism each TP rank
+// 1/t of the hidden state and the whole shared state (a transformer's hidden width is already its
+// share).
 std::vector<Time> CutCosts(const PreparedRun& run) {
   const ModelSpec& model = run.config.model;
   const ClusterSpec& cluster = run.config.cluster;
   const int32_t cp = model.is_transformer() ? 1 : std::max(1, run.config.parallel.cp);
+  const int32_t tp = model.is_transformer() ? 1 : std::max(1, run.config.parallel.tp);
   const int64_t tokens = model.tokens_per_microbatch() / cp;
   const bool spans_nodes = cluster.given && run.schedule.num_ranks > cluster.devices_per_node;
   const DeviceId from(0);
   const DeviceId to(spans_nodes ? cluster.devices_per_node : 1);
   std::vector<Time> costs(model.layers.size(), Time());
   for (const CutPayload& cut : CutPayloads(model)) {
-    const int64_t hidden = cut.hidden_bytes_per_token * tokens;
+    const int64_t hidden = cut.hidden_bytes_per_token * tokens / tp;  // a TP rank's share
     const int64_t state = cut.state_bytes_per_token * tokens;
     const int64_t dstate =
         (cut.by_kind[static_cast<int>(StateKind::kCompressedKv)] +
@@ -101,24 +103,40 @@ LayerPipelineOptions PipelineOptionsOf(const PreparedRun& run) {
   options.cluster = run.config.cluster;
   options.cost_p2p = run.lower.cost_p2p;
   options.microbatches = run.schedule.num_microbatches;
-  if (!run.config.model.is_transformer()) options.context_parallel = run.config.parallel.cp;
+  if (!run.config.model.is_transformer()) {
+    options.context_parallel = run.config.parallel.cp;
+    options.tensor_parallel = run.config.parallel.tp;
+  }
   return options;
 }
 
 Status PrepareLayerModel(PreparedRun& run) {
   ModelSpec& model = run.config.model;
   const ParallelSpec& parallel = run.config.parallel;
-  if (!model.is_transformer()) {
-    const ClusterSpec& cluster = run.config.cluster;
-    const DeviceRates rates = cluster.rates();
+  const ClusterSpec& cluster = run.config.cluster;
+  const DeviceRates rates = cluster.rates();
+  LayerRun layer_run = LayerRunOf(run.config);
+  const ModelSpec given = model;  // the layers as written, before their costs are derived
+  const auto estimate = [&] {
     EstimateLayerCosts(model, cluster.effective_flops_per_s(),
-                       cluster.hbm_bytes_per_s * cluster.memory_efficiency, parallel.ep,
-                       ContextShards{parallel.cp, parallel.cp_sharding == CpSharding::kZigzag},
+                       cluster.hbm_bytes_per_s * cluster.memory_efficiency, layer_run,
                        cluster.kernel_costed() ? &rates : nullptr);
-  }
+  };
+  // With recompute_num_layers the layers that recompute depend on the partition: partition on
+  // the costs without recomputation (each chunk then adds the same N layers' recompute), then
+  // cost the chosen layers.
+  const bool per_chunk = !model.is_transformer() && parallel.recompute == Recompute::kFull &&
+                         parallel.recompute_num_layers > 0;
+  if (per_chunk) layer_run.recompute = Recompute::kNone;
+  if (!model.is_transformer()) estimate();
   auto partition = PartitionLayers(run, run.config.parallel.partition);
   if (!partition.ok()) return partition.error();
   run.partition = std::move(partition).value();
+  if (per_chunk) {
+    layer_run = LayerRunOf(run.config, &run.partition);
+    model.layers = given.layers;
+    estimate();
+  }
   LayerPipeline pipeline = BuildLayerPipeline(model, run.partition, PipelineOptionsOf(run));
   run.stage_costs = std::move(pipeline.stage_costs);
   run.lower.states = std::move(pipeline.flows);

@@ -14,6 +14,7 @@
 #include "comm/collective.h"
 #include "core/units.h"
 #include "model/layer_costs.h"
+#include "model/layer_kernels.h"
 #include "model/transformer_kernels.h"
 
 namespace stagecraft {
@@ -45,6 +46,35 @@ TransformerRun RunOf(const Config& config) {
   }
   return run;
 }
+
+}  // namespace
+
+LayerRun LayerRunOf(const Config& config, const Partition* partition) {
+  const ParallelSpec& parallel = config.parallel;
+  LayerRun run;
+  run.expert_parallel = parallel.ep;
+  run.context = ContextShards{parallel.cp, parallel.cp_sharding == CpSharding::kZigzag};
+  run.tensor_parallel = parallel.tp;
+  run.sequence_parallel = parallel.sequence_parallel;
+  run.recompute = parallel.recompute;
+  if (partition != nullptr && parallel.recompute == Recompute::kFull &&
+      parallel.recompute_num_layers > 0) {
+    // Megatron's block method: the first N decoders of each pipeline chunk recompute.
+    const std::vector<LayerSpec>& layers = config.model.layers;
+    run.recomputed.assign(layers.size(), false);
+    for (int32_t stage = 0; stage < partition->num_stages(); ++stage) {
+      int32_t decoders = 0;
+      for (int32_t index = partition->begin(stage); index < partition->end(stage); ++index) {
+        if (layers[index].kind != LayerKind::kDecoder) continue;
+        run.recomputed[index] = decoders < parallel.recompute_num_layers;
+        ++decoders;
+      }
+    }
+  }
+  return run;
+}
+
+namespace {
 
 Time AllReduce(const ClusterSpec& cluster, int32_t ranks, int32_t ranks_per_node, double bytes) {
   return RingTime(cluster, Collective::kAllReduce, ranks, ranks_per_node, bytes);
@@ -332,7 +362,9 @@ void AddContextParallel(const Config& config, const Partition& partition, int32_
   const ClusterSpec& cluster = config.cluster;
   const Csa2Dims& dims = model.dims;
   const int32_t cp = config.parallel.cp;
-  const int32_t per_node = std::min(cp, std::max(1, cluster.devices_per_node));
+  // The CP peers of a rank sit tp apart (tp innermost).
+  const int32_t per_node =
+      std::min(cp, std::max(1, cluster.devices_per_node / std::max(1, config.parallel.tp)));
   const double tokens = static_cast<double>(model.tokens_per_microbatch());
   const StageGathers gathers = GathersOfStage(model, partition, stage, edges);
   Time forward;
@@ -370,80 +402,6 @@ void AddContextParallel(const Config& config, const Partition& partition, int32_
   c.cp_backward += backward;
 }
 
-// CSA2 layer lists (csa2.md formulas): expert and data parallelism around the pipeline. A MoE
-// layer's all-to-all dispatch carries k_e·d bytes per token (FP8) and its combine k_e·d·2 (BF16),
-// each way (csa2.md); routed experts are sharded over ep and their gradients reduced over dp/ep.
-ParallelPlan PlanLayerListParallel(const Config& config, const Partition& partition,
-                                   const Schedule& schedule) {
-  ParallelPlan plan;
-  const ModelSpec& model = config.model;
-  const ParallelSpec& parallel = config.parallel;
-  const ClusterSpec& cluster = config.cluster;
-  const Csa2Dims& dims = model.dims;
-  const int32_t d = parallel.dp;
-  const int32_t ep = parallel.ep;
-  const int32_t cp = parallel.cp;
-  const int32_t m = schedule.num_microbatches;
-  const double tokens = static_cast<double>(model.tokens_per_microbatch());
-  double flops_per_microbatch = 0;
-  for (const LayerSpec& layer : model.layers) {
-    flops_per_microbatch +=
-        3 * LayerForwardFlops(layer, dims, model.seq_len, model.micro_batch_size);
-  }
-  plan.world_size = schedule.num_ranks * parallel.tp * parallel.cp * parallel.dp;
-  plan.tokens_per_iteration = static_cast<int64_t>(tokens) * m * d;
-  plan.hardware_flops_per_iteration = flops_per_microbatch * m * d;
-  plan.model_flops_per_iteration = plan.hardware_flops_per_iteration;
-  plan.peak_flops_per_device = cluster.peak_flops_per_s;
-  // The CP ranks hold the same weights as the DP ranks: gradients are reduced, and ZeRO shards,
-  // over dp·cp ranks (contiguous: cp innermost); the ep ranks sit cp apart and each all-to-all
-  // carries one CP rank's s·b/cp tokens.
-  const int32_t reducers = d * cp;
-  plan.shard_ranks = reducers;
-  const double per_token = static_cast<double>(dims.experts_per_token) * dims.hidden;
-  const double rank_tokens = tokens / cp;
-  const Time ep_layer = ExpertAllToAlls(cluster, ep, std::max(1, cluster.devices_per_node / cp),
-                                        rank_tokens * per_token, rank_tokens * per_token * 2);
-  const int32_t stages = partition.num_stages();
-  plan.collectives.resize(static_cast<size_t>(stages));
-  std::vector<double> stage_params(static_cast<size_t>(stages), 0.0);
-  const int32_t dp_per_node = std::max(1, cluster.devices_per_node);
-  const std::vector<SharedStateEdge> edges =
-      cp > 1 ? SharedStateEdges(model.layers, dims) : std::vector<SharedStateEdge>();
-  for (int32_t stage = 0; stage < stages; ++stage) {
-    StageCollectives& c = plan.collectives[stage];
-    if (cp > 1) AddContextParallel(config, partition, stage, edges, c);
-    double dense = 0;
-    double experts = 0;
-    for (int32_t index = partition.begin(stage); index < partition.end(stage); ++index) {
-      const LayerSpec& layer = model.layers[index];
-      const double routed = LayerRoutedExpertParams(layer, dims);
-      plan.params += LayerParams(layer, dims);
-      dense += LayerParams(layer, dims) - routed;
-      experts += routed / ep;
-      if (routed > 0) {
-        c.ep_forward += ep_layer;
-        c.ep_backward += ep_layer;
-      }
-    }
-    stage_params[stage] = dense + experts;
-    c.dp_reduce = DenseAndExperts(cluster, Collective::kAllReduce, reducers, dp_per_node, ep,
-                                  dense * kGradientBytes, experts * kGradientBytes);
-    c.dp_buckets =
-        DenseAndExpertBuckets(BucketsOf(parallel), d, cluster, Collective::kAllReduce, reducers,
-                              dp_per_node, ep, dense * kGradientBytes, experts * kGradientBytes);
-  }
-  plan.rank_params = RankParams(schedule, stage_params);
-  if (d == 1 && ep == 1 && cp == 1) {
-    plan.collectives.clear();
-    return plan;
-  }
-  plan.optimizer_step =
-      OptimizerSteps(config, schedule, stage_params,
-                     (parallel.distributed_optimizer || parallel.zero_stage >= 1) ? reducers : 1);
-  return plan;
-}
-
 // One decoder layer's tensor-parallel communication as the compute stream sees it, forward and
 // backward: two collectives of b·s·h each way (with recomputation the share `recomputed` of the
 // forward's again in the backward). With Megatron's tp_comm_overlap or torchtitan's async TP
@@ -459,17 +417,19 @@ struct TpExposure {
 // channel counts; an assumption, doc/fidelity.md), 16/132 on an H100.
 constexpr double kOverlapSlowdown = 16.0 / 132.0;
 
-TpExposure DecoderTpExposure(const Config& config, const TransformerRun& run, Time collective,
-                             double recomputed, bool moe_layer) {
+// Whether the TP collectives overlap the GEMMs (tp_comm_overlap, async_tp; kernel-costed runs).
+bool TpOverlaps(const Config& config) {
+  const ParallelSpec& parallel = config.parallel;
+  return (parallel.tp_comm_overlap || parallel.async_tp) && parallel.tp > 1 &&
+         config.cluster.kernel_costed();
+}
+
+// A decoder's exposure given its kernels' GEMM time (`kernels`, used when TpOverlaps).
+TpExposure ExposeTp(const Config& config, Time collective, double recomputed,
+                    const LayerKernelTimes& kernels) {
   TpExposure exposure{collective * 2, collective * 2};
   exposure.backward += FromSeconds(collective.ms() * 1e-3 * 2 * recomputed);
-  const ParallelSpec& parallel = config.parallel;
-  if (!(parallel.tp_comm_overlap || parallel.async_tp) || parallel.tp <= 1 ||
-      !config.cluster.kernel_costed()) {
-    return exposure;
-  }
-  const LayerKernelTimes kernels =
-      DecoderKernelTimes(config.model.transformer, run, config.cluster.rates(), moe_layer);
+  if (!TpOverlaps(config)) return exposure;
   const auto hidden = [](Time communication, double gemm_seconds) {
     const double comm = communication.ms() * 1e-3;
     return FromSeconds(std::max(0.0, comm - gemm_seconds) +
@@ -479,6 +439,146 @@ TpExposure DecoderTpExposure(const Config& config, const TransformerRun& run, Ti
   exposure.backward =
       hidden(exposure.backward, kernels.backward_gemm + recomputed * kernels.forward_gemm);
   return exposure;
+}
+
+TpExposure DecoderTpExposure(const Config& config, const TransformerRun& run, Time collective,
+                             double recomputed, bool moe_layer) {
+  return ExposeTp(config, collective, recomputed,
+                  TpOverlaps(config) ? DecoderKernelTimes(config.model.transformer, run,
+                                                          config.cluster.rates(), moe_layer)
+                                     : LayerKernelTimes());
+}
+
+// CSA2 layer lists (csa2.md formulas): tensor, expert and data parallelism around the pipeline.
+// Rank order: tp innermost (a TP group shares a node while tp <= devices per node), then cp, then
+// dp with its ep groups, pp outermost. Tensor parallelism (doc/csa2.md, "Tensor parallelism"):
+// per decoder two collectives of a CP rank's b·s/cp·d bf16 forward (after the row-parallel
+// output projection and the MLP: all-reduces, or with sequence parallelism a reduce-scatter and
+// an all-gather, the same ring time) and two backward, again in the backward for a layer that
+// recomputes its forward; the embedding's output all-reduced once, the head's vocab-parallel
+// cross entropy 3 all-reduces of b·s fp32 scalars; with tp_comm_overlap / async_tp only what the
+// layer's GEMMs cannot cover (ExposeTp). A MoE layer's all-to-all dispatch carries k_e·d bytes
+// per token (FP8) and its combine k_e·d·2 (BF16), each way (csa2.md), one TP rank's 1/t of the
+// tokens, again in the backward when the layer recomputes; routed experts are sharded over ep
+// (and their width over tp) and their gradients reduced over dp·cp/ep. Parameters per rank:
+// the split ones / t, the replicated ones whole (LayerReplicatedParams).
+ParallelPlan PlanLayerListParallel(const Config& config, const Partition& partition,
+                                   const Schedule& schedule) {
+  ParallelPlan plan;
+  const ModelSpec& model = config.model;
+  const ParallelSpec& parallel = config.parallel;
+  const ClusterSpec& cluster = config.cluster;
+  const Csa2Dims& dims = model.dims;
+  const LayerRun layer_run = LayerRunOf(config, &partition);
+  const int32_t t = std::max(1, parallel.tp);
+  const int32_t d = parallel.dp;
+  const int32_t ep = parallel.ep;
+  const int32_t cp = parallel.cp;
+  const int32_t m = schedule.num_microbatches;
+  const double tokens = static_cast<double>(model.tokens_per_microbatch());
+  double flops_per_microbatch = 0;
+  double recomputed_flops = 0;
+  for (size_t index = 0; index < model.layers.size(); ++index) {
+    const LayerSpec& layer = model.layers[index];
+    const double forward = LayerForwardFlops(layer, dims, model.seq_len, model.micro_batch_size);
+    flops_per_microbatch += 3 * forward;
+    const Recompute recompute = layer_run.RecomputeOf(layer, index);
+    if (recompute == Recompute::kFull) recomputed_flops += forward;
+    if (recompute == Recompute::kSelective || recompute == Recompute::kSelectiveOp) {
+      recomputed_flops +=
+          LayerAttentionCoreFlops(layer, dims, model.seq_len, model.micro_batch_size) +
+          LayerScoringFlops(layer, dims, model.seq_len, model.micro_batch_size);
+    }
+  }
+  plan.world_size = schedule.num_ranks * parallel.tp * parallel.cp * parallel.dp;
+  plan.tokens_per_iteration = static_cast<int64_t>(tokens) * m * d;
+  plan.model_flops_per_iteration = flops_per_microbatch * m * d;
+  plan.hardware_flops_per_iteration = (flops_per_microbatch + recomputed_flops) * m * d;
+  plan.peak_flops_per_device = cluster.peak_flops_per_s;
+  // The CP ranks hold the same weights as the DP ranks: gradients are reduced, and ZeRO shards,
+  // over dp·cp ranks (t apart: a node holds devices / t of them); the ep ranks sit t·cp apart
+  // and each all-to-all carries one CP and TP rank's s·b/(cp·t) tokens.
+  const int32_t reducers = d * cp;
+  plan.shard_ranks = reducers;
+  const double per_token = static_cast<double>(dims.experts_per_token) * dims.hidden;
+  const double rank_tokens = tokens / cp;
+  const Time ep_layer =
+      ExpertAllToAlls(cluster, ep, std::max(1, cluster.devices_per_node / (cp * t)),
+                      rank_tokens * per_token / t, rank_tokens * per_token * 2 / t);
+  const int32_t tp_per_node = std::min(t, std::max(1, cluster.devices_per_node));
+  const Time tp_layer =
+      t > 1 ? AllReduce(cluster, t, tp_per_node, 2.0 * rank_tokens * dims.hidden) : Time();
+  const Time tp_loss = t > 1 ? AllReduce(cluster, t, tp_per_node, 4.0 * rank_tokens) : Time();
+  const DeviceRates rates = cluster.rates();
+  const int32_t stages = partition.num_stages();
+  plan.collectives.resize(static_cast<size_t>(stages));
+  std::vector<double> stage_params(static_cast<size_t>(stages), 0.0);
+  const int32_t dp_per_node = std::max(1, cluster.devices_per_node / t);
+  const std::vector<SharedStateEdge> edges =
+      cp > 1 ? SharedStateEdges(model.layers, dims) : std::vector<SharedStateEdge>();
+  for (int32_t stage = 0; stage < stages; ++stage) {
+    StageCollectives& c = plan.collectives[stage];
+    if (cp > 1) AddContextParallel(config, partition, stage, edges, c);
+    double dense = 0;
+    double experts = 0;
+    for (int32_t index = partition.begin(stage); index < partition.end(stage); ++index) {
+      const LayerSpec& layer = model.layers[index];
+      const double routed = LayerRoutedExpertParams(layer, dims);
+      const double params = LayerParams(layer, dims);
+      plan.params += params;
+      if (t > 1) {
+        const double replicated = LayerReplicatedParams(layer, dims);
+        dense += (params - routed - replicated) / t + replicated;
+        experts += routed / ep / t;
+      } else {
+        dense += params - routed;
+        experts += routed / ep;
+      }
+      const bool recomputes =
+          layer_run.RecomputeOf(layer, static_cast<size_t>(index)) == Recompute::kFull;
+      if (routed > 0) {
+        c.ep_forward += ep_layer;
+        c.ep_backward += ep_layer * (recomputes ? 2 : 1);
+      }
+      if (t == 1) continue;
+      switch (layer.kind) {
+        case LayerKind::kEmbedding:
+          c.tp_forward += tp_layer;
+          break;
+        case LayerKind::kHead:
+          c.tp_forward += tp_loss * 3;
+          break;
+        case LayerKind::kDecoder: {
+          LayerKernelTimes kernels;
+          if (TpOverlaps(config)) {
+            LayerRun one = layer_run;
+            one.recompute = Recompute::kNone;  // ExposeTp adds the recomputed forward's GEMMs
+            kernels = Csa2LayerKernelTimes(layer, dims, model.seq_len, model.micro_batch_size, one,
+                                           rates);
+          }
+          const TpExposure exposure = ExposeTp(config, tp_layer, recomputes ? 1.0 : 0.0, kernels);
+          c.tp_forward += exposure.forward;
+          c.tp_backward += exposure.backward;
+          break;
+        }
+      }
+    }
+    stage_params[stage] = dense + experts;
+    c.dp_reduce = DenseAndExperts(cluster, Collective::kAllReduce, reducers, dp_per_node, ep,
+                                  dense * kGradientBytes, experts * kGradientBytes);
+    c.dp_buckets =
+        DenseAndExpertBuckets(BucketsOf(parallel), d, cluster, Collective::kAllReduce, reducers,
+                              dp_per_node, ep, dense * kGradientBytes, experts * kGradientBytes);
+  }
+  plan.rank_params = RankParams(schedule, stage_params);
+  if (d == 1 && ep == 1 && cp == 1 && t == 1) {
+    plan.collectives.clear();
+    return plan;
+  }
+  plan.optimizer_step =
+      OptimizerSteps(config, schedule, stage_params,
+                     (parallel.distributed_optimizer || parallel.zero_stage >= 1) ? reducers : 1);
+  return plan;
 }
 
 }  // namespace

@@ -9,6 +9,7 @@
 
 #include "io/config.h"
 #include "lower/lower.h"
+#include "model/layer_costs.h"
 #include "schedule/partition.h"
 #include "schedule/schedule.h"
 
@@ -30,10 +31,15 @@ Status CheckContextParallel(const Config& config, const ConfigLocations& locatio
 // FP8 and fused kernels; for CSA2 layer lists the efficiency. Empty for uniform models.
 std::vector<std::pair<std::string, std::string>> CostAssumptions(const Config& config);
 
+// How a CSA2 layer list's layers run on one rank (model/layer_costs.h): ep, the context shards,
+// tp and sequence parallelism, the recomputation; with `partition` and recompute_num_layers the
+// layers that recompute (Megatron's block method: the first N decoders of each pipeline chunk).
+LayerRun LayerRunOf(const Config& config, const Partition* partition = nullptr);
+
 struct ParallelPlan {
   std::vector<StageCollectives> collectives;  // [stage]; empty when tp = dp = 1
   std::vector<Time> optimizer_step;           // [rank]
-  int32_t world_size = 0;                     // pp · tp · dp; 0 = not a transformer run
+  int32_t world_size = 0;                     // pp · tp · cp · dp; 0 = not a layer-list run
   int64_t tokens_per_iteration = 0;           // m · b · s · dp
   double hardware_flops_per_iteration = 0;    // with recomputation (Megatron's TFLOP/s basis)
   double model_flops_per_iteration = 0;       // without (MFU's basis)
@@ -42,8 +48,9 @@ struct ParallelPlan {
   std::vector<double> rank_params;  // [rank] parameters one device holds (its stages, / tp)
   int32_t shard_ranks = 1;          // ranks ZeRO / FSDP shards over (dp·cp, or a node's share)
 };
-// Transformer models: TP, CP, EP and DP. CSA2 layer-list models: CP, EP and DP (tp = 1),
-// parameters and FLOPs from the csa2.md formulas (model/layer_costs.h), CP's all-gathers as the
+// Transformer models: TP, CP, EP and DP. CSA2 layer-list models: TP, CP, EP and DP, parameters
+// (per TP rank: the replicated ones whole, the rest / t) and FLOPs (with recomputation in the
+// hardware FLOPs) from the csa2.md formulas (model/layer_costs.h), CP's all-gathers as the
 // cp_forward / cp_backward collectives. Other models: empty.
 ParallelPlan PlanParallel(const Config& config, const Partition& partition,
                           const Schedule& schedule);

@@ -13,6 +13,7 @@
 #include "core/suggest.h"
 #include "core/units.h"
 #include "io/hf_config.h"
+#include "model/layer_costs.h"
 #include "model/model_spec.h"
 #include "schedule/generator.h"
 #include "schedule/schedule_csv.h"
@@ -320,9 +321,24 @@ Result<PreparedRun> PrepareRun(const RunFlags& flags) {
   }
   const bool csa2_layers = run.config.model.is_layer_list() && !run.config.model.is_transformer();
   if (csa2_layers && run.config.parallel.tp > 1) {
-    return Error{run.locations.Where("parallel.tp") +
-                 "tensor parallelism is simulated for transformer models (model.type: "
-                 "transformer) so far; a CSA2 layer list takes pp, cp, dp and ep"};
+    const ParallelSpec& parallel = run.config.parallel;
+    const std::string where = run.locations.Where("parallel.tp");
+    if (!run.config.cluster.given) {
+      return Error{where + std::to_string(parallel.tp) +
+                   " tensor-parallel ranks: their collectives need a cluster to run on; add one "
+                   "(cluster: {preset: h800x2}, stagecraft list presets)"};
+    }
+    const Status split =
+        CheckLayerTensorParallel(run.config.model.layers, run.config.model.dims, parallel.tp);
+    if (!split.ok()) return Error{where + split.error().message};
+    const int64_t rank_tokens = run.config.model.tokens_per_microbatch() / std::max(1, parallel.cp);
+    if (parallel.sequence_parallel && rank_tokens % parallel.tp != 0) {
+      return Error{where + std::to_string(parallel.tp) +
+                   " with sequence_parallel does not divide " + "the " +
+                   std::to_string(rank_tokens) +
+                   " tokens of a microbatch on one context-parallel rank (each TP rank holds "
+                   "s·b/(cp·tp) of them); pick a divisor or a seq_len that fits"};
+    }
   }
   STAGECRAFT_RETURN_IF_ERROR(CheckContextParallel(run.config, run.locations));
   if (csa2_layers && run.config.parallel.ep > 1 &&

@@ -14,8 +14,9 @@ int64_t RankTokens(const ModelSpec& model, int32_t context_parallel) {
 }
 
 std::vector<StageCost> StageCosts(const ModelSpec& model, const Partition& partition,
-                                  int32_t context_parallel) {
-  const int64_t hidden = HiddenBytesPerToken(model.dims) * RankTokens(model, context_parallel);
+                                  int32_t context_parallel, int32_t tensor_parallel) {
+  const int64_t hidden = HiddenBytesPerToken(model.dims) * RankTokens(model, context_parallel) /
+                         std::max(1, tensor_parallel);
   std::vector<StageCost> costs(static_cast<size_t>(partition.num_stages()));
   for (int32_t stage = 0; stage < partition.num_stages(); ++stage) {
     StageCost& cost = costs[stage];
@@ -217,7 +218,8 @@ std::vector<PolicyEstimate> EstimatePolicies(const StateFlow& flow, const ModelS
 LayerPipeline BuildLayerPipeline(const ModelSpec& model, const Partition& partition,
                                  const LayerPipelineOptions& options) {
   LayerPipeline pipeline;
-  pipeline.stage_costs = StageCosts(model, partition, options.context_parallel);
+  pipeline.stage_costs =
+      StageCosts(model, partition, options.context_parallel, options.tensor_parallel);
   pipeline.flows = GroupFlows(model, partition, options.context_parallel);
   for (StateFlow& flow : pipeline.flows) ChoosePolicy(flow, model, options);
   return pipeline;

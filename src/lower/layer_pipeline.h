@@ -25,11 +25,16 @@ struct LayerPipelineOptions {
   // only, so bytes and shadow work per transfer are 1/cp of the microbatch's. REQUIRES: divides
   // the microbatch's tokens.
   int32_t context_parallel = 1;
+  // Tensor-parallel ranks: each sends 1/t of the hidden state across a cut (Megatron's
+  // scatter / gather of the pipeline send; with sequence parallelism its s/t tokens), and each
+  // ships the whole of every shared state, which is replicated over the TP ranks (doc/csa2.md,
+  // "Tensor parallelism"). REQUIRES: divides the hidden bytes of a CP rank's tokens.
+  int32_t tensor_parallel = 1;
 };
 
 struct LayerPipeline {
   std::vector<StageCost> stage_costs;  // [stage] sums of its layers; p2p = hidden state at cut
-                                       // (one CP rank's share)
+                                       // (one CP and TP rank's share)
   std::vector<StateFlow> flows;        // one per (producer layer, state kind), by producer;
                                        // bytes of one CP rank's shard
   bool operator==(const LayerPipeline&) const = default;

@@ -7,6 +7,7 @@
 #include <algorithm>
 #include <cassert>
 #include <cmath>
+#include <string>
 
 #include "model/layer_kernels.h"
 
@@ -31,11 +32,6 @@ double DenseWidth(const Csa2Dims& dims) {
 // Positions per candidate block: the pool is <= candidate_blocks × 8 positions (csa2.md,
 // "Indexer: ... candidate pool <= 2048 blocks × 8 positions").
 constexpr int64_t kCandidateBlockPositions = 8;
-
-// Korthikanti et al. 2023 ("Reducing Activation Recomputation in Large Transformer Models"),
-// §4.1 / Table 2: 34·s·b·h bytes per transformer layer without the attention-score term (5·a·s²·b
-// is dropped: the CSA2 attention is sparse and fused).
-constexpr int64_t kActivationBytesPerHidden = 34;
 
 // Σ_{t=1..S} min(t, window): the sliding-window keys each query position sees.
 double SumWindow(int64_t seq_len, int64_t window) {
@@ -125,22 +121,6 @@ double MlpFlopsPerToken(const LayerSpec& layer, const Csa2Dims& dims) {
   }
   return 2.0 * 3.0 * d * dims.expert_width * (dims.experts_per_token + dims.shared_experts) +
          2.0 * d * dims.routed_experts;
-}
-
-// Bytes a layer holds from F until its backward, per token. Decoder: 34·d (Korthikanti Table 2,
-// see above). Embedding: 0 (a gather keeps only the token ids; no dropout in pre-training).
-// Head: its final-norm and projection inputs, 2·d + 2·d bf16, plus fp32 logits for the loss,
-// 4·V (Korthikanti §4.3, "Input Embeddings, Last Layer Normalization, and Output Layer").
-int64_t ActivationBytesPerToken(const LayerSpec& layer, const Csa2Dims& dims) {
-  switch (layer.kind) {
-    case LayerKind::kEmbedding:
-      return 0;
-    case LayerKind::kDecoder:
-      return kActivationBytesPerHidden * dims.hidden;
-    case LayerKind::kHead:
-      return 4 * int64_t{dims.hidden} + 4 * int64_t{dims.vocab};
-  }
-  return 0;
 }
 
 Time FlopsToTime(double flops, double flops_per_second) {
@@ -246,73 +226,211 @@ double LayerLocalFlops(const LayerSpec& layer, const Csa2Dims& dims, int32_t seq
          (layer.engram ? 2.0 * EngramProjectionParams(dims) * tokens : 0.0);
 }
 
-// Bytes one microbatch's forward moves through HBM: the weights it reads (bf16) and its
-// activations (written once).
-double LayerBytes(const LayerSpec& layer, const Csa2Dims& dims, double tokens,
-                  int32_t expert_parallel) {
+// Bytes one microbatch's forward moves through HBM on one rank: the weights it reads (bf16,
+// this TP rank's share) and its activations (written once).
+double LayerBytes(const LayerSpec& layer, const Csa2Dims& dims, double tokens, const LayerRun& run,
+                  int64_t activation_bytes) {
+  const double t = std::max(1, run.tensor_parallel);
+  const double replicated = LayerReplicatedParams(layer, dims);
   // The embedding gathers one row per token, not its whole table.
-  double weights =
-      layer.kind == LayerKind::kEmbedding ? tokens * dims.hidden : LayerParams(layer, dims);
-  const double routed = LayerRoutedExpertParams(layer, dims);
+  double weights = layer.kind == LayerKind::kEmbedding ? tokens * dims.hidden
+                   : t > 1 ? (LayerParams(layer, dims) - replicated) / t + replicated
+                           : LayerParams(layer, dims);
+  const double routed = LayerRoutedExpertParams(layer, dims) / t;
   if (routed > 0) {
     const double reached =
         std::min(static_cast<double>(dims.routed_experts), tokens * dims.experts_per_token);
-    weights -= routed - routed * reached / dims.routed_experts / expert_parallel;
+    weights -= routed - routed * reached / dims.routed_experts / std::max(1, run.expert_parallel);
   }
-  return 2.0 * weights + static_cast<double>(ActivationBytesPerToken(layer, dims)) * tokens;
+  return 2.0 * weights + static_cast<double>(activation_bytes);
 }
 
 namespace {
 
-// One CP rank's forward FLOPs: everything but the scoring split evenly, plus the busiest rank's
-// scoring (the ranks run in step). The whole layer's with one rank.
-double RankForwardFlops(const LayerSpec& layer, const ModelSpec& model,
-                        const ContextShards& context) {
+// One CP and TP rank's forward FLOPs: everything but the scoring split evenly over the CP
+// ranks, plus the busiest rank's scoring (the ranks run in step); of the CP rank's share, the
+// part tensor parallelism splits / t. The whole layer's with one rank.
+double RankForwardFlops(const LayerSpec& layer, const ModelSpec& model, const LayerRun& run) {
+  const ContextShards& context = run.context;
+  const int32_t cp = std::max(context.ranks, 1);
+  const double t = std::max(1, run.tensor_parallel);
   const double whole = LayerForwardFlops(layer, model.dims, model.seq_len, model.micro_batch_size);
-  if (context.ranks <= 1) return whole;
   const double scoring =
       LayerScoringFlops(layer, model.dims, model.seq_len, model.micro_batch_size);
-  return (whole - scoring) / context.ranks +
-         LayerScoringFlops(layer, model.dims, model.seq_len, model.micro_batch_size, context);
+  const double replicated =
+      LayerReplicatedFlops(layer, model.dims, model.seq_len, model.micro_batch_size) - scoring;
+  const double rank_scoring =
+      cp > 1 ? LayerScoringFlops(layer, model.dims, model.seq_len, model.micro_batch_size, context)
+             : scoring;
+  if (cp == 1 && t == 1) return whole;
+  // (Without tensor parallelism (whole − scoring) / cp + the busiest scoring, bit for bit.)
+  const double split = t > 1 ? (whole - scoring - replicated) / t + replicated : whole - scoring;
+  return cp > 1 ? split / cp + rank_scoring : split + scoring;
+}
+
+// What selective recomputation repeats under the FLOPs rule: the attention core (its heads / t)
+// and the indexer scoring of one rank.
+double RankCoreFlops(const LayerSpec& layer, const ModelSpec& model, const LayerRun& run) {
+  const int32_t cp = std::max(run.context.ranks, 1);
+  const double core =
+      LayerAttentionCoreFlops(layer, model.dims, model.seq_len, model.micro_batch_size);
+  const double scoring =
+      cp > 1
+          ? LayerScoringFlops(layer, model.dims, model.seq_len, model.micro_batch_size, run.context)
+          : LayerScoringFlops(layer, model.dims, model.seq_len, model.micro_batch_size);
+  return core / cp / std::max(1, run.tensor_parallel) + scoring;
 }
 
 }  // namespace
 
+Recompute LayerRun::RecomputeOf(const LayerSpec& layer, size_t index) const {
+  if (layer.kind != LayerKind::kDecoder) return Recompute::kNone;
+  if (recompute == Recompute::kFull && !recomputed.empty() &&
+      (index >= recomputed.size() || !recomputed[index])) {
+    return Recompute::kNone;
+  }
+  return recompute;
+}
+
+int64_t LayerActivationBytes(const LayerSpec& layer, const Csa2Dims& dims, int64_t tokens,
+                             const LayerRun& run, Recompute recompute) {
+  const double t = std::max(1, run.tensor_parallel);
+  const double sequence_split = run.sequence_parallel ? t : 1.0;
+  const double d = dims.hidden;
+  const double n = static_cast<double>(tokens);
+  switch (layer.kind) {
+    case LayerKind::kEmbedding:
+      return 0;
+    case LayerKind::kHead:
+      return std::llround(n * (4 * d / sequence_split + 4.0 * dims.vocab / t));
+    case LayerKind::kDecoder:
+      break;
+  }
+  if (recompute == Recompute::kFull) {
+    return std::llround(n * static_cast<double>(HiddenBytesPerToken(dims)) / sequence_split);
+  }
+  return std::llround(KorthikantiLayerBytes(n * d, t, 0.0, run.sequence_parallel, recompute));
+}
+
 void EstimateLayerCosts(ModelSpec& model, double flops_per_second, double bytes_per_second,
-                        int32_t expert_parallel, const ContextShards& context,
-                        const DeviceRates* device) {
+                        const LayerRun& run, const DeviceRates* device) {
   assert(flops_per_second > 0);
-  const int64_t tokens = model.tokens_per_microbatch() / std::max(context.ranks, 1);
-  for (LayerSpec& layer : model.layers) {
+  const int64_t tokens = model.tokens_per_microbatch() / std::max(run.context.ranks, 1);
+  for (size_t index = 0; index < model.layers.size(); ++index) {
+    LayerSpec& layer = model.layers[index];
+    const Recompute recompute = run.RecomputeOf(layer, index);
+    const int64_t activations = LayerActivationBytes(layer, model.dims, tokens, run, recompute);
     const bool derived_by_kernels = layer.forward == Time() && device != nullptr;
     if (derived_by_kernels) {
       // All three from the kernels (an embedding's input gradient is none: it stays 0).
-      const LayerKernelTimes times =
-          Csa2LayerKernelTimes(layer, model.dims, model.seq_len, model.micro_batch_size,
-                               std::max(1, expert_parallel), context, *device);
+      LayerRun layer_run = run;
+      layer_run.recompute = recompute;
+      const LayerKernelTimes times = Csa2LayerKernelTimes(
+          layer, model.dims, model.seq_len, model.micro_batch_size, layer_run, *device);
       layer.forward = FromSeconds(times.forward);
       if (layer.input_grad == Time()) layer.input_grad = FromSeconds(times.input_grad);
       if (layer.weight_grad == Time()) layer.weight_grad = FromSeconds(times.weight_grad);
     } else if (layer.forward == Time()) {
-      const double flops = RankForwardFlops(layer, model, context);
+      const double flops = RankForwardFlops(layer, model, run);
       layer.forward = FlopsToTime(flops, flops_per_second);
       if (bytes_per_second > 0) {
-        const Time memory = FlopsToTime(LayerBytes(layer, model.dims, static_cast<double>(tokens),
-                                                   std::max(1, expert_parallel)),
-                                        bytes_per_second);
+        const Time memory = FlopsToTime(
+            LayerBytes(layer, model.dims, static_cast<double>(tokens), run, activations),
+            bytes_per_second);
         layer.forward = std::max(layer.forward, memory);
       }
+      // Backward ≈ 2 × forward, I ≈ W (csa2.md): each half the layer's forward time, and the
+      // recomputation on top of I.
+      if (layer.input_grad == Time()) {
+        layer.input_grad = layer.forward;
+        if (recompute == Recompute::kFull) {
+          layer.input_grad += layer.forward;
+        } else if (recompute == Recompute::kSelective || recompute == Recompute::kSelectiveOp) {
+          layer.input_grad += FlopsToTime(RankCoreFlops(layer, model, run), flops_per_second);
+        }
+      }
     }
-    // Backward ≈ 2 × forward, I ≈ W (csa2.md): each half equals the layer's forward time
-    // (for the FLOPs rule, and for a layer that gives its forward).
+    // A layer that gives its forward: each half of the backward equals it when not given.
     if (!derived_by_kernels) {
       if (layer.input_grad == Time()) layer.input_grad = layer.forward;
       if (layer.weight_grad == Time()) layer.weight_grad = layer.forward;
     }
-    if (layer.activation_bytes == 0) {
-      layer.activation_bytes = ActivationBytesPerToken(layer, model.dims) * tokens;
+    if (layer.activation_bytes == 0) layer.activation_bytes = activations;
+  }
+}
+
+double LayerReplicatedParams(const LayerSpec& layer, const Csa2Dims& dims) {
+  if (layer.kind != LayerKind::kDecoder) return 0.0;
+  const double d = dims.hidden;
+  double params = d * dims.query_latent + d * dims.head_dim;  // query down, shared KV head
+  const int64_t m = std::max(layer.compress_ratio, 1);
+  if (layer.attention == AttentionMode::kFull) {
+    params += CompressorParams(dims, m) +
+              static_cast<double>(dims.head_dim) * dims.indexer_key_dim + dims.indexer_key_dim;
+  }
+  if (layer.attention == AttentionMode::kFull || layer.attention == AttentionMode::kReindex) {
+    params += IndexerQueryParams(dims);
+  }
+  if (layer.mlp == MlpKind::kMoe) params += d * dims.routed_experts;  // router
+  if (layer.engram) params += EngramProjectionParams(dims);
+  return params;
+}
+
+double LayerReplicatedFlops(const LayerSpec& layer, const Csa2Dims& dims, int32_t seq_len,
+                            int32_t micro_batch_size) {
+  if (layer.kind != LayerKind::kDecoder) return 0.0;
+  const double tokens = static_cast<double>(seq_len) * micro_batch_size;
+  const int64_t m = std::max(layer.compress_ratio, 1);
+  // Every replicated parameter is one multiply-add per token, but the indexer keys, one per
+  // compressed entry (tokens / m).
+  double flops = 2.0 * tokens * LayerReplicatedParams(layer, dims);
+  if (layer.attention == AttentionMode::kFull) {
+    flops -= 2.0 * tokens * static_cast<double>(dims.head_dim) * dims.indexer_key_dim *
+             (1.0 - 1.0 / static_cast<double>(m));
+    flops -= 2.0 * tokens * dims.indexer_key_dim;  // the key bias is not a multiply-add
+  }
+  return flops + LayerScoringFlops(layer, dims, seq_len, micro_batch_size);
+}
+
+double LayerAttentionCoreFlops(const LayerSpec& layer, const Csa2Dims& dims, int32_t seq_len,
+                               int32_t micro_batch_size) {
+  if (layer.kind != LayerKind::kDecoder) return 0.0;
+  const double core_per_key = 4.0 * dims.heads * dims.head_dim;
+  double keys = SumWindow(seq_len, dims.window);
+  if (layer.attention != AttentionMode::kSwaOnly) {
+    keys += SumCompressed(seq_len, std::max(layer.compress_ratio, 1), dims.top_k);
+  }
+  return core_per_key * keys * micro_batch_size;
+}
+
+Status CheckLayerTensorParallel(const std::vector<LayerSpec>& layers, const Csa2Dims& dims,
+                                int32_t tp) {
+  if (tp <= 1) return Status::Ok();
+  const std::string value = "tp " + std::to_string(tp);
+  for (size_t index = 0; index < layers.size(); ++index) {
+    const LayerSpec& layer = layers[index];
+    if (layer.kind != LayerKind::kDecoder) continue;
+    const std::string where = "layers[" + std::to_string(index) + "]: " + value;
+    if (dims.heads % tp != 0) {
+      return Error{where + " does not divide its " + std::to_string(dims.heads) +
+                   " query heads (tensor parallelism splits them); pick a divisor"};
+    }
+    if (dims.output_groups % tp != 0) {
+      return Error{where + " does not divide its " + std::to_string(dims.output_groups) +
+                   " output groups (each TP rank projects whole groups); pick a divisor"};
+    }
+    if (layer.mlp == MlpKind::kMoe && dims.expert_width % tp != 0) {
+      return Error{where + " does not divide its expert width " +
+                   std::to_string(dims.expert_width) +
+                   " (tensor parallelism splits every expert); pick a divisor"};
+    }
+    const int64_t dense = dims.dense_width > 0 ? dims.dense_width : 4 * int64_t{dims.hidden};
+    if (layer.mlp == MlpKind::kDense && dense % tp != 0) {
+      return Error{where + " does not divide its dense MLP width " + std::to_string(dense) +
+                   " (tensor parallelism splits it); pick a divisor"};
     }
   }
+  return Status::Ok();
 }
 
 }  // namespace stagecraft

@@ -4,6 +4,7 @@
 #pragma once
 
 #include <cstdint>
+#include <vector>
 
 #include "core/result.h"
 #include "hardware/kernel_model.h"
@@ -42,27 +43,81 @@ double LayerScoringFlops(const LayerSpec& layer, const Csa2Dims& dims, int32_t s
 double LayerLocalFlops(const LayerSpec& layer, const Csa2Dims& dims, int32_t seq_len,
                        int32_t micro_batch_size);
 
+// How a layer list runs on one rank: the parallel splits of its layers and the recomputation.
+struct LayerRun {
+  int32_t expert_parallel = 1;  // a rank holds 1/ep of the routed experts
+  ContextShards context;        // cp ranks, each holding its shard of the sequence
+  // Tensor parallelism (Megatron's column / row split, doc/csa2.md "Tensor parallelism"): the
+  // query up-projection, the attention core and the output projections by head (output
+  // group), the experts' and the dense MLP's width, the head's vocabulary; the query
+  // down-projection, the shared KV head, the compressor and the indexer replicated.
+  int32_t tensor_parallel = 1;
+  bool sequence_parallel = false;  // norms and residual mixing on s/t tokens; activations / t
+  Recompute recompute = Recompute::kNone;
+  // With kFull: which layers recompute ([layer index]; Megatron's block method gives the first
+  // recompute_num_layers decoders of each pipeline chunk); empty = every decoder.
+  std::vector<bool> recomputed;
+
+  // The recomputation of layers[index]: `recompute`, or kNone for a layer `recomputed` leaves
+  // out (and for the embedding and the head, which Megatron never recomputes).
+  Recompute RecomputeOf(const LayerSpec& layer, size_t index) const;
+};
+
 // Fills every zero cost of model.layers: forward = FLOPs / flops_per_second; backward 2× forward
 // split evenly into input_grad and weight_grad (csa2.md: "Backward ≈ 2 × forward for trainable
 // matmuls (split I ≈ W)"), so each zero half becomes the layer's forward time (given or derived);
-// activation_bytes = 34·d bytes per token for a decoder layer (Korthikanti et al. 2023, Table 2,
-// without the attention-score term: the attention is sparse and fused), 0 for the embedding, and
-// 4·d + 4·V for the head (norm and projection inputs in bf16, fp32 logits; ibid. §4.3). Given
-// costs are kept. With bytes_per_second > 0 (HBM bandwidth × efficiency) a derived forward is
-// max(FLOPs / flops_per_second, bytes / bytes_per_second), the bytes being the weights the
-// microbatch reads (bf16; a MoE layer reads the min(E, tokens·k_e) experts its tokens reach, of
-// which a device holds 1/expert_parallel) plus its activations written. REQUIRES:
-// flops_per_second > 0 (peak × efficiency), expert_parallel >= 1.
+// activation_bytes from LayerActivationBytes. Given costs are kept as they are (they include
+// whatever recomputation and splitting the measured run had). With bytes_per_second > 0 (HBM
+// bandwidth × efficiency) a derived forward is max(FLOPs / flops_per_second, bytes /
+// bytes_per_second), the bytes being the weights the microbatch reads (bf16, this rank's
+// share; a MoE layer reads the min(E, tokens·k_e) experts its tokens reach, of which a device
+// holds 1/expert_parallel) plus its activations written. REQUIRES: flops_per_second > 0 (peak ×
+// efficiency), run.expert_parallel >= 1, run.tensor_parallel >= 1 (CheckLayerTensorParallel).
 // With context parallelism (context.ranks = cp > 1) the derived costs are one CP rank's: the CP
 // ranks run in step, so a layer takes its busiest rank's time — everything but the indexer
 // scoring / cp, plus the scoring of the busiest rank (LayerScoringFlops); the bytes bound, the
 // activations and the expert reach count the rank's s·b/cp tokens (each rank still reads every
 // weight). Given costs are taken as one CP rank's. REQUIRES: seq_len splits into the shards.
+// With tensor parallelism the split FLOPs are / t, the replicated ones (LayerReplicatedFlops)
+// whole. Recomputation adds to a derived input_grad the layer's forward (full) or its attention
+// core with the indexer scoring (selective; selective-op as transformer_kernels.h).
 // With `device` (the kernel model, hardware/kernel_model.h) a layer with no forward given gets
 // all three times from its kernels (model/layer_kernels.h) instead of the FLOPs rule above.
 void EstimateLayerCosts(ModelSpec& model, double flops_per_second, double bytes_per_second = 0,
-                        int32_t expert_parallel = 1, const ContextShards& context = {},
-                        const DeviceRates* device = nullptr);
+                        const LayerRun& run = {}, const DeviceRates* device = nullptr);
+
+// Bytes one layer stores from F until its backward for one microbatch on one rank (s·b/cp
+// tokens): a decoder per Korthikanti et al. 2023 Table 2 with the hidden d and no attention-score
+// term (CSA2's attention and indexer kernels are fused: KorthikantiLayerBytes with score 0) —
+// 34·d per token, sbd·(10 + 24/t) with tensor parallelism, 34·sbd/t with sequence parallelism;
+// selective recomputation keeps the same (the term it frees is the score term); full keeps the
+// layer's input, the hc residual streams (2·hc·d per token, / t with sequence parallelism).
+// Embedding 0; head 4·d (/ t with sequence parallelism) + 4·V/t (fp32 logits of this rank's
+// vocabulary share; ibid. §4.3).
+int64_t LayerActivationBytes(const LayerSpec& layer, const Csa2Dims& dims, int64_t tokens,
+                             const LayerRun& run, Recompute recompute);
+
+// The forward FLOPs of LayerForwardFlops that tensor parallelism does not split (every TP rank
+// does them whole): the query down-projection, the shared KV head, a full layer's compressor
+// and indexer keys, the indexer query and head weights with the scoring (full, reindex), the
+// router and the Engram projection. Whole microbatch.
+double LayerReplicatedFlops(const LayerSpec& layer, const Csa2Dims& dims, int32_t seq_len,
+                            int32_t micro_batch_size);
+// The attention core of LayerForwardFlops without the indexer: 4·n_h·c per (query, key) over the
+// window and the top-k compressed entries. Whole microbatch, all heads.
+double LayerAttentionCoreFlops(const LayerSpec& layer, const Csa2Dims& dims, int32_t seq_len,
+                               int32_t micro_batch_size);
+
+// Tensor parallelism of a layer list: `tp` must divide the query heads and the output groups of
+// every decoder, the expert width of every MoE decoder and the dense width of every dense one.
+// The error starts with "layers[N]: " naming the first layer that cannot be split.
+Status CheckLayerTensorParallel(const std::vector<LayerSpec>& layers, const Csa2Dims& dims,
+                                int32_t tp);
+
+// Of LayerParams, those tensor parallelism replicates on every TP rank (the query
+// down-projection, the shared KV head, the compressor, the indexer, the router, the Engram
+// projection): a rank holds these plus (LayerParams − these) / t.
+double LayerReplicatedParams(const LayerSpec& layer, const Csa2Dims& dims);
 
 // Parameters of one layer (csa2.md "Per-layer cost formulas"): decoder attention projections P
 // (≈126.6M), plus for a full layer the compressor d·c·(1 + [m>1]), the indexer-key projection

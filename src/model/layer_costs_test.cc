@@ -11,6 +11,18 @@
 namespace stagecraft {
 namespace {
 
+// A LayerRun with only its context shards, or only its expert-parallel ranks, set.
+LayerRun ContextRun(const ContextShards& context) {
+  LayerRun run;
+  run.context = context;
+  return run;
+}
+LayerRun ExpertRun(int32_t expert_parallel) {
+  LayerRun run;
+  run.expert_parallel = expert_parallel;
+  return run;
+}
+
 // doc/csa2.md, "Per-layer cost formulas" table (V4.1-Flash dims, exact): the attention projections'
 // parameters P = d·d_c + d_c·n_h·c + d·c + n_h·c·d_g + g·d_g·d, and the indexer query's FLOPs per
 // token.
@@ -257,16 +269,16 @@ TEST(ContextParallelCostTest, EstimatePerRank) {
   EstimateLayerCosts(whole, flops);
   for (bool zigzag : {true, false}) {
     ModelSpec one_rank = ContextParallelModel();
-    EstimateLayerCosts(one_rank, flops, 0, 1, ContextShards{1, zigzag});
+    EstimateLayerCosts(one_rank, flops, 0, ContextRun(ContextShards{1, zigzag}));
     EXPECT_EQ(one_rank, whole);
   }
   ModelSpec zigzag = ContextParallelModel();
-  EstimateLayerCosts(zigzag, flops, 0, 1, ContextShards{4, true});
+  EstimateLayerCosts(zigzag, flops, 0, ContextRun(ContextShards{4, true}));
   const int64_t layers = static_cast<int64_t>(whole.layers.size());
   EXPECT_NEAR(static_cast<double>(TotalForward(zigzag).ns()),
               static_cast<double>(TotalForward(whole).ns()) / 4, static_cast<double>(layers));
   ModelSpec contiguous = ContextParallelModel();
-  EstimateLayerCosts(contiguous, flops, 0, 1, ContextShards{4, false});
+  EstimateLayerCosts(contiguous, flops, 0, ContextRun(ContextShards{4, false}));
   EXPECT_GT(TotalForward(contiguous).ns(), TotalForward(zigzag).ns() * 21 / 20);
   for (size_t layer = 0; layer < whole.layers.size(); ++layer) {
     EXPECT_EQ(zigzag.layers[layer].activation_bytes * 4, whole.layers[layer].activation_bytes);
@@ -361,14 +373,14 @@ TEST(LayerCostsTest, RooflineAndExpertSharding) {
   const double flops = 989.5e12 * 0.4;
   const double bytes = 3.35e12 * 0.8;
   ModelSpec one = model;
-  EstimateLayerCosts(one, flops, bytes, 1);
+  EstimateLayerCosts(one, flops, bytes);
   const double routed = 384.0 * 3 * 5120 * 2304;
   const double weights = LayerParams(moe, one.dims);
   const double expected = (2 * weights + 34.0 * 5120 * 4096) / bytes;
   EXPECT_NEAR(one.layers[0].forward.ns() * 1e-9, expected, 1e-6);
   EXPECT_GT(one.layers[0].forward.ns() * 1e-9, LayerForwardFlops(moe, one.dims, 4096, 1) / flops);
   ModelSpec sharded = model;
-  EstimateLayerCosts(sharded, flops, bytes, 16);
+  EstimateLayerCosts(sharded, flops, bytes, ExpertRun(16));
   EXPECT_EQ(sharded.layers[0].forward.ns(),
             std::llround(LayerForwardFlops(moe, sharded.dims, 4096, 1) / flops * 1e9));
   EXPECT_GT(routed, 0.9 * weights);  // the experts are most of the layer

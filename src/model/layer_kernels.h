@@ -12,9 +12,18 @@
 
 namespace stagecraft {
 
-// REQUIRES: seq_len splits into the context shards (LayerScoringFlops), expert_parallel >= 1.
+// With tensor parallelism (run.tensor_parallel = t) the times of one TP rank: the query
+// up-projection and the grouped output projection (column-parallel, by head and output group),
+// the output projection (row-parallel), the experts' and the dense MLP's width, the attention
+// core (its heads) and the head's vocabulary / t; the query down-projection, the shared KV head,
+// the compressor, the indexer (its projections, scoring and top-k) and the router whole on
+// every rank; the norms and residual mixing on the rank's s/t tokens with sequence parallelism.
+// run.recompute is this layer's (AddRecomputation; selective repeats the attention core and
+// the indexer scoring, both fused attention-rate kernels).
+// REQUIRES: seq_len splits into the context shards (LayerScoringFlops), run.expert_parallel >= 1,
+// t divides what it splits (CheckLayerTensorParallel).
 LayerKernelTimes Csa2LayerKernelTimes(const LayerSpec& layer, const Csa2Dims& dims, int32_t seq_len,
-                                      int32_t micro_batch_size, int32_t expert_parallel,
-                                      const ContextShards& context, const DeviceRates& device);
+                                      int32_t micro_batch_size, const LayerRun& run,
+                                      const DeviceRates& device);
 
 }  // namespace stagecraft

@@ -11,6 +11,13 @@
 namespace stagecraft {
 namespace {
 
+// A LayerRun with only its context shards set.
+LayerRun ContextRun(const ContextShards& context) {
+  LayerRun run;
+  run.context = context;
+  return run;
+}
+
 constexpr int32_t kSeqLen = 4096;
 
 DeviceRates Rates(const char* preset) { return ClusterFromPreset(preset).value().rates(); }
@@ -31,7 +38,7 @@ LayerSpec OfKind(LayerKind kind) {
 
 LayerKernelTimes Times(const LayerSpec& layer, const DeviceRates& device,
                        const ContextShards& context = {}) {
-  return Csa2LayerKernelTimes(layer, Csa2Dims{}, kSeqLen, 1, 1, context, device);
+  return Csa2LayerKernelTimes(layer, Csa2Dims{}, kSeqLen, 1, ContextRun(context), device);
 }
 
 // Σ over query positions t = 1..S of min(t, window), and of min(⌊t/m⌋, cap): the keys a query
@@ -112,17 +119,17 @@ TEST(Csa2LayerKernelsTest, EstimateLayerCostsUsesKernelTimes) {
                   Decoder(AttentionMode::kReuse, 4), given, OfKind(LayerKind::kHead)};
   const std::vector<LayerSpec> before = model.layers;
   // The FLOPs rate is what a layer without a device would use: far off, to show it is unused.
-  EstimateLayerCosts(model, 1e18, 0, 1, {}, &h100);
+  EstimateLayerCosts(model, 1e18, 0, {}, &h100);
   for (size_t index : {1, 2, 4}) {
     const LayerKernelTimes times =
-        Csa2LayerKernelTimes(before[index], model.dims, kSeqLen, 1, 1, ContextShards{}, h100);
+        Csa2LayerKernelTimes(before[index], model.dims, kSeqLen, 1, LayerRun{}, h100);
     EXPECT_EQ(model.layers[index].forward, FromSeconds(times.forward)) << index;
     EXPECT_EQ(model.layers[index].input_grad, FromSeconds(times.input_grad)) << index;
     EXPECT_EQ(model.layers[index].weight_grad, FromSeconds(times.weight_grad)) << index;
   }
   // The embedding's kernels have no input gradient (0 s), and derived by the kernels it stays 0.
   const LayerKernelTimes embedding =
-      Csa2LayerKernelTimes(before[0], model.dims, kSeqLen, 1, 1, ContextShards{}, h100);
+      Csa2LayerKernelTimes(before[0], model.dims, kSeqLen, 1, LayerRun{}, h100);
   EXPECT_EQ(embedding.input_grad, 0.0);
   EXPECT_EQ(model.layers[0].forward, FromSeconds(embedding.forward));
   EXPECT_EQ(model.layers[0].weight_grad, FromSeconds(embedding.weight_grad));

@@ -148,12 +148,15 @@ LayerKernelTimes DecoderKernelTimes(const TransformerSpec& spec, const Transform
       acc.Elementwise(tokens * qk * 10, 4);
     }
   }
-  LayerKernelTimes times = acc.HostBound();
-  if (run.recompute == Recompute::kFull) {
-    times.input_grad += run.recompute_fraction * times.forward;
-  } else if (run.recompute == Recompute::kSelective) {
+  return AddRecomputation(acc.HostBound(), run.recompute, run.recompute_fraction);
+}
+
+LayerKernelTimes AddRecomputation(LayerKernelTimes times, Recompute recompute, double fraction) {
+  if (recompute == Recompute::kFull) {
+    times.input_grad += fraction * times.forward;
+  } else if (recompute == Recompute::kSelective) {
     times.input_grad += times.attention_core;
-  } else if (run.recompute == Recompute::kSelectiveOp) {
+  } else if (recompute == Recompute::kSelectiveOp) {
     // Every op but the matmuls and the attention kernel, and every second matmul.
     times.input_grad += 0.5 * times.forward_gemm +
                         std::max(0.0, times.forward - times.forward_gemm - times.attention_core);

@@ -17,6 +17,11 @@ namespace stagecraft {
 // receiving ep·T·k_e/E tokens of the T on this rank: balanced routing).
 LayerKernelTimes DecoderKernelTimes(const TransformerSpec& spec, const TransformerRun& run,
                                     const DeviceRates& device, bool moe_layer);
+// `times` with the recomputation added to its input gradient: the forward (full; `fraction` of
+// it: the share of layers that recompute), the attention core (selective), or every op but the
+// matmuls and the attention kernel plus every second matmul (selective-op).
+LayerKernelTimes AddRecomputation(LayerKernelTimes times, Recompute recompute,
+                                  double fraction = 1.0);
 // The final norm, the output projection and the cross entropy.
 LayerKernelTimes HeadKernelTimes(const TransformerSpec& spec, const TransformerRun& run,
                                  const DeviceRates& device);

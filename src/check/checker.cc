@@ -229,36 +229,86 @@ void CheckOverlaps(const Schedule& schedule, std::vector<Violation>& out) {
   }
 }
 
+std::string JoinModes(const std::vector<P2pMode>& modes) {
+  std::string text;
+  for (size_t index = 0; index < modes.size(); ++index) {
+    if (index > 0) text += index + 1 == modes.size() ? " and " : ", ";
+    text += P2pModeName(modes[index]);
+  }
+  return text;
+}
+
+std::string DeadlockHint(P2pMode mode, bool explicit_comms) {
+  switch (mode) {
+    case P2pMode::kAsync:
+      return "reorder the actions in the cycle so each input is produced before the rank that "
+             "needs it blocks on it";
+    case P2pMode::kRendezvous:
+      return "order each rank's actions so that a send's receiver reaches the matching action "
+             "without first waiting on the sender";
+    case P2pMode::kTorchPipelining:
+      return explicit_comms
+                 ? "order each link's SEND and RECV actions alike, each RECV before the action "
+                   "that needs it"
+                 : "reorder the actions in the cycle; torch.distributed.pipelining stops on this "
+                   "order when it places the sends and receives (_add_send_recv: 'Malformed "
+                   "compute schedule')";
+  }
+  return "";
+}
+
+// A cycle among one (stage, microbatch)'s own actions on its rank: B or I before its F, W before
+// its I — what the order checks already report, so not a deadlock of its own.
+bool WithinOneAction(const TaskGraph& graph, const Deadlock& deadlock) {
+  if (deadlock.cycle.empty()) return false;
+  const Task& first = graph.tasks[deadlock.cycle.front().waiter];
+  return std::all_of(deadlock.cycle.begin(), deadlock.cycle.end(), [&](const WaitEdge& edge) {
+    const Task& task = graph.tasks[edge.waiter];
+    return task.kind == TaskKind::kCompute && task.action.stage == first.action.stage &&
+           task.action.microbatch == first.action.microbatch;
+  });
+}
+
+// One deadlock search per mode; identical findings (same stuck ranks and cycle) merge.
 void CheckDeadlocks(const Schedule& schedule, const std::vector<StageCost>& costs,
-                    const CheckOptions& options, std::vector<Violation>& out) {
-  for (P2pMode mode : {P2pMode::kAsync, P2pMode::kRendezvous}) {
-    if ((mode == P2pMode::kAsync && !options.check_async) ||
-        (mode == P2pMode::kRendezvous && !options.check_rendezvous)) {
-      continue;
-    }
+                    const CheckOptions& options, bool structure_sound,
+                    std::vector<Violation>& out) {
+  std::vector<std::pair<std::string, size_t>> found;  // (deadlock text, index in out)
+  for (P2pMode mode : options.modes) {
     LowerOptions lower = options.lower;
     lower.mode = mode;
     auto graph = Lower(schedule, costs, lower);
     if (!graph.ok()) {
-      out.push_back({ViolationKind::kMissingAction, -1, "", graph.error().message, ""});
-      return;
+      const bool comms = mode == P2pMode::kTorchPipelining && !schedule.rank_comms.empty();
+      if (comms) {
+        out.push_back({ViolationKind::kCommOrder, -1, "", graph.error().message,
+                       "torch.distributed.pipelining runs a compute_comms row as written: every "
+                       "transfer between ranks needs its SEND after the producer and its RECV "
+                       "before the consumer"});
+      } else if (structure_sound) {
+        out.push_back({ViolationKind::kMissingAction, -1, "", graph.error().message, ""});
+      }
+      continue;  // without structure there is no graph to search: the structural violations say why
     }
     const auto deadlock = FindDeadlock(graph.value());
-    if (!deadlock) continue;
-    const std::string stuck =
-        deadlock->blocked.empty()
-            ? ""
-            : FormatAction(graph.value().tasks[deadlock->blocked.front().head].action);
-    out.push_back({ViolationKind::kDeadlock,
-                   deadlock->blocked.empty() ? -1 : deadlock->blocked.front().rank, stuck,
-                   std::string("deadlock with ") + P2pModeName(mode) +
-                       " point-to-point: no action can run and work remains\n" +
-                       FormatDeadlock(graph.value(), *deadlock),
-                   mode == P2pMode::kRendezvous
-                       ? "order each rank's actions so that a send's receiver reaches the "
-                         "matching action without first waiting on the sender"
-                       : "reorder the actions in the cycle so each input is produced before "
-                         "the rank that needs it blocks on it"});
+    if (!deadlock || WithinOneAction(graph.value(), *deadlock)) continue;
+    const std::string text = FormatDeadlock(graph.value(), *deadlock);
+    const auto same = std::find_if(found.begin(), found.end(),
+                                   [&](const auto& entry) { return entry.first == text; });
+    if (same != found.end()) {
+      out[same->second].modes.push_back(mode);
+      continue;
+    }
+    const uint32_t culprit = DeadlockCulprit(graph.value(), *deadlock);
+    const Task& task = graph.value().tasks[culprit];
+    found.emplace_back(text, out.size());
+    out.push_back({ViolationKind::kDeadlock, task.rank, FormatAction(task.action), text,
+                   DeadlockHint(mode, !schedule.rank_comms.empty()), {mode}});
+  }
+  for (const auto& [text, index] : found) {
+    Violation& violation = out[index];
+    violation.message = "deadlock with " + JoinModes(violation.modes) +
+                        " point-to-point: no action can run and work remains\n" + text;
   }
 }
 
@@ -288,6 +338,8 @@ const char* ViolationKindName(ViolationKind kind) {
       return "stale-read";
     case ViolationKind::kBadOverlap:
       return "bad-overlap";
+    case ViolationKind::kCommOrder:
+      return "comm-order";
     case ViolationKind::kDeadlock:
       return "deadlock";
   }
@@ -320,11 +372,10 @@ std::vector<Violation> CheckSchedule(const Schedule& schedule,
                      return std::tuple(static_cast<int>(a.kind), a.rank) <
                             std::tuple(static_cast<int>(b.kind), b.rank);
                    });
-  if (violations.empty()) {
-    CheckStateOrder(schedule, options.lower.states, options.state_buffer_slots, violations);
-  }
-  if (violations.empty() && static_cast<int32_t>(stage_costs.size()) == schedule.num_stages) {
-    CheckDeadlocks(schedule, stage_costs, options, violations);
+  const bool structure_sound = violations.empty();
+  CheckStateOrder(schedule, options.lower.states, options.state_buffer_slots, violations);
+  if (static_cast<int32_t>(stage_costs.size()) == schedule.num_stages) {
+    CheckDeadlocks(schedule, stage_costs, options, structure_sound, violations);
   }
   return violations;
 }

@@ -1,6 +1,7 @@
-// The schedule checker behind `stagecraft check`: every violation, not the first — missing or
-// doubled actions, backward before forward, W before I, a stage on two ranks, and deadlocks
-// under either point-to-point mode (with the wait-for cycle).
+// The schedule checker behind `stagecraft check`: every violation of every class, not the first —
+// missing or doubled actions, backward before forward, W before I, a stage on two ranks, the
+// shared-state order, a compute_comms schedule's SEND/RECV list, and deadlocks under each
+// point-to-point mode asked for (with the wait-for cycle and the rank whose order closes it).
 #pragma once
 
 #include <cstdint>
@@ -27,6 +28,7 @@ enum class ViolationKind : uint8_t {
   kProducerBackwardFirst,  // a producer's backward runs before a consumer's (dState missing)
   kStaleRead,              // a bounded state buffer slot is overwritten before its last read
   kBadOverlap,             // an F&B pair that is not one forward and one independent backward
+  kCommOrder,              // a compute_comms schedule lacks, misplaces or invents a SEND/RECV
   kDeadlock,               // no action can run and work remains
 };
 const char* ViolationKindName(ViolationKind kind);
@@ -37,17 +39,21 @@ struct Violation {
   std::string action;   // the action concerned ("2B3"), or ""
   std::string message;  // what is wrong, and what it waits for
   std::string hint;     // how to fix it
+  std::vector<P2pMode> modes = {};  // kDeadlock: the p2p modes it deadlocks under
 };
 
 struct CheckOptions {
-  LowerOptions lower;       // costs and links do not change the verdict, only the report
-  bool check_async = true;  // look for deadlocks under async point-to-point
-  bool check_rendezvous = true;
+  LowerOptions lower;  // costs and links do not change the verdict, only the report
+  // The point-to-point modes to search for deadlocks under, in report order (empty: none).
+  std::vector<P2pMode> modes = {P2pMode::kAsync, P2pMode::kRendezvous, P2pMode::kTorchPipelining};
   int32_t state_buffer_slots = 0;  // > 0: each rank keeps k slots per state (stale-read check)
 };
 
-// Structural checks always; deadlock checks only when the structure is sound (a deadlock
-// analysis of a broken schedule would be noise). Violations are ordered by check, then rank.
+// Every class of check, each whatever the others found: structure, shared-state order, and a
+// deadlock search under each mode of options.modes whenever the schedule can be lowered (a
+// schedule that lacks or doubles actions cannot be, and says so through its structural
+// violations). A deadlock found identically under several modes is reported once, naming them
+// all. Violations are ordered by check, then rank.
 std::vector<Violation> CheckSchedule(const Schedule& schedule,
                                      const std::vector<StageCost>& stage_costs,
                                      const CheckOptions& options);

@@ -152,22 +152,25 @@ TEST(CheckerTest, ReportsEveryViolation) {
 }
 
 // Rank 0 waits for microbatch 0's gradient before sending microbatch 1's activation; rank 1
-// waits for microbatch 1's activation before producing microbatch 0's gradient. Deadlocks in
-// both modes.
+// waits for microbatch 1's activation before producing microbatch 0's gradient. A data cycle:
+// it deadlocks in every mode.
 TEST(CheckerTest, AsyncDeadlock) {
-  const auto violations = Check(FromCsv("0F0,0B0,0F1,0B1\n1F1,1B1,1F0,1B0\n"));
-  ASSERT_EQ(violations.size(), 2u) << FormatViolations(violations);
-  EXPECT_EQ(violations[0].kind, ViolationKind::kDeadlock);
-  EXPECT_EQ(violations[1].kind, ViolationKind::kDeadlock);
+  const Schedule schedule = FromCsv("0F0,0B0,0F1,0B1\n1F1,1B1,1F0,1B0\n");
+  const auto violations = Check(schedule);
+  ASSERT_FALSE(violations.empty());
+  std::vector<P2pMode> modes;
+  for (const Violation& violation : violations) {
+    EXPECT_EQ(violation.kind, ViolationKind::kDeadlock);
+    EXPECT_TRUE(Contains(violation.message, "wait-for cycle")) << violation.message;
+    modes.insert(modes.end(), violation.modes.begin(), violation.modes.end());
+  }
+  EXPECT_EQ(modes.size(), 3u) << FormatViolations(violations);  // each mode once
   EXPECT_TRUE(Contains(violations[0].message, "deadlock with async")) << violations[0].message;
-  EXPECT_TRUE(Contains(violations[1].message, "deadlock with rendezvous")) << violations[1].message;
-  EXPECT_TRUE(Contains(violations[0].message, "wait-for cycle")) << violations[0].message;
   EXPECT_EQ(violations[0].rank, 0);
   EXPECT_EQ(violations[0].action, "0B0");
   // Only async asked for: one violation.
   CheckOptions async_only;
-  async_only.check_rendezvous = false;
-  const Schedule schedule = FromCsv("0F0,0B0,0F1,0B1\n1F1,1B1,1F0,1B0\n");
+  async_only.modes = {P2pMode::kAsync};
   EXPECT_EQ(CheckSchedule(schedule, CostsFor(schedule), async_only).size(), 1u);
 }
 
@@ -187,8 +190,12 @@ TEST(CheckerTest, RendezvousOnlyDeadlock) {
   const auto violations = Check(schedule);
   ASSERT_EQ(violations.size(), 1u) << FormatViolations(violations);
   EXPECT_EQ(violations[0].kind, ViolationKind::kDeadlock);
+  EXPECT_EQ(violations[0].modes, std::vector<P2pMode>{P2pMode::kRendezvous});
   EXPECT_TRUE(Contains(violations[0].message, "rendezvous")) << violations[0].message;
   EXPECT_FALSE(violations[0].hint.empty());
+  // The swap is on rank 1: the report names rank 1 (the receiver that has not posted).
+  EXPECT_EQ(violations[0].rank, 1) << FormatViolations(violations);
+  EXPECT_EQ(violations[0].action, "1F1");
 
   LowerOptions options;
   const Result<TaskGraph> async_graph = Lower(schedule, CostsFor(schedule), options);
@@ -245,7 +252,8 @@ TEST(CheckerTest, GeneratedSchedulesAreClean) {
           const std::string name = generator.name;
           const bool zbv_rendezvous_deadlock =
               (name == "zb-v" && microbatches > pp) || name == "dualpipe" || name == "dualpipev";
-          for (P2pMode mode : {P2pMode::kAsync, P2pMode::kRendezvous}) {
+          for (P2pMode mode :
+               {P2pMode::kAsync, P2pMode::kRendezvous, P2pMode::kTorchPipelining}) {
             if (mode == P2pMode::kRendezvous && zbv_rendezvous_deadlock) continue;
             LowerOptions options;
             options.mode = mode;
@@ -256,7 +264,9 @@ TEST(CheckerTest, GeneratedSchedulesAreClean) {
                                                << FormatDeadlock(graph.value(), *deadlock);
           }
           CheckOptions check_options;
-          check_options.check_rendezvous = !zbv_rendezvous_deadlock;
+          if (zbv_rendezvous_deadlock) {
+            check_options.modes = {P2pMode::kAsync, P2pMode::kTorchPipelining};
+          }
           const auto violations = CheckSchedule(schedule.value(), costs, check_options);
           EXPECT_TRUE(violations.empty()) << where << "\n" << FormatViolations(violations);
           ++checked;
@@ -265,6 +275,111 @@ TEST(CheckerTest, GeneratedSchedulesAreClean) {
     }
   }
   EXPECT_GT(checked, 50);
+}
+
+// Issue 13 item 6, acceptance: the published ZB-V, DualPipe and DualPipeV orders pass under the
+// runtime that runs them (torch.distributed.pipelining posts receives ahead), for
+// p in {4, 8, 16} and m in {2p, 4p}, although the strict NCCL-order mode deadlocks on them.
+TEST(CheckerTest, PublishedOrdersPassUnderTorchPipelining) {
+  int strict_deadlocks = 0;
+  for (const char* name : {"zb-v", "dualpipe", "dualpipev"}) {
+    const auto generator = FindScheduleGenerator(name);
+    ASSERT_TRUE(generator.ok()) << name;
+    for (int32_t pp : {4, 8, 16}) {
+      for (int32_t microbatches : {2 * pp, 4 * pp}) {
+        const int32_t vpp = std::string(name) == "dualpipe" ? 1 : 2;
+        const Result<Schedule> schedule =
+            generator.value()->generate({pp, vpp, microbatches, 0});
+        ASSERT_TRUE(schedule.ok()) << name << ": " << schedule.error().message;
+        const std::string where = std::string(name) + " p=" + std::to_string(pp) +
+                                  " m=" + std::to_string(microbatches);
+        CheckOptions torch;
+        torch.modes = {P2pMode::kTorchPipelining};
+        const auto costs = CostsFor(schedule.value());
+        const auto violations = CheckSchedule(schedule.value(), costs, torch);
+        EXPECT_TRUE(violations.empty()) << where << "\n" << FormatViolations(violations);
+        CheckOptions strict;
+        strict.modes = {P2pMode::kRendezvous};
+        strict_deadlocks += !CheckSchedule(schedule.value(), costs, strict).empty();
+      }
+    }
+  }
+  // The limitation the new mode lifts: all but DualPipe at p 4 (m 8, 16) deadlock there.
+  EXPECT_GT(strict_deadlocks, 0);
+}
+
+// Issue 13 item 6, acceptance: a planted swap still deadlocks in both modes. On rank 1 of ZB-V
+// (p 4, m 8) the first action 1F0 and the first forward of its second chunk, 6F0, trade places:
+// 6F0 needs 1F0's output (through ranks 2 and 3), so it is a data cycle, and the report names
+// rank 1 and the action run too early.
+TEST(CheckerTest, PlantedSwapDeadlocksInBothModes) {
+  Schedule schedule = GenerateZbV({4, 2, 8, 0}).value();
+  auto& row = schedule.rank_actions[1];
+  const auto first_six =
+      std::find_if(row.begin(), row.end(), [](const Action& action) {
+        return action.stage.value() == 6 && action.kind == ActionKind::kForward;
+      });
+  ASSERT_NE(first_six, row.end());
+  ASSERT_EQ(FormatAction(row.front()), "1F0");
+  std::iter_swap(row.begin(), first_six);
+  for (P2pMode mode : {P2pMode::kRendezvous, P2pMode::kTorchPipelining}) {
+    CheckOptions options;
+    options.modes = {mode};
+    const auto violations = CheckSchedule(schedule, CostsFor(schedule), options);
+    ASSERT_EQ(violations.size(), 1u) << P2pModeName(mode) << "\n" << FormatViolations(violations);
+    EXPECT_EQ(violations[0].kind, ViolationKind::kDeadlock);
+    EXPECT_EQ(violations[0].rank, 1) << FormatViolations(violations);
+    EXPECT_EQ(violations[0].action, "6F0") << FormatViolations(violations);
+  }
+}
+
+// The rendezvous-only swap (rank 1 takes microbatch 1 first) runs under torch's runtime: its
+// comm lowering posts rank 1's receives in the order rank 0 sends them, ahead of the compute.
+TEST(CheckerTest, ForwardSwapRunsUnderTorchPipelining) {
+  const Schedule schedule = FromCsv("0F0,0F1,0B0,0B1\n1F1,1F0,1B0,1B1\n");
+  CheckOptions torch;
+  torch.modes = {P2pMode::kTorchPipelining};
+  EXPECT_TRUE(CheckSchedule(schedule, CostsFor(schedule), torch).empty());
+}
+
+// Issue 13 item 5: structural violations no longer hide the deadlock search.
+TEST(CheckerTest, StructuralAndDeadlockBothReported) {
+  // Stage 1 split over two ranks (1B1 on rank 0), and rank 1 runs its microbatch-1 forward
+  // first: a deadlock under rendezvous only.
+  const Schedule schedule = FromCsv("0F0,0F1,1B1,0B0,0B1\n1F1,1F0,1B0\n");
+  const auto violations = Check(schedule);
+  EXPECT_EQ(OfKind(violations, ViolationKind::kStageOnTwoRanks).size(), 1u)
+      << FormatViolations(violations);
+  const auto deadlocks = OfKind(violations, ViolationKind::kDeadlock);
+  ASSERT_EQ(deadlocks.size(), 1u) << FormatViolations(violations);
+  EXPECT_EQ(deadlocks[0].modes, std::vector<P2pMode>{P2pMode::kRendezvous});
+  EXPECT_EQ(deadlocks[0].rank, 1);
+}
+
+// A compute_comms schedule is run as written: a link's RECVs posted in the other order than its
+// SENDs deadlock under torch-pipelining; the same rows in matching order pass.
+TEST(CheckerTest, ComputeCommsOrder) {
+  CheckOptions torch;
+  torch.modes = {P2pMode::kTorchPipelining};
+  const Schedule good = FromCsv(
+      "0F0,0SEND_F0,0F1,0SEND_F1,0RECV_B0,0RECV_B1,0B0,0B1\n"
+      "1RECV_F0,1RECV_F1,1F0,1B0,1SEND_B0,1F1,1B1,1SEND_B1\n");
+  EXPECT_TRUE(CheckSchedule(good, CostsFor(good), torch).empty());
+  const Schedule crossed = FromCsv(
+      "0F0,0SEND_F0,0F1,0SEND_F1,0RECV_B0,0RECV_B1,0B0,0B1\n"
+      "1RECV_F1,1RECV_F0,1F0,1B0,1SEND_B0,1F1,1B1,1SEND_B1\n");
+  const auto violations = CheckSchedule(crossed, CostsFor(crossed), torch);
+  ASSERT_EQ(violations.size(), 1u) << FormatViolations(violations);
+  EXPECT_EQ(violations[0].kind, ViolationKind::kDeadlock);
+  EXPECT_EQ(violations[0].rank, 1) << FormatViolations(violations);
+  const Schedule late = FromCsv(
+      "0F0,0SEND_F0,0F1,0SEND_F1,0RECV_B0,0RECV_B1,0B0,0B1\n"
+      "1F0,1RECV_F0,1RECV_F1,1B0,1SEND_B0,1F1,1B1,1SEND_B1\n");
+  const auto late_violations = CheckSchedule(late, CostsFor(late), torch);
+  ASSERT_EQ(late_violations.size(), 1u) << FormatViolations(late_violations);
+  EXPECT_EQ(late_violations[0].kind, ViolationKind::kCommOrder);
+  EXPECT_TRUE(Contains(late_violations[0].message, "rank 1: 1RECV_F0 comes after 1F0"))
+      << late_violations[0].message;
 }
 
 TEST(CheckerTest, FormatViolations) {

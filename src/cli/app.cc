@@ -82,7 +82,9 @@ void AddRunFlags(CLI::App& command, RunFlags& flags) {
       .add_option("--cost-p2p", flags.cost_p2p,
                   std::string("fixed time added to every transfer between two ranks ") + kTimeHelp)
       ->type_name("T");
-  command.add_option("--p2p", flags.p2p, "point-to-point semantics: async (default) or rendezvous")
+  command.add_option("--p2p", flags.p2p,
+                     "point-to-point semantics: async (default), rendezvous or torch-pipelining "
+                     "(stagecraft list p2p); check: the only mode searched")
       ->type_name("MODE");
   command
       .add_option("--state-policy", flags.state_policy,

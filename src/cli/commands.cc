@@ -134,7 +134,7 @@ void AddMultimodalInfo(const PreparedRun& run, const Simulated& simulated, RunIn
 bool StructureIsSound(const PreparedRun& run, std::ostream& err) {
   CheckOptions options;
   options.lower = run.lower;
-  options.check_async = options.check_rendezvous = false;
+  options.modes.clear();
   options.state_buffer_slots = run.config.schedule.state_buffer_slots;
   const auto violations = CheckSchedule(run.schedule, run.stage_costs, options);
   if (violations.empty()) return true;
@@ -250,24 +250,68 @@ int RunSimulate(const RunFlags& flags, const OutputFlags& output, std::ostream& 
   return kExitOk;
 }
 
+namespace {
+
+// "async, rendezvous or torch-pipelining".
+std::string ModeList(const std::vector<P2pMode>& modes) {
+  std::string text;
+  for (size_t index = 0; index < modes.size(); ++index) {
+    if (index > 0) text += index + 1 == modes.size() ? " or " : ", ";
+    text += P2pModeName(modes[index]);
+  }
+  return text;
+}
+
+// The modes `check` searches: the one --p2p names; for a schedule CSV, the runtime that reads
+// it (torch.distributed.pipelining); otherwise every mode.
+std::vector<P2pMode> CheckModes(const RunFlags& flags, const PreparedRun& run) {
+  if (flags.p2p) return {run.lower.mode};
+  if (!run.config.schedule.csv.empty()) return {P2pMode::kTorchPipelining};
+  std::vector<P2pMode> modes;
+  for (const auto& [name, mode] : P2pModeChoices()) modes.push_back(mode);
+  return modes;
+}
+
+}  // namespace
+
 int RunCheck(const RunFlags& flags, std::ostream& out, std::ostream& err) {
   auto run = PrepareRun(flags);
   if (!run.ok()) return Fail(err, run.error().message);
   PrintNotes(run.value(), err);
   CheckOptions options;
   options.lower = run.value().lower;
+  options.modes = CheckModes(flags, run.value());
   options.state_buffer_slots = run.value().config.schedule.state_buffer_slots;
   const auto violations = CheckSchedule(run.value().schedule, run.value().stage_costs, options);
   const Schedule& schedule = run.value().schedule;
+  const bool csv_default = !flags.p2p && !run.value().config.schedule.csv.empty();
+  const std::string why =
+      csv_default ? " (the runtime that reads schedule CSVs; --p2p rendezvous for NCCL's strict "
+                    "order)"
+                  : "";
   if (violations.empty()) {
     out << "check: ok: " << schedule.num_actions() << " actions on " << schedule.num_ranks
         << " ranks, " << schedule.num_stages << " stages, " << schedule.num_microbatches
-        << " microbatches; no deadlock under async or rendezvous point-to-point\n";
+        << " microbatches; no deadlock under " << ModeList(options.modes) << " point-to-point"
+        << why << "\n";
     return kExitOk;
+  }
+  std::vector<P2pMode> clean = options.modes;
+  for (const Violation& violation : violations) {
+    for (P2pMode mode : violation.modes) {
+      clean.erase(std::remove(clean.begin(), clean.end(), mode), clean.end());
+    }
   }
   out << FormatViolations(violations);
   out << "check: " << violations.size() << (violations.size() == 1 ? " violation" : " violations")
-      << " in " << run.value().label << "\n";
+      << " in " << run.value().label;
+  const bool any_deadlock =
+      std::any_of(violations.begin(), violations.end(),
+                  [](const Violation& violation) { return !violation.modes.empty(); });
+  if (any_deadlock && !clean.empty()) {
+    out << "; no deadlock under " << ModeList(clean) << " point-to-point" << why;
+  }
+  out << "\n";
   return kExitViolations;
 }
 
@@ -299,11 +343,9 @@ int RunList(const std::string& what, std::ostream& out, std::ostream& err) {
     return kExitOk;
   }
   if (what == "p2p") {
-    out << "async               a send is posted when its producer ends; the receiver never "
-           "blocks the sender\n"
-        << "rendezvous          NCCL-like: between two ranks the k-th send matches the k-th "
-           "receive; receives are posted in program order when the previous action ends; "
-           "exposes ordering deadlocks\n";
+    for (const auto& [name, mode] : P2pModeChoices()) {
+      out << ListName(name) << P2pModeDescription(mode) << "\n";
+    }
     return kExitOk;
   }
   if (what == "metrics") {

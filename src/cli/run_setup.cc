@@ -106,15 +106,14 @@ Status ApplyFlags(const RunFlags& flags, Config& config) {
   STAGECRAFT_RETURN_IF_ERROR(
       ApplyDuration(flags.cost_p2p, "--cost-p2p", false, config.schedule.cost_p2p));
   if (flags.p2p) {
-    if (*flags.p2p == "async") {
-      config.schedule.p2p = P2pMode::kAsync;
-    } else if (*flags.p2p == "rendezvous") {
-      config.schedule.p2p = P2pMode::kRendezvous;
-    } else {
-      return Error{"--p2p: unknown mode '" + *flags.p2p + "'" +
-                   DidYouMean(*flags.p2p, {"async", "rendezvous"}) +
-                   " (expected 'async' or 'rendezvous')"};
+    std::vector<std::string> names;
+    for (const auto& [name, mode] : P2pModeChoices()) names.push_back(name);
+    const auto chosen = std::find(names.begin(), names.end(), *flags.p2p);
+    if (chosen == names.end()) {
+      return Error{"--p2p: unknown mode '" + *flags.p2p + "'" + DidYouMean(*flags.p2p, names) +
+                   " (expected " + JoinChoices(names) + "; stagecraft list p2p)"};
     }
+    config.schedule.p2p = P2pModeChoices()[chosen - names.begin()].second;
   }
   if (flags.schedule_csv) config.schedule.csv = *flags.schedule_csv;
   STAGECRAFT_RETURN_IF_ERROR(ApplyChoice(flags.state_policy, "--state-policy", StatePolicyChoices(),

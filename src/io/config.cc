@@ -878,9 +878,7 @@ Status ReadSchedule(const Reader& reader, const Field& field, ScheduleSpec* sche
           return ReadScheduleName(reader, value, &schedule->name);
         }},
        {"group_size", CountInto(reader, &schedule->group_size)},
-       {"p2p", EnumInto<P2pMode>(reader, "mode",
-                                 {{"async", P2pMode::kAsync}, {"rendezvous", P2pMode::kRendezvous}},
-                                 &schedule->p2p)},
+       {"p2p", EnumInto<P2pMode>(reader, "mode", P2pModeChoices(), &schedule->p2p)},
        {"cost_p2p", DurationInto(reader, Sign::kNonNegative, &schedule->cost_p2p)},
        {"csv", StringInto(reader, &schedule->csv)},
        {"state_policy", EnumInto<StatePolicy>(reader, "state policy", StatePolicyChoices(),

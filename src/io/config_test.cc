@@ -355,7 +355,7 @@ TEST(ParseConfigErrorTest, UnknownP2pMode) {
   const std::string message = ErrorOf("schedule: {p2p: rendevous}\n");
   EXPECT_EQ(message,
             "run.yaml:1:17: schedule.p2p: unknown mode 'rendevous'; did you mean 'rendezvous'? "
-            "(expected 'async' or 'rendezvous')");
+            "(expected 'async', 'rendezvous' or 'torch-pipelining')");
 }
 
 TEST(ParseConfigErrorTest, NegativeSize) {

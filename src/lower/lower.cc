@@ -6,6 +6,8 @@
 #include <tuple>
 #include <utility>
 
+#include "lower/torch_comms.h"
+
 namespace stagecraft {
 namespace {
 
@@ -45,6 +47,12 @@ class Lowering {
       return std::pair(a.from, a.to) < std::pair(b.from, b.to);
     });
     RenumberLinks();
+    if (options_.mode == P2pMode::kTorchPipelining) {
+      auto torch_edges = TorchPipeliningEdges(graph_, schedule_);
+      if (!torch_edges.ok()) return torch_edges.error();
+      edges_.insert(edges_.end(), torch_edges.value().begin(), torch_edges.value().end());
+      BuildAdjacency(graph_, edges_);
+    }
     return std::move(graph_);
   }
 

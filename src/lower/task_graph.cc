@@ -24,7 +24,37 @@ void BuildAdjacency(TaskGraph& graph, const std::vector<std::pair<uint32_t, uint
   }
 }
 
-const char* P2pModeName(P2pMode mode) { return mode == P2pMode::kAsync ? "async" : "rendezvous"; }
+const std::vector<std::pair<std::string, P2pMode>>& P2pModeChoices() {
+  static const std::vector<std::pair<std::string, P2pMode>> kChoices = {
+      {"async", P2pMode::kAsync},
+      {"rendezvous", P2pMode::kRendezvous},
+      {"torch-pipelining", P2pMode::kTorchPipelining}};
+  return kChoices;
+}
+
+const char* P2pModeName(P2pMode mode) {
+  for (const auto& [name, value] : P2pModeChoices()) {
+    if (value == mode) return name.c_str();
+  }
+  return "unknown";
+}
+
+const char* P2pModeDescription(P2pMode mode) {
+  switch (mode) {
+    case P2pMode::kAsync:
+      return "a send is posted when its producer ends; the receiver never blocks the sender";
+    case P2pMode::kRendezvous:
+      return "NCCL's strict order: between two ranks the k-th send matches the k-th receive; "
+             "receives are posted in program order when the previous action ends; exposes "
+             "ordering deadlocks";
+    case P2pMode::kTorchPipelining:
+      return "torch.distributed.pipelining's runtime (_PipelineScheduleRuntime): one "
+             "batch_isend_irecv per SEND/RECV action, receives posted ahead where its comm "
+             "lowering (_add_send_recv) or a compute_comms CSV puts them; k-th send matches "
+             "k-th receive; check's mode for schedule CSVs";
+  }
+  return "unknown";
+}
 
 uint32_t FindComputeTask(const TaskGraph& graph, const Action& action) {
   for (uint32_t task = 0; task < graph.num_tasks(); ++task) {

@@ -90,7 +90,59 @@ Deadlock AnalyzeDeadlock(const TaskGraph& graph, const std::vector<uint8_t>& don
   return deadlock;
 }
 
+namespace {
+
+// A microbatch's actions in dependency order: forwards up the stages, backwards down, W last.
+int64_t DependencyRank(const Action& action, int64_t num_stages) {
+  switch (action.kind) {
+    case ActionKind::kForward:
+      return action.stage.value();
+    case ActionKind::kBackward:
+    case ActionKind::kInputGrad:
+      return 2 * num_stages - action.stage.value();
+    case ActionKind::kWeightGrad:
+      return 3 * num_stages;
+  }
+  return 0;
+}
+
+// `later` waits in program order for `first`, which it should have preceded.
+bool InvertedOrder(const Action& later, const Action& first, int64_t num_stages) {
+  if (later.microbatch == first.microbatch) {
+    return DependencyRank(later, num_stages) < DependencyRank(first, num_stages);
+  }
+  return later.stage == first.stage && later.kind == first.kind &&
+         later.microbatch.value() < first.microbatch.value();
+}
+
+}  // namespace
+
+uint32_t DeadlockCulprit(const TaskGraph& graph, const Deadlock& deadlock) {
+  for (const WaitEdge& edge : deadlock.cycle) {
+    if (edge.reason == WaitReason::kReceiveNotPosted) return edge.waited_for;
+  }
+  for (const WaitEdge& edge : deadlock.cycle) {
+    if (edge.reason == WaitReason::kReceiveOrder) return graph.tasks[edge.waiter].consumer_task;
+  }
+  const int64_t num_stages = static_cast<int64_t>(graph.stage_ranks.size());
+  for (const WaitEdge& edge : deadlock.cycle) {
+    if (edge.reason == WaitReason::kProgramOrder &&
+        InvertedOrder(graph.tasks[edge.waiter].action, graph.tasks[edge.waited_for].action,
+                      num_stages)) {
+      return edge.waited_for;
+    }
+  }
+  for (const WaitEdge& edge : deadlock.cycle) {
+    if (graph.tasks[edge.waiter].kind == TaskKind::kCompute) return edge.waiter;
+  }
+  for (const WaitEdge& edge : deadlock.cycle) {
+    if (edge.reason == WaitReason::kSendOrder) return graph.tasks[edge.waiter].consumer_task;
+  }
+  return deadlock.blocked.front().head;
+}
+
 std::string DescribeWait(const TaskGraph& graph, const WaitEdge& edge) {
+  const bool torch = graph.mode == P2pMode::kTorchPipelining;
   std::string reason;
   switch (edge.reason) {
     case WaitReason::kInput:
@@ -100,15 +152,20 @@ std::string DescribeWait(const TaskGraph& graph, const WaitEdge& edge) {
       reason = "program order: the rank runs it first";
       break;
     case WaitReason::kReceiveNotPosted:
-      reason = "rendezvous: the receive is posted only when the receiver finishes this action";
+      reason = torch ? "torch-pipelining: the receiver posts the RECV only after this action"
+                     : "rendezvous: the receive is posted only when the receiver finishes this "
+                       "action";
       break;
     case WaitReason::kSendOrder:
-      reason =
-          "rendezvous: sends between two ranks match receives in issue order, and the "
-          "sender issues this one first";
+      reason = torch ? "torch-pipelining: NCCL matches a link's sends with its receives in order, "
+                       "and the sender issues this one first"
+                     : "rendezvous: sends between two ranks match receives in issue order, and "
+                       "the sender issues this one first";
       break;
     case WaitReason::kReceiveOrder:
-      reason = "rendezvous: the receiver posts its receives in program order, this one first";
+      reason = torch ? "torch-pipelining: the receiver's comm list posts this RECV first"
+                     : "rendezvous: the receiver posts its receives in program order, this one "
+                       "first";
       break;
   }
   return DescribeTask(graph, edge.waiter) + " waits for " + DescribeTask(graph, edge.waited_for) +

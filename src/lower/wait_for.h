@@ -14,9 +14,9 @@ namespace stagecraft {
 enum class WaitReason : uint8_t {
   kInput,             // needs data (or a local result) that does not exist yet
   kProgramOrder,      // its rank must first run an earlier action
-  kReceiveNotPosted,  // rendezvous: the receiving rank has not reached the consumer yet
-  kSendOrder,         // rendezvous: the sender issues another send on this link first
-  kReceiveOrder,      // rendezvous: the receiver posts another receive on this link first
+  kReceiveNotPosted,  // rendezvous / torch-pipelining: the receiving rank has not posted it yet
+  kSendOrder,         // rendezvous / torch-pipelining: another send on this link goes first
+  kReceiveOrder,      // rendezvous / torch-pipelining: another receive on this link goes first
 };
 
 struct WaitEdge {
@@ -40,6 +40,14 @@ struct Deadlock {
 
 // REQUIRES: done[t] for every finished task; no task can start (it is a deadlock).
 Deadlock AnalyzeDeadlock(const TaskGraph& graph, const std::vector<uint8_t>& done);
+
+// The compute task a deadlock report names: the rank whose order closes the cycle. In order of
+// preference: the receiver that has not posted a receive the cycle needs; the consumer of a
+// receive posted out of the link's send order; the action a rank runs
+// before one it transitively needs (a program-order wait that inverts a microbatch's dependency
+// order, or runs a later microbatch's copy of an action first); the first compute task of the
+// cycle; the consumer of a send issued out of order; the first blocked rank's head. REQUIRES: deadlock.blocked is not empty.
+uint32_t DeadlockCulprit(const TaskGraph& graph, const Deadlock& deadlock);
 
 // "rank 1 1F0 waits for activation transfer 0F0 -> 1F0 (rank 0 -> 1): input not yet arrived".
 std::string DescribeWait(const TaskGraph& graph, const WaitEdge& edge);

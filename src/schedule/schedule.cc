@@ -4,6 +4,11 @@
 
 namespace stagecraft {
 
+std::string FormatCommAction(const CommAction& comm) {
+  return std::to_string(comm.stage.value()) + (comm.send ? "SEND_" : "RECV_") +
+         (comm.backward ? "B" : "F") + std::to_string(comm.microbatch.value());
+}
+
 const char* PlacementName(Placement placement) {
   switch (placement) {
     case Placement::kLoop:

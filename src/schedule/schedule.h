@@ -1,5 +1,6 @@
-// Schedule: per rank, the ordered list of compute actions (DESIGN.md §1). Communication is never
-// written here; the lowering pass inserts it.
+// Schedule: per rank, the ordered list of compute actions (DESIGN.md §1). Communication is
+// inserted by the lowering pass, except for the explicit SEND/RECV actions of a torch
+// compute_comms CSV, which the torch-pipelining p2p mode honours (`rank_comms`).
 #pragma once
 
 #include <cstddef>
@@ -26,6 +27,21 @@ Result<Placement> ParsePlacement(const std::string& name);
 // REQUIRES: 0 <= stage < num_ranks * chunks (and chunks == 2 for kV).
 DeviceId StageToRank(StageId stage, int32_t num_ranks, Placement placement);
 
+// An explicit point-to-point action of a torch compute_comms schedule, as
+// torch.distributed.pipelining writes it: `{stage}SEND_F{mb}` sends stage's output of mb to the
+// next stage, `{stage}RECV_F{mb}` receives stage's input, `{stage}SEND_B{mb}` sends stage's
+// input gradient to the previous stage, `{stage}RECV_B{mb}` receives stage's output gradient.
+struct CommAction {
+  StageId stage;
+  MicrobatchId microbatch;
+  bool send = false;      // SEND (true) or RECV
+  bool backward = false;  // _B (gradient) or _F (activation)
+  int32_t after = 0;      // how many of the rank's compute actions come before it in the row
+  bool operator==(const CommAction&) const = default;
+};
+// "0SEND_F3", "1RECV_B0".
+std::string FormatCommAction(const CommAction& comm);
+
 struct Schedule {
   std::string name;              // generator name, or "csv"
   int32_t num_ranks = 0;         // pp
@@ -33,6 +49,9 @@ struct Schedule {
   int32_t num_microbatches = 0;  // m
   Placement placement = Placement::kLoop;
   std::vector<std::vector<Action>> rank_actions;  // [rank] → program order
+  // [rank] → its SEND/RECV actions in row order; empty unless read from a compute_comms CSV
+  // (then the torch-pipelining mode posts them where they stand instead of placing its own).
+  std::vector<std::vector<CommAction>> rank_comms;
 
   int32_t chunks_per_rank() const { return num_ranks > 0 ? num_stages / num_ranks : 0; }
   size_t num_actions() const;

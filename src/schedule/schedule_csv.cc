@@ -24,11 +24,69 @@ bool AllStagesMatch(const Schedule& schedule, Placement placement) {
 
 constexpr std::string_view kOverlapSuffix = "OVERLAP_F_B";
 
-// One cell: an action, or torch's overlapped pair "(0F1;3B0)OVERLAP_F_B" (the second action
-// runs fused with the first). Appends to `actions`.
-Status ParseCell(std::string_view cell, std::vector<Action>& actions) {
+// The action types of torch's compute_comms format beyond F/B/I/W (schedules.py,
+// _ComputationType): the four point-to-point ones, and FSDP's UNSHARD/RESHARD/REDUCE_GRAD,
+// which carry no pipeline dependency and are skipped.
+struct CommType {
+  std::string_view name;
+  bool point_to_point;
+  bool send;
+  bool backward;
+};
+constexpr CommType kCommTypes[] = {{"SEND_F", true, true, false},  {"RECV_F", true, false, false},
+                                   {"SEND_B", true, true, true},   {"RECV_B", true, false, true},
+                                   {"UNSHARD", false, false, false}, {"RESHARD", false, false, false},
+                                   {"REDUCE_GRAD", false, false, false}};
+
+// A compute_comms cell such as "0SEND_F3" or "2UNSHARD": true when `cell` is one (appended to
+// `comms` with `after` = the compute actions before it, when it is a SEND/RECV); false when it is
+// not a comm action at all; an error when it names one badly.
+Result<bool> ParseCommCell(std::string_view cell, int32_t after, std::vector<CommAction>& comms) {
+  size_t digits = 0;
+  while (digits < cell.size() && cell[digits] >= '0' && cell[digits] <= '9') ++digits;
+  const std::string_view rest = cell.substr(digits);
+  for (const CommType& type : kCommTypes) {
+    if (rest.substr(0, type.name.size()) != type.name) continue;
+    const std::string_view microbatch = rest.substr(type.name.size());
+    const std::string quoted = "'" + std::string(cell) + "'";
+    auto number = [](std::string_view text) -> int64_t {
+      if (text.empty() || text.size() > 9) return -1;
+      int64_t value = 0;
+      for (char c : text) {
+        if (c < '0' || c > '9') return -1;
+        value = value * 10 + (c - '0');
+      }
+      return value;
+    };
+    const int64_t stage = number(cell.substr(0, digits));
+    if (!type.point_to_point) {
+      if (stage < 0 || !microbatch.empty()) {
+        return Error{"bad action " + quoted + " (expected {stage}" + std::string(type.name) +
+                     ", e.g. '0" + std::string(type.name) + "')"};
+      }
+      return true;
+    }
+    const int64_t index = number(microbatch);
+    if (stage < 0 || index < 0) {
+      return Error{"bad action " + quoted + " (expected {stage}" + std::string(type.name) +
+                   "{microbatch}, e.g. '0" + std::string(type.name) + "1')"};
+    }
+    comms.push_back({StageId(static_cast<int32_t>(stage)),
+                     MicrobatchId(static_cast<int32_t>(index)), type.send, type.backward, after});
+    return true;
+  }
+  return false;
+}
+
+// One cell: an action, torch's overlapped pair "(0F1;3B0)OVERLAP_F_B" (the second action
+// runs fused with the first), or a compute_comms action. Appends to `actions` or `comms`.
+Status ParseCell(std::string_view cell, std::vector<Action>& actions,
+                 std::vector<CommAction>& comms) {
   while (!cell.empty() && (cell.front() == ' ' || cell.front() == '\t')) cell.remove_prefix(1);
   while (!cell.empty() && (cell.back() == ' ' || cell.back() == '\t')) cell.remove_suffix(1);
+  auto comm = ParseCommCell(cell, static_cast<int32_t>(actions.size()), comms);
+  if (!comm.ok()) return comm.error();
+  if (comm.value()) return Status::Ok();
   if (cell.empty() || cell.front() != '(') {
     auto action = ParseAction(cell);
     if (!action.ok()) return action.error();
@@ -72,6 +130,7 @@ Result<Schedule> ParseScheduleCsv(std::string_view text, std::string_view source
     if (!line.empty() && line.back() == '\r') line.remove_suffix(1);
     ++line_number;
     std::vector<Action> actions;
+    std::vector<CommAction> comms;
     size_t cell_begin = 0;
     while (cell_begin <= line.size()) {
       size_t cell_end = line.find(',', cell_begin);
@@ -81,7 +140,7 @@ Result<Schedule> ParseScheduleCsv(std::string_view text, std::string_view source
         if (cell.size() >= 2 && cell.front() == '"' && cell.back() == '"') {
           cell = cell.substr(1, cell.size() - 2);
         }
-        auto parsed = ParseCell(cell, actions);
+        auto parsed = ParseCell(cell, actions, comms);
         if (!parsed.ok()) {
           return Error{Where(source, line_number, cell_begin + 1) + parsed.error().message};
         }
@@ -89,11 +148,18 @@ Result<Schedule> ParseScheduleCsv(std::string_view text, std::string_view source
       cell_begin = cell_end + 1;
     }
     schedule.rank_actions.push_back(std::move(actions));
+    schedule.rank_comms.push_back(std::move(comms));
     line_begin = line_end + 1;
   }
-  while (!schedule.rank_actions.empty() && schedule.rank_actions.back().empty()) {
+  while (!schedule.rank_actions.empty() && schedule.rank_actions.back().empty() &&
+         schedule.rank_comms.back().empty()) {
     schedule.rank_actions.pop_back();  // trailing blank lines
+    schedule.rank_comms.pop_back();
   }
+  const bool explicit_comms =
+      std::any_of(schedule.rank_comms.begin(), schedule.rank_comms.end(),
+                  [](const std::vector<CommAction>& comms) { return !comms.empty(); });
+  if (!explicit_comms) schedule.rank_comms.clear();
   if (schedule.rank_actions.empty()) {
     return Error{std::string(source) +
                  ": the schedule CSV has no rows (expected one row of "
@@ -124,9 +190,25 @@ Result<Schedule> ParseScheduleCsv(std::string_view text, std::string_view source
 
 std::string WriteScheduleCsv(const Schedule& schedule) {
   std::string text;
-  for (const auto& actions : schedule.rank_actions) {
+  for (size_t rank = 0; rank < schedule.rank_actions.size(); ++rank) {
+    const auto& actions = schedule.rank_actions[rank];
+    const std::vector<CommAction> none;
+    const auto& comms = rank < schedule.rank_comms.size() ? schedule.rank_comms[rank] : none;
+    size_t next_comm = 0;
+    bool first = true;
+    auto cell = [&](const std::string& written) {
+      text += (first ? "" : ",") + written;
+      first = false;
+    };
+    auto flush_comms = [&](size_t position) {
+      while (next_comm < comms.size() && static_cast<size_t>(comms[next_comm].after) <= position) {
+        cell(FormatCommAction(comms[next_comm++]));
+      }
+    };
     for (size_t index = 0; index < actions.size(); ++index) {
-      if (index > 0) text += ',';
+      flush_comms(index);
+      if (!first) text += ',';
+      first = false;
       if (index + 1 < actions.size() && actions[index + 1].overlapped) {
         text += "(" + FormatAction(actions[index]) + ";" + FormatAction(actions[index + 1]) + ")" +
                 std::string(kOverlapSuffix);
@@ -135,6 +217,7 @@ std::string WriteScheduleCsv(const Schedule& schedule) {
       }
       text += FormatAction(actions[index]);
     }
+    flush_comms(actions.size());
     text += '\n';
   }
   return text;

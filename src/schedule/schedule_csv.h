@@ -1,7 +1,8 @@
-// The compute-only schedule CSV of torch.distributed.pipelining: one row per rank, one action
-// per cell (`{stage}{F|B|I|W}{mb}`, or torch's overlapped pair `(0F1;3B0)OVERLAP_F_B`), empty
-// cells ignored. Text in, text out: the CLI reads and
-// writes the files.
+// The schedule CSVs of torch.distributed.pipelining: one row per rank, one action per cell
+// (`{stage}{F|B|I|W}{mb}`, or torch's overlapped pair `(0F1;3B0)OVERLAP_F_B`), empty cells
+// ignored. The compute_comms format's SEND_F/RECV_F/SEND_B/RECV_B cells are kept in
+// Schedule::rank_comms with their place in the row; its UNSHARD/RESHARD/REDUCE_GRAD cells are
+// skipped. Text in, text out: the CLI reads and writes the files.
 #pragma once
 
 #include <string>

@@ -51,6 +51,32 @@ TEST(ScheduleCsvTest, RoundTripEveryGenerator) {
   EXPECT_GE(round_trips, 60);  // every generator contributed
 }
 
+// torch's compute_comms format (schedules.py, _PipelineScheduleRuntime._dump_csv): SEND/RECV
+// cells are kept with their place among the compute actions; FSDP's UNSHARD/RESHARD/REDUCE_GRAD
+// are skipped; writing it back gives the comm cells where they stood.
+TEST(ScheduleCsvTest, ComputeCommsFormat) {
+  const Schedule schedule = Parse(
+      "0UNSHARD,0F0,0SEND_F0,0RECV_B0,0B0,0REDUCE_GRAD,0RESHARD\n"
+      "1RECV_F0,1F0,1B0,1SEND_B0\n");
+  EXPECT_EQ(Row(schedule, 0), (std::vector<std::string>{"0F0", "0B0"}));
+  EXPECT_EQ(Row(schedule, 1), (std::vector<std::string>{"1F0", "1B0"}));
+  ASSERT_EQ(schedule.rank_comms.size(), 2u);
+  ASSERT_EQ(schedule.rank_comms[0].size(), 2u);
+  EXPECT_EQ(schedule.rank_comms[0][0], (CommAction{StageId(0), MicrobatchId(0), true, false, 1}));
+  EXPECT_EQ(schedule.rank_comms[0][1], (CommAction{StageId(0), MicrobatchId(0), false, true, 1}));
+  EXPECT_EQ(schedule.rank_comms[1][1], (CommAction{StageId(1), MicrobatchId(0), true, true, 2}));
+  EXPECT_EQ(WriteScheduleCsv(schedule),
+            "0F0,0SEND_F0,0RECV_B0,0B0\n1RECV_F0,1F0,1B0,1SEND_B0\n");
+  EXPECT_TRUE(Parse("0F0,0B0\n").rank_comms.empty());  // compute-only: nothing explicit
+}
+
+TEST(ScheduleCsvTest, BadComputeCommsCells) {
+  EXPECT_NE(ErrorOf("0F0,0SEND_Fx\n").find("bad action '0SEND_Fx' (expected {stage}SEND_F"),
+            std::string::npos);
+  EXPECT_NE(ErrorOf("0F0,RECV_B1\n").find("'RECV_B1'"), std::string::npos);
+  EXPECT_NE(ErrorOf("0UNSHARD3\n").find("expected {stage}UNSHARD"), std::string::npos);
+}
+
 TEST(ScheduleCsvTest, ParsedScheduleIsNamedCsv) { EXPECT_EQ(Parse("0F0,0B0\n").name, "csv"); }
 
 TEST(ScheduleCsvTest, WriteFormat) {

@@ -5,6 +5,11 @@
 #include <tuple>
 
 namespace stagecraft {
+
+std::vector<P2pMode> AllCheckModes() {
+  return {P2pMode::kAsync, P2pMode::kRendezvous, P2pMode::kTorchPipelining};
+}
+
 namespace {
 
 struct Position {

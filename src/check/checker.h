@@ -42,10 +42,13 @@ struct Violation {
   std::vector<P2pMode> modes = {};  // kDeadlock: the p2p modes it deadlocks under
 };
 
+// Every point-to-point mode, in report order: async, rendezvous, torch-pipelining.
+std::vector<P2pMode> AllCheckModes();
+
 struct CheckOptions {
   LowerOptions lower;  // costs and links do not change the verdict, only the report
   // The point-to-point modes to search for deadlocks under, in report order (empty: none).
-  std::vector<P2pMode> modes = {P2pMode::kAsync, P2pMode::kRendezvous, P2pMode::kTorchPipelining};
+  std::vector<P2pMode> modes = AllCheckModes();
   int32_t state_buffer_slots = 0;  // > 0: each rank keeps k slots per state (stale-read check)
 };
 

@@ -265,7 +265,7 @@ int RunCli(int argc, const char* const* argv, std::ostream& out, std::ostream& e
 
   CLI::App* check = app.add_subcommand("check",
                                        "validate a config or a schedule CSV: every "
-                                       "violation, deadlocks in both p2p modes");
+                                       "violation, deadlocks under each p2p mode");
   AddRunFlags(*check, flags);
 
   CLI::App* derive = app.add_subcommand("derive", "closed-form bubble next to the simulated value");

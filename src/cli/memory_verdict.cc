@@ -74,14 +74,18 @@ std::string MemoryHint(const PreparedRun& run) {
     options.push_back("shard more (parallel.zero_stage: " + std::to_string(zero + 1) + ")");
   }
   const bool transformer = model.is_transformer();
-  if (transformer && parallel.recompute != Recompute::kFull) {
-    options.push_back(parallel.recompute == Recompute::kNone
+  const bool partial = parallel.recompute == Recompute::kFull && parallel.recompute_num_layers > 0;
+  if (parallel.recompute != Recompute::kFull || partial) {
+    // A CSA2 layer list's selective recompute stores what none does (doc/csa2.md).
+    options.push_back(partial ? "recompute more layers (a larger parallel.recompute_num_layers, "
+                                "or 0 for all)"
+                      : transformer && parallel.recompute == Recompute::kNone
                           ? "recompute (parallel.recompute: selective, or full)"
-                          : "recompute more (parallel.recompute: full)");
+                          : "recompute (parallel.recompute: full)");
   }
-  std::string raise = transformer ? "raise tp or pp" : "raise pp";
-  if (!transformer && parallel.ep > 0 && model.dims.routed_experts > 0) {
-    raise += " or ep (more data-parallel ranks share the experts)";
+  std::string raise = "raise tp or pp";
+  if (!transformer && model.dims.routed_experts > 0 && parallel.ep < parallel.dp) {
+    raise += ", or ep (more data-parallel ranks share the experts)";
   }
   options.push_back(raise);
   std::string text;

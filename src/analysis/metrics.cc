@@ -19,6 +19,9 @@ const char* MetricDefinitions() {
          "  bubble_fraction   1 - sum(busy_d) / (D * makespan)   (headline figure)\n"
          "  bubble_rate_span  max over d of 1 - busy_d / span_d  (Zero-Bubble papers)\n"
          "  bubble_overhead   (D * makespan - sum busy) / sum busy  (Megatron: (p-1)/m for 1F1B)\n"
+         "  bubble split      idle_d by what d waited on, as fractions of D * makespan summing to\n"
+         "                    bubble_fraction: pipeline (another stage's compute), exposed\n"
+         "                    collectives, exposed p2p (activations, gradients), exposed state\n"
          "  peak_activations  most chunk activations held at once on d (held from F until B/I)\n"
          "  state_bytes       shared state moved between ranks per iteration (forward + dState)\n"
          "  state_exposed     critical-path transfer time due to shared-state bytes\n"
@@ -26,7 +29,9 @@ const char* MetricDefinitions() {
          "  peak_memory_bytes peak of activations + resident shared state on d\n"
          "  collectives       work on d's collective stream (TP, CP, EP, DP, ZeRO-3, optimizer)\n"
          "  tflops_per_gpu    FLOPs of the whole job, recomputation included / (makespan * GPUs)\n"
-         "  mfu               model FLOPs (no recomputation) / (makespan * GPUs * peak)\n";
+         "  mfu               model FLOPs (no recomputation) / (makespan * GPUs * peak)\n"
+         "  memory            the fullest device: model states + peak of activations and shared\n"
+         "                    state + framework reserve, against its capacity (fits or OVER)\n";
 }
 
 std::vector<ActivationPeak> PeakActivations(const Schedule& schedule,

@@ -162,6 +162,24 @@ TEST(ParetoFrontTest, KeepsPointsNoOtherBeatsOnBothAxes) {
   EXPECT_EQ(front[3].label, "b4");
 }
 
+// A point that does not fit its device is no choice: crossed out, named in the legend, and left
+// off the front even where it would beat every other point.
+TEST(ParetoFrontTest, PointsThatDoNotFitAreNotCandidates) {
+  PlotPoint over{0.05, 2, "over"};
+  over.over = true;
+  const std::vector<Series> series = {{"a", {{0.1, 8, "a1"}, over, {0.3, 4, "a2"}}, {}}};
+  const std::vector<PlotPoint> front = ParetoFront(series);
+  ASSERT_EQ(front.size(), 2u);
+  EXPECT_EQ(front[0].label, "a1");
+  EXPECT_EQ(front[1].label, "a2");
+  const std::string svg = FormatScatterPlot(series, PlotOptions{"t", "x", "y", false});
+  ExpectWellFormed(svg);
+  EXPECT_EQ(Count(svg, "class=\"over\""), 2u);  // the point's cross and the legend's
+  EXPECT_EQ(Count(svg, "<g class=\"legend-over\">"), 1u);
+  const std::string fits = FormatScatterPlot({{"a", {{0.1, 8, "a1"}}, {}}}, PlotOptions{});
+  EXPECT_EQ(Count(fits, "legend-over"), 0u);
+}
+
 TEST(XmlEscapeTest, EscapesMarkup) {
   EXPECT_EQ(XmlEscape("a<b>&\"c'"), "a&lt;b&gt;&amp;&quot;c&apos;");
 }

@@ -11,11 +11,12 @@
 namespace stagecraft {
 namespace {
 
-// The fullest device's total (model states, activations and state, reserve) in GiB, and the
-// verdict: "61.20 GiB", "77.39 GiB OVER" (cli/memory_verdict.h).
-std::string MemoryCell(const MemoryInfo& memory) {
-  return FormatFixed(memory.peak_bytes / 1073741824.0, 2) + " GiB" +
-         (memory.fits ? "     " : " OVER");
+// The fullest device's total (model states, activations and state, reserve) in GiB and the
+// verdict, right-aligned under "memory_fullest  fits": "   61.20 GiB   yes", "   77.39 GiB  OVER",
+// "?" with no capacity to compare with (cli/memory_verdict.h).
+std::string MemoryCells(const MemoryInfo& memory) {
+  return PadLeft(FormatFixed(memory.peak_bytes / 1073741824.0, 2) + " GiB", 16) +
+         PadLeft(!memory.capacity_known ? "?" : memory.fits ? "yes" : "OVER", 6);
 }
 
 // A simulated variant: its metrics and memory verdict.
@@ -31,12 +32,12 @@ std::string Row(const std::string& name, const Variant& variant) {
          PadLeft(FormatFixed(metrics.bubble_fraction, 6), 17) +
          PadLeft(FormatBytes(metrics.state_bytes()), 14) +
          PadLeft(FormatMs(metrics.state_exposed), 18) +
-         PadLeft(MemoryCell(variant.memory), 19) + "\n";
+         MemoryCells(variant.memory) + "\n";
 }
 
 const char* kHeader =
     "  variant            makespan_ms  bubble_fraction   state_bytes  state_exposed_ms  "
-    "memory (fullest)\n";
+    "memory_fullest  fits\n";
 
 // Re-plans the layer model of `base` after `change`, then simulates it.
 template <typename Change>
@@ -85,7 +86,7 @@ Result<std::string> CompareVision(const PreparedRun& base) {
                      FormatImageTokens(base.config.multimodal.vision.image_tokens) +
                      " tokens each):\n" +
                      "  placement       gpus     makespan_ms  bubble_fraction  on_first_rank_ms  "
-                     "memory (fullest)  encoder_states  engram_exposed_ms\n";
+                     "memory_fullest  fits  encoder_states  engram_exposed_ms\n";
   for (const auto& [name, placement] : VisionPlacementChoices()) {
     PreparedRun run = base;
     run.config.multimodal.vision.placement = placement;
@@ -107,7 +108,7 @@ Result<std::string> CompareVision(const PreparedRun& base) {
             PadLeft(FormatMs(simulated.metrics.makespan), 16) +
             PadLeft(FormatFixed(simulated.metrics.bubble_fraction, 6), 17) +
             PadLeft(FormatMs(info.multimodal.vision_on_first_rank), 18) +
-            PadLeft(MemoryCell(ComputeMemory(run, simulated).verdict), 18) +
+            MemoryCells(ComputeMemory(run, simulated).verdict) +
             PadLeft(FormatBytes(static_cast<int64_t>(info.multimodal.encoder_state_bytes)), 16) +
             PadLeft(FormatMs(info.multimodal.engram_exposed), 19) + "\n";
   }

@@ -148,8 +148,10 @@ std::string LayerFiguresText(const PreparedRun& run, const std::vector<LayerFigu
       " tokens, the whole layer before tp, cp or ep split it) and parameters; recompute in this "
       "run: " +
       RecomputeName(run.config.parallel.recompute) + "\n";
+  // One column wider than the longest kind: PadRight then pads every kind to the same width.
   size_t kind_width = 4;
   for (const LayerFigures& row : rows) kind_width = std::max(kind_width, row.kind.size());
+  ++kind_width;
   text += "  " + PadLeft("layers", 7) + "  " + PadRight("kind", kind_width) +
           "  forward_gflop  backward_gflop  recompute_selective_gflop  recompute_full_gflop" +
           "  attention_params   mlp_params        params\n";

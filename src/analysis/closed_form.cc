@@ -266,17 +266,28 @@ GapExplanation ExplainGap(const ClosedForm& form, const Metrics& simulated,
                      " compute actions (" + FormatMs(path.compute_time) + " ms) and " +
                      std::to_string(path.transfers) + " transfers (" +
                      FormatMs(path.transfer_time) + " ms)";
+  if (path.collectives > 0) {
+    text += " and " + std::to_string(path.collectives) + " collectives (" +
+            FormatMs(path.collective_time) + " ms)";
+  }
   if (path.waiting.ns() != 0) text += " and waits " + FormatMs(path.waiting) + " ms";
   text += "; the closed form counts no communication";
-  if (path.transfer_time == result.gap) {
+  const Time communication = path.transfer_time + path.collective_time;
+  if (communication == result.gap) {
     text += ", so the gap is exactly the communication on the critical path";
     if (!cluster_given && cost_p2p.ns() > 0 && path.transfer_time == cost_p2p * path.transfers) {
       text += " (" + std::to_string(path.transfers) + " x c, c = " + FormatMs(cost_p2p) + " ms)";
     }
-  } else {
-    text += "; the rest of the gap (" + FormatMs(result.gap - path.transfer_time) +
+  } else if (path.collectives == 0 && path.waiting.ns() == 0) {
+    text += "; the rest of the gap (" + FormatMs(result.gap - communication) +
             " ms) comes from a longer compute chain than the closed form's (non-uniform costs "
             "or a different order)";
+  } else {
+    // Shorter or longer: the path's compute against the form's makespan, plus its waits.
+    text += "; the rest of the gap (" + FormatMs(result.gap - communication) +
+            " ms) is the difference between the path's compute chain and the closed form's "
+            "(non-uniform costs or a different order)" +
+            std::string(path.waiting.ns() != 0 ? " plus its waits" : "");
   }
   result.explanation = text;
   return result;

@@ -46,7 +46,8 @@ int RunSimulate(const RunFlags& flags, const OutputFlags& output, std::ostream& 
                 std::ostream& err);
 int RunCheck(const RunFlags& flags, std::ostream& out, std::ostream& err);
 int RunDerive(const RunFlags& flags, bool json, std::ostream& out, std::ostream& err);
-// derive for a layer-list model: per-cut payloads, state bytes closed form, ship vs shadow.
+// derive for a CSA2 layer list: per-cut payloads, state bytes closed form, per-layer FLOPs and
+// parameters, KV cache per token, ship vs shadow (a transformer's is DeriveTransformer, derive.h).
 int DeriveLayerModel(const PreparedRun& run, bool json, std::ostream& out, std::ostream& err);
 // Layer-list models: the state-aware and cost-only partitions, and every state policy, each
 // simulated; one table row per variant.

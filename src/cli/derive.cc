@@ -1,6 +1,12 @@
-// `stagecraft derive`: the closed form of the configured schedule, numbers plugged in, next to
-// the simulated value, and why they differ when they do.
-#include "analysis/closed_form.h"
+// `stagecraft derive`: by model kind — the uniform model: the closed form of the configured
+// schedule, numbers plugged in, next to the simulated value and why they differ when they do;
+// a transformer: the same with its slowest stage's costs, plus its per-layer FLOPs and
+// parameters and its KV cache per token (derive_transformer.cc); a CSA2 layer list: the shared
+// state (derive_state.cc).
+#include "cli/derive.h"
+
+#include <algorithm>
+
 #include "analysis/critical_path.h"
 #include "cli/commands.h"
 #include "core/units.h"
@@ -10,29 +16,86 @@
 namespace stagecraft {
 namespace {
 
-ClosedFormInputs InputsOf(const PreparedRun& run) {
+Time CycleOf(const StageCost& cost) { return cost.forward + cost.backward(); }
+
+// The stage whose F + B is largest (the first of equals): the one the steady state waits on.
+size_t SlowestStage(const std::vector<StageCost>& costs) {
+  size_t slowest = 0;
+  for (size_t stage = 1; stage < costs.size(); ++stage) {
+    if (CycleOf(costs[stage]) > CycleOf(costs[slowest])) slowest = stage;
+  }
+  return slowest;
+}
+
+ClosedFormInputs InputsOf(const PreparedRun& run, const StageCost& chunk) {
   ClosedFormInputs inputs;
   inputs.schedule = run.schedule.name;
   inputs.pp = run.schedule.num_ranks;
   inputs.vpp = run.schedule.chunks_per_rank();
   inputs.microbatches = run.schedule.num_microbatches;
-  inputs.chunk_forward = run.stage_costs.front().forward;
-  inputs.chunk_backward = run.stage_costs.front().backward();
-  inputs.chunk_weight_grad = run.stage_costs.front().weight_grad;
-  inputs.chunk_fb = run.stage_costs.front().forward + run.stage_costs.front().backward() -
-                    run.stage_costs.front().overlap_saving;
+  inputs.chunk_forward = chunk.forward;
+  inputs.chunk_backward = chunk.backward();
+  inputs.chunk_weight_grad = chunk.weight_grad;
+  inputs.chunk_fb = chunk.forward + chunk.backward() - chunk.overlap_saving;
   return inputs;
 }
 
-std::string DeriveText(const PreparedRun& run, const ClosedForm& form, const Metrics& metrics,
-                       const GapExplanation& gap) {
-  const StageCost& chunk = run.stage_costs.front();
-  std::string text = "stagecraft derive: " + run.label + "\n";
-  text += "schedule " + run.schedule.name + ", p = " + std::to_string(run.schedule.num_ranks) +
-          ", v = " + std::to_string(run.schedule.chunks_per_rank()) +
-          ", m = " + std::to_string(run.schedule.num_microbatches) +
-          "; per chunk F = " + FormatMs(chunk.forward) +
-          " ms, B = I + W = " + FormatMs(chunk.backward()) + " ms\n";
+std::string DeriveText(const PreparedRun& run, const ScheduleDerivation& derivation,
+                       const Metrics& metrics) {
+  return "stagecraft derive: " + run.label + "\n" +
+         ScheduleDerivationText(run, derivation, metrics);
+}
+
+std::string DeriveJson(const PreparedRun& run, const ScheduleDerivation& derivation,
+                       const Metrics& metrics) {
+  JsonWriter json(/*pretty=*/true);
+  json.BeginObject();
+  WriteScheduleDerivationJson(json, run, derivation, metrics);
+  json.EndObject();
+  return json.text() + "\n";
+}
+
+}  // namespace
+
+Result<ClosedForm> ScheduleClosedForm(const PreparedRun& run) {
+  return DeriveClosedForm(InputsOf(run, run.stage_costs[SlowestStage(run.stage_costs)]));
+}
+
+ScheduleDerivation DeriveSchedule(const PreparedRun& run, const ClosedForm& form,
+                                  const Simulated& simulated) {
+  ScheduleDerivation derivation;
+  derivation.form = form;
+  const CriticalPath path = FindCriticalPath(simulated.graph, simulated.trace);
+  derivation.gap =
+      ExplainGap(form, simulated.metrics, path, run.lower.cost_p2p, run.lower.cluster.given);
+  const std::vector<StageCost>& costs = run.stage_costs;
+  const size_t slowest = SlowestStage(costs);
+  const auto fastest = std::min_element(
+      costs.begin(), costs.end(),
+      [](const StageCost& a, const StageCost& b) { return CycleOf(a) < CycleOf(b); });
+  if (derivation.gap.gap.ns() != 0 && CycleOf(*fastest) != CycleOf(costs[slowest])) {
+    derivation.gap.explanation = "the stages differ (F + B from " + FormatMs(CycleOf(*fastest)) +
+                                 " ms to " + FormatMs(CycleOf(costs[slowest])) +
+                                 " ms per microbatch), so the form takes the slowest stage's; " +
+                                 derivation.gap.explanation;
+  }
+  derivation.chunk = run.config.model.is_layer_list()
+                         ? "slowest chunk (stage " + std::to_string(slowest) + ")"
+                         : "per chunk";
+  derivation.chunk_forward = costs[slowest].forward;
+  derivation.chunk_backward = costs[slowest].backward();
+  return derivation;
+}
+
+std::string ScheduleDerivationText(const PreparedRun& run, const ScheduleDerivation& derivation,
+                                   const Metrics& metrics) {
+  const ClosedForm& form = derivation.form;
+  std::string text = "schedule " + run.schedule.name +
+                     ", p = " + std::to_string(run.schedule.num_ranks) +
+                     ", v = " + std::to_string(run.schedule.chunks_per_rank()) +
+                     ", m = " + std::to_string(run.schedule.num_microbatches) + "; " +
+                     derivation.chunk + " F = " + FormatMs(derivation.chunk_forward) +
+                     " ms, B = I + W = " + FormatMs(derivation.chunk_backward) + " ms\n";
   text += "source: " + form.source + "\n";
   text += "exact for: " + form.assumption + "\n\n";
   text += "  " + form.makespan_formula + "\n";
@@ -46,15 +109,14 @@ std::string DeriveText(const PreparedRun& run, const ClosedForm& form, const Met
   text += "  " + form.overhead_formula + "\n";
   text += "    = " + FormatFixed(form.bubble_overhead, 6) + "    simulated " +
           FormatFixed(metrics.bubble_overhead, 6) + "\n\n";
-  text += "gap: " + FormatMs(gap.gap) + " ms: " + gap.explanation + "\n";
+  text += "gap: " + FormatMs(derivation.gap.gap) + " ms: " + derivation.gap.explanation + "\n";
   if (!form.table.empty()) text += "\n" + form.table;
   return text;
 }
 
-std::string DeriveJson(const PreparedRun& run, const ClosedForm& form, const Metrics& metrics,
-                       const GapExplanation& gap) {
-  JsonWriter json(/*pretty=*/true);
-  json.BeginObject();
+void WriteScheduleDerivationJson(JsonWriter& json, const PreparedRun& run,
+                                 const ScheduleDerivation& derivation, const Metrics& metrics) {
+  const ClosedForm& form = derivation.form;
   json.Key("schedule").String(run.schedule.name);
   json.Key("pp").Int(run.schedule.num_ranks);
   json.Key("vpp").Int(run.schedule.chunks_per_rank());
@@ -62,38 +124,33 @@ std::string DeriveJson(const PreparedRun& run, const ClosedForm& form, const Met
   json.Key("source").String(form.source);
   json.Key("exact_for").String(form.assumption);
   json.Key("makespan_formula").String(form.makespan_formula);
+  json.Key("makespan_numbers").String(form.makespan_numbers);
   json.Key("closed_form_makespan_ms").Raw(FormatMs(form.makespan));
   json.Key("simulated_makespan_ms").Raw(FormatMs(metrics.makespan));
   json.Key("bubble_formula").String(form.bubble_formula);
+  json.Key("bubble_numbers").String(form.bubble_numbers);
   json.Key("closed_form_bubble_fraction").Fixed(form.bubble_fraction, 6);
   json.Key("simulated_bubble_fraction").Fixed(metrics.bubble_fraction, 6);
   json.Key("closed_form_bubble_overhead").Fixed(form.bubble_overhead, 6);
   json.Key("simulated_bubble_overhead").Fixed(metrics.bubble_overhead, 6);
-  json.Key("gap_ms").Raw(FormatMs(gap.gap));
-  json.Key("explanation").String(gap.explanation);
-  json.EndObject();
-  return json.text() + "\n";
+  json.Key("gap_ms").Raw(FormatMs(derivation.gap.gap));
+  json.Key("explanation").String(derivation.gap.explanation);
 }
-
-}  // namespace
 
 int RunDerive(const RunFlags& flags, bool json, std::ostream& out, std::ostream& err) {
   auto run = PrepareRun(flags);
   if (!run.ok()) return Fail(err, run.error().message);
-  if (run.value().config.model.is_layer_list()) {
-    return DeriveLayerModel(run.value(), json, out, err);
-  }
-  auto form = DeriveClosedForm(InputsOf(run.value()));
+  const ModelSpec& model = run.value().config.model;
+  if (model.is_transformer()) return DeriveTransformer(run.value(), json, out, err);
+  if (model.is_layer_list()) return DeriveLayerModel(run.value(), json, out, err);
+  auto form = ScheduleClosedForm(run.value());
   if (!form.ok()) return Fail(err, form.error().message);
   Simulated simulated;
   const int code = SimulateRun(run.value(), simulated, err);
   if (code != kExitOk) return code;
-  const CriticalPath path = FindCriticalPath(simulated.graph, simulated.trace);
-  const GapExplanation gap =
-      ExplainGap(form.value(), simulated.metrics, path, run.value().lower.cost_p2p,
-                 run.value().lower.cluster.given);
-  out << (json ? DeriveJson(run.value(), form.value(), simulated.metrics, gap)
-               : DeriveText(run.value(), form.value(), simulated.metrics, gap));
+  const ScheduleDerivation derivation = DeriveSchedule(run.value(), form.value(), simulated);
+  out << (json ? DeriveJson(run.value(), derivation, simulated.metrics)
+               : DeriveText(run.value(), derivation, simulated.metrics));
   return kExitOk;
 }
 

@@ -1,12 +1,15 @@
-// `stagecraft derive` for layer-list models: the shared-state payload at every possible cut,
-// the closed form of the iteration's state bytes next to the simulated value, and per flow the
-// cost of shipping it versus recomputing it with a shadow indexer.
+// `stagecraft derive` for CSA2 layer lists: the shared-state payload at every possible cut, the
+// closed form of the iteration's state bytes next to the simulated value, the per-layer FLOPs
+// and parameters, the inference KV cache per token (compressed KV and indexer keys), and per
+// flow the cost of shipping it versus recomputing it with a shadow indexer.
 #include <algorithm>
 
 #include "analysis/state_closed_form.h"
 #include "cli/commands.h"
+#include "cli/derive.h"
 #include "core/units.h"
 #include "lower/layer_pipeline.h"
+#include "model/kv_cache.h"
 #include "report/json_writer.h"
 
 namespace stagecraft {
@@ -31,31 +34,6 @@ std::string CutTable(const ModelSpec& model) {
     text += "\n";
   }
   return text;
-}
-
-// Global inference KV cache per token (csa2.md "Storage formats at inference"): every KV source
-// (a full layer) stores one compressed entry per m tokens — main KV in FP4 E2M1 (kv_dim / 2
-// bytes) with one E4M3 scale byte per 16 channels, and indexer keys in MXFP4 (c_I / 2 bytes plus
-// one E8M0 scale byte per 32). Reindex and reuse layers store nothing of their own; the FP8
-// sliding window (window x kv_dim bytes per layer) is bounded, not per token, and is left out.
-struct KvCachePerToken {
-  double main_kv = 0;
-  double indexer_keys = 0;
-  double total() const { return main_kv + indexer_keys; }
-};
-
-KvCachePerToken InferenceKvCache(const ModelSpec& model) {
-  const Csa2Dims& dims = model.dims;
-  const double main_entry = dims.kv_dim / 2.0 + dims.kv_dim / 16.0;
-  const double index_entry = dims.indexer_key_dim / 2.0 + dims.indexer_key_dim / 32.0;
-  KvCachePerToken cache;
-  for (const LayerSpec& layer : model.layers) {
-    if (layer.kind != LayerKind::kDecoder || layer.attention != AttentionMode::kFull) continue;
-    const double ratio = std::max(1, layer.compress_ratio);
-    cache.main_kv += main_entry / ratio;
-    cache.indexer_keys += index_entry / ratio;
-  }
-  return cache;
 }
 
 std::string FlowName(const StateFlow& flow) {
@@ -99,12 +77,13 @@ std::string DeriveStateText(const PreparedRun& run, const Metrics& metrics,
           std::to_string(metrics.state_bytes_backward) + ")\n";
   text += form.total() == metrics.state_bytes() ? "  they agree exactly\n"
                                                 : "  they differ: please report this\n";
-  const KvCachePerToken cache = InferenceKvCache(run.config.model);
+  text += LayerFiguresText(run, Csa2LayerFigures(run));
+  const KvCachePerToken cache = Csa2KvCachePerToken(run.config.model.layers, run.config.model.dims);
   text +=
       "\ninference KV cache per token (full layers only; main KV FP4 + E4M3 scale per 16,\n"
       "indexer keys MXFP4; sliding window excluded): " +
-      FormatFixed(cache.total(), 2) + " B (main KV " + FormatFixed(cache.main_kv, 2) +
-      ", indexer keys " + FormatFixed(cache.indexer_keys, 2) + ")\n";
+      FormatFixed(cache.total(), 2) + " B (main KV " + FormatFixed(cache.main_kv_bytes, 2) +
+      ", indexer keys " + FormatFixed(cache.indexer_key_bytes, 2) + ")\n";
   return text + PolicyTable(run);
 }
 
@@ -125,8 +104,12 @@ std::string DeriveStateJson(const PreparedRun& run, const Metrics& metrics,
     json.EndObject();
   }
   json.EndArray();
-  const KvCachePerToken cache = InferenceKvCache(run.config.model);
+  WriteLayerFiguresJson(json, Csa2LayerFigures(run));
+  const KvCachePerToken cache = Csa2KvCachePerToken(run.config.model.layers, run.config.model.dims);
+  json.Key("attention").String(AttentionKindName(cache.attention));
   json.Key("inference_kv_cache_bytes_per_token").Fixed(cache.total(), 2);
+  json.Key("main_kv_bytes_per_token").Fixed(cache.main_kv_bytes, 2);
+  json.Key("indexer_keys_bytes_per_token").Fixed(cache.indexer_key_bytes, 2);
   json.Key("closed_form_state_bytes").Int(form.total());
   json.Key("simulated_state_bytes").Int(metrics.state_bytes());
   json.Key("flows").BeginArray();

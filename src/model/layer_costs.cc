@@ -152,15 +152,20 @@ double LayerParams(const LayerSpec& layer, const Csa2Dims& dims) {
   } else if (layer.attention == AttentionMode::kReindex) {
     params += IndexerQueryParams(dims);
   }
-  if (layer.mlp == MlpKind::kMoe) {
-    params += LayerRoutedExpertParams(layer, dims) +
-              static_cast<double>(dims.shared_experts) * 3.0 * d * dims.expert_width +
-              d * dims.routed_experts;
-  } else {
-    params += 3.0 * d * DenseWidth(dims);
-  }
+  params += LayerMlpParams(layer, dims);
   if (layer.engram) params += EngramProjectionParams(dims);
   return params;
+}
+
+double LayerMlpParams(const LayerSpec& layer, const Csa2Dims& dims) {
+  if (layer.kind != LayerKind::kDecoder) return 0.0;
+  const double d = dims.hidden;
+  if (layer.mlp == MlpKind::kMoe) {
+    return LayerRoutedExpertParams(layer, dims) +
+           static_cast<double>(dims.shared_experts) * 3.0 * d * dims.expert_width +
+           d * dims.routed_experts;
+  }
+  return 3.0 * d * DenseWidth(dims);
 }
 
 double EngramProjectionParams(const Csa2Dims& dims) {

@@ -126,6 +126,8 @@ double LayerReplicatedParams(const LayerSpec& layer, const Csa2Dims& dims);
 double LayerParams(const LayerSpec& layer, const Csa2Dims& dims);
 // Of those, the routed experts' E·3·d·f (MoE decoders; 0 otherwise).
 double LayerRoutedExpertParams(const LayerSpec& layer, const Csa2Dims& dims);
+// Of those, the MLP's: MoE (E + E_s)·3·d·f + d·E, dense 3·d·f (decoders; 0 otherwise).
+double LayerMlpParams(const LayerSpec& layer, const Csa2Dims& dims);
 
 // The Engram module's projection (csa2.md): 24 lookups × 256 values per token projected into the
 // hc + 1 streams: 24·256·d·(hc + 1) parameters (≈157M for V4.1), twice that in FLOPs per token.

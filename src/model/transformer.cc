@@ -111,18 +111,24 @@ double RoutedExpertParams(const TransformerSpec& spec) {
          static_cast<double>(spec.expert_ffn);
 }
 
-double DecoderLayerParams(const TransformerSpec& spec, bool moe_layer) {
+double DecoderAttentionParams(const TransformerSpec& spec) { return Attention(spec).params; }
+
+double DecoderMlpParams(const TransformerSpec& spec, bool moe_layer) {
   const double h = static_cast<double>(spec.hidden);
+  if (moe_layer) {
+    return RoutedExpertParams(spec) +
+           static_cast<double>(spec.shared_experts) * 3 * h * static_cast<double>(spec.expert_ffn) +
+           h * static_cast<double>(spec.experts);  // router
+  }
   const double f = static_cast<double>(spec.ffn_or_default());
   const double bias = spec.bias ? 1.0 : 0.0;
-  double mlp = spec.swiglu ? 3 * h * f + bias * (2 * f + h) : 2 * h * f + bias * (f + h);
-  if (moe_layer) {
-    mlp = RoutedExpertParams(spec) +
-          static_cast<double>(spec.shared_experts) * 3 * h * static_cast<double>(spec.expert_ffn) +
-          h * static_cast<double>(spec.experts);  // router
-  }
+  return spec.swiglu ? 3 * h * f + bias * (2 * f + h) : 2 * h * f + bias * (f + h);
+}
+
+double DecoderLayerParams(const TransformerSpec& spec, bool moe_layer) {
+  const double h = static_cast<double>(spec.hidden);
   const double norms = spec.bias ? 4 * h : 2 * h;  // two LayerNorms (scale, bias) or RMSNorms
-  return Attention(spec).params + mlp + norms;
+  return DecoderAttentionParams(spec) + DecoderMlpParams(spec, moe_layer) + norms;
 }
 
 double ActiveParams(const TransformerSpec& spec, int64_t seq_len) {

@@ -98,6 +98,10 @@ LayerFlops HeadFlops(const TransformerSpec& spec, const TransformerRun& run);
 
 // Parameters of one decoder layer (weights and biases, layer norms), and of the embedding.
 double DecoderLayerParams(const TransformerSpec& spec, bool moe_layer = false);
+// Of those, the attention block's (projections and their biases; MLA's down- and up-projections
+// and latent norms) and the MLP's (dense, or the routed and shared experts and the router).
+double DecoderAttentionParams(const TransformerSpec& spec);
+double DecoderMlpParams(const TransformerSpec& spec, bool moe_layer = false);
 // Of those, the routed experts' (sharded over expert-parallel ranks).
 double RoutedExpertParams(const TransformerSpec& spec);
 // V·h, plus s·h learned positions when the model has them.

@@ -1,0 +1,59 @@
+#include "model/kv_cache.h"
+
+#include <algorithm>
+
+namespace stagecraft {
+
+const char* AttentionKindName(AttentionKind kind) {
+  switch (kind) {
+    case AttentionKind::kMha:
+      return "MHA";
+    case AttentionKind::kGqa:
+      return "GQA";
+    case AttentionKind::kMqa:
+      return "MQA";
+    case AttentionKind::kMla:
+      return "MLA";
+    case AttentionKind::kCsa2:
+      return "CSA2";
+  }
+  return "?";
+}
+
+AttentionKind TransformerAttentionKind(const TransformerSpec& spec) {
+  if (spec.mla()) return AttentionKind::kMla;
+  const int64_t kv_heads = spec.kv_heads_or_heads();
+  if (kv_heads == spec.heads) return AttentionKind::kMha;
+  return kv_heads == 1 ? AttentionKind::kMqa : AttentionKind::kGqa;
+}
+
+KvCachePerToken TransformerKvCachePerToken(const TransformerSpec& spec, int32_t bytes_per_element) {
+  KvCachePerToken cache;
+  cache.attention = TransformerAttentionKind(spec);
+  const double layers = spec.layers;
+  const double bytes = bytes_per_element;
+  if (cache.attention == AttentionKind::kMla) {
+    cache.main_kv_bytes =
+        static_cast<double>(spec.kv_lora_rank + spec.qk_rope_dim) * layers * bytes;
+  } else {
+    cache.main_kv_bytes = 2.0 * static_cast<double>(spec.kv_heads_or_heads()) *
+                          static_cast<double>(spec.head_dim_or_default()) * layers * bytes;
+  }
+  return cache;
+}
+
+KvCachePerToken Csa2KvCachePerToken(const std::vector<LayerSpec>& layers, const Csa2Dims& dims) {
+  const double main_entry = dims.kv_dim / 2.0 + dims.kv_dim / 16.0;
+  const double index_entry = dims.indexer_key_dim / 2.0 + dims.indexer_key_dim / 32.0;
+  KvCachePerToken cache;
+  cache.attention = AttentionKind::kCsa2;
+  for (const LayerSpec& layer : layers) {
+    if (layer.kind != LayerKind::kDecoder || layer.attention != AttentionMode::kFull) continue;
+    const double ratio = std::max(1, layer.compress_ratio);
+    cache.main_kv_bytes += main_entry / ratio;
+    cache.indexer_key_bytes += index_entry / ratio;
+  }
+  return cache;
+}
+
+}  // namespace stagecraft

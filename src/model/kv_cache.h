@@ -1,0 +1,48 @@
+// The inference KV cache one token adds, for the attention a model really has: MHA, GQA and MQA
+// keep every layer's keys and values, MLA its compressed latent and decoupled rope key, CSA2
+// one compressed entry per m tokens and its indexer keys (doc/metrics.md, "KV cache per token").
+#pragma once
+
+#include <cstdint>
+#include <vector>
+
+#include "model/layer_spec.h"
+#include "model/transformer.h"
+
+namespace stagecraft {
+
+enum class AttentionKind : uint8_t {
+  kMha,   // multi-head: a KV head per query head
+  kGqa,   // grouped-query: 1 < g < a KV heads
+  kMqa,   // multi-query: one KV head
+  kMla,   // multi-head latent attention (DeepSeek-V2/V3)
+  kCsa2,  // compressed sparse attention with an indexer (DeepSeek-V4.1, doc/csa2.md)
+};
+const char* AttentionKindName(AttentionKind kind);  // "MHA", "GQA", "MQA", "MLA", "CSA2"
+
+// The attention of a transformer described by its dimensions (never kCsa2).
+AttentionKind TransformerAttentionKind(const TransformerSpec& spec);
+
+// Bytes one token adds to the cache of the whole model (all layers), by part.
+struct KvCachePerToken {
+  AttentionKind attention = AttentionKind::kMha;
+  double main_kv_bytes = 0;      // K and V; MLA's latent and rope key; CSA2's compressed KV
+  double indexer_key_bytes = 0;  // CSA2 only: the indexer keys
+  double total() const { return main_kv_bytes + indexer_key_bytes; }
+  bool operator==(const KvCachePerToken&) const = default;
+};
+
+// MHA / GQA / MQA: 2·g·d·L·bytes (K and V of g KV heads of width d in each of L layers);
+// MLA: (kv_lora_rank + qk_rope_dim)·L·bytes (DeepSeek-V2 §2.1.4 Table 1: (d_c + d_h^R)·l
+// elements, the cache of the absorbed inference form). `bytes_per_element`: 2 for bf16.
+KvCachePerToken TransformerKvCachePerToken(const TransformerSpec& spec,
+                                           int32_t bytes_per_element = 2);
+
+// CSA2 (doc/csa2.md "Storage formats at inference"): every full layer (the KV sources) stores one
+// entry per m tokens, main KV in FP4 E2M1 (kv_dim/2 bytes) plus one E4M3 scale byte per 16
+// channels, indexer keys in MXFP4 (c_I/2 bytes plus one E8M0 scale byte per 32). Reindex and
+// reuse layers store nothing of their own; the FP8 sliding window is bounded (window tokens per
+// layer), not per token, and is left out.
+KvCachePerToken Csa2KvCachePerToken(const std::vector<LayerSpec>& layers, const Csa2Dims& dims);
+
+}  // namespace stagecraft

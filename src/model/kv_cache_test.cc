@@ -1,0 +1,105 @@
+#include "model/kv_cache.h"
+
+#include <gtest/gtest.h>
+
+namespace stagecraft {
+namespace {
+
+// Meta-Llama-3-70B config.json (huggingface.co/meta-llama/Meta-Llama-3-70B): 80 layers, hidden
+// 8192, 64 query heads, 8 KV heads (head_dim 8192 / 64 = 128). KV cache in bf16:
+// 80 layers x 8 KV heads x 128 dims x 2 (K, V) x 2 B = 327,680 B = 320 KiB per token.
+TEST(KvCacheTest, Llama3_70bGqaIs320KibPerToken) {
+  TransformerSpec spec;
+  spec.layers = 80;
+  spec.hidden = 8192;
+  spec.heads = 64;
+  spec.kv_heads = 8;
+  const KvCachePerToken cache = TransformerKvCachePerToken(spec);
+  EXPECT_EQ(cache.attention, AttentionKind::kGqa);
+  EXPECT_EQ(cache.total(), 327'680.0);
+  EXPECT_EQ(cache.total(), 320.0 * 1024);
+  EXPECT_EQ(cache.indexer_key_bytes, 0.0);
+}
+
+// Llama-2-7B (huggingface.co/meta-llama/Llama-2-7b-hf): 32 layers, 32 heads of 128, MHA; the
+// often-quoted 0.5 MiB per token in fp16: 2 x 32 x 128 x 32 x 2 B = 524,288 B.
+TEST(KvCacheTest, Llama2_7bMhaIsHalfAMibPerToken) {
+  TransformerSpec spec;
+  spec.layers = 32;
+  spec.hidden = 4096;
+  spec.heads = 32;
+  const KvCachePerToken cache = TransformerKvCachePerToken(spec);
+  EXPECT_EQ(cache.attention, AttentionKind::kMha);
+  EXPECT_EQ(cache.total(), 512.0 * 1024);
+  // One byte per element (an FP8 cache) halves it.
+  EXPECT_EQ(TransformerKvCachePerToken(spec, 1).total(), 256.0 * 1024);
+}
+
+TEST(KvCacheTest, OneKvHeadIsMqa) {
+  TransformerSpec spec;
+  spec.layers = 2;
+  spec.hidden = 1024;
+  spec.heads = 8;
+  spec.kv_heads = 1;
+  spec.head_dim = 64;
+  const KvCachePerToken cache = TransformerKvCachePerToken(spec);
+  EXPECT_EQ(cache.attention, AttentionKind::kMqa);
+  EXPECT_EQ(cache.total(), 2.0 * 1 * 64 * 2 * 2);
+  EXPECT_STREQ(AttentionKindName(cache.attention), "MQA");
+}
+
+// DeepSeek-V3 config.json (huggingface.co/deepseek-ai/DeepSeek-V3): 61 layers, kv_lora_rank 512,
+// qk_rope_head_dim 64. MLA caches the latent c_KV and the decoupled rope key, (d_c + d_h^R)·l
+// elements per token (DeepSeek-V2 paper §2.1.4, Table 1): (512 + 64) x 61 x 2 B = 70,272 B.
+TEST(KvCacheTest, DeepSeekV3MlaIs70272BytesPerToken) {
+  TransformerSpec spec;
+  spec.layers = 61;
+  spec.hidden = 7168;
+  spec.heads = 128;
+  spec.q_lora_rank = 1536;
+  spec.kv_lora_rank = 512;
+  spec.qk_nope_dim = 128;
+  spec.qk_rope_dim = 64;
+  spec.v_head_dim = 128;
+  const KvCachePerToken cache = TransformerKvCachePerToken(spec);
+  EXPECT_EQ(cache.attention, AttentionKind::kMla);
+  EXPECT_EQ(cache.total(), 70'272.0);
+}
+
+LayerSpec Decoder(AttentionMode mode, int32_t ratio) {
+  LayerSpec layer;
+  layer.attention = mode;
+  layer.compress_ratio = ratio;
+  return layer;
+}
+
+// DeepSeek-V4.1-Flash (doc/csa2.md "Storage formats at inference"): full layers L2, L8, L14 at
+// m = 2 and L20 at m = 1 store main KV (512/2 + 512/16 = 288 B per entry) and indexer keys
+// (128/2 + 128/32 = 68 B per entry): 288 x (3/2 + 1) = 720 B and 68 x 2.5 = 170 B, 890 B in all;
+// swa_only, reuse and reindex layers add nothing.
+TEST(KvCacheTest, V41FlashCsa2Is890BytesPerToken) {
+  LayerSpec embedding;
+  embedding.kind = LayerKind::kEmbedding;
+  std::vector<LayerSpec> layers = {embedding, Decoder(AttentionMode::kSwaOnly, 0),
+                                   Decoder(AttentionMode::kSwaOnly, 0)};
+  for (int index = 2; index < 20; ++index) {
+    layers.push_back(
+        Decoder(index % 6 == 2 ? AttentionMode::kFull : AttentionMode::kReuse, /*ratio=*/2));
+  }
+  layers.push_back(Decoder(AttentionMode::kFull, 1));
+  for (int index = 21; index < 40; ++index) {
+    layers.push_back(
+        Decoder(index % 4 == 0 ? AttentionMode::kReindex : AttentionMode::kReuse, /*ratio=*/1));
+  }
+  LayerSpec head;
+  head.kind = LayerKind::kHead;
+  layers.push_back(head);
+  const KvCachePerToken cache = Csa2KvCachePerToken(layers, Csa2Dims());
+  EXPECT_EQ(cache.attention, AttentionKind::kCsa2);
+  EXPECT_EQ(cache.main_kv_bytes, 720.0);
+  EXPECT_EQ(cache.indexer_key_bytes, 170.0);
+  EXPECT_EQ(cache.total(), 890.0);
+}
+
+}  // namespace
+}  // namespace stagecraft

@@ -360,7 +360,7 @@ void ImplyChunksPerRank(const RunFlags& flags, PreparedRun& run) {
 
 // A world (pp x tp x cp x dp, plus the vision encoder's own devices) smaller than the
 // cluster leaves devices idle: Megatron requires world = pp x tp x cp x dp, so say so.
-void NoteIdleDevices(PreparedRun& run) {
+void NoteIdleDevices(const RunFlags& flags, PreparedRun& run) {
   const Config& c = run.config;
   if (!c.cluster.given) return;
   const ParallelSpec& parallel = c.parallel;
@@ -378,8 +378,10 @@ void NoteIdleDevices(PreparedRun& run) {
   } else if (!encoder_devices) {
     hint = "; no dp fills it: pick pp, tp and cp whose product divides " + std::to_string(devices);
   }
-  const std::string where =
-      run.locations.by_path.count("cluster") > 0 ? run.locations.Where("cluster") : "cluster: ";
+  const std::string where = flags.cluster ? "--cluster " + *flags.cluster + ": "
+                            : run.locations.by_path.count("cluster") > 0
+                                ? run.locations.Where("cluster")
+                                : "cluster: ";
   run.notes.push_back(
       where + "pp " + std::to_string(parallel.pp) + " x tp " + std::to_string(parallel.tp) +
       " x cp " + std::to_string(parallel.cp) + " x dp " + std::to_string(parallel.dp) +
@@ -539,7 +541,7 @@ Result<PreparedRun> PrepareRun(const RunFlags& flags) {
     }
   }
   STAGECRAFT_RETURN_IF_ERROR(CheckLayout(c, run.locations, run.schedule));
-  NoteIdleDevices(run);
+  NoteIdleDevices(flags, run);
   run.lower.mode = c.schedule.p2p;
   run.lower.cost_p2p = c.schedule.cost_p2p;
   run.lower.cluster = c.cluster;

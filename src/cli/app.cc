@@ -1,6 +1,7 @@
 #include "cli/app.h"
 
 #include <CLI/CLI.hpp>
+#include <algorithm>
 
 #include "analysis/metrics.h"
 #include "cli/commands.h"
@@ -341,8 +342,25 @@ int DispatchMultimodal(const CLI::App& multimodal, MultimodalFlags& flags, std::
     flags.topic = extras.empty() || extras.front().rfind("-", 0) == 0 ? "" : extras.front();
     return RunMultimodal(flags, out, err);
   }
-  if (!topics.front()->remaining().empty()) {
-    return UsageError(ExtraArgumentsMessage(*topics.front(), topics.front()->remaining()), err);
+  const std::vector<std::string> extras = topics.front()->remaining();
+  if (!extras.empty()) {
+    // A flag of another topic (the topics once shared their flags): name the topics that take it.
+    const std::string flag = extras.front().substr(0, extras.front().find('='));
+    std::vector<std::string> owners;
+    for (const CLI::App* topic : multimodal.get_subcommands({})) {
+      const std::vector<std::string> names = FlagsOf(*topic);
+      if (std::find(names.begin(), names.end(), flag) != names.end()) {
+        owners.push_back("'multimodal " + topic->get_name() + "'");
+      }
+    }
+    std::string message = ExtraArgumentsMessage(*topics.front(), extras);
+    if (!owners.empty()) {
+      message += "; " + flag + " is a flag of " + owners.front();
+      for (size_t index = 1; index < owners.size(); ++index) {
+        message += (index + 1 == owners.size() ? " and " : ", ") + owners[index];
+      }
+    }
+    return UsageError(message, err);
   }
   flags.topic = topics.front()->get_name();
   return RunMultimodal(flags, out, err);

@@ -512,7 +512,10 @@ Status FinishUniformModel(const Reader& reader, const Written& written, ModelSpe
   for (const char* key : {"seq_len", "micro_batch_size", "dims"}) {
     if (reader.options().model_from_hf && std::string_view(key) != "dims") continue;
     if (const Field* field = Find(written, key)) {
-      return reader.At(*field, "applies to layer-list models only (type: layers)");
+      const bool shape = std::string_view(key) != "dims";
+      return reader.At(*field, shape ? "applies to layer-list and transformer models only (type: "
+                                       "layers or transformer), or next to --hf-config"
+                                     : "applies to layer-list models only (type: layers)");
     }
   }
   const Field* layers = Find(written, "layers");

@@ -526,7 +526,8 @@ TEST(LayerListConfigTest, ModelTypeErrors) {
             "run.yaml:2:12: model.forward: applies to the uniform model only (a layer-list model "
             "has per-layer costs: set it on a layer entry, or leave it out to derive it)");
   EXPECT_EQ(ErrorOf("model:\n  seq_len: 4096\n"),
-            "run.yaml:2:12: model.seq_len: applies to layer-list models only (type: layers)");
+            "run.yaml:2:12: model.seq_len: applies to layer-list and transformer models only "
+            "(type: layers or transformer), or next to --hf-config");
 }
 
 TEST(LayerListConfigTest, RunShapeNextToHfModel) {

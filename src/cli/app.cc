@@ -168,7 +168,8 @@ CLI::App* AddBenchCommand(CLI::App& app, RunFlags& flags, BenchFlags& bench_flag
       "simulate every schedule over microbatch counts (and pp values): table, CSV, SVG plots");
   AddRunFlags(*bench, flags);
   // Refused with a pointer to the sweep's own flags (RunBenchSchedules), so hidden from --help.
-  for (const char* swept : {"--schedule", "--microbatches", "--schedule-csv"}) {
+  for (const char* swept :
+       {"--schedule", "--microbatches", "--global-batch-size", "--schedule-csv"}) {
     bench->get_option(swept)->group("");
   }
   bench

@@ -1,9 +1,11 @@
 #include "cli/app.h"
 
 #include <CLI/CLI.hpp>
+#include <algorithm>
 
 #include "analysis/metrics.h"
 #include "cli/commands.h"
+#include "cli/help_footers.h"
 #include "core/suggest.h"
 
 namespace stagecraft {
@@ -20,9 +22,31 @@ void AddRunFlags(CLI::App& command, RunFlags& flags) {
   command.add_option("--pp", flags.pp, "pipeline-parallel ranks P")->type_name("P");
   command
       .add_option("--hf-config", flags.hf_config,
-                  "take the model from a HuggingFace config.json (dense Llama-style models; "
-                  "seq_len and micro_batch_size stay the config's)")
+                  "take the model from a HuggingFace config.json: dense (Llama, Mistral, Qwen2), "
+                  "MoE (Mixtral, DeepSeek), MLA (DeepSeek-V2/V3) or DeepSeek-V4.1's CSA2 layers; "
+                  "seq_len and micro_batch_size stay the config's (model.seq_len, --seq-len); "
+                  "without a config: one node of --cluster (h100), pp 1, dp filling it")
       ->type_name("FILE");
+  command
+      .add_option("--cluster", flags.cluster,
+                  "replace the config's cluster by a preset DEVICE or DEVICExNODES, e.g. h100x2 "
+                  "(stagecraft list presets)")
+      ->type_name("PRESET");
+  command
+      .add_option("--recompute", flags.recompute,
+                  "activation recomputation: none, selective, selective-op or full "
+                  "(parallel.recompute)")
+      ->type_name("MODE");
+  command
+      .add_option("--zero-stage", flags.zero_stage,
+                  "ZeRO stage 0-3: 1 shards the optimizer state over dp, 2 the gradients too, "
+                  "3 the parameters too (parallel.zero_stage)")
+      ->type_name("Z");
+  command
+      .add_option("--global-batch-size", flags.global_batch_size,
+                  "sequences per iteration N: microbatches = N / (dp x micro_batch_size), which "
+                  "must divide (instead of --microbatches)")
+      ->type_name("N");
   command
       .add_option("--seq-len", flags.seq_len,
                   "tokens per sequence S (layer-list and transformer models)")
@@ -123,14 +147,18 @@ std::vector<std::string> FlagsOf(const CLI::App& command) {
 // Arguments CLI11 did not recognise: an unknown flag gets "did you mean", a stray word is named.
 std::string ExtraArgumentsMessage(const CLI::App& command, const std::vector<std::string>& extras) {
   const std::string& first = extras.front();
+  // A topic of `multimodal` is named with its parent: "multimodal cp".
+  const bool nested = command.get_parent() != nullptr && command.get_parent()->get_parent();
+  const std::string name =
+      nested ? command.get_parent()->get_name() + " " + command.get_name() : command.get_name();
   if (first.rfind("-", 0) == 0) {
     const std::string flag = first.substr(0, first.find('='));
     const std::vector<std::string> flags = FlagsOf(command);
-    return "unknown flag '" + flag + "' for '" + command.get_name() + "'" +
-           DidYouMean(flag, flags) + " (stagecraft " + command.get_name() + " --help)";
+    return "unknown flag '" + flag + "' for '" + name + "'" + DidYouMean(flag, flags) +
+           " (stagecraft " + name + " --help)";
   }
-  return "unexpected argument '" + first + "' for '" + command.get_name() +
-         "' (it takes at most one config file)";
+  return "unexpected argument '" + first + "' for '" + name + "'" +
+         (nested ? std::string(" (it takes flags only)") : " (it takes at most one config file)");
 }
 
 // bench-schedules: the run flags, less those the sweep sets itself, and the sweep's own.
@@ -140,7 +168,8 @@ CLI::App* AddBenchCommand(CLI::App& app, RunFlags& flags, BenchFlags& bench_flag
       "simulate every schedule over microbatch counts (and pp values): table, CSV, SVG plots");
   AddRunFlags(*bench, flags);
   // Refused with a pointer to the sweep's own flags (RunBenchSchedules), so hidden from --help.
-  for (const char* swept : {"--schedule", "--microbatches", "--schedule-csv"}) {
+  for (const char* swept :
+       {"--schedule", "--microbatches", "--global-batch-size", "--schedule-csv"}) {
     bench->get_option(swept)->group("");
   }
   bench
@@ -184,55 +213,158 @@ CLI::App* AddCommCommand(CLI::App& app, CommFlags& flags) {
                    "ring (default) | tree | hierarchical (all-reduce only)")
       ->type_name("A");
   comm->add_flag("--json", flags.json, "print one JSON object");
+  comm->footer(CommHelpFooter());
   return comm;
 }
 
 // `multimodal images`: the sample's images and the I/O criterion's rates.
-void AddMultimodalImageFlags(CLI::App& multimodal, MultimodalFlags& flags) {
-  multimodal.add_option("--images", flags.images, "images in the sample (images; default 16)")
+void AddMultimodalImageFlags(CLI::App& images, MultimodalFlags& flags) {
+  images.add_option("--ranks", flags.ranks, "context-parallel ranks cp (default 8)")
       ->type_name("N");
-  multimodal
+  images.add_option("--seq-len", flags.seq_len, "tokens of the sample s (default 1048576)")
+      ->type_name("S");
+  images.add_option("--images", flags.images, "images in the sample (default 16)")->type_name("N");
+  images
       .add_option("--image-tokens", flags.image_tokens,
-                  "tokens per image: fixed:N, uniform:A-B or choices:256x3,1024 (images)")
+                  "tokens per image: fixed:N, uniform:A-B or choices:256x3,1024 (default "
+                  "uniform:64-1024)")
       ->type_name("DIST");
-  multimodal.add_option("--seed", flags.seed, "seed of the image-token draw (images)")
+  images.add_option("--seed", flags.seed, "seed of the image-token draw (default 1)")
       ->type_name("N");
-  multimodal
+  images
       .add_option("--bytes-per-image-token", flags.bytes_per_image_token,
-                  "storage bytes read per image token (images; default 5292, raw RGB)")
+                  "storage bytes read per image token (default 5292, raw RGB)")
       ->type_name("B");
-  multimodal
+  images
       .add_option("--io-bandwidth", flags.io_bandwidth,
-                  "storage read bandwidth per rank, B_IO (images; default 2GB/s)")
+                  "storage read bandwidth per rank, B_IO (default 2GB/s)")
       ->type_name("BW");
-  multimodal
+  images
       .add_option("--gpu-flops", flags.gpu_flops,
-                  "sustained FLOP/s per rank, B_GPU (images; default 400TFLOP/s)")
+                  "sustained FLOP/s per rank, B_GPU (default 400TFLOP/s)")
       ->type_name("RATE");
-  multimodal
+  images
       .add_option("--flops-per-token", flags.flops_per_token,
-                  "training FLOPs a rank spends per token, C (images; default 105GFLOP: the "
-                  "whole V4.1 backbone, 3 x 35 GFLOP forward; divide by the pipeline and tensor "
-                  "ranks that share a token)")
+                  "training FLOPs a rank spends per token, C (default 105GFLOP: the whole V4.1 "
+                  "backbone, 3 x 35 GFLOP forward; divide by the pipeline and tensor ranks that "
+                  "share a token)")
       ->type_name("FLOP");
 }
 
 // `multimodal contrastive-order`: the tower times and the cluster of the all-gathers.
-void AddMultimodalOrderFlags(CLI::App& multimodal, MultimodalFlags& flags) {
-  multimodal
-      .add_option("--device", flags.device,
-                  "device preset of the gathers' nodes (contrastive-order; default h800)")
+void AddMultimodalOrderFlags(CLI::App& order, MultimodalFlags& flags) {
+  order.add_option("--vision-forward", flags.vision_forward, "Fwd(V) (default 30ms)")
+      ->type_name("TIME");
+  order.add_option("--text-forward", flags.text_forward, "Fwd(T) (default 20ms)")
+      ->type_name("TIME");
+  order.add_option("--vision-backward", flags.vision_backward, "Bwd(V) (default 2 x Fwd(V))")
+      ->type_name("TIME");
+  order.add_option("--text-backward", flags.text_backward, "Bwd(T) (default 2 x Fwd(T))")
+      ->type_name("TIME");
+  order.add_option("--loss", flags.loss, "each loss-gradient step, grad(T) and grad(V) (1ms)")
+      ->type_name("TIME");
+}
+
+// The contrastive shape: D ranks of b pairs with e-wide embeddings.
+void AddContrastiveShapeFlags(CLI::App& topic, MultimodalFlags& flags) {
+  topic.add_option("--ranks", flags.ranks, "D data-parallel ranks (default 8)")->type_name("N");
+  topic.add_option("--batch", flags.batch, "pairs per rank b (default 256)")->type_name("B");
+  topic.add_option("--width", flags.width, "embedding width e (default 1024)")->type_name("E");
+}
+
+// `multimodal TOPIC`: one subcommand per table, each with only its own flags and --json.
+CLI::App* AddMultimodalCommand(CLI::App& app, MultimodalFlags& flags) {
+  CLI::App* multimodal = app.add_subcommand(
+      "multimodal",
+      "multimodal cost tables: contrastive losses, Engram tables, CP indexer balance, images");
+  multimodal->allow_extras();
+  multimodal->footer(
+      "Topics are subcommands with their own flags: stagecraft multimodal TOPIC --help.");
+  const auto topic = [&](const char* name, const char* description, const char* footer) {
+    CLI::App* command = multimodal->add_subcommand(name, description);
+    command->add_flag("--json", flags.json, "print one JSON object instead of the table");
+    command->allow_extras();
+    command->footer(footer);
+    return command;
+  };
+  CLI::App* contrastive = topic(
+      "contrastive", "memory and traffic of the global, local and SigLIP-ring contrastive losses",
+      "Columns: the largest fp32 logit matrix a rank holds, the embedding bytes it receives "
+      "and sends in the forward, and the communication steps.");
+  AddContrastiveShapeFlags(*contrastive, flags);
+  CLI::App* order =
+      topic("contrastive-order", "one contrastive step, sequential vs overlapped all-gathers (ms)",
+            "Per order: the step time, the compute in it and the all-gather time left exposed, "
+            "then every task's start and end (ms).");
+  AddContrastiveShapeFlags(*order, flags);
+  order
+      ->add_option("--device", flags.device,
+                   "device preset of the gathers' nodes (default h800; stagecraft list presets)")
       ->type_name("PRESET");
-  multimodal.add_option("--vision-forward", flags.vision_forward, "Fwd(V) (default 30ms)")
-      ->type_name("TIME");
-  multimodal.add_option("--text-forward", flags.text_forward, "Fwd(T) (default 20ms)")
-      ->type_name("TIME");
-  multimodal.add_option("--vision-backward", flags.vision_backward, "Bwd(V) (default 2 x Fwd(V))")
-      ->type_name("TIME");
-  multimodal.add_option("--text-backward", flags.text_backward, "Bwd(T) (default 2 x Fwd(T))")
-      ->type_name("TIME");
-  multimodal.add_option("--loss", flags.loss, "each loss-gradient step, grad(T) and grad(V) (1ms)")
-      ->type_name("TIME");
+  AddMultimodalOrderFlags(*order, flags);
+  CLI::App* engram =
+      topic("engram", "Engram table bytes and all-to-all times per owner count",
+            "Per owner count G: the table bytes each owner holds and one Engram layer's fetch "
+            "(ids + rows) and gradient all-to-alls, tables in device or in host memory (ms).");
+  engram
+      ->add_option("--tokens", flags.tokens,
+                   "tokens a rank looks up per iteration (default 131072)")
+      ->type_name("N");
+  engram
+      ->add_option("--owners", flags.owners,
+                   "Engram owner counts, comma-separated (default 8,16,32,64,128)")
+      ->type_name("G,...");
+  engram
+      ->add_option("--device", flags.device,
+                   "device preset of the owners' nodes (default h800; stagecraft list presets)")
+      ->type_name("PRESET");
+  CLI::App* cp =
+      topic("cp", "CSA2 indexer scan per context-parallel rank, contiguous vs zig-zag shards",
+            "Each rank's indexer scan relative to the average (1.000 = balanced).");
+  cp->add_option("--ranks", flags.ranks, "context-parallel ranks cp (default 8)")->type_name("N");
+  cp->add_option("--seq-len", flags.seq_len, "sequence length s (default 1048576)")->type_name("S");
+  cp->add_option("--compress-ratio", flags.compress_ratio, "compression ratio m (default 4)")
+      ->type_name("M");
+  CLI::App* images =
+      topic("images", "a sample's images over context-parallel ranks, with the I/O criterion",
+            "Per sharding (position, balanced, replicated): each rank's images, tokens, encoder "
+            "TFLOP and bytes read; the criterion rho < (B_IO / B_GPU) * C holds when reading hides "
+            "behind compute.");
+  AddMultimodalImageFlags(*images, flags);
+  return multimodal;
+}
+
+// `multimodal TOPIC`: the chosen topic's flags are parsed; an unknown topic gets "did you mean".
+int DispatchMultimodal(const CLI::App& multimodal, MultimodalFlags& flags, std::ostream& out,
+                       std::ostream& err) {
+  const std::vector<CLI::App*> topics = multimodal.get_subcommands();
+  if (topics.empty()) {
+    const std::vector<std::string> extras = multimodal.remaining();
+    flags.topic = extras.empty() || extras.front().rfind("-", 0) == 0 ? "" : extras.front();
+    return RunMultimodal(flags, out, err);
+  }
+  const std::vector<std::string> extras = topics.front()->remaining();
+  if (!extras.empty()) {
+    // A flag of another topic (the topics once shared their flags): name the topics that take it.
+    const std::string flag = extras.front().substr(0, extras.front().find('='));
+    std::vector<std::string> owners;
+    for (const CLI::App* topic : multimodal.get_subcommands({})) {
+      const std::vector<std::string> names = FlagsOf(*topic);
+      if (std::find(names.begin(), names.end(), flag) != names.end()) {
+        owners.push_back("'multimodal " + topic->get_name() + "'");
+      }
+    }
+    std::string message = ExtraArgumentsMessage(*topics.front(), extras);
+    if (!owners.empty()) {
+      message += "; " + flag + " is a flag of " + owners.front();
+      for (size_t index = 1; index < owners.size(); ++index) {
+        message += (index + 1 == owners.size() ? " and " : ", ") + owners[index];
+      }
+    }
+    return UsageError(message, err);
+  }
+  flags.topic = topics.front()->get_name();
+  return RunMultimodal(flags, out, err);
 }
 
 }  // namespace
@@ -240,7 +372,7 @@ void AddMultimodalOrderFlags(CLI::App& multimodal, MultimodalFlags& flags) {
 int RunCli(int argc, const char* const* argv, std::ostream& out, std::ostream& err) {
   CLI::App app{"stagecraft: plan, simulate and check pipeline-parallel training schedules"};
   app.allow_extras();
-  app.footer(MetricDefinitions());
+  app.footer(TopLevelHelpFooter());
   RunFlags flags;
   OutputFlags output;
   bool derive_json = false;
@@ -248,8 +380,10 @@ int RunCli(int argc, const char* const* argv, std::ostream& out, std::ostream& e
 
   CLI::App* simulate = app.add_subcommand("simulate", "simulate one training iteration");
   AddRunFlags(*simulate, flags);
+  simulate->footer(MetricDefinitions());
   simulate->add_flag("--json", output.json, "print one JSON object instead of the table");
-  simulate->add_flag("--timeline", output.timeline, "draw an ASCII timeline (small cases)");
+  simulate->add_flag("--timeline", output.timeline,
+                     "draw an ASCII timeline (small cases; a larger one prints why it is skipped)");
   simulate->add_flag("--compare-policies", output.compare_policies,
                      "layer-list models: one row per shared-state policy (payload, direct, "
                      "shadow, auto)");
@@ -267,16 +401,19 @@ int RunCli(int argc, const char* const* argv, std::ostream& out, std::ostream& e
                                        "validate a config or a schedule CSV: every "
                                        "violation, deadlocks under each p2p mode");
   AddRunFlags(*check, flags);
+  check->footer(CheckHelpFooter());
 
   CLI::App* derive = app.add_subcommand("derive", "closed-form bubble next to the simulated value");
   AddRunFlags(*derive, flags);
   derive->add_flag("--json", derive_json, "print one JSON object");
+  derive->footer(MetricDefinitions());
 
   CLI::App* list = app.add_subcommand(
       "list",
       "list the choices: schedules, placements, p2p, metrics, presets, collectives, vision");
   list->add_option("what", list_what,
                    "schedules | placements | p2p | metrics | presets | collectives | vision");
+  list->footer(ListHelpFooter());
 
   BenchFlags bench_flags;
   CLI::App* bench = AddBenchCommand(app, flags, bench_flags);
@@ -287,33 +424,9 @@ int RunCli(int argc, const char* const* argv, std::ostream& out, std::ostream& e
       "memory", "memory per device: model states, activations, shared state vs capacity");
   AddRunFlags(*memory, flags);
   memory->add_flag("--json", memory_json, "print one JSON object");
+  memory->footer(MemoryHelpFooter());
   MultimodalFlags multimodal_flags;
-  CLI::App* multimodal = app.add_subcommand(
-      "multimodal",
-      "multimodal cost tables: contrastive losses, Engram tables, CP indexer balance");
-  multimodal
-      ->add_option("topic", multimodal_flags.topic,
-                   "contrastive | contrastive-order | engram | cp | images")
-      ->required();
-  multimodal
-      ->add_option("--ranks", multimodal_flags.ranks,
-                   "D data-parallel ranks (contrastive), or cp (cp, images)")
-      ->type_name("N");
-  multimodal->add_option("--batch", multimodal_flags.batch, "pairs per rank b")->type_name("B");
-  multimodal->add_option("--width", multimodal_flags.width, "embedding width e")->type_name("E");
-  multimodal
-      ->add_option("--tokens", multimodal_flags.tokens,
-                   "tokens a rank looks up per iteration (engram; default 131072)")
-      ->type_name("N");
-  multimodal->add_option("--owners", multimodal_flags.owners, "Engram owner counts, e.g. 8,16")
-      ->type_name("G,...");
-  multimodal->add_option("--seq-len", multimodal_flags.seq_len, "sequence length (cp, images)")
-      ->type_name("S");
-  multimodal
-      ->add_option("--compress-ratio", multimodal_flags.compress_ratio, "compression ratio m (cp)")
-      ->type_name("M");
-  AddMultimodalImageFlags(*multimodal, multimodal_flags);
-  AddMultimodalOrderFlags(*multimodal, multimodal_flags);
+  CLI::App* multimodal = AddMultimodalCommand(app, multimodal_flags);
   ValidateFlags validate_flags;
   CLI::App* validate = app.add_subcommand(
       "validate", "the cost model against published measured runs (doc/fidelity.md)");
@@ -325,6 +438,7 @@ int RunCli(int argc, const char* const* argv, std::ostream& out, std::ostream& e
       ->type_name("PCT");
   validate->add_option("--csv", validate_flags.csv_path, "write one line per run to FILE")
       ->type_name("FILE");
+  validate->footer(ValidateHelpFooter());
   for (CLI::App* command :
        {simulate, check, derive, list, bench, comm, memory, multimodal, validate}) {
     command->allow_extras();
@@ -348,6 +462,7 @@ int RunCli(int argc, const char* const* argv, std::ostream& out, std::ostream& e
                           JoinChoices(kCommands) + ")",
                       err);
   }
+  if (*multimodal) return DispatchMultimodal(*multimodal, multimodal_flags, out, err);
   if (!chosen.front()->remaining().empty()) {
     return UsageError(ExtraArgumentsMessage(*chosen.front(), chosen.front()->remaining()), err);
   }
@@ -357,7 +472,6 @@ int RunCli(int argc, const char* const* argv, std::ostream& out, std::ostream& e
   if (*bench) return RunBenchSchedules(flags, bench_flags, out, err);
   if (*comm) return RunComm(comm_flags, out, err);
   if (*memory) return RunMemory(flags, memory_json, out, err);
-  if (*multimodal) return RunMultimodal(multimodal_flags, out, err);
   if (*validate) return RunValidate(validate_flags, out, err);
   return RunList(list_what, out, err);
 }

@@ -96,6 +96,11 @@ Status CheckSweepFlags(const RunFlags& flags, const BenchFlags& bench) {
         "--microbatches-list " +
         *flags.microbatches};
   }
+  if (flags.global_batch_size) {
+    return Error{
+        "--global-batch-size: bench-schedules sweeps microbatch counts; give them with "
+        "--microbatches-list (microbatches = sequences / (dp x micro_batch_size))"};
+  }
   if (flags.schedule_csv) {
     return Error{
         "--schedule-csv: bench-schedules generates its schedules; drop --schedule-csv, "

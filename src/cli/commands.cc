@@ -219,7 +219,7 @@ int RunSimulate(const RunFlags& flags, const OutputFlags& output, std::ostream& 
   if (output.json) {
     out << FormatMetricsJson(info, simulated.metrics);
   } else {
-    if (flags.config_path.empty()) {
+    if (flags.config_path.empty() && !flags.hf_config) {
       out << "no config given: using the bundled example '" << BundledConfigName() << "'"
           << (output.trace_path ? "; trace written to " + *output.trace_path +
                                       " (open it in ui.perfetto.dev)"
@@ -227,8 +227,16 @@ int RunSimulate(const RunFlags& flags, const OutputFlags& output, std::ostream& 
     }
     out << FormatSummary(info, simulated.metrics);
   }
-  if (output.timeline)
-    out << "\n" << FormatTimeline(simulated.graph, simulated.trace, simulated.metrics);
+  if (output.timeline) {
+    const std::string unreadable = TimelineUnreadableReason(simulated.graph);
+    if (unreadable.empty()) {
+      out << "\n" << FormatTimeline(simulated.graph, simulated.trace, simulated.metrics);
+    } else {
+      out << "\ntimeline skipped: " << unreadable
+          << " (fewer --microbatches or --pp draw one; --trace FILE shows any size in "
+             "ui.perfetto.dev)\n";
+    }
+  }
   const PartitionMethod method = run.value().config.parallel.partition;
   const bool layer_list = run.value().config.model.is_layer_list();
   if (layer_list && !output.json && run.value().config.schedule.csv.empty() &&

@@ -95,7 +95,8 @@ int RunComm(const CommFlags& flags, std::ostream& out, std::ostream& err);
 
 // multimodal: the multimodal cost formulas as tables (multimodal_command.cc).
 struct MultimodalFlags {
-  std::string topic;     // contrastive | contrastive-order | engram | cp | images
+  std::string topic;     // the subcommand: contrastive | contrastive-order | engram | cp | images
+  bool json = false;     // --json: one JSON object instead of the table
   int32_t ranks = 8;     // --ranks: D (contrastive, contrastive-order) or cp (cp, images)
   int64_t batch = 256;   // --batch: pairs per rank
   int64_t width = 1024;  // --width: embedding width
@@ -120,6 +121,10 @@ struct MultimodalFlags {
   std::string loss = "1ms";             // --loss: each of the two loss-gradient steps
 };
 int RunMultimodal(const MultimodalFlags& flags, std::ostream& out, std::ostream& err);
+// `multimodal images` (multimodal_images.cc).
+int RunMultimodalImages(const MultimodalFlags& flags, std::ostream& out, std::ostream& err);
+// The topics, each a subcommand of `multimodal`, in the order help lists them.
+const std::vector<std::string>& MultimodalTopics();
 
 // memory: per-device model states, activations and shared state against the capacity
 // (memory_command.cc). Exit 1 when a device does not fit.

@@ -10,6 +10,7 @@
 #include <utility>
 
 #include "cli/bundled_config.h"
+#include "cli/run_shape.h"
 #include "core/suggest.h"
 #include "core/units.h"
 #include "io/hf_config.h"
@@ -120,6 +121,16 @@ Status ApplyFlags(const RunFlags& flags, Config& config) {
                                          config.schedule.state_policy));
   STAGECRAFT_RETURN_IF_ERROR(ApplyChoice(flags.partition, "--partition", PartitionMethodChoices(),
                                          config.parallel.partition));
+  STAGECRAFT_RETURN_IF_ERROR(
+      ApplyChoice(flags.recompute, "--recompute", RecomputeChoices(), config.parallel.recompute));
+  if (flags.zero_stage) {
+    const std::string& text = *flags.zero_stage;
+    if (text.size() != 1 || text[0] < '0' || text[0] > '0' + kMaxZeroStage) {
+      return Error{"--zero-stage: '" + text + "' is not a ZeRO stage (" + kZeroStageExpected +
+                   "; 1 shards the optimizer state, 2 the gradients too, 3 the parameters too)"};
+    }
+    config.parallel.zero_stage = text[0] - '0';
+  }
   if (flags.vision_placement && !config.multimodal.vision.given) {
     return Error{
         "--vision-placement: the config has no vision encoder (add a multimodal.vision "
@@ -237,15 +248,48 @@ Result<Schedule> GenerateNamedSchedule(const Config& c) {
 }
 
 Result<Config> LoadConfig(const RunFlags& flags, std::string& label, ConfigLocations& locations) {
+  if (flags.config_path.empty() && flags.hf_config) {
+    label = BaseName(*flags.hf_config);
+    locations = ConfigLocations{"--hf-config", {}};
+    return HfDefaultConfig();
+  }
   if (flags.config_path.empty()) {
     label = std::string("bundled example '") + BundledConfigName() + "'";
     return ParseConfig(BundledConfigText(), BundledConfigName(), &locations);
   }
+  ParseOptions options;
+  options.model_from_hf = flags.hf_config.has_value();
   label = BaseName(flags.config_path);
-  if (flags.config_text) return ParseConfig(*flags.config_text, label, &locations);
+  if (flags.config_text) return ParseConfig(*flags.config_text, label, &locations, options);
   auto text = ReadTextFile(flags.config_path);
   if (!text.ok()) return text.error();
-  return ParseConfig(text.value(), BaseName(flags.config_path), &locations);
+  return ParseConfig(text.value(), BaseName(flags.config_path), &locations, options);
+}
+
+// --global-batch-size N: N sequences per iteration, so N / (dp x micro_batch_size) microbatches.
+Status ApplyGlobalBatch(const RunFlags& flags, Config& config) {
+  if (!flags.global_batch_size) return Status::Ok();
+  auto sequences = ParseCount(*flags.global_batch_size, "--global-batch-size");
+  if (!sequences.ok()) return sequences.error();
+  if (flags.microbatches) {
+    return Error{
+        "--global-batch-size and --microbatches both set the microbatches per "
+        "iteration; give one of them"};
+  }
+  const int64_t per_microbatch = int64_t{config.parallel.dp} * config.model.micro_batch_size;
+  if (sequences.value() % per_microbatch != 0) {
+    const int64_t lower = sequences.value() / per_microbatch * per_microbatch;
+    return Error{"--global-batch-size: " + *flags.global_batch_size +
+                 " sequences do not split into microbatches of dp " +
+                 std::to_string(config.parallel.dp) + " x micro_batch_size " +
+                 std::to_string(config.model.micro_batch_size) + " = " +
+                 std::to_string(per_microbatch) + " sequences; expected a multiple of " +
+                 std::to_string(per_microbatch) + ", e.g. " +
+                 std::to_string(lower > 0 ? lower : per_microbatch) +
+                 (lower > 0 ? " or " + std::to_string(lower + per_microbatch) : std::string())};
+  }
+  config.parallel.microbatches = static_cast<int32_t>(sequences.value() / per_microbatch);
+  return Status::Ok();
 }
 
 }  // namespace
@@ -311,6 +355,10 @@ Result<PreparedRun> PrepareRun(const RunFlags& flags) {
   if (!config.ok()) return config.error();
   run.config = std::move(config).value();
   STAGECRAFT_RETURN_IF_ERROR(ApplyFlags(flags, run.config));
+  STAGECRAFT_RETURN_IF_ERROR(ApplyClusterFlag(flags, run));
+  FillDataParallel(flags, run);
+  STAGECRAFT_RETURN_IF_ERROR(ApplyGlobalBatch(flags, run.config));
+  ImplyChunksPerRank(flags, run);
   if (flags.hf_config) {
     auto text = ReadTextFile(*flags.hf_config);
     if (!text.ok()) return Error{"--hf-config: " + text.error().message};
@@ -393,6 +441,7 @@ Result<PreparedRun> PrepareRun(const RunFlags& flags) {
     }
   }
   STAGECRAFT_RETURN_IF_ERROR(CheckLayout(c, run.locations, run.schedule));
+  NoteIdleDevices(flags, run);
   run.lower.mode = c.schedule.p2p;
   run.lower.cost_p2p = c.schedule.cost_p2p;
   run.lower.cluster = c.cluster;

@@ -46,6 +46,10 @@ struct RunFlags {
   std::optional<std::string> p2p;               // --p2p async|rendezvous
   std::optional<std::string> schedule_csv;      // --schedule-csv FILE
   std::optional<std::string> vision_placement;  // --vision-placement NAME
+  std::optional<std::string> cluster;           // --cluster DEVICE or DEVICExNODES
+  std::optional<std::string> recompute;         // --recompute none|selective|full|selective-op
+  std::optional<std::string> zero_stage;        // --zero-stage 0-3
+  std::optional<std::string> global_batch_size;  // --global-batch-size N (sequences)
 };
 
 struct PreparedRun {

@@ -69,8 +69,10 @@ std::vector<std::string> KeysOf(const std::vector<KeyHandler>& handlers) {
 // Reads values out of YAML nodes; every error is prefixed with "source:line:col: ".
 class Reader {
  public:
-  Reader(std::string_view source, ConfigLocations* locations)
-      : source_(source), locations_(locations) {}
+  Reader(std::string_view source, ConfigLocations* locations, const ParseOptions& options)
+      : source_(source), locations_(locations), options_(options) {}
+
+  const ParseOptions& options() const { return options_; }
 
   // "source:line:col: " (1-based; yaml-cpp marks are 0-based), or "source: " without a mark.
   std::string Where(const YAML::Mark& mark) const {
@@ -115,6 +117,7 @@ class Reader {
 
   std::string_view source_;
   ConfigLocations* locations_;  // may be null
+  ParseOptions options_;
 };
 
 Result<std::string> Reader::Text(const Field& field, std::string_view expected) const {
@@ -503,11 +506,16 @@ Status ReadLayerList(const Reader& reader, const Field& field, ModelSpec* model)
   return ResolveLayers(reader, field, marks, model->layers);
 }
 
-// The uniform model: model.layers is a count; the layer-list keys are errors.
+// The uniform model: model.layers is a count; the layer-list keys are errors, except the run's
+// shape next to a model from --hf-config (ParseOptions::model_from_hf).
 Status FinishUniformModel(const Reader& reader, const Written& written, ModelSpec* model) {
   for (const char* key : {"seq_len", "micro_batch_size", "dims"}) {
+    if (reader.options().model_from_hf && std::string_view(key) != "dims") continue;
     if (const Field* field = Find(written, key)) {
-      return reader.At(*field, "applies to layer-list models only (type: layers)");
+      const bool shape = std::string_view(key) != "dims";
+      return reader.At(*field, shape ? "applies to layer-list and transformer models only (type: "
+                                       "layers or transformer), or next to --hf-config"
+                                     : "applies to layer-list models only (type: layers)");
     }
   }
   const Field* layers = Find(written, "layers");
@@ -803,12 +811,8 @@ Status ReadParallel(const Reader& reader, const Field& field, ParallelSpec* para
         EnumInto<CpSharding>(reader, "cp sharding", CpShardingChoices(), &parallel->cp_sharding)},
        {"cp_overlap", BoolInto(reader, &parallel->cp_overlap)},
        {"sequence_parallel", BoolInto(reader, &parallel->sequence_parallel)},
-       {"recompute", EnumInto<Recompute>(reader, "recompute",
-                                         {{"none", Recompute::kNone},
-                                          {"selective", Recompute::kSelective},
-                                          {"selective-op", Recompute::kSelectiveOp},
-                                          {"full", Recompute::kFull}},
-                                         &parallel->recompute)},
+       {"recompute",
+        EnumInto<Recompute>(reader, "recompute", RecomputeChoices(), &parallel->recompute)},
        {"recompute_num_layers", CountInto(reader, &parallel->recompute_num_layers)},
        {"distributed_optimizer", BoolInto(reader, &parallel->distributed_optimizer)},
        {"fp8", BoolInto(reader, &parallel->fp8)},
@@ -846,9 +850,9 @@ Status ReadParallel(const Reader& reader, const Field& field, ParallelSpec* para
         [&reader, parallel](const Field& value) -> Status {
           const Status read = reader.Int(value, 0, &parallel->zero_stage);
           if (!read.ok()) return read;
-          if (parallel->zero_stage > 3) {
-            return reader.At(value, "is " + std::to_string(parallel->zero_stage) +
-                                        " (expected 0, 1, 2 or 3: ZeRO's stages)");
+          if (parallel->zero_stage > kMaxZeroStage) {
+            return reader.At(value, "is " + std::to_string(parallel->zero_stage) + " (" +
+                                        kZeroStageExpected + ")");
           }
           return Status::Ok();
         }},
@@ -993,6 +997,15 @@ const std::vector<std::pair<std::string, PartitionMethod>>& PartitionMethodChoic
   return kChoices;
 }
 
+const std::vector<std::pair<std::string, Recompute>>& RecomputeChoices() {
+  static const std::vector<std::pair<std::string, Recompute>> kChoices = {
+      {"none", Recompute::kNone},
+      {"selective", Recompute::kSelective},
+      {"selective-op", Recompute::kSelectiveOp},
+      {"full", Recompute::kFull}};
+  return kChoices;
+}
+
 const std::vector<std::pair<std::string, CpSharding>>& CpShardingChoices() {
   static const std::vector<std::pair<std::string, CpSharding>> kChoices = {
       {"contiguous", CpSharding::kContiguous}, {"zigzag", CpSharding::kZigzag}};
@@ -1012,9 +1025,9 @@ std::string ConfigLocations::Where(const std::string& path) const {
 }
 
 Result<Config> ParseConfig(std::string_view yaml_text, std::string_view source,
-                           ConfigLocations* locations) {
+                           ConfigLocations* locations, const ParseOptions& options) {
   if (locations != nullptr) *locations = ConfigLocations{std::string(source), {}};
-  const Reader reader(source, locations);
+  const Reader reader(source, locations, options);
   try {
     return ParseDocuments(reader, yaml_text);
   } catch (const YAML::Exception& exception) {

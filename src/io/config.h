@@ -46,6 +46,14 @@ enum class CpSharding : uint8_t {
 // Both with their names (config key `parallel.cp_sharding`, flag `--cp-sharding`).
 const std::vector<std::pair<std::string, CpSharding>>& CpShardingChoices();
 
+// Every activation-recomputation mode with its name (config key `parallel.recompute`, flag
+// `--recompute`).
+const std::vector<std::pair<std::string, Recompute>>& RecomputeChoices();
+
+// ZeRO's stages (config key `parallel.zero_stage`, flag `--zero-stage`): 0 to this.
+inline constexpr int32_t kMaxZeroStage = 3;
+inline constexpr const char* kZeroStageExpected = "expected 0, 1, 2 or 3: ZeRO's stages";
+
 // FSDP2's reshard_after_forward: free the gathered parameters after a forward (and gather them
 // again for the backward), or keep them until the backward. The default follows torchtitan:
 // reshard without pipeline parallelism, keep them under it (a stage's parameters stay gathered
@@ -139,11 +147,18 @@ struct ConfigLocations {
   std::string Where(const std::string& path) const;
 };
 
+// How to read a config.
+struct ParseOptions {
+  // The model comes from a HuggingFace config.json (--hf-config): model.seq_len and
+  // model.micro_batch_size are accepted on the otherwise empty (uniform) model section.
+  bool model_from_hf = false;
+};
+
 // Parses YAML text. `source` names the file in messages, which read
 // "source:line:col: what was wrong (what was expected)[; did you mean ...]". Unknown keys are
 // errors (with "did you mean"), so typos never pass silently, and so is an unknown schedule
 // name. Every section is optional. `locations`, when given, receives where each key was written.
 Result<Config> ParseConfig(std::string_view yaml_text, std::string_view source,
-                           ConfigLocations* locations = nullptr);
+                           ConfigLocations* locations = nullptr, const ParseOptions& options = {});
 
 }  // namespace stagecraft

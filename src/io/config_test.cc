@@ -526,7 +526,23 @@ TEST(LayerListConfigTest, ModelTypeErrors) {
             "run.yaml:2:12: model.forward: applies to the uniform model only (a layer-list model "
             "has per-layer costs: set it on a layer entry, or leave it out to derive it)");
   EXPECT_EQ(ErrorOf("model:\n  seq_len: 4096\n"),
-            "run.yaml:2:12: model.seq_len: applies to layer-list models only (type: layers)");
+            "run.yaml:2:12: model.seq_len: applies to layer-list and transformer models only "
+            "(type: layers or transformer), or next to --hf-config");
+}
+
+TEST(LayerListConfigTest, RunShapeNextToHfModel) {
+  // Issue 13 item 7: next to --hf-config the model section may give the run's shape only.
+  ParseOptions options;
+  options.model_from_hf = true;
+  auto config =
+      ParseConfig("model:\n  seq_len: 8192\n  micro_batch_size: 2\n", "run.yaml", nullptr, options);
+  ASSERT_TRUE(config.ok()) << config.error().message;
+  EXPECT_EQ(config.value().model.seq_len, 8192);
+  EXPECT_EQ(config.value().model.micro_batch_size, 2);
+  auto dims = ParseConfig("model:\n  dims: {hidden: 8}\n", "run.yaml", nullptr, options);
+  ASSERT_FALSE(dims.ok());
+  EXPECT_EQ(dims.error().message,
+            "run.yaml:2:9: model.dims: applies to layer-list models only (type: layers)");
 }
 
 TEST(LayerListConfigTest, EntryErrors) {

@@ -215,6 +215,15 @@ TEST(ChromeTraceTest, TimesInMicrosecondsWithThreeDecimals) {
   EXPECT_EQ(text, FormatChromeTrace(run.graph, run.trace));
 }
 
+// Issue 13 item 8: p 4 v 2 m 4 fits (rank 0: 16 actions of 2-character labels = 32 columns);
+// at 20 columns it does not, and the reason names the rank and the columns its labels need.
+TEST(TimelineTest, UnreadableWhenLabelsExceedTheLine) {
+  const Simulated run = SimulateInterleaved();
+  EXPECT_EQ(TimelineUnreadableReason(run.graph), "");
+  EXPECT_EQ(TimelineUnreadableReason(run.graph, 20),
+            "rank 0 runs 16 actions whose labels need 32 columns, more than the 20 of a line");
+}
+
 TEST(TimelineTest, OneRowPerRank) {
   const Simulated run = SimulateInterleaved();
   const std::string text = FormatTimeline(run.graph, run.trace, run.metrics);

@@ -126,6 +126,37 @@ Frame MakeFrame(const std::vector<Series>& series, const PlotOptions& options) {
   return frame;
 }
 
+// The width of `text` at `font_px` in a sans-serif font, px: an estimate (bold DejaVu Sans
+// averages about 0.62 em per character over mixed text), so the title can be fitted without
+// measuring glyphs.
+double TextWidthPx(const std::string& text, double font_px) {
+  return static_cast<double>(text.size()) * 0.62 * font_px;
+}
+
+// The title, centered: at 16 px when it fits the width, else shrunk down to 12 px, else wrapped
+// at the space nearest its middle into two lines of 13 px (the top margin holds two).
+std::string Title(const PlotOptions& options) {
+  const double room = options.width_px - 20.0;
+  const std::string open = "<text class=\"title\" x=\"" + Px(options.width_px / 2.0) + "\" y=\"";
+  const auto line = [&](const std::string& text, double y, double font_px) {
+    return open + Px(y) + "\" text-anchor=\"middle\" font-size=\"" + Px(font_px) +
+           "\" font-weight=\"bold\">" + XmlEscape(text) + "</text>\n";
+  };
+  const std::string& title = options.title;
+  for (double font_px = 16.0; font_px >= 12.0; font_px -= 1.0) {
+    if (TextWidthPx(title, font_px) <= room) return line(title, 26.0, font_px);
+  }
+  const size_t middle = title.size() / 2;
+  const size_t before = title.rfind(' ', middle);
+  const size_t after = title.find(' ', middle);
+  size_t cut = before;
+  if (cut == std::string::npos || (after != std::string::npos && after - middle < middle - cut)) {
+    cut = after;
+  }
+  if (cut == std::string::npos) return line(title, 26.0, 12.0);  // one word: as small as allowed
+  return line(title.substr(0, cut), 18.0, 13.0) + line(title.substr(cut + 1), 35.0, 13.0);
+}
+
 std::string Header(const PlotOptions& options) {
   const std::string width = std::to_string(options.width_px);
   const std::string height = std::to_string(options.height_px);
@@ -133,11 +164,7 @@ std::string Header(const PlotOptions& options) {
                     height + "\" viewBox=\"0 0 " + width + " " + height + "\" font-family=\"" +
                     kFont + "\" font-size=\"12\" fill=\"#333333\">\n";
   svg += "<rect width=\"" + width + "\" height=\"" + height + "\" fill=\"#ffffff\"/>\n";
-  if (!options.title.empty()) {
-    svg += "<text class=\"title\" x=\"" + Px(options.width_px / 2.0) +
-           "\" y=\"26\" text-anchor=\"middle\" font-size=\"16\" font-weight=\"bold\">" +
-           XmlEscape(options.title) + "</text>\n";
-  }
+  if (!options.title.empty()) svg += Title(options);
   return svg;
 }
 
@@ -252,9 +279,57 @@ std::string SeriesOpen(const Series& series) {
   return svg + ">\n";
 }
 
+// How a series is drawn beyond its color and shape. A series whose drawn points all coincide
+// with an earlier one's (1f1b and gpipe have the same bubble) would hide it: it is drawn dashed,
+// its dashes offset from those of other copies so every color shows along the line, with
+// smaller markers so the earlier marker rings it, and its legend entry says "= that series".
+struct SeriesStyle {
+  std::string dash;  // stroke-dasharray and stroke-dashoffset attributes; "" = the default
+  double marker_scale = 1.0;
+  std::string same_as;  // the name of the earlier series it coincides with; "" = none
+};
+
+std::vector<SeriesStyle> StylesOf(const Frame& frame, const std::vector<Series>& series,
+                                  const PlotOptions& options) {
+  std::vector<std::string> drawn;  // [series] its points in px, as written
+  for (const Series& one : series) {
+    std::string points;
+    for (const PlotPoint& point : one.points) {
+      if (Drawable(point, options))
+        points += Px(frame.X(point.x)) + "," + Px(frame.Y(point.y)) + " ";
+    }
+    drawn.push_back(points);
+  }
+  std::vector<SeriesStyle> styles(series.size());
+  std::vector<size_t> original(series.size());
+  std::vector<int32_t> copies(series.size(), 0);  // [original] coinciding series after it
+  for (size_t index = 0; index < series.size(); ++index) {
+    original[index] = index;
+    for (size_t earlier = 0; earlier < index && !drawn[index].empty(); ++earlier) {
+      if (original[earlier] == earlier && drawn[earlier] == drawn[index]) {
+        original[index] = earlier;
+        ++copies[earlier];
+        break;
+      }
+    }
+  }
+  std::vector<int32_t> seen(series.size(), 0);
+  for (size_t index = 0; index < series.size(); ++index) {
+    const size_t first = original[index];
+    if (first == index) continue;
+    const int32_t rank = ++seen[first];  // 1 for the first copy
+    const int32_t period = 5 * (copies[first] + 1);
+    styles[index].dash = " stroke-dasharray=\"5 " + std::to_string(period - 5) +
+                         "\" stroke-dashoffset=\"" + std::to_string(-5 * rank) + "\"";
+    styles[index].marker_scale = std::max(0.35, 1.0 - 0.25 * rank);
+    styles[index].same_as = series[first].name;
+  }
+  return styles;
+}
+
 // A series: its polyline (line plots) and one marker per drawable point.
-std::string SeriesGroup(const Frame& frame, const Series& series, size_t index, bool line,
-                        const PlotOptions& options) {
+std::string SeriesGroup(const Frame& frame, const Series& series, size_t index,
+                        const SeriesStyle& style, bool line, const PlotOptions& options) {
   std::string svg = SeriesOpen(series);
   std::string points;
   for (const PlotPoint& point : series.points) {
@@ -263,23 +338,24 @@ std::string SeriesGroup(const Frame& frame, const Series& series, size_t index, 
   }
   if (line && !points.empty()) {
     svg += "<polyline points=\"" + points + "\" fill=\"none\" stroke=\"" + Color(index) +
-           "\" stroke-width=\"2\"" + DashAttribute(index) + "/>\n";
+           "\" stroke-width=\"2\"" + (style.dash.empty() ? DashAttribute(index) : style.dash) +
+           "/>\n";
   }
   const std::string marker_style =
       line ? "fill=\"" + Color(index) + "\""
            : "fill=\"" + Color(index) + "\" fill-opacity=\"0.85\" stroke=\"#ffffff\"";
   for (const PlotPoint& point : series.points) {
     if (!Drawable(point, options)) continue;
-    svg += Marker(ShapeOf(index), frame.X(point.x), frame.Y(point.y), line ? 3.5 : 5.0,
-                  marker_style, point.label);
+    svg += Marker(ShapeOf(index), frame.X(point.x), frame.Y(point.y),
+                  (line ? 3.5 : 5.0) * style.marker_scale, marker_style, point.label);
     if (point.over) svg += OverCross(frame.X(point.x), frame.Y(point.y));
   }
   return svg + "</g>\n";
 }
 
 // One entry per series, then (scatter plots) the Pareto front's.
-std::string Legend(const Frame& frame, const std::vector<Series>& series, bool line, bool pareto,
-                   bool any_over) {
+std::string Legend(const Frame& frame, const std::vector<Series>& series,
+                   const std::vector<SeriesStyle>& styles, bool line, bool pareto, bool any_over) {
   std::string svg = "<g class=\"legend\">\n";
   const double x = frame.right + 20.0;
   double y = frame.top + 6.0;
@@ -288,12 +364,18 @@ std::string Legend(const Frame& frame, const std::vector<Series>& series, bool l
     if (line) {
       svg += "<line x1=\"" + Px(x) + "\" y1=\"" + Px(y) + "\" x2=\"" + Px(x + 24.0) + "\" y2=\"" +
              Px(y) + "\" stroke=\"" + Color(index) + "\" stroke-width=\"2\"" +
-             DashAttribute(index) + "/>\n";
+             (styles[index].dash.empty() ? DashAttribute(index) : styles[index].dash) + "/>\n";
     }
     svg +=
         Marker(ShapeOf(index), x + 12.0, y, line ? 3.5 : 5.0, "fill=\"" + Color(index) + "\"", "");
-    svg += "<text x=\"" + Px(x + 32.0) + "\" y=\"" + Px(y + 4.0) + "\">" +
-           XmlEscape(series[index].name) + "</text>\n</g>\n";
+    const std::string same = styles[index].same_as.empty() ? "" : " = " + styles[index].same_as;
+    const std::string text = series[index].name + same;
+    // Shrunk (to 8 px at least) when the 12 px text would run past the image's right edge.
+    const double room = kLegendWidth - 20.0 - 32.0 - 4.0;
+    const double font_px = std::max(8.0, std::min(12.0, room / (0.6 * text.size())));
+    svg += "<text x=\"" + Px(x + 32.0) + "\" y=\"" + Px(y + 4.0) + "\"" +
+           (font_px < 12.0 ? " font-size=\"" + Px(font_px) + "\"" : std::string()) + ">" +
+           XmlEscape(text) + "</text>\n</g>\n";
   }
   if (pareto) {
     svg += "<g class=\"legend-pareto\">\n<line x1=\"" + Px(x) + "\" y1=\"" + Px(y) + "\" x2=\"" +
@@ -329,8 +411,9 @@ std::string FrontGroup(const Frame& frame, const std::vector<PlotPoint>& front) 
 std::string Plot(const std::vector<Series>& series, const PlotOptions& options, bool line) {
   const Frame frame = MakeFrame(series, options);
   std::string svg = Header(options) + Axes(frame, options);
+  const std::vector<SeriesStyle> styles = StylesOf(frame, series, options);
   for (size_t index = 0; index < series.size(); ++index) {
-    svg += SeriesGroup(frame, series[index], index, line, options);
+    svg += SeriesGroup(frame, series[index], index, styles[index], line, options);
   }
   if (!line) {
     std::vector<Series> drawable = series;
@@ -344,7 +427,7 @@ std::string Plot(const std::vector<Series>& series, const PlotOptions& options, 
     return std::any_of(one.points.begin(), one.points.end(),
                        [](const PlotPoint& point) { return point.over; });
   });
-  return svg + Legend(frame, series, line, !line, any_over) + "</svg>\n";
+  return svg + Legend(frame, series, styles, line, !line, any_over) + "</svg>\n";
 }
 
 }  // namespace

@@ -184,5 +184,39 @@ TEST(XmlEscapeTest, EscapesMarkup) {
   EXPECT_EQ(XmlEscape("a<b>&\"c'"), "a&lt;b&gt;&amp;&quot;c&apos;");
 }
 
+// Issue 13 item 8: a title longer than the image shrinks (still one line) and, past 12 px,
+// wraps into two lines at a space; a short title stays at 16 px.
+TEST(SvgPlotTest, LongTitlesShrinkOrWrapToFit) {
+  PlotOptions options;
+  options.title = "Bubble";
+  EXPECT_EQ(Count(FormatLinePlot(BubbleSeries(), options), "font-size=\"16.00\" font-weight"), 1u);
+  options.title = std::string(90, 'x') + " tail";  // 95 characters: 16 px would need 942 px
+  std::string svg = FormatLinePlot(BubbleSeries(), options);
+  ExpectWellFormed(svg);
+  EXPECT_EQ(Count(svg, "class=\"title\""), 1u);
+  EXPECT_EQ(Count(svg, "font-size=\"12.00\" font-weight"), 1u)
+      << "shrunk to 12 px: 95 x 0.62 x 12 = 707 <= 740";
+  options.title =
+      "Bubble fraction vs microbatches (bundled example 'deepseek-v4.1-flash.yaml', "
+      "pp 8, and a little more)";
+  svg = FormatLinePlot(BubbleSeries(), options);
+  ExpectWellFormed(svg);
+  EXPECT_EQ(Count(svg, "class=\"title\""), 2u) << "wrapped into two lines";
+  EXPECT_NE(svg.find(">Bubble fraction vs microbatches (bundled example</text>"), std::string::npos)
+      << svg.substr(0, 800);
+}
+
+// Issue 13 item 8: 1f1b coincides with gpipe in BubbleSeries; it is drawn dashed over it with
+// smaller markers and its legend names the series it hides; zb-h1 (distinct) is unchanged.
+TEST(SvgPlotTest, CoincidingSeriesAreDashedAndNamed) {
+  const std::string svg = FormatLinePlot(BubbleSeries(), PlotOptions{});
+  ExpectWellFormed(svg);
+  EXPECT_EQ(Count(svg, "stroke-dasharray=\"5 5\" stroke-dashoffset=\"-5\""), 2u)
+      << "the 1f1b polyline and its legend line";
+  EXPECT_NE(svg.find(">1f1b = gpipe</text>"), std::string::npos);
+  EXPECT_NE(svg.find(">zb-h1 &lt;&amp;&gt;</text>"), std::string::npos);
+  EXPECT_EQ(Count(svg, "<g class=\"legend-entry\">"), 3u);
+}
+
 }  // namespace
 }  // namespace stagecraft

@@ -42,6 +42,30 @@ int64_t ColumnWidthNs(const TaskGraph& graph, const Metrics& metrics, int max_co
 
 }  // namespace
 
+std::string TimelineUnreadableReason(const TaskGraph& graph, int max_columns) {
+  const int32_t num_ranks = std::max<int32_t>(1, static_cast<int32_t>(graph.programs.size()));
+  for (size_t rank = 0; rank < graph.programs.size(); ++rank) {
+    const auto& program = graph.programs[rank];
+    size_t label_columns = 0;
+    size_t actions = 0;
+    for (size_t position = 0; position < program.size(); ++position) {
+      const Task& info = graph.tasks[program[position]];
+      if (info.action.overlapped) continue;  // drawn with the head of its F&B op
+      ++actions;
+      label_columns += CellLabel(info.action, num_ranks).size();
+      if (const Action* tail = FusedTail(graph, rank, position)) {
+        label_columns += 1 + CellLabel(*tail, num_ranks).size();
+      }
+    }
+    if (label_columns > static_cast<size_t>(max_columns)) {
+      return "rank " + std::to_string(rank) + " runs " + std::to_string(actions) +
+             " actions whose labels need " + std::to_string(label_columns) +
+             " columns, more than " + "the " + std::to_string(max_columns) + " of a line";
+    }
+  }
+  return "";
+}
+
 std::string FormatTimeline(const TaskGraph& graph, const Trace& trace, const Metrics& metrics,
                            int max_columns) {
   const Time origin = FirstStart(graph, trace);

@@ -41,6 +41,13 @@ const std::vector<ScheduleGenerator>& ScheduleGenerators() {
   return kGenerators;
 }
 
+int32_t RequiredChunksPerRank(std::string_view name) {
+  for (const char* v_shape : {"zb-v", "v-half", "v-min", "dualpipev"}) {
+    if (name == v_shape) return 2;
+  }
+  return 0;
+}
+
 const std::vector<CostAwareScheduleGenerator>& CostAwareScheduleGenerators() {
   static const std::vector<CostAwareScheduleGenerator> kGenerators = {
       {"zb-1p",

@@ -35,6 +35,11 @@ std::vector<std::string> ScheduleNames();
 // Unknown names get "did you mean" and the list command.
 Result<const ScheduleGenerator*> FindScheduleGenerator(std::string_view name);
 
+// The chunks per rank a generator requires whatever the config says: 2 for the V-shape schedules
+// (zb-v, v-half, v-min, dualpipev), 0 for those that take the configured vpp. The CLI implies it
+// when vpp was not given (PrepareRun).
+int32_t RequiredChunksPerRank(std::string_view name);
+
 // Cost-aware generators: a second, equally constant table for generators that time the pipeline
 // while they build it, so they also need the per-stage costs and the p2p cost. `list` prints
 // them after the table above; the CLI looks here first (PrepareRun), and a config's

@@ -111,6 +111,23 @@ TEST(GeneratorTest, BasicParamErrors) {
   }
 }
 
+// Issue 13 item 8: RequiredChunksPerRank names exactly the generators that refuse every vpp but
+// one (the CLI implies it); p 4, m 8 is valid for all of them at that vpp.
+TEST(GeneratorTest, RequiredChunksPerRankMatchesTheGenerators) {
+  for (const ScheduleGenerator& generator : ScheduleGenerators()) {
+    const int32_t required = RequiredChunksPerRank(generator.name);
+    if (required == 0) continue;
+    EXPECT_TRUE(generator.generate({4, required, 8, 0}).ok()) << generator.name;
+    EXPECT_FALSE(generator.generate({4, 1, 8, 0}).ok()) << generator.name;
+    EXPECT_FALSE(generator.generate({4, 3, 8, 0}).ok()) << generator.name;
+  }
+  for (const char* v_shape : {"zb-v", "v-half", "v-min", "dualpipev"}) {
+    EXPECT_EQ(RequiredChunksPerRank(v_shape), 2) << v_shape;
+  }
+  EXPECT_EQ(RequiredChunksPerRank("interleaved-1f1b"), 0);
+  EXPECT_EQ(RequiredChunksPerRank("1f1b"), 0);
+}
+
 TEST(GeneratorTest, OneChunkGeneratorsRejectVpp) {
   EXPECT_TRUE(Contains(ErrorOf(GenerateGpipe, {2, 2, 4, 0}), "vpp = 2"));
   EXPECT_TRUE(Contains(ErrorOf(GenerateOneFOneB, {2, 3, 4, 0}), "vpp = 3"));

@@ -1,0 +1,47 @@
+#include "cli/help_footers.h"
+
+namespace stagecraft {
+
+const char* TopLevelHelpFooter() {
+  return "Each command's flags and output: stagecraft COMMAND --help. The metrics simulate and\n"
+         "derive print: stagecraft list metrics.";
+}
+
+const char* CheckHelpFooter() {
+  return "Exit status: 0 clean, 1 violations found (each is listed), 2 bad input.\n"
+         "Deadlocks are searched under every p2p mode (async, rendezvous, torch-pipelining)\n"
+         "unless --p2p names one (stagecraft list p2p).";
+}
+
+const char* ListHelpFooter() {
+  return "Each list is a table of names with a one-line description; the names are what\n"
+         "--schedule, parallel.placement, --p2p, cluster.preset and --vision-placement accept.";
+}
+
+const char* CommHelpFooter() {
+  return "time: the alpha-beta estimate (latency per step + bytes / link bandwidth) on the\n"
+         "preset's links. algbw = bytes / time. busbw = algbw x the collective's factor for n\n"
+         "ranks, as nccl-tests' PERFORMANCE.md defines it: all-reduce 2(n-1)/n; reduce-scatter,\n"
+         "all-gather and all-to-all (n-1)/n; broadcast, reduce and send/recv 1. busbw is "
+         "comparable\n"
+         "with the link's bandwidth whatever n is.";
+}
+
+const char* MemoryHelpFooter() {
+  return "Columns, per device of each pipeline rank (GiB = 2^30 bytes; ZeRO: Rajbhandari et al.):\n"
+         "  params_B    parameters of the rank's stages on one tensor-parallel rank, billions\n"
+         "  params_GiB  parameter bytes (sharded over dp with ZeRO-3)\n"
+         "  grads_GiB   gradient bytes (sharded over dp with ZeRO-2 and 3)\n"
+         "  optim_GiB   optimizer state, Adam's moments and master weights (sharded with ZeRO-1+)\n"
+         "  activ_GiB   peak activations of the microbatches in flight (recompute lowers it)\n"
+         "  state_GiB   CSA2 shared state held for later stages (layer-list models)\n"
+         "  total_GiB   their sum plus the framework reserve, against the device's capacity\n"
+         "Exit status 1 when a device does not fit.";
+}
+
+const char* ValidateHelpFooter() {
+  return "Each run's simulated iteration time against its published measurement; the error is\n"
+         "the mean absolute percentage error (MAPE) over the runs (doc/fidelity.md).";
+}
+
+}  // namespace stagecraft

@@ -1,0 +1,13 @@
+// The text that ends each command's --help: what its output's columns or figures mean.
+#pragma once
+
+namespace stagecraft {
+
+const char* TopLevelHelpFooter();  // stagecraft --help
+const char* CheckHelpFooter();     // stagecraft check --help: exit codes and p2p modes
+const char* ListHelpFooter();      // stagecraft list --help
+const char* CommHelpFooter();      // stagecraft comm --help: algbw, busbw and their factors
+const char* MemoryHelpFooter();    // stagecraft memory --help: the table's columns
+const char* ValidateHelpFooter();  // stagecraft validate --help: the error measure
+
+}  // namespace stagecraft

@@ -403,7 +403,7 @@ int RunCli(int argc, const char* const* argv, std::ostream& out, std::ostream& e
   AddRunFlags(*check, flags);
   check->footer(CheckHelpFooter());
 
-  CLI::App* derive = app.add_subcommand("derive", "closed-form bubble next to the simulated value");
+  CLI::App* derive = app.add_subcommand("derive", "closed forms by model kind: the schedule's bubble with its numbers next to the simulated value, per-layer FLOPs and parameters, KV cache bytes per token");
   AddRunFlags(*derive, flags);
   derive->add_flag("--json", derive_json, "print one JSON object");
   derive->footer(MetricDefinitions());

@@ -328,6 +328,17 @@ constexpr char kLayerListExample[] =
 // More layers than any model has; guards `repeat` against exhausting memory.
 constexpr size_t kMaxLayers = 100'000;
 
+// A model name is printed in every table, plot and trace; a longer one is a mistake.
+constexpr size_t kMaxModelNameBytes = 256;
+
+Status ReadModelName(const Reader& reader, const Field& field, ModelSpec* model) {
+  STAGECRAFT_RETURN_IF_ERROR(reader.String(field, &model->name));
+  if (model->name.size() <= kMaxModelNameBytes) return Status::Ok();
+  return reader.At(field, "the model name is " + std::to_string(model->name.size()) +
+                              " bytes long (expected at most " +
+                              std::to_string(kMaxModelNameBytes) + ")");
+}
+
 // DeepSeek-V4.1-Flash defaults (Csa2Dims); every width >= 1 except where 0 means "none".
 Status ReadDims(const Reader& reader, const Field& field, Csa2Dims* dims) {
   Written written;
@@ -640,7 +651,8 @@ Status ReadModel(const Reader& reader, const Field& field, ModelSpec* model) {
   Written written;
   STAGECRAFT_RETURN_IF_ERROR(reader.ReadMap(
       field,
-      {{"name", StringInto(reader, &model->name)},
+      {{"name",
+        [&reader, model](const Field& value) { return ReadModelName(reader, value, model); }},
        {"type", read_type},
        {"layers", later},
        {"seq_len", CountInto(reader, &model->seq_len)},
@@ -714,14 +726,22 @@ Status ReadCluster(const Reader& reader, const Field& field, ClusterSpec* cluste
   const auto link = [&reader](LinkSpec* out) -> Apply {
     return [&reader, out](const Field& value) { return ReadLink(reader, value, out); };
   };
-  return reader.ReadMap(field, {{"preset", [](const Field&) { return Status::Ok(); }},
-                                {"devices_per_node", CountInto(reader, &cluster->devices_per_node)},
-                                {"nodes", CountInto(reader, &cluster->nodes)},
-                                {"intra_node", link(&cluster->intra_node)},
-                                {"inter_node", link(&cluster->inter_node)},
-                                {"device", [&reader, cluster](const Field& value) {
-                                   return ReadDevice(reader, value, cluster);
-                                 }}});
+  STAGECRAFT_RETURN_IF_ERROR(
+      reader.ReadMap(field, {{"preset", [](const Field&) { return Status::Ok(); }},
+                             {"devices_per_node", CountInto(reader, &cluster->devices_per_node)},
+                             {"nodes", CountInto(reader, &cluster->nodes)},
+                             {"intra_node", link(&cluster->intra_node)},
+                             {"inter_node", link(&cluster->inter_node)},
+                             {"device", [&reader, cluster](const Field& value) {
+                                return ReadDevice(reader, value, cluster);
+                              }}}));
+  if (int64_t{cluster->nodes} * cluster->devices_per_node > kMaxClusterDevices) {
+    return reader.At(field, std::to_string(cluster->nodes) + " nodes x " +
+                                std::to_string(cluster->devices_per_node) +
+                                " devices per node are more than the limit of " +
+                                std::to_string(kMaxClusterDevices) + " devices");
+  }
+  return Status::Ok();
 }
 
 // parallel.layer_counts: a non-empty list of integers >= 1.

@@ -2,6 +2,7 @@
 // names "source:line:col", the key path, the bad value, what was expected and a suggestion.
 #include "io/config.h"
 
+#include <yaml-cpp/eventhandler.h>
 #include <yaml-cpp/yaml.h>
 
 #include <cctype>
@@ -10,6 +11,8 @@
 #include <functional>
 #include <limits>
 #include <map>
+#include <optional>
+#include <sstream>
 #include <string>
 #include <system_error>
 #include <utility>
@@ -989,16 +992,85 @@ Status ReadDocument(const Reader& reader, const YAML::Node& root, Config* config
   return reader.ReadMap(Field{YAML::Node(), root, ""}, sections);
 }
 
+// Where each document of a YAML stream starts and whether it holds anything. It replaces
+// YAML::LoadAll, which in yaml-cpp 0.7 loops forever, allocating, when a document consumes
+// nothing, as after a stray ',' at the top level (jbeder/yaml-cpp#1040, fixed upstream by #1319;
+// found by fuzz/fuzz_config): the scan stops at the first document that made no progress.
+class DocumentScan : public YAML::EventHandler {
+ public:
+  struct Document {
+    YAML::Mark mark;   // of its first node
+    bool null = true;  // holds nothing (a trailing '---')
+    bool seen = false;
+  };
+
+  // Scans the whole stream; throws YAML::ParserException on malformed YAML.
+  explicit DocumentScan(const std::string& text) {
+    std::istringstream stream(text);
+    YAML::Parser parser(stream);
+    while (parser.HandleNextDocument(*this)) {
+      const size_t count = documents_.size();
+      if (count >= 2 && documents_[count - 1].null && documents_[count - 2].null &&
+          documents_[count - 1].mark.pos == documents_[count - 2].mark.pos) {
+        stalled_at_ = documents_.back().mark;  // no progress: the next call would do the same
+        documents_.pop_back();
+        break;
+      }
+      if (count > text.size() + 1) break;  // every real document consumes a character
+    }
+  }
+  const std::vector<Document>& documents() const { return documents_; }
+  // Where the parser stopped making progress, if it did.
+  const std::optional<YAML::Mark>& stalled_at() const { return stalled_at_; }
+
+  void OnDocumentStart(const YAML::Mark&) override { documents_.emplace_back(); }
+  void OnDocumentEnd() override {}
+  void OnNull(const YAML::Mark& mark, YAML::anchor_t) override { Node(mark, true); }
+  void OnAlias(const YAML::Mark& mark, YAML::anchor_t) override { Node(mark, false); }
+  void OnScalar(const YAML::Mark& mark, const std::string&, YAML::anchor_t,
+                const std::string&) override {
+    Node(mark, false);
+  }
+  void OnSequenceStart(const YAML::Mark& mark, const std::string&, YAML::anchor_t,
+                       YAML::EmitterStyle::value) override {
+    Node(mark, false);
+  }
+  void OnSequenceEnd() override {}
+  void OnMapStart(const YAML::Mark& mark, const std::string&, YAML::anchor_t,
+                  YAML::EmitterStyle::value) override {
+    Node(mark, false);
+  }
+  void OnMapEnd() override {}
+
+ private:
+  void Node(const YAML::Mark& mark, bool null) {
+    if (documents_.empty()) documents_.emplace_back();
+    Document& document = documents_.back();
+    if (document.seen) return;
+    document = Document{mark, null, true};
+  }
+
+  std::vector<Document> documents_;
+  std::optional<YAML::Mark> stalled_at_;
+};
+
 Result<Config> ParseDocuments(const Reader& reader, std::string_view yaml_text) {
-  const std::vector<YAML::Node> documents = YAML::LoadAll(std::string(yaml_text));
-  for (size_t index = 1; index < documents.size(); ++index) {
-    if (documents[index].IsNull()) continue;  // a trailing '---' adds an empty document
-    return Error{reader.Where(documents[index].Mark()) +
+  const std::string text(yaml_text);
+  const DocumentScan scan(text);
+  if (scan.stalled_at()) {
+    return Error{reader.Where(*scan.stalled_at()) +
+                 "malformed YAML: the parser cannot read past this point (a stray ',', '?' or "
+                 "flow indicator outside [] or {}?) (" +
+                 kSyntaxHint + ")"};
+  }
+  for (size_t index = 1; index < scan.documents().size(); ++index) {
+    const DocumentScan::Document& document = scan.documents()[index];
+    if (document.null) continue;  // a trailing '---' adds an empty document
+    return Error{reader.Where(document.mark) +
                  "found a second YAML document (expected one; remove the '---' line above it)"};
   }
   Config config;
-  STAGECRAFT_RETURN_IF_ERROR(
-      ReadDocument(reader, documents.empty() ? YAML::Node() : documents[0], &config));
+  STAGECRAFT_RETURN_IF_ERROR(ReadDocument(reader, YAML::Load(text), &config));  // the first
   return config;
 }
 

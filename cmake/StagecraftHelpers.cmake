@@ -8,10 +8,13 @@ function(stagecraft_set_warnings target)
   if(STAGECRAFT_WERROR)
     target_compile_options(${target} PRIVATE -Werror)
   endif()
-  if(STAGECRAFT_SANITIZE)
+  if(STAGECRAFT_SANITIZE OR STAGECRAFT_BUILD_FUZZ)
     target_compile_options(${target} PRIVATE -fsanitize=address,undefined -fno-omit-frame-pointer
                                              -fno-sanitize-recover=undefined)
     target_link_options(${target} PRIVATE -fsanitize=address,undefined)
+  endif()
+  if(STAGECRAFT_BUILD_FUZZ)  # coverage for libFuzzer; the fuzz targets link libFuzzer itself
+    target_compile_options(${target} PRIVATE -fsanitize=fuzzer-no-link)
   endif()
 endfunction()
 
@@ -24,7 +27,7 @@ function(stagecraft_add_module name)
   target_include_directories(stagecraft_${name} PUBLIC ${PROJECT_SOURCE_DIR}/src
                                                        ${PROJECT_SOURCE_DIR}/include)
   target_link_libraries(stagecraft_${name} PUBLIC ${ARG_DEPS})
-  if(STAGECRAFT_SANITIZE)
+  if(STAGECRAFT_SANITIZE OR STAGECRAFT_BUILD_FUZZ)
     target_link_options(stagecraft_${name} PUBLIC -fsanitize=address,undefined)
   endif()
   stagecraft_set_warnings(stagecraft_${name})

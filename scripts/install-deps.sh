@@ -1,8 +1,13 @@
 #!/usr/bin/env bash
 # Installs the Debian packages stagecraft builds with, when any is missing. Safe to rerun.
 set -euo pipefail
+#   scripts/install-deps.sh        the build and test packages
+#   scripts/install-deps.sh fuzz   and clang with its libFuzzer runtime (scripts/fuzz.sh)
 packages=(cmake g++ ninja-build libyaml-cpp-dev nlohmann-json3-dev libcli11-dev libgtest-dev
           libgmock-dev libbenchmark-dev)
+if [ "${1:-}" = "fuzz" ]; then
+  packages+=(clang libclang-rt-14-dev)  # Debian 12: libFuzzer is libclang_rt.fuzzer in the latter
+fi
 missing=()
 for package in "${packages[@]}"; do
   dpkg-query -W -f='${Status}' "$package" 2>/dev/null | grep -q "install ok installed" ||

@@ -428,7 +428,9 @@ std::optional<Deadlock> FindDeadlock(const TaskGraph& graph) {
 
 std::string FormatViolations(const std::vector<Violation>& violations) {
   std::string text;
-  for (const Violation& violation : violations) {
+  const size_t shown = std::min(violations.size(), kMaxViolationsShown);
+  for (size_t index = 0; index < shown; ++index) {
+    const Violation& violation = violations[index];
     text += "error[";
     text += ViolationKindName(violation.kind);
     text += "]";
@@ -438,6 +440,15 @@ std::string FormatViolations(const std::vector<Violation>& violations) {
     if (!text.empty() && text.back() != '\n') text += "\n";
     if (!violation.hint.empty()) text += "  hint: " + violation.hint + "\n";
   }
+  if (shown == violations.size()) return text;
+  std::map<std::string, size_t> hidden;  // kind name → violations not shown
+  for (size_t index = shown; index < violations.size(); ++index) {
+    ++hidden[ViolationKindName(violations[index].kind)];
+  }
+  text += "... and " + std::to_string(violations.size() - shown) + " more (the first " +
+          std::to_string(shown) + " are shown):";
+  for (const auto& [kind, count] : hidden) text += " " + std::to_string(count) + " " + kind + ",";
+  text.back() = '\n';
   return text;
 }
 

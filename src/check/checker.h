@@ -71,7 +71,11 @@ void CheckStateOrder(const Schedule& schedule, const std::vector<StateFlow>& flo
 // program order allow, to a fixed point. Returns the analysis when work remains.
 std::optional<Deadlock> FindDeadlock(const TaskGraph& graph);
 
-// "rank 1 1B0: ... (hint: ...)" lines, one per violation.
+// The most violations FormatViolations prints one by one; past it, a count per kind.
+inline constexpr size_t kMaxViolationsShown = 100;
+
+// "rank 1 1B0: ... (hint: ...)" lines, one per violation, for the first kMaxViolationsShown;
+// then one line counting the rest by kind.
 std::string FormatViolations(const std::vector<Violation>& violations);
 
 }  // namespace stagecraft

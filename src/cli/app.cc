@@ -130,9 +130,49 @@ void AddRunFlags(CLI::App& command, RunFlags& flags) {
 }
 
 int UsageError(const std::string& message, std::ostream& err) {
-  err << "stagecraft: error: " << message
+  err << "stagecraft: error: " << EscapeBytes(message)
       << "\nRun 'stagecraft --help' or 'stagecraft COMMAND --help' for usage.\n";
   return kExitBadInput;
+}
+
+// The text between `prefix` and `suffix` in `message`, or "" when it is not there.
+std::string Between(const std::string& message, const std::string& prefix,
+                    const std::string& suffix) {
+  if (message.rfind(prefix, 0) != 0) return "";
+  const size_t end = suffix.empty() ? message.size() : message.find(suffix, prefix.size());
+  if (end == std::string::npos) return "";
+  return message.substr(prefix.size(), end - prefix.size());
+}
+
+// CLI11's parse errors in the project's words: the flag, the bad value, what was expected.
+// `command` is the subcommand being parsed ("" before one was named).
+std::string PhraseParseError(const CLI::ParseError& error, const std::string& command) {
+  const std::string message = error.what();
+  const std::string in = command.empty() ? "" : command + ": ";
+  if (dynamic_cast<const CLI::ConversionError*>(&error) != nullptr) {
+    // "Could not convert: --ranks = nan"
+    const std::string rest = Between(message, "Could not convert: ", "");
+    const size_t equals = rest.find(" = ");
+    if (equals != std::string::npos) {
+      return rest.substr(0, equals) + ": '" + rest.substr(equals + 3) +
+             "' is not a number (expected a number, see 'stagecraft " + command + " --help')";
+    }
+  }
+  if (dynamic_cast<const CLI::ArgumentMismatch*>(&error) != nullptr) {
+    const size_t colon = message.find(": ");
+    const std::string flag = message.substr(0, colon);
+    if (message.find(": At Most ") != std::string::npos) {
+      return flag + ": given more than once (expected it at most once)";
+    }
+    if (colon != std::string::npos && message.find(" missing", colon) != std::string::npos) {
+      return flag + ": expected a value after it";
+    }
+  }
+  if (dynamic_cast<const CLI::RequiredError*>(&error) != nullptr) {
+    const std::string what = Between(message, "", " is required");
+    if (!what.empty()) return in + "missing the " + what + " argument";
+  }
+  return in + message;
 }
 
 // Every long flag a command takes ("--pp", ...), for "did you mean".
@@ -451,7 +491,9 @@ int RunCli(int argc, const char* const* argv, std::ostream& out, std::ostream& e
   } catch (const CLI::CallForAllHelp& help) {
     return app.exit(help, out, err);
   } catch (const CLI::ParseError& error) {
-    return UsageError(error.what(), err);
+    const std::vector<CLI::App*> parsed = app.get_subcommands();
+    return UsageError(PhraseParseError(error, parsed.empty() ? "" : parsed.back()->get_name()),
+                      err);
   }
   const std::vector<CLI::App*> chosen = app.get_subcommands();
   if (chosen.empty()) {

@@ -1,5 +1,6 @@
 // `stagecraft comm OP --bytes SIZE --ranks N [--cluster PRESET] [--algorithm A] [--json]`: the
 // α-β cost of one collective on a preset cluster, with nccl-tests' algbw and busbw.
+#include <charconv>
 #include <ostream>
 
 #include "cli/commands.h"
@@ -19,30 +20,38 @@ int RunComm(const CommFlags& flags, std::ostream& out, std::ostream& err) {
   if (!bytes.ok()) return Fail(err, "--bytes: " + bytes.error().message);
   auto cluster = ClusterFromPreset(flags.cluster);
   if (!cluster.ok()) return Fail(err, "--cluster: " + cluster.error().message);
-  if (flags.ranks < 1) {
-    return Fail(err, "--ranks: needs at least 1 rank, got " + std::to_string(flags.ranks));
+  int64_t ranks = 0;
+  const char* ranks_end = flags.ranks.data() + flags.ranks.size();
+  const auto [stop, parse_error] = std::from_chars(flags.ranks.data(), ranks_end, ranks);
+  if (parse_error != std::errc() || stop != ranks_end) {
+    return Fail(err, "--ranks: '" + flags.ranks +
+                         "' is not a whole number (expected a rank count, e.g. --ranks 8)");
   }
-  if (flags.ranks > cluster.value().num_devices()) {
-    return Fail(err, "--ranks: " + std::to_string(flags.ranks) + " ranks do not fit cluster '" +
-                         flags.cluster + "' (" + std::to_string(cluster.value().num_devices()) +
-                         " devices); use a preset with more nodes, e.g. '" +
-                         cluster.value().device + "x" +
-                         std::to_string((flags.ranks + cluster.value().devices_per_node - 1) /
-                                        cluster.value().devices_per_node) +
-                         "'");
+  if (ranks < 1) return Fail(err, "--ranks: needs at least 1 rank, got " + flags.ranks);
+  const ClusterSpec& spec = cluster.value();
+  if (ranks > spec.num_devices()) {
+    const int64_t nodes = (ranks + spec.devices_per_node - 1) / spec.devices_per_node;
+    const std::string hint =
+        nodes * spec.devices_per_node <= kMaxClusterDevices
+            ? "; use a preset with more nodes, e.g. '" + spec.device + "x" + std::to_string(nodes) +
+                  "'"
+            : "; a cluster has at most " + std::to_string(kMaxClusterDevices) + " devices";
+    return Fail(err, "--ranks: " + std::to_string(ranks) + " ranks do not fit cluster '" +
+                         flags.cluster + "' (" + std::to_string(spec.num_devices()) + " devices)" +
+                         hint);
   }
-  const CollectiveGroup group = GroupOnCluster(cluster.value(), flags.ranks);
+  const CollectiveGroup group = GroupOnCluster(spec, static_cast<int32_t>(ranks));
   auto cost = EstimateCollective(collective.value(), algorithm.value(), bytes.value(), group);
   if (!cost.ok()) return Fail(err, "comm: " + cost.error().message);
   const CollectiveCost& c = cost.value();
-  const double factor = BusBandwidthFactor(collective.value(), flags.ranks);
+  const double factor = BusBandwidthFactor(collective.value(), static_cast<int32_t>(ranks));
   if (flags.json) {
     JsonWriter json(/*pretty=*/true);
     json.BeginObject();
     json.Key("collective").String(CollectiveName(collective.value()));
     json.Key("algorithm").String(CollectiveAlgorithmName(algorithm.value()));
     json.Key("bytes").Int(bytes.value());
-    json.Key("ranks").Int(flags.ranks);
+    json.Key("ranks").Int(ranks);
     json.Key("cluster").String(flags.cluster);
     json.Key("time_ms").Raw(FormatMs(c.time));
     json.Key("algbw_gb_per_s").Raw(FormatFixed(c.algbw_bytes_per_s / 1e9, 3));
@@ -54,8 +63,8 @@ int RunComm(const CommFlags& flags, std::ostream& out, std::ostream& err) {
     return kExitOk;
   }
   out << "stagecraft comm: " << CollectiveName(collective.value()) << " of "
-      << FormatBytes(bytes.value()) << " over " << flags.ranks << " ranks of " << flags.cluster
-      << " (" << group.ranks_per_node << " per node)"
+      << FormatBytes(bytes.value()) << " over " << ranks << " ranks of " << flags.cluster << " ("
+      << group.ranks_per_node << " per node)"
       << (collective.value() == Collective::kAllReduce
               ? std::string(", ") + CollectiveAlgorithmName(algorithm.value())
               : std::string())

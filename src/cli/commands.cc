@@ -25,7 +25,7 @@
 namespace stagecraft {
 
 int Fail(std::ostream& err, const std::string& message, int code) {
-  err << "stagecraft: error: " << message << "\n";
+  err << "stagecraft: error: " << EscapeBytes(message) << "\n";
   return code;
 }
 

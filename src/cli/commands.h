@@ -86,7 +86,7 @@ int RunValidate(const ValidateFlags& flags, std::ostream& out, std::ostream& err
 struct CommFlags {
   std::string operation;           // allreduce, reducescatter, ...
   std::string bytes = "1GiB";      // --bytes SIZE (the whole array, nccl-tests' size)
-  int32_t ranks = 8;               // --ranks N
+  std::string ranks = "8";         // --ranks N (parsed by RunComm)
   std::string cluster = "h100";    // --cluster PRESET (DEVICE or DEVICExNODES)
   std::string algorithm = "ring";  // --algorithm ring|tree|hierarchical
   bool json = false;

@@ -146,6 +146,70 @@ std::string Plural(int64_t count, const std::string& word) {
   return std::to_string(count) + " " + word + (count == 1 ? "" : "s");
 }
 
+// The largest task graph a run may build. A run holds about 5 tasks per stage and microbatch
+// (its F, I and W actions and the two transfers across the stage's cut); simulate measured about
+// 170 B per task in a Debug build (schedule, graph, trace, metrics), so at 256 B per task the
+// limit, 2^23 tasks, keeps a run under about 2 GiB. Refused before anything is allocated.
+constexpr int64_t kMaxTasks = int64_t{1} << 23;
+constexpr int64_t kTasksPerStageMicrobatch = 5;
+
+// `shape` says where the stage and microbatch counts come from ("pp 4 x vpp 2", "a.csv");
+// `lower` which inputs to lower.
+Status CheckRunSize(int64_t stages, int64_t microbatches, const std::string& shape,
+                    const std::string& lower) {
+  const long double estimate =
+      static_cast<long double>(stages) * microbatches * kTasksPerStageMicrobatch;
+  if (estimate <= static_cast<long double>(kMaxTasks)) return Status::Ok();
+  return Error{"the run is too large: " + shape + " = " + Plural(stages, "stage") + " x " +
+               std::to_string(microbatches) +
+               (microbatches == 1 ? " microbatch" : " microbatches") + " make about " +
+               FormatFixed(static_cast<double>(estimate), 0) + " tasks (" +
+               std::to_string(kTasksPerStageMicrobatch) +
+               " per stage and microbatch), more than the limit of " + std::to_string(kMaxTasks) +
+               " (about 2 GiB of memory at 256 B per task); lower " + lower};
+}
+
+// pp x tp x cp x dp within kMaxClusterDevices, so that every device count stays in int32.
+Status CheckWorldSize(const Config& c) {
+  const ParallelSpec& p = c.parallel;
+  const long double world = static_cast<long double>(p.pp) * p.tp * p.cp * p.dp;
+  if (world <= static_cast<long double>(kMaxClusterDevices)) return Status::Ok();
+  return Error{"pp " + std::to_string(p.pp) + " x tp " + std::to_string(p.tp) + " x cp " +
+               std::to_string(p.cp) + " x dp " + std::to_string(p.dp) + " = " +
+               FormatFixed(static_cast<double>(world), 0) + " devices, more than the limit of " +
+               std::to_string(kMaxClusterDevices) + "; lower --pp, --tp, --cp or --dp"};
+}
+
+Status CheckGeneratedRunSize(const Config& c) {
+  const int64_t stages = int64_t{c.parallel.pp} * c.parallel.vpp;
+  return CheckRunSize(
+      stages, c.parallel.microbatches,
+      "pp " + std::to_string(c.parallel.pp) + " x vpp " + std::to_string(c.parallel.vpp),
+      "--pp, --vpp or --microbatches");
+}
+
+// Every stage's F, I and W within the clock's per-action limit (costs derived from a model's
+// dimensions can be arbitrarily long).
+Status CheckStageCosts(const PreparedRun& run) {
+  for (size_t stage = 0; stage < run.stage_costs.size(); ++stage) {
+    const StageCost& cost = run.stage_costs[stage];
+    for (const auto& [name, time] :
+         {std::pair{"forward", cost.forward}, std::pair{"input_grad", cost.input_grad},
+          std::pair{"weight_grad", cost.weight_grad}}) {
+      if (time <= kMaxInputDuration) continue;
+      return Error{"stage " + std::to_string(stage) + "'s " + name + " takes " +
+                   (time == Time::Max()
+                        ? std::string("longer than int64 nanoseconds hold")
+                        : FormatFixed(static_cast<double>(time.ns()) / 1e9, 0) + " s") +
+                   ", more than the limit of " +
+                   FormatFixed(static_cast<double>(kMaxInputDuration.ns()) / 1e9, 0) +
+                   " s per action (2^42 ns); the model's dimensions, seq_len or "
+                   "micro_batch_size are too large for this device"};
+    }
+  }
+  return Status::Ok();
+}
+
 // A CSV schedule fixes pp, the stage count and the microbatches it uses. A flag that disagrees
 // is an error; more microbatches than the CSV uses are allowed (the missing ones show up in the
 // check). Layout values in the config file are for generators: when they differ from the CSV
@@ -159,6 +223,9 @@ Result<Schedule> LoadCsvSchedule(const std::string& path, const RunFlags& flags,
   auto schedule = ParseScheduleCsv(text.value(), csv);
   if (!schedule.ok()) return schedule.error();
   Schedule loaded = std::move(schedule).value();
+  STAGECRAFT_RETURN_IF_ERROR(CheckRunSize(loaded.num_stages, loaded.num_microbatches,
+                                          csv + "'s highest indices",
+                                          "the stage and microbatch indices in " + csv));
   const ParallelSpec& parallel = config.parallel;
   auto disagree = [&](const std::optional<std::string>& flag, const char* flag_name,
                       const char* key, bool differs, const std::string& csv_has) -> Status {
@@ -185,6 +252,9 @@ Result<Schedule> LoadCsvSchedule(const std::string& path, const RunFlags& flags,
                    std::to_string(loaded.num_microbatches) + " microbatches " + csv + " uses"};
     }
     loaded.num_microbatches = parallel.microbatches;
+    STAGECRAFT_RETURN_IF_ERROR(CheckRunSize(loaded.num_stages, loaded.num_microbatches,
+                                            csv + " with --microbatches " + *flags.microbatches,
+                                            "--microbatches"));
   } else {
     STAGECRAFT_RETURN_IF_ERROR(
         disagree(flags.microbatches, "--microbatches", "parallel.microbatches",
@@ -295,6 +365,15 @@ Status ApplyGlobalBatch(const RunFlags& flags, Config& config) {
 }  // namespace
 
 Result<std::string> ReadTextFile(const std::string& path) {
+  std::error_code error;
+  const std::filesystem::file_status status = std::filesystem::status(path, error);
+  if (std::filesystem::is_directory(status)) {
+    return Error{"cannot read '" + path + "': it is a directory (expected a file)"};
+  }
+  if (std::filesystem::exists(status) && !std::filesystem::is_regular_file(status)) {
+    return Error{"cannot read '" + path +
+                 "': not a regular file (expected a file, not a device, pipe or socket)"};
+  }
   std::ifstream stream(path, std::ios::binary);
   if (!stream) {
     return Error{"cannot read '" + path + "': no such file or not readable (check the path)"};
@@ -359,6 +438,7 @@ Result<PreparedRun> PrepareRun(const RunFlags& flags) {
   FillDataParallel(flags, run);
   STAGECRAFT_RETURN_IF_ERROR(ApplyGlobalBatch(flags, run.config));
   ImplyChunksPerRank(flags, run);
+  STAGECRAFT_RETURN_IF_ERROR(CheckWorldSize(run.config));
   if (flags.hf_config) {
     auto text = ReadTextFile(*flags.hf_config);
     if (!text.ok()) return Error{"--hf-config: " + text.error().message};
@@ -428,6 +508,7 @@ Result<PreparedRun> PrepareRun(const RunFlags& flags) {
     run.schedule = std::move(schedule).value();
     run.label = BaseName(path) + (flags.config_path.empty() ? "" : " (with " + run.label + ")");
   } else {
+    STAGECRAFT_RETURN_IF_ERROR(CheckGeneratedRunSize(c));
     auto schedule = GenerateNamedSchedule(c);
     if (!schedule.ok()) return schedule.error();
     run.schedule = std::move(schedule).value();
@@ -458,6 +539,7 @@ Result<PreparedRun> PrepareRun(const RunFlags& flags) {
       }
     }
     STAGECRAFT_RETURN_IF_ERROR(PrepareLayerModel(run));
+    STAGECRAFT_RETURN_IF_ERROR(CheckStageCosts(run));
     STAGECRAFT_RETURN_IF_ERROR(TimeCostAwareSchedule(run));
     run.parallel_plan = PlanParallel(c, run.partition, run.schedule);
     run.lower.collectives = run.parallel_plan.collectives;

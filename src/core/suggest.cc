@@ -72,4 +72,57 @@ std::string JoinChoices(const std::vector<std::string>& choices) {
   return joined;
 }
 
+namespace {
+
+// The length of the valid UTF-8 sequence at `text[pos]` (2 to 4 bytes), or 0 when there is none
+// (RFC 3629: no overlong forms, no surrogates, nothing above U+10FFFF).
+size_t Utf8SequenceLength(std::string_view text, size_t pos) {
+  const auto byte = [&](size_t offset) {
+    return pos + offset < text.size() ? static_cast<unsigned char>(text[pos + offset]) : 0u;
+  };
+  const unsigned lead = byte(0);
+  const auto continuation = [&](size_t offset) { return (byte(offset) & 0xC0u) == 0x80u; };
+  if (lead >= 0xC2 && lead <= 0xDF) return continuation(1) ? 2 : 0;
+  if (lead >= 0xE0 && lead <= 0xEF) {
+    const unsigned second = byte(1);
+    if ((lead == 0xE0 && second < 0xA0) || (lead == 0xED && second > 0x9F)) return 0;
+    return continuation(1) && continuation(2) ? 3 : 0;
+  }
+  if (lead >= 0xF0 && lead <= 0xF4) {
+    const unsigned second = byte(1);
+    if ((lead == 0xF0 && second < 0x90) || (lead == 0xF4 && second > 0x8F)) return 0;
+    return continuation(1) && continuation(2) && continuation(3) ? 4 : 0;
+  }
+  return 0;
+}
+
+}  // namespace
+
+std::string EscapeBytes(std::string_view text) {
+  static constexpr char kHex[] = "0123456789abcdef";
+  std::string escaped;
+  escaped.reserve(text.size());
+  size_t pos = 0;
+  while (pos < text.size()) {
+    const auto byte = static_cast<unsigned char>(text[pos]);
+    if (byte >= 0x80) {
+      const size_t length = Utf8SequenceLength(text, pos);
+      if (length > 0) {
+        escaped.append(text.substr(pos, length));
+        pos += length;
+        continue;
+      }
+    }
+    if ((byte < 0x20 && byte != '\n' && byte != '\t') || byte >= 0x7F) {
+      escaped += "\\x";
+      escaped += kHex[byte >> 4];
+      escaped += kHex[byte & 0xF];
+    } else {
+      escaped += static_cast<char>(byte);
+    }
+    ++pos;
+  }
+  return escaped;
+}
+
 }  // namespace stagecraft

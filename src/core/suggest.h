@@ -18,4 +18,8 @@ std::string DidYouMean(std::string_view word, const std::vector<std::string>& ca
 // "'a', 'b' or 'c'" — for "expected one of ..." messages.
 std::string JoinChoices(const std::vector<std::string>& choices);
 
+// `text` safe to echo in a message: control characters (other than newline and tab), DEL and
+// bytes that are not valid UTF-8 become \xNN; valid UTF-8 and printable ASCII stay as they are.
+std::string EscapeBytes(std::string_view text);
+
 }  // namespace stagecraft

@@ -62,5 +62,18 @@ TEST(JoinChoicesTest, Format) {
   EXPECT_EQ(JoinChoices({"a", "b", "c"}), "'a', 'b' or 'c'");
 }
 
+TEST(EscapeBytesTest, KeepsPrintableAsciiAndValidUtf8) {
+  EXPECT_EQ(EscapeBytes("--pp 4\tok\n"), "--pp 4\tok\n");
+  EXPECT_EQ(EscapeBytes("p \xc3\x97 v \xe2\x86\x92 \xf0\x9f\x99\x82"),
+            "p \xc3\x97 v \xe2\x86\x92 \xf0\x9f\x99\x82");
+}
+
+TEST(EscapeBytesTest, EscapesControlAndInvalidBytes) {
+  EXPECT_EQ(EscapeBytes(std::string("a\x01\x7f\xff\xfe", 5)), "a\\x01\\x7f\\xff\\xfe");
+  EXPECT_EQ(EscapeBytes("\xc3"), "\\xc3");                    // truncated sequence
+  EXPECT_EQ(EscapeBytes("\xc0\xaf"), "\\xc0\\xaf");           // overlong '/'
+  EXPECT_EQ(EscapeBytes("\xed\xa0\x80"), "\\xed\\xa0\\x80");  // a surrogate
+}
+
 }  // namespace
 }  // namespace stagecraft

@@ -39,7 +39,20 @@ class Time {
 
 constexpr Time Milliseconds(int64_t ms) { return Time::Nanoseconds(ms * 1'000'000); }
 
-// A cost computed in seconds (floating point), rounded once to the nearest nanosecond.
-inline Time FromSeconds(double seconds) { return Time::Nanoseconds(std::llround(seconds * 1e9)); }
+// The clock's limits, so that no sum of task times overflows int64: one duration read from the
+// input (a cost, a latency) is at most kMaxInputDuration, 2^42 ns (about 73 minutes), and the
+// durations of all tasks of one run add up to at most kMaxRunDuration, 2^62 ns (about 146 years,
+// half of int64's range, so a start plus a duration never overflows either).
+inline constexpr Time kMaxInputDuration = Time::Nanoseconds(int64_t{1} << 42);
+inline constexpr Time kMaxRunDuration = Time::Nanoseconds(int64_t{1} << 62);
+
+// A cost computed in seconds (floating point), rounded once to the nearest nanosecond. A value
+// beyond int64 (or NaN) saturates to Time::Max(), which the run's duration limit then refuses.
+inline Time FromSeconds(double seconds) {
+  const double ns = seconds * 1e9;
+  if (!(ns < 9.2e18)) return Time::Max();
+  if (ns < -9.2e18) return Time::Nanoseconds(std::numeric_limits<int64_t>::min());
+  return Time::Nanoseconds(std::llround(ns));
+}
 
 }  // namespace stagecraft

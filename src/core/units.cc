@@ -77,8 +77,11 @@ Result<Time> ParseDuration(std::string_view raw) {
       {"", 1e6L}, {"ns", 1.0L}, {"us", 1e3L}, {"ms", 1e6L}, {"s", 1e9L}};
   auto ns = Scale(quantity.value(), kUnits, raw, "duration");
   if (!ns.ok()) return ns.error();
-  if (!std::isfinite(static_cast<double>(ns.value())) || std::fabs(ns.value()) > 9e18L) {
-    return Error{"duration '" + std::string(raw) + "' is out of range"};
+  if (!std::isfinite(static_cast<double>(ns.value())) ||
+      std::fabs(ns.value()) > static_cast<long double>(kMaxInputDuration.ns())) {
+    return Error{"duration '" + std::string(raw) + "' is out of range (expected at most " +
+                 FormatFixed(static_cast<double>(kMaxInputDuration.ns()) / 1e9, 0) +
+                 " s, 2^42 ns, the limit that keeps the clock from overflowing)"};
   }
   return Time::Nanoseconds(std::llround(ns.value()));
 }

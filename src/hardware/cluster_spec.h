@@ -20,6 +20,10 @@ struct LinkSpec {
 // 2 GiB: the default framework reserve (ClusterSpec::memory_reserve_bytes).
 inline constexpr int64_t kDefaultMemoryReserveBytes = int64_t{2} << 30;
 
+// The most devices a cluster (or a run's pp x tp x cp x dp) may have: 2^20, five times the
+// largest GPU clusters built so far, and small enough that device counts stay within int32.
+inline constexpr int64_t kMaxClusterDevices = int64_t{1} << 20;
+
 struct ClusterSpec {
   bool given = false;            // false: no cluster in the config; transfers cost only cost_p2p
   int32_t devices_per_node = 8;  // devices sharing the intra-node links
@@ -57,6 +61,7 @@ struct ClusterSpec {
     return {peak_flops_per_s, fp8_flops_per_s, hbm_bytes_per_s, memory_efficiency, kernels};
   }
 
+  // REQUIRES: devices_per_node * nodes <= kMaxClusterDevices (the readers check it).
   int32_t num_devices() const { return devices_per_node * nodes; }
   bool SameNode(DeviceId a, DeviceId b) const {
     return a.value() / devices_per_node == b.value() / devices_per_node;

@@ -155,6 +155,11 @@ Result<ClusterSpec> ClusterFromPreset(std::string_view name) {
                  " (expected DEVICE or DEVICExNODES, e.g. 'h100x2')"};
   }
   const DevicePreset& spec = *preset.value();
+  if (int64_t{nodes} * spec.devices_per_node > kMaxClusterDevices) {
+    return Error{"cluster preset '" + std::string(name) + "': " + std::to_string(nodes) +
+                 " nodes of " + std::to_string(spec.devices_per_node) + " devices are more than " +
+                 "the limit of " + std::to_string(kMaxClusterDevices) + " devices"};
+  }
   ClusterSpec cluster;
   cluster.given = true;
   cluster.device = spec.name;

@@ -2,6 +2,7 @@
 // names "source:line:col", the key path, the bad value, what was expected and a suggestion.
 #include "io/config.h"
 
+#include <yaml-cpp/eventhandler.h>
 #include <yaml-cpp/yaml.h>
 
 #include <cctype>
@@ -10,6 +11,8 @@
 #include <functional>
 #include <limits>
 #include <map>
+#include <optional>
+#include <sstream>
 #include <string>
 #include <system_error>
 #include <utility>
@@ -331,6 +334,17 @@ constexpr char kLayerListExample[] =
 // More layers than any model has; guards `repeat` against exhausting memory.
 constexpr size_t kMaxLayers = 100'000;
 
+// A model name is printed in every table, plot and trace; a longer one is a mistake.
+constexpr size_t kMaxModelNameBytes = 256;
+
+Status ReadModelName(const Reader& reader, const Field& field, ModelSpec* model) {
+  STAGECRAFT_RETURN_IF_ERROR(reader.String(field, &model->name));
+  if (model->name.size() <= kMaxModelNameBytes) return Status::Ok();
+  return reader.At(field, "the model name is " + std::to_string(model->name.size()) +
+                              " bytes long (expected at most " +
+                              std::to_string(kMaxModelNameBytes) + ")");
+}
+
 // DeepSeek-V4.1-Flash defaults (Csa2Dims); every width >= 1 except where 0 means "none".
 Status ReadDims(const Reader& reader, const Field& field, Csa2Dims* dims) {
   Written written;
@@ -648,7 +662,8 @@ Status ReadModel(const Reader& reader, const Field& field, ModelSpec* model) {
   Written written;
   STAGECRAFT_RETURN_IF_ERROR(reader.ReadMap(
       field,
-      {{"name", StringInto(reader, &model->name)},
+      {{"name",
+        [&reader, model](const Field& value) { return ReadModelName(reader, value, model); }},
        {"type", read_type},
        {"layers", later},
        {"seq_len", CountInto(reader, &model->seq_len)},
@@ -724,14 +739,22 @@ Status ReadCluster(const Reader& reader, const Field& field, ClusterSpec* cluste
   const auto link = [&reader](LinkSpec* out) -> Apply {
     return [&reader, out](const Field& value) { return ReadLink(reader, value, out); };
   };
-  return reader.ReadMap(field, {{"preset", [](const Field&) { return Status::Ok(); }},
-                                {"devices_per_node", CountInto(reader, &cluster->devices_per_node)},
-                                {"nodes", CountInto(reader, &cluster->nodes)},
-                                {"intra_node", link(&cluster->intra_node)},
-                                {"inter_node", link(&cluster->inter_node)},
-                                {"device", [&reader, cluster](const Field& value) {
-                                   return ReadDevice(reader, value, cluster);
-                                 }}});
+  STAGECRAFT_RETURN_IF_ERROR(
+      reader.ReadMap(field, {{"preset", [](const Field&) { return Status::Ok(); }},
+                             {"devices_per_node", CountInto(reader, &cluster->devices_per_node)},
+                             {"nodes", CountInto(reader, &cluster->nodes)},
+                             {"intra_node", link(&cluster->intra_node)},
+                             {"inter_node", link(&cluster->inter_node)},
+                             {"device", [&reader, cluster](const Field& value) {
+                                return ReadDevice(reader, value, cluster);
+                              }}}));
+  if (int64_t{cluster->nodes} * cluster->devices_per_node > kMaxClusterDevices) {
+    return reader.At(field, std::to_string(cluster->nodes) + " nodes x " +
+                                std::to_string(cluster->devices_per_node) +
+                                " devices per node are more than the limit of " +
+                                std::to_string(kMaxClusterDevices) + " devices");
+  }
+  return Status::Ok();
 }
 
 // parallel.layer_counts: a non-empty list of integers >= 1.
@@ -973,16 +996,85 @@ Status ReadDocument(const Reader& reader, const YAML::Node& root, Config* config
   return reader.ReadMap(Field{YAML::Node(), root, ""}, sections);
 }
 
+// Where each document of a YAML stream starts and whether it holds anything. It replaces
+// YAML::LoadAll, which in yaml-cpp 0.7 loops forever, allocating, when a document consumes
+// nothing, as after a stray ',' at the top level (jbeder/yaml-cpp#1040, fixed upstream by #1319;
+// found by fuzz/fuzz_config): the scan stops at the first document that made no progress.
+class DocumentScan : public YAML::EventHandler {
+ public:
+  struct Document {
+    YAML::Mark mark;   // of its first node
+    bool null = true;  // holds nothing (a trailing '---')
+    bool seen = false;
+  };
+
+  // Scans the whole stream; throws YAML::ParserException on malformed YAML.
+  explicit DocumentScan(const std::string& text) {
+    std::istringstream stream(text);
+    YAML::Parser parser(stream);
+    while (parser.HandleNextDocument(*this)) {
+      const size_t count = documents_.size();
+      if (count >= 2 && documents_[count - 1].null && documents_[count - 2].null &&
+          documents_[count - 1].mark.pos == documents_[count - 2].mark.pos) {
+        stalled_at_ = documents_.back().mark;  // no progress: the next call would do the same
+        documents_.pop_back();
+        break;
+      }
+      if (count > text.size() + 1) break;  // every real document consumes a character
+    }
+  }
+  const std::vector<Document>& documents() const { return documents_; }
+  // Where the parser stopped making progress, if it did.
+  const std::optional<YAML::Mark>& stalled_at() const { return stalled_at_; }
+
+  void OnDocumentStart(const YAML::Mark&) override { documents_.emplace_back(); }
+  void OnDocumentEnd() override {}
+  void OnNull(const YAML::Mark& mark, YAML::anchor_t) override { Node(mark, true); }
+  void OnAlias(const YAML::Mark& mark, YAML::anchor_t) override { Node(mark, false); }
+  void OnScalar(const YAML::Mark& mark, const std::string&, YAML::anchor_t,
+                const std::string&) override {
+    Node(mark, false);
+  }
+  void OnSequenceStart(const YAML::Mark& mark, const std::string&, YAML::anchor_t,
+                       YAML::EmitterStyle::value) override {
+    Node(mark, false);
+  }
+  void OnSequenceEnd() override {}
+  void OnMapStart(const YAML::Mark& mark, const std::string&, YAML::anchor_t,
+                  YAML::EmitterStyle::value) override {
+    Node(mark, false);
+  }
+  void OnMapEnd() override {}
+
+ private:
+  void Node(const YAML::Mark& mark, bool null) {
+    if (documents_.empty()) documents_.emplace_back();
+    Document& document = documents_.back();
+    if (document.seen) return;
+    document = Document{mark, null, true};
+  }
+
+  std::vector<Document> documents_;
+  std::optional<YAML::Mark> stalled_at_;
+};
+
 Result<Config> ParseDocuments(const Reader& reader, std::string_view yaml_text) {
-  const std::vector<YAML::Node> documents = YAML::LoadAll(std::string(yaml_text));
-  for (size_t index = 1; index < documents.size(); ++index) {
-    if (documents[index].IsNull()) continue;  // a trailing '---' adds an empty document
-    return Error{reader.Where(documents[index].Mark()) +
+  const std::string text(yaml_text);
+  const DocumentScan scan(text);
+  if (scan.stalled_at()) {
+    return Error{reader.Where(*scan.stalled_at()) +
+                 "malformed YAML: the parser cannot read past this point (a stray ',', '?' or "
+                 "flow indicator outside [] or {}?) (" +
+                 kSyntaxHint + ")"};
+  }
+  for (size_t index = 1; index < scan.documents().size(); ++index) {
+    const DocumentScan::Document& document = scan.documents()[index];
+    if (document.null) continue;  // a trailing '---' adds an empty document
+    return Error{reader.Where(document.mark) +
                  "found a second YAML document (expected one; remove the '---' line above it)"};
   }
   Config config;
-  STAGECRAFT_RETURN_IF_ERROR(
-      ReadDocument(reader, documents.empty() ? YAML::Node() : documents[0], &config));
+  STAGECRAFT_RETURN_IF_ERROR(ReadDocument(reader, YAML::Load(text), &config));  // the first
   return config;
 }
 

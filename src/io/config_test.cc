@@ -215,6 +215,18 @@ TEST(ParseConfigErrorTest, SecondDocument) {
   EXPECT_EQ(message.rfind("run.yaml:3:1: found a second YAML document", 0), 0u) << message;
 }
 
+// Found by fuzz/fuzz_config: yaml-cpp 0.7's LoadAll looped forever on these (yaml-cpp#1040).
+TEST(ParseConfigErrorTest, StrayTopLevelCommaEndsWithAnError) {
+  for (const char* text : {",\n", ",\n b: c\n", "parallel: {pp: 2}\n,\n"}) {
+    const std::string message = ErrorOf(text);
+    EXPECT_NE(message.find("malformed YAML"), std::string::npos) << text << ": " << message;
+  }
+}
+
+TEST(ParseConfigErrorTest, TrailingEmptyDocumentsAreFine) {
+  EXPECT_TRUE(ParseConfig("parallel: {pp: 2}\n---\n---\n", "run.yaml").ok());
+}
+
 TEST(ParseConfigErrorTest, UnknownKeyInSection) {
   const std::string message = ErrorOf("parallel:\n  pp: 2\n  microbatch: 8\n");
   EXPECT_EQ(message,

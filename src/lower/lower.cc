@@ -4,6 +4,7 @@
 #include <cmath>
 #include <set>
 #include <tuple>
+#include <unordered_map>
 #include <utility>
 
 #include "lower/torch_comms.h"
@@ -53,6 +54,7 @@ class Lowering {
       edges_.insert(edges_.end(), torch_edges.value().begin(), torch_edges.value().end());
       BuildAdjacency(graph_, edges_);
     }
+    STAGECRAFT_RETURN_IF_ERROR(CheckTotalDuration());
     return std::move(graph_);
   }
 
@@ -606,31 +608,45 @@ class Lowering {
     }
   }
 
+  // Links are keyed by (from, to) in a hash map, not a ranks x ranks table: a pipeline of
+  // 10^5 ranks has 2 * 10^5 links but a table of 10^10 entries.
+  static uint64_t LinkKey(int32_t from, int32_t to) {
+    return (static_cast<uint64_t>(static_cast<uint32_t>(from)) << 32) | static_cast<uint32_t>(to);
+  }
+
   int32_t LinkIndex(int32_t from, int32_t to) {
-    const size_t key = static_cast<size_t>(from) * schedule_.num_ranks + to;
-    if (link_index_.empty()) {
-      link_index_.assign(static_cast<size_t>(schedule_.num_ranks) * schedule_.num_ranks, -1);
-    }
-    if (link_index_[key] < 0) {
-      link_index_[key] = static_cast<int32_t>(graph_.links.size());
-      graph_.links.push_back(Link{from, to});
-    }
-    return link_index_[key];
+    const auto [found, inserted] =
+        link_index_.try_emplace(LinkKey(from, to), static_cast<int32_t>(graph_.links.size()));
+    if (inserted) graph_.links.push_back(Link{from, to});
+    return found->second;
   }
 
   // Links were numbered in discovery order and then sorted; point the transfers at the new ids.
   void RenumberLinks() {
-    std::vector<int32_t> new_id(link_index_.size(), -1);
     for (size_t id = 0; id < graph_.links.size(); ++id) {
       const Link& link = graph_.links[id];
-      new_id[static_cast<size_t>(link.from) * schedule_.num_ranks + link.to] =
-          static_cast<int32_t>(id);
+      link_index_[LinkKey(link.from, link.to)] = static_cast<int32_t>(id);
     }
     for (Task& task : graph_.tasks) {
-      if (task.kind == TaskKind::kTransfer) {
-        task.link = new_id[static_cast<size_t>(task.rank) * schedule_.num_ranks + task.peer];
-      }
+      if (task.kind == TaskKind::kTransfer)
+        task.link = link_index_.at(LinkKey(task.rank, task.peer));
     }
+  }
+
+  // Every task's duration is at most kMaxRunDuration and so is their sum, so no start or end
+  // time of the run can overflow (the run takes at most the sum of its tasks' durations).
+  Status CheckTotalDuration() const {
+    int64_t total = 0;
+    for (const Task& task : graph_.tasks) {
+      const int64_t duration = task.duration.ns();
+      if (duration < 0 || duration > kMaxRunDuration.ns() - total) {
+        return Error{"the run's " + std::to_string(graph_.tasks.size()) +
+                     " tasks add up to more than 2^62 ns (about 146 years), the clock's limit; "
+                     "lower the costs (--cost-*, the model's dimensions) or the microbatches"};
+      }
+      total += duration;
+    }
+    return Status::Ok();
   }
 
   const Schedule& schedule_;
@@ -644,7 +660,7 @@ class Lowering {
                                    // head of its F&B pair)
   Status fused_self_dependency_ = Status::Ok();
   std::vector<std::vector<uint32_t>> shard_reductions_;  // [rank] ZeRO-3 reduce-scatters
-  std::vector<int32_t> link_index_;
+  std::unordered_map<uint64_t, int32_t> link_index_;     // LinkKey(from, to) → link id
   std::vector<std::pair<uint32_t, uint32_t>> edges_;
   std::vector<int64_t> cut_forward_;   // [cut] payload-policy state bytes on the activation send
   std::vector<int64_t> cut_backward_;  // [cut] dState bytes on the gradient send

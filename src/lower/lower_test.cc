@@ -406,5 +406,18 @@ TEST(LowerOverlapTest, BadPairsAreErrors) {
             std::string::npos);
 }
 
+// Issue 13: task times whose sum would pass 2^62 ns are refused, so no start or end overflows.
+TEST(LowerTest, RefusesTasksWhoseTimesAddUpPastTheClockLimit) {
+  const Schedule schedule = Generate(GenerateOneFOneB, 2, 1, 2);
+  std::vector<StageCost> costs = Costs(schedule);
+  for (StageCost& cost : costs) cost.forward = Time::Nanoseconds(kMaxRunDuration.ns() / 3);
+  const Result<TaskGraph> graph = Lower(schedule, costs, LowerOptions());
+  ASSERT_FALSE(graph.ok());
+  EXPECT_NE(graph.error().message.find("more than 2^62 ns"), std::string::npos)
+      << graph.error().message;
+  for (StageCost& cost : costs) cost.forward = Time::Nanoseconds(kMaxRunDuration.ns() / 8);
+  EXPECT_TRUE(Lower(schedule, costs, LowerOptions()).ok());  // 4 forwards of 2^59 ns: 2^61
+}
+
 }  // namespace
 }  // namespace stagecraft

@@ -1,6 +1,7 @@
 #include "schedule/schedule_csv.h"
 
 #include <algorithm>
+#include <utility>
 
 namespace stagecraft {
 namespace {
@@ -23,6 +24,26 @@ bool AllStagesMatch(const Schedule& schedule, Placement placement) {
 }
 
 constexpr std::string_view kOverlapSuffix = "OVERLAP_F_B";
+
+// The highest stage or microbatch index a CSV may hold, so that counts (index + 1) stay within
+// int32; how large a run may grow is the caller's check (the task graph's estimated size).
+constexpr int32_t kMaxCsvIndex = 1'000'000'000;
+
+// The actions of one cell, `actions[first..]`, within kMaxCsvIndex.
+Status CheckIndices(const std::vector<Action>& actions, size_t first) {
+  for (size_t index = first; index < actions.size(); ++index) {
+    const Action& action = actions[index];
+    for (const auto& [what, value] : {std::pair{"stage", action.stage.value()},
+                                      std::pair{"microbatch", action.microbatch.value()}}) {
+      if (value > kMaxCsvIndex) {
+        return Error{"action " + FormatAction(action) + ": " + what + " index " +
+                     std::to_string(value) + " is above the limit of " +
+                     std::to_string(kMaxCsvIndex) + " (indices count from 0)"};
+      }
+    }
+  }
+  return Status::Ok();
+}
 
 // The action types of torch's compute_comms format beyond F/B/I/W (schedules.py,
 // _ComputationType): the four point-to-point ones, and FSDP's UNSHARD/RESHARD/REDUCE_GRAD,
@@ -140,7 +161,9 @@ Result<Schedule> ParseScheduleCsv(std::string_view text, std::string_view source
         if (cell.size() >= 2 && cell.front() == '"' && cell.back() == '"') {
           cell = cell.substr(1, cell.size() - 2);
         }
-        auto parsed = ParseCell(cell, actions, comms);
+        const size_t first = actions.size();
+        Status parsed = ParseCell(cell, actions, comms);
+        if (parsed.ok()) parsed = CheckIndices(actions, first);
         if (!parsed.ok()) {
           return Error{Where(source, line_number, cell_begin + 1) + parsed.error().message};
         }

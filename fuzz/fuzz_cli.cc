@@ -1,0 +1,67 @@
+// libFuzzer target: the command line (RunCli, cli/app.h) with in-memory streams. The input is the
+// argument list, one argument per line, after the program name. Every input must end in an exit
+// code (0, 1 or 2) without a crash or sanitizer report.
+//
+// To keep each run short and the file system untouched, inputs are skipped (not run) when they
+// name a flag that writes a file (--trace, --csv, --svg-prefix, --write-schedule-csv) or hold a
+// number above 64 (a pipeline of 10^5 ranks is valid and takes seconds: the size limits have
+// their own golden tests). scripts/fuzz.sh runs it in tests/golden/errors, so '../data/...'
+// paths of the seed corpus resolve.
+#include <cctype>
+#include <cstddef>
+#include <cstdint>
+#include <sstream>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "cli/app.h"
+
+namespace {
+
+bool Skipped(const std::string& argument) {
+  for (const char* writer : {"--trace", "--csv", "--svg", "--write"}) {
+    if (argument.find(writer) != std::string::npos) return true;
+  }
+  int64_t number = 0;
+  bool in_number = false;
+  for (size_t pos = 0; pos < argument.size(); ++pos) {
+    const char c = argument[pos];
+    if (std::isdigit(static_cast<unsigned char>(c))) {
+      number = in_number ? number * 10 + (c - '0') : c - '0';
+      in_number = true;
+      if (number > 64) return true;
+    } else {
+      if (in_number && (c == 'e' || c == 'E')) return true;  // 1e9
+      in_number = false;
+    }
+  }
+  return false;
+}
+
+}  // namespace
+
+extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
+  std::vector<std::string> arguments = {"stagecraft"};
+  std::string current;
+  for (size_t pos = 0; pos < size; ++pos) {
+    if (data[pos] == '\n') {
+      arguments.push_back(current);
+      current.clear();
+    } else {
+      current += static_cast<char>(data[pos]);
+    }
+  }
+  if (!current.empty()) arguments.push_back(current);
+  if (arguments.size() > 24) return 0;
+  std::vector<const char*> argv;
+  for (const std::string& argument : arguments) {
+    if (Skipped(argument)) return 0;
+    argv.push_back(argument.c_str());
+  }
+  std::ostringstream out;
+  std::ostringstream err;
+  const int code = stagecraft::RunCli(static_cast<int>(argv.size()), argv.data(), out, err);
+  if (code < 0 || code > 2) __builtin_trap();
+  return 0;
+}

@@ -1,0 +1,58 @@
+#!/usr/bin/env bash
+# Builds the libFuzzer targets (fuzz/, clang, ASan + UBSan) in build-fuzz/ and runs each for a
+# fixed time on a seed corpus made from examples/ and tests/golden/. A crash, hang or sanitizer
+# report fails the script and leaves the input in build-fuzz/artifacts/ (turn it into an error
+# golden and fix the bug, CONTRIBUTING.md).
+#   scripts/fuzz.sh                     every target, FUZZ_SECONDS (default 60) each
+#   FUZZ_RUNS=1000000 scripts/fuzz.sh   a fixed number of executions per target instead
+#   scripts/fuzz.sh fuzz_csv ...        only the targets named
+set -euo pipefail
+cd "$(dirname "$0")/.."
+root=$(pwd)
+./scripts/install-deps.sh fuzz
+dir=build-fuzz
+CXX=clang++ cmake -S . -B "$dir" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo \
+  -DCMAKE_CXX_COMPILER=clang++ -DSTAGECRAFT_BUILD_FUZZ=ON -DSTAGECRAFT_BUILD_TESTS=OFF \
+  -DSTAGECRAFT_BUILD_BENCH=OFF >/dev/null
+targets=("$@")
+if [ ${#targets[@]} -eq 0 ]; then
+  targets=(fuzz_config fuzz_schedule_csv fuzz_hf_config fuzz_cli)
+fi
+cmake --build "$dir" --target "${targets[@]}"
+
+# Seed corpora: the project's own inputs.
+corpus="$root/$dir/corpus"
+rm -rf "$corpus"
+mkdir -p "$corpus"/{fuzz_config,fuzz_schedule_csv,fuzz_hf_config,fuzz_cli} "$root/$dir/artifacts"
+cp examples/*.yaml tests/golden/data/*.yaml "$corpus/fuzz_config/"
+cp examples/*.csv tests/golden/data/*.csv "$corpus/fuzz_schedule_csv/" 2>/dev/null || true
+cp tests/golden/data/hf/*.json "$corpus/fuzz_hf_config/"
+# fuzz_cli: each golden's command, one argument per line, up to the first shell operator.
+index=0
+for test in tests/golden/*/*.test; do
+  command=$(sed -n 's/^command: stagecraft //p' "$test" | head -n 1)
+  [ -n "$command" ] || continue
+  command=${command%%[|;&>]*}
+  index=$((index + 1))
+  (set -f; printf '%s\n' $command >"$corpus/fuzz_cli/seed-$index")
+done
+
+runs=(-max_total_time="${FUZZ_SECONDS:-60}")
+if [ -n "${FUZZ_RUNS:-}" ]; then runs=(-runs="$FUZZ_RUNS"); fi
+for target in "${targets[@]}"; do
+  work="$root"
+  max_len=4096
+  if [ "$target" = fuzz_cli ]; then
+    work="$root/tests/golden/errors"  # '../data/...' in the seeds resolves
+    max_len=256
+  fi
+  echo "fuzz: $target"
+  (cd "$work" && "$root/$dir/fuzz/$target" "${runs[@]}" -max_len="$max_len" -timeout=10 \
+     -rss_limit_mb=4096 -print_final_stats=1 -artifact_prefix="$root/$dir/artifacts/$target-" \
+     "$corpus/$target" 2>&1 | grep -E "^(#[0-9]+ +(DONE|INITED)|stat::number_of_executed_units|stat::average_exec_per_sec|==[0-9]+==|SUMMARY|.*(crash|leak|timeout|deadly))" || true)
+  if ls "$root/$dir/artifacts/$target-"* >/dev/null 2>&1; then
+    echo "fuzz: $target found an input that fails: $(ls "$root/$dir/artifacts/$target-"*)" >&2
+    exit 1
+  fi
+done
+echo "fuzz: ok"

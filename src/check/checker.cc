@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <map>
+#include <optional>
 #include <tuple>
 
 namespace stagecraft {
@@ -361,8 +362,13 @@ std::vector<Violation> CheckSchedule(const Schedule& schedule,
   CheckOverlaps(schedule, violations);
   const ActionIndex index(schedule);
   const std::vector<int32_t> stage_ranks = StageRanks(schedule);
-  for (int32_t stage = 0; stage < schedule.num_stages; ++stage) {
+  std::optional<std::pair<int32_t, int32_t>> stopped;  // (stage, microbatch) not checked
+  for (int32_t stage = 0; stage < schedule.num_stages && !stopped; ++stage) {
     for (int32_t microbatch = 0; microbatch < schedule.num_microbatches; ++microbatch) {
+      if (violations.size() >= kMaxViolationsCollected) {
+        stopped = std::pair(stage, microbatch);
+        break;
+      }
       CheckDuplicates(index, stage, microbatch, violations);
       const int32_t rank = schedule.placement == Placement::kDual
                                ? PlacedRank(schedule, Action{StageId(stage), ActionKind::kForward,
@@ -377,6 +383,21 @@ std::vector<Violation> CheckSchedule(const Schedule& schedule,
                      return std::tuple(static_cast<int>(a.kind), a.rank) <
                             std::tuple(static_cast<int>(b.kind), b.rank);
                    });
+  if (stopped) {
+    violations.insert(
+        violations.begin(),
+        Violation{ViolationKind::kShape, -1, "",
+                  "checking stopped after " + std::to_string(violations.size()) +
+                      " violations, at stage " + std::to_string(stopped->first) +
+                      ", microbatch " + std::to_string(stopped->second) + " of " +
+                      std::to_string(schedule.num_stages) + " stages x " +
+                      std::to_string(schedule.num_microbatches) +
+                      " microbatches: the rest of the schedule was not checked",
+                  "fix these first; so many usually means a wrong file or one misplaced index "
+                  "(the highest stage and microbatch set the schedule's size)",
+                  {}});
+    return violations;
+  }
   const bool structure_sound = violations.empty();
   CheckStateOrder(schedule, options.lower.states, options.state_buffer_slots, violations);
   if (static_cast<int32_t>(stage_costs.size()) == schedule.num_stages) {

@@ -73,6 +73,10 @@ std::optional<Deadlock> FindDeadlock(const TaskGraph& graph);
 
 // The most violations FormatViolations prints one by one; past it, a count per kind.
 inline constexpr size_t kMaxViolationsShown = 100;
+// CheckSchedule stops looking for structural violations after this many (a 26-byte CSV naming
+// microbatch 999999 lacks two million actions): the first violation it returns then says where
+// it stopped, and the rest of the schedule is not checked.
+inline constexpr size_t kMaxViolationsCollected = 10000;
 
 // "rank 1 1B0: ... (hint: ...)" lines, one per violation, for the first kMaxViolationsShown;
 // then one line counting the rest by kind.

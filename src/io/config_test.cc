@@ -580,7 +580,7 @@ TEST(LayerListConfigTest, EntryErrors) {
             "run.yaml:4:37: model.layers[1].kv_source: '-1' must be at least 0 (expected an "
             "integer >= 0)");
   EXPECT_EQ(ErrorOf(head + "    - {attention: reuse, repeat: 2000000}\n"),
-            "run.yaml:4:7: model.layers[1]: the model would have more than 100000 layers (lower "
+            "run.yaml:4:7: model.layers[1]: the model would have more than 10000 layers (lower "
             "repeat)");
   // Errors inside a repeated entry name its first layer.
   EXPECT_EQ(ErrorOf(head + "    - {attention: reuse, repeat: 3}\n    - {mlp: dens}\n"),

@@ -15,6 +15,7 @@
 
 #include "cli/commands.h"
 #include "cli/memory_verdict.h"
+#include "core/suggest.h"
 #include "core/units.h"
 #include "report/svg_plot.h"
 #include "schedule/generator.h"
@@ -232,7 +233,7 @@ void PrintSkipsAndFailures(const Sweep& sweep, std::ostream& err) {
     }
     err << "stagecraft: note: skipped " << skips[first].schedule << " ("
         << (skips[first].pp ? "pp " + *skips[first].pp + ", " : "") << "m " << counts
-        << "): " << skips[first].reason << "\n";
+        << "): " << EscapeBytes(skips[first].reason) << "\n";
     first = last;
   }
   for (const std::string& failure : sweep.failures) Fail(err, failure);
@@ -458,7 +459,7 @@ int RunBenchSchedules(const RunFlags& flags, const BenchFlags& bench, std::ostre
   auto sweep = RunSweep(flags, pps.value(), microbatch_counts, progress, err);
   if (!sweep.ok()) return Fail(err, sweep.error().message);
   if (sweep.value().rows.empty()) return FailEmpty(sweep.value(), err);
-  for (const std::string& note : sweep.value().notes) err << "stagecraft: note: " << note << "\n";
+  for (const std::string& note : sweep.value().notes) err << "stagecraft: note: " << EscapeBytes(note) << "\n";
   PrintSkipsAndFailures(sweep.value(), err);
   if (!bench.csv_path.empty()) {
     const Status written = WriteTextFile(bench.csv_path, FormatBenchCsv(sweep.value().rows));

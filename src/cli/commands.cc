@@ -32,7 +32,7 @@ int Fail(std::ostream& err, const std::string& message, int code) {
 namespace {
 
 void PrintNotes(const PreparedRun& run, std::ostream& err) {
-  for (const std::string& note : run.notes) err << "stagecraft: note: " << note << "\n";
+  for (const std::string& note : run.notes) err << "stagecraft: note: " << EscapeBytes(note) << "\n";
 }
 
 // Stages and cuts of a layer-list model, for the reports.
@@ -213,7 +213,8 @@ int RunSimulate(const RunFlags& flags, const OutputFlags& output, std::ostream& 
   AddMultimodalInfo(run.value(), simulated, info);
   info.memory = ComputeMemory(run.value(), simulated).verdict;
   if (!info.memory.fits) {
-    err << "stagecraft: warning: memory: " << OverCapacityMessage(run.value(), info.memory)
+    err << "stagecraft: warning: memory: "
+        << EscapeBytes(OverCapacityMessage(run.value(), info.memory))
         << "\n";
   }
   if (output.json) {

@@ -35,8 +35,8 @@ MemoryReport ComputeMemory(const PreparedRun& run, const Simulated& simulated) {
     const auto index = static_cast<size_t>(metrics.rank);
     if (index < run.parallel_plan.rank_params.size()) {
       row.params = run.parallel_plan.rank_params[index];
-      row.states = ShardedModelStates(row.params, parallel.precision, report.zero_stage,
-                                      report.shard_ranks);
+      row.states =
+          ShardedModelStates(row.params, parallel.precision, report.zero_stage, report.shard_ranks);
     }
     // A vision encoder's copy (or share) on this device, not sharded (multimodal/vision.h).
     if (index < simulated.vision.params_per_rank.size()) {
@@ -46,8 +46,7 @@ MemoryReport ComputeMemory(const PreparedRun& run, const Simulated& simulated) {
     }
     row.total = row.states.total() + static_cast<double>(row.transient) +
                 static_cast<double>(verdict.reserve_bytes);
-    row.over =
-        verdict.capacity_known && row.total > static_cast<double>(verdict.capacity_bytes);
+    row.over = verdict.capacity_known && row.total > static_cast<double>(verdict.capacity_bytes);
     if (report.ranks.empty() || row.total > verdict.peak_bytes) {
       verdict.rank = row.rank;
       verdict.peak_bytes = row.total;
@@ -56,8 +55,8 @@ MemoryReport ComputeMemory(const PreparedRun& run, const Simulated& simulated) {
     }
     report.ranks.push_back(row);
   }
-  verdict.fits = !verdict.capacity_known ||
-                 verdict.peak_bytes <= static_cast<double>(verdict.capacity_bytes);
+  verdict.fits =
+      !verdict.capacity_known || verdict.peak_bytes <= static_cast<double>(verdict.capacity_bytes);
   return report;
 }
 

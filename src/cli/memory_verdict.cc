@@ -70,7 +70,9 @@ std::string MemoryHint(const PreparedRun& run) {
   std::vector<std::string> options;
   const int32_t zero = std::max(parallel.zero_stage, parallel.distributed_optimizer ? 1 : 0);
   if (parallel.dp > 1 && zero < 3) {
-    options.push_back("shard more (parallel.zero_stage: " + std::to_string(zero + 1) + ")");
+    const std::string stage = std::to_string(zero + 1);
+    options.push_back("shard more (parallel.zero_stage: " + stage + ", or --zero-stage " + stage +
+                      ")");
   }
   const bool transformer = model.is_transformer();
   const bool partial = parallel.recompute == Recompute::kFull && parallel.recompute_num_layers > 0;
@@ -79,12 +81,12 @@ std::string MemoryHint(const PreparedRun& run) {
     options.push_back(partial ? "recompute more layers (a larger parallel.recompute_num_layers, "
                                 "or 0 for all)"
                       : transformer && parallel.recompute == Recompute::kNone
-                          ? "recompute (parallel.recompute: selective, or full)"
-                          : "recompute (parallel.recompute: full)");
+                          ? "recompute (parallel.recompute: selective or full, --recompute)"
+                          : "recompute (parallel.recompute: full, or --recompute full)");
   }
-  std::string raise = "raise tp or pp";
+  std::string raise = "raise tp or pp (--tp, --pp)";
   if (!transformer && model.dims.routed_experts > 0 && parallel.ep < parallel.dp) {
-    raise += ", or ep (more data-parallel ranks share the experts)";
+    raise += ", or ep (--ep: more data-parallel ranks share the experts)";
   }
   options.push_back(raise);
   std::string text;

@@ -15,7 +15,7 @@ namespace {
 // verdict, right-aligned under "memory_fullest  fits": "   61.20 GiB   yes", "   77.39 GiB  OVER",
 // "?" with no capacity to compare with (cli/memory_verdict.h).
 std::string MemoryCells(const MemoryInfo& memory) {
-  return PadLeft(FormatFixed(memory.peak_bytes / 1073741824.0, 2) + " GiB", 16) +
+  return PadLeft(FormatGib(memory.peak_bytes) + " GiB", 16) +
          PadLeft(!memory.capacity_known ? "?" : memory.fits ? "yes" : "OVER", 6);
 }
 

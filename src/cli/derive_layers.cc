@@ -11,20 +11,6 @@
 namespace stagecraft {
 namespace {
 
-const char* RecomputeName(Recompute recompute) {
-  switch (recompute) {
-    case Recompute::kNone:
-      return "none";
-    case Recompute::kSelective:
-      return "selective";
-    case Recompute::kSelectiveOp:
-      return "selective-op";
-    case Recompute::kFull:
-      return "full";
-  }
-  return "?";
-}
-
 bool SameFigures(const LayerFigures& a, const LayerFigures& b) {
   return a.kind == b.kind && a.forward_flops == b.forward_flops &&
          a.backward_flops == b.backward_flops &&

@@ -26,7 +26,6 @@ int RunMemory(const RunFlags& flags, bool json, std::ostream& out, std::ostream&
   const ParallelSpec& parallel = run.config.parallel;
   const MemoryReport report = ComputeMemory(run, simulated);
   const MemoryInfo& verdict = report.verdict;
-  auto gib = [](double bytes) { return FormatFixed(bytes / 1073741824.0, 2); };
   if (json) {
     JsonWriter writer(/*pretty=*/true);
     writer.BeginObject();
@@ -63,18 +62,15 @@ int RunMemory(const RunFlags& flags, bool json, std::ostream& out, std::ostream&
                       : " over " + std::to_string(report.shard_ranks) + " ranks" +
                             (parallel.hybrid_shard ? " (hybrid: one node's)" : ""))
         << ", recompute "
-        << (parallel.recompute == Recompute::kFull          ? "full"
-            : parallel.recompute == Recompute::kSelective   ? "selective"
-            : parallel.recompute == Recompute::kSelectiveOp ? "selective-op"
-                                                            : "none")
+        << RecomputeName(parallel.recompute)
         << ", capacity "
         << (verdict.capacity_known
-                ? gib(static_cast<double>(verdict.capacity_bytes)) + " GiB per device"
+                ? FormatGib(static_cast<double>(verdict.capacity_bytes)) + " GiB per device"
                 : std::string("unknown (no cluster preset)"))
         << "\n";
     if (verdict.reserve_bytes > 0) {
       out << "  each total holds a framework reserve of "
-          << gib(static_cast<double>(verdict.reserve_bytes))
+          << FormatGib(static_cast<double>(verdict.reserve_bytes))
           << " GiB (CUDA context, workspaces, NCCL buffers; cluster.device.memory_reserve)\n";
     }
     if (!verdict.states_known) {
@@ -86,10 +82,10 @@ int RunMemory(const RunFlags& flags, bool json, std::ostream& out, std::ostream&
     for (const RankMemory& row : report.ranks) {
       out << "  " << PadLeft(std::to_string(row.rank), 4)
           << PadLeft(FormatFixed(row.params / 1e9, 3), 10)
-          << PadLeft(gib(row.states.parameters), 12) << PadLeft(gib(row.states.gradients), 11)
-          << PadLeft(gib(row.states.optimizer), 11)
-          << PadLeft(gib(static_cast<double>(row.activations)), 11)
-          << PadLeft(gib(static_cast<double>(row.state)), 11) << PadLeft(gib(row.total), 11)
+          << PadLeft(FormatGib(row.states.parameters), 12) << PadLeft(FormatGib(row.states.gradients), 11)
+          << PadLeft(FormatGib(row.states.optimizer), 11)
+          << PadLeft(FormatGib(static_cast<double>(row.activations)), 11)
+          << PadLeft(FormatGib(static_cast<double>(row.state)), 11) << PadLeft(FormatGib(row.total), 11)
           << (row.over ? "  OVER" : "") << "\n";
     }
   }

@@ -5,12 +5,6 @@
 #include "core/units.h"
 
 namespace stagecraft {
-namespace {
-
-std::string Gib(double bytes) { return FormatFixed(bytes / 1073741824.0, 2); }
-
-}  // namespace
-
 MemoryReport ComputeMemory(const PreparedRun& run, const Simulated& simulated) {
   const ParallelSpec& parallel = run.config.parallel;
   const ClusterSpec& cluster = run.config.cluster;
@@ -97,12 +91,12 @@ std::string MemoryHint(const PreparedRun& run) {
 }
 
 std::string OverCapacityMessage(const PreparedRun& run, const MemoryInfo& verdict) {
-  std::string parts = "model states " + Gib(verdict.state_bytes) +
+  std::string parts = "model states " + FormatGib(verdict.state_bytes) +
                       " + activations and shared state " +
-                      Gib(static_cast<double>(verdict.transient_bytes)) + " + reserve " +
-                      Gib(static_cast<double>(verdict.reserve_bytes)) + " GiB";
-  return "rank " + std::to_string(verdict.rank) + " needs " + Gib(verdict.peak_bytes) +
-         " GiB but a device has " + Gib(static_cast<double>(verdict.capacity_bytes)) + " GiB (" +
+                      FormatGib(static_cast<double>(verdict.transient_bytes)) + " + reserve " +
+                      FormatGib(static_cast<double>(verdict.reserve_bytes)) + " GiB";
+  return "rank " + std::to_string(verdict.rank) + " needs " + FormatGib(verdict.peak_bytes) +
+         " GiB but a device has " + FormatGib(static_cast<double>(verdict.capacity_bytes)) + " GiB (" +
          parts + "); " + MemoryHint(run);
 }
 

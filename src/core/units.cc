@@ -150,6 +150,8 @@ std::string PadRight(const std::string& text, size_t width) {
   return text.size() >= width ? text + " " : text + std::string(width - text.size(), ' ');
 }
 
+std::string FormatGib(double bytes) { return FormatFixed(bytes / 1073741824.0, 2); }
+
 std::string FormatBytes(int64_t bytes) {
   static const char* kPrefixes[] = {"B", "KiB", "MiB", "GiB", "TiB", "PiB"};
   double value = static_cast<double>(bytes);

@@ -28,5 +28,7 @@ std::string PadLeft(const std::string& text, size_t width);
 std::string PadRight(const std::string& text, size_t width);
 // Human-readable bytes with binary prefixes and 2 decimals ("1.50 GiB").
 std::string FormatBytes(int64_t bytes);
+// Bytes as GiB (2^30 B) with 2 decimals and no unit ("74.51"): the memory tables and verdicts.
+std::string FormatGib(double bytes);
 
 }  // namespace stagecraft

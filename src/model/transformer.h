@@ -65,6 +65,8 @@ struct TransformerSpec {
 // (torchtitan's per-op policy: every op but the matmuls and the attention kernel is recomputed,
 // and every second matmul); full (the whole forward, of all layers or recompute_fraction).
 enum class Recompute : uint8_t { kNone, kSelective, kSelectiveOp, kFull };
+// "none", "selective", "selective-op", "full": the names parallel.recompute takes.
+const char* RecomputeName(Recompute recompute);
 
 // How a layer runs: sequence length, microbatch, tensor parallelism, recomputation.
 struct TransformerRun {

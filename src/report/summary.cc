@@ -103,15 +103,13 @@ void WriteStages(JsonWriter& json, const RunInfo& run) {
   json.EndArray();
 }
 
-std::string Gib(double bytes) { return FormatFixed(bytes / 1073741824.0, 2); }
-
 // "fits: rank 0 peaks at 61.20 of 80.00 GiB (...)", "OVER: ...", or no capacity to check.
 std::string FormatMemoryVerdict(const MemoryInfo& memory) {
   std::string parts =
-      (memory.states_known ? "model states " + Gib(memory.state_bytes) + " + " : std::string()) +
-      "activations and shared state " + Gib(static_cast<double>(memory.transient_bytes)) +
+      (memory.states_known ? "model states " + FormatGib(memory.state_bytes) + " + " : std::string()) +
+      "activations and shared state " + FormatGib(static_cast<double>(memory.transient_bytes)) +
       (memory.reserve_bytes > 0
-           ? " + reserve " + Gib(static_cast<double>(memory.reserve_bytes))
+           ? " + reserve " + FormatGib(static_cast<double>(memory.reserve_bytes))
            : std::string()) +
       "; GiB = 2^30 B";
   const std::string rank = "rank " + std::to_string(memory.rank);
@@ -123,14 +121,14 @@ std::string FormatMemoryVerdict(const MemoryInfo& memory) {
     return "capacity unknown (" +
            std::string(memory.reserve_bytes > 0 ? "set cluster.device.memory"
                                                 : "no cluster") +
-           "): " + rank + " peaks at " + Gib(memory.peak_bytes) + " GiB (" + parts + ")";
+           "): " + rank + " peaks at " + FormatGib(memory.peak_bytes) + " GiB (" + parts + ")";
   }
-  const std::string capacity = Gib(static_cast<double>(memory.capacity_bytes));
+  const std::string capacity = FormatGib(static_cast<double>(memory.capacity_bytes));
   if (memory.fits) {
-    return "fits: " + rank + " peaks at " + Gib(memory.peak_bytes) + " of " + capacity +
+    return "fits: " + rank + " peaks at " + FormatGib(memory.peak_bytes) + " of " + capacity +
            " GiB (" + parts + ")";
   }
-  return "OVER: " + rank + " needs " + Gib(memory.peak_bytes) + " GiB but a device has " +
+  return "OVER: " + rank + " needs " + FormatGib(memory.peak_bytes) + " GiB but a device has " +
          capacity + " GiB (" + parts + ")";
 }
 

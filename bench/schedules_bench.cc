@@ -9,7 +9,7 @@
 #include <sstream>
 #include <string>
 
-#include "cli/app.h"
+#include "run/commands.h"
 #include "schedule/generator.h"
 
 namespace stagecraft {
@@ -42,16 +42,19 @@ void BM_BenchSchedulesP8(benchmark::State& state) {
   std::string list;
   for (int m = 8; m <= 256; m += 8) list += (list.empty() ? "" : ",") + std::to_string(m);
   const std::string config = std::string(STAGECRAFT_EXAMPLES_DIR) + "/uniform-study.yaml";
-  const char* argv[] = {"stagecraft", "bench-schedules", config.c_str(), "--pp", "8",
-                        "--microbatches-list", list.c_str()};
+  RunSpec spec;
+  spec.config_path = config;
+  spec.pp = "8";
+  BenchSpec bench;
+  bench.microbatches_list = list;
   for (auto _ : state) {
-    std::ostringstream out, err;
-    const int code = RunCli(7, argv, out, err);
-    if (code != 0) {
-      state.SkipWithError(err.str().c_str());
+    Transcript transcript;
+    const Status status = RunBenchSchedules(spec, bench, transcript);
+    if (!status.ok()) {
+      state.SkipWithError(FormatError(status.error()).c_str());
       return;
     }
-    benchmark::DoNotOptimize(out.str().size());
+    benchmark::DoNotOptimize(transcript.pieces().size());
   }
 }
 BENCHMARK(BM_BenchSchedulesP8)->Unit(benchmark::kMillisecond)->Iterations(1);

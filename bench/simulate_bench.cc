@@ -16,8 +16,8 @@
 
 #include "analysis/metrics.h"
 #include "check/checker.h"
-#include "cli/commands.h"
-#include "cli/run_setup.h"
+#include "run/commands.h"
+#include "run/run_setup.h"
 #include "hardware/presets.h"
 #include "lower/lower.h"
 #include "model/model_spec.h"
@@ -202,7 +202,7 @@ BENCHMARK(BM_FindDeadlockOneFOneB)->Args({64, 4096})->Unit(benchmark::kMilliseco
 
 // The path `stagecraft simulate` takes for one run of `flags`: config, partition, lowering with
 // state and collectives, simulation and metrics, all inside the timed loop.
-void RunCliPath(benchmark::State& state, const RunFlags& flags) {
+void RunLibraryPath(benchmark::State& state, const RunSpec& flags) {
   int64_t actions = 0;
   int64_t tasks = 0;
   uint64_t events = 0;
@@ -229,15 +229,15 @@ void RunCliPath(benchmark::State& state, const RunFlags& flags) {
 }
 
 // DeepSeek-V4.1-Flash (examples/deepseek-v4.1-flash.yaml, 42 layers, every shared-state edge)
-// at pp = 16 (dp 8, ep 8), m = 512, through RunCliPath. Target (issue): under 1 s.
+// at pp = 16 (dp 8, ep 8), m = 512, through RunLibraryPath (the run library, as `simulate` calls it). Target (issue): under 1 s.
 void BM_V41FlashPp16(benchmark::State& state) {
-  RunFlags flags;
+  RunSpec flags;
   flags.config_path = std::string(STAGECRAFT_EXAMPLES_DIR) + "/deepseek-v4.1-flash.yaml";
   flags.pp = "16";
   flags.dp = "8";  // the example's 16 nodes hold pp 16 x dp 8, experts sharded over ep 8
   flags.ep = "8";
   flags.microbatches = "512";
-  RunCliPath(state, flags);
+  RunLibraryPath(state, flags);
 }
 BENCHMARK(BM_V41FlashPp16)->Unit(benchmark::kMillisecond);
 
@@ -249,11 +249,11 @@ BENCHMARK(BM_V41FlashPp16)->Unit(benchmark::kMillisecond);
 // the collectives are timed for their whole groups (comm/collective.h). Target (fidelity issue):
 // under 0.1 s.
 void BM_Megatron1024Gpus(benchmark::State& state) {
-  RunFlags flags;
+  RunSpec flags;
   flags.config_path = std::string(STAGECRAFT_TESTS_DIR) + "/golden/data/table1/gpt-145.6b.yaml";
   flags.dp = "16";
   flags.microbatches = "64";
-  RunCliPath(state, flags);
+  RunLibraryPath(state, flags);
 }
 BENCHMARK(BM_Megatron1024Gpus)->Unit(benchmark::kMillisecond);
 
@@ -262,7 +262,7 @@ BENCHMARK(BM_Megatron1024Gpus)->Unit(benchmark::kMillisecond);
 // runs it: four placements (bubble-fill simulating its baseline first), each with the extra run
 // that measures the Engram traffic's exposed time.
 void BM_V41CompareVision(benchmark::State& state) {
-  RunFlags flags;
+  RunSpec flags;
   flags.config_path = std::string(STAGECRAFT_EXAMPLES_DIR) + "/v41-flash-multimodal.yaml";
   for (auto _ : state) {
     auto run = PrepareRun(flags);
@@ -283,7 +283,7 @@ BENCHMARK(BM_V41CompareVision)->Unit(benchmark::kMillisecond);
 // Bubble-fill at scale: the multimodal example (pp 8, dp 16) at m = 512, 1024 images placed into
 // the pipeline's gaps (the search simulates the pipeline at least twice).
 void BM_V41BubbleFillM512(benchmark::State& state) {
-  RunFlags flags;
+  RunSpec flags;
   flags.config_path = std::string(STAGECRAFT_EXAMPLES_DIR) + "/v41-flash-multimodal.yaml";
   flags.microbatches = "512";
   flags.vision_placement = "bubble-fill";
@@ -293,13 +293,12 @@ void BM_V41BubbleFillM512(benchmark::State& state) {
       state.SkipWithError(run.error().message.c_str());
       return;
     }
-    Simulated simulated;
-    std::ostringstream err;
-    if (SimulateRun(run.value(), simulated, err) != kExitOk) {
-      state.SkipWithError(err.str().c_str());
+    auto simulated = SimulatePrepared(run.value());
+    if (!simulated.ok()) {
+      state.SkipWithError(FormatError(simulated.error()).c_str());
       return;
     }
-    benchmark::DoNotOptimize(simulated.metrics.makespan);
+    benchmark::DoNotOptimize(simulated.value().metrics.makespan);
   }
 }
 BENCHMARK(BM_V41BubbleFillM512)->Unit(benchmark::kMillisecond);
@@ -340,16 +339,16 @@ BENCHMARK(BM_CostLayoutLayers)->Unit(benchmark::kMicrosecond);
 // The validation suite (bench/validation/runs): every measured run prepared and simulated, as
 // `stagecraft validate` does.
 void BM_ValidationSuite(benchmark::State& state) {
-  ValidateFlags flags;
+  ValidateSpec flags;
   flags.paths = {std::string(STAGECRAFT_SOURCE_DIR) + "/bench/validation/runs"};
   for (auto _ : state) {
-    std::ostringstream out;
-    std::ostringstream err;
-    if (RunValidate(flags, out, err) != 0) {
-      state.SkipWithError(err.str().c_str());
+    Transcript transcript;
+    const Status status = RunValidate(flags, transcript);
+    if (!status.ok()) {
+      state.SkipWithError(FormatError(status.error()).c_str());
       return;
     }
-    benchmark::DoNotOptimize(out.str().size());
+    benchmark::DoNotOptimize(transcript.pieces().size());
   }
 }
 BENCHMARK(BM_ValidationSuite)->Unit(benchmark::kMillisecond);

@@ -1,138 +1,58 @@
 #include "cli/app.h"
 
+#include <unistd.h>
+
 #include <CLI/CLI.hpp>
 #include <algorithm>
+#include <iostream>
 
 #include "analysis/metrics.h"
-#include "cli/commands.h"
 #include "cli/help_footers.h"
+#include "run/commands.h"
 #include "core/suggest.h"
 
 namespace stagecraft {
 namespace {
 
-constexpr const char* kTimeHelp = "(ns, us, ms, s; a bare number means ms)";
-
-void AddRunFlags(CLI::App& command, RunFlags& flags) {
+// The run's flags: the config file, then one option per row of the override table
+// (run/run_setup.h), which also applies them.
+void AddRunFlags(CLI::App& command, RunSpec& flags) {
   command.add_option("config", flags.config_path,
                      "YAML config (doc/config.md); none = the bundled example");
-  command
-      .add_option("--schedule", flags.schedule, "schedule generator (stagecraft list schedules)")
-      ->type_name("NAME");
-  command.add_option("--pp", flags.pp, "pipeline-parallel ranks P")->type_name("P");
-  command
-      .add_option("--hf-config", flags.hf_config,
-                  "take the model from a HuggingFace config.json: dense (Llama, Mistral, Qwen2), "
-                  "MoE (Mixtral, DeepSeek), MLA (DeepSeek-V2/V3) or DeepSeek-V4.1's CSA2 layers; "
-                  "seq_len and micro_batch_size stay the config's (model.seq_len, --seq-len); "
-                  "without a config: one node of --cluster (h100), pp 1, dp filling it")
-      ->type_name("FILE");
-  command
-      .add_option("--cluster", flags.cluster,
-                  "replace the config's cluster by a preset DEVICE or DEVICExNODES, e.g. h100x2 "
-                  "(stagecraft list presets)")
-      ->type_name("PRESET");
-  command
-      .add_option("--recompute", flags.recompute,
-                  "activation recomputation: none, selective, selective-op or full "
-                  "(parallel.recompute)")
-      ->type_name("MODE");
-  command
-      .add_option("--zero-stage", flags.zero_stage,
-                  "ZeRO stage 0-3: 1 shards the optimizer state over dp, 2 the gradients too, "
-                  "3 the parameters too (parallel.zero_stage)")
-      ->type_name("Z");
-  command
-      .add_option("--global-batch-size", flags.global_batch_size,
-                  "sequences per iteration N: microbatches = N / (dp x micro_batch_size), which "
-                  "must divide (instead of --microbatches)")
-      ->type_name("N");
-  command
-      .add_option("--seq-len", flags.seq_len,
-                  "tokens per sequence S (layer-list and transformer models)")
-      ->type_name("S");
-  command
-      .add_option("--micro-batch-size", flags.micro_batch_size,
-                  "sequences per microbatch B (layer-list and transformer models)")
-      ->type_name("B");
-  command
-      .add_option("--tp", flags.tp,
-                  "tensor-parallel ranks per stage T (transformer and CSA2 layer-list models)")
-      ->type_name("T");
-  command.add_option("--dp", flags.dp, "data-parallel replicas D (transformer models)")
-      ->type_name("D");
-  command
-      .add_option("--cp", flags.cp,
-                  "context-parallel ranks C (transformer and CSA2 layer-list models)")
-      ->type_name("C");
-  command
-      .add_option("--cp-sharding", flags.cp_sharding,
-                  "CSA2 layer lists: how cp splits the sequence, zigzag (2C chunks, the indexer "
-                  "balanced) or contiguous")
-      ->type_name("SHARDING");
-  command
-      .add_option("--ep", flags.ep, "expert-parallel ranks E within dp (MoE transformer models)")
-      ->type_name("E");
-  command.add_option("--vpp", flags.vpp, "chunks (virtual stages) per rank V")->type_name("V");
-  command.add_option("--microbatches", flags.microbatches, "microbatches per iteration M")
-      ->type_name("M");
-  command
-      .add_option("--group-size", flags.group_size,
-                  "interleaved-1f1b microbatch group size (default P)")
-      ->type_name("G");
-  command
-      .add_option("--cost-forward", flags.cost_forward,
-                  std::string("forward time of one microbatch on one rank; each of V chunks "
-                              "costs T/V ") +
-                      kTimeHelp)
-      ->type_name("T");
-  command
-      .add_option("--cost-input-grad", flags.cost_input_grad,
-                  std::string("input-gradient backward time, same unit ") + kTimeHelp)
-      ->type_name("T");
-  command
-      .add_option("--cost-weight-grad", flags.cost_weight_grad,
-                  std::string("weight-gradient backward time; full backward = input-grad + "
-                              "weight-grad ") +
-                      kTimeHelp)
-      ->type_name("T");
-  command
-      .add_option("--cost-fb", flags.cost_fb,
-                  std::string("cost of one overlapped F&B op (a forward and another "
-                              "microbatch's full backward, DualPipe); default F + B, no gain ") +
-                      kTimeHelp)
-      ->type_name("T");
-  command
-      .add_option("--cost-p2p", flags.cost_p2p,
-                  std::string("fixed time added to every transfer between two ranks ") + kTimeHelp)
-      ->type_name("T");
-  command.add_option("--p2p", flags.p2p,
-                     "point-to-point semantics: async (default), rendezvous or torch-pipelining "
-                     "(stagecraft list p2p); check: the only mode searched")
-      ->type_name("MODE");
-  command
-      .add_option("--state-policy", flags.state_policy,
-                  "shared-state movement: payload, direct, shadow or auto (layer-list models)")
-      ->type_name("POLICY");
-  command
-      .add_option("--partition", flags.partition,
-                  "layers to stages: state-aware, cost, counts or layout (layer-list models)")
-      ->type_name("METHOD");
-  command
-      .add_option("--vision-placement", flags.vision_placement,
-                  "the vision encoder: colocated, decoupled, disaggregated or bubble-fill "
-                  "(configs with multimodal.vision)")
-      ->type_name("PLACEMENT");
-  command
-      .add_option("--schedule-csv", flags.schedule_csv,
-                  "load the schedule from a torch.distributed.pipelining compute-only CSV")
-      ->type_name("FILE");
+  for (const RunOverride& row : RunOverrides()) {
+    command.add_option(row.flag, flags.*row.field, row.help)->type_name(row.type_name);
+  }
+}
+
+// The one place an error kind becomes an exit code: bad input 2; a violation, a deadlock or an
+// infeasible layout 1 (the answer was given, and it is no).
+int ExitCode(ErrorKind kind) {
+  switch (kind) {
+    case ErrorKind::kBadInput:
+      return 2;
+    case ErrorKind::kInfeasible:
+    case ErrorKind::kViolation:
+    case ErrorKind::kDeadlock:
+      return 1;
+  }
+  return 2;
+}
+
+// Replays what a command said onto the two streams, then its error, and picks the exit code.
+int Finish(const Transcript& transcript, const Status& status, std::ostream& out,
+           std::ostream& err) {
+  for (const Transcript::Piece& piece : transcript.pieces()) {
+    (piece.channel == Transcript::Channel::kAnswer ? out : err) << piece.text;
+  }
+  if (status.ok()) return 0;
+  err << FormatError(status.error());
+  return ExitCode(status.error().kind);
 }
 
 int UsageError(const std::string& message, std::ostream& err) {
   err << "stagecraft: error: " << EscapeBytes(message)
       << "\nRun 'stagecraft --help' or 'stagecraft COMMAND --help' for usage.\n";
-  return kExitBadInput;
+  return ExitCode(ErrorKind::kBadInput);
 }
 
 // The text between `prefix` and `suffix` in `message`, or "" when it is not there.
@@ -202,7 +122,7 @@ std::string ExtraArgumentsMessage(const CLI::App& command, const std::vector<std
 }
 
 // bench-schedules: the run flags, less those the sweep sets itself, and the sweep's own.
-CLI::App* AddBenchCommand(CLI::App& app, RunFlags& flags, BenchFlags& bench_flags) {
+CLI::App* AddBenchCommand(CLI::App& app, RunSpec& flags, BenchSpec& bench_flags) {
   CLI::App* bench = app.add_subcommand(
       "bench-schedules",
       "simulate every schedule over microbatch counts (and pp values): table, CSV, SVG plots");
@@ -235,7 +155,7 @@ const std::vector<std::string> kCommands = {"simulate", "check",           "deri
                                             "list",     "bench-schedules", "comm",
                                             "memory",   "multimodal",      "validate"};
 
-CLI::App* AddCommCommand(CLI::App& app, CommFlags& flags) {
+CLI::App* AddCommCommand(CLI::App& app, CommSpec& flags) {
   CLI::App* comm = app.add_subcommand(
       "comm", "the cost of one collective on a preset cluster (alpha-beta, nccl-tests busbw)");
   comm->add_option("operation", flags.operation,
@@ -258,7 +178,7 @@ CLI::App* AddCommCommand(CLI::App& app, CommFlags& flags) {
 }
 
 // `multimodal images`: the sample's images and the I/O criterion's rates.
-void AddMultimodalImageFlags(CLI::App& images, MultimodalFlags& flags) {
+void AddMultimodalImageFlags(CLI::App& images, MultimodalTablesSpec& flags) {
   images.add_option("--ranks", flags.ranks, "context-parallel ranks cp (default 8)")
       ->type_name("N");
   images.add_option("--seq-len", flags.seq_len, "tokens of the sample s (default 1048576)")
@@ -292,7 +212,7 @@ void AddMultimodalImageFlags(CLI::App& images, MultimodalFlags& flags) {
 }
 
 // `multimodal contrastive-order`: the tower times and the cluster of the all-gathers.
-void AddMultimodalOrderFlags(CLI::App& order, MultimodalFlags& flags) {
+void AddMultimodalOrderFlags(CLI::App& order, MultimodalTablesSpec& flags) {
   order.add_option("--vision-forward", flags.vision_forward, "Fwd(V) (default 30ms)")
       ->type_name("TIME");
   order.add_option("--text-forward", flags.text_forward, "Fwd(T) (default 20ms)")
@@ -306,14 +226,14 @@ void AddMultimodalOrderFlags(CLI::App& order, MultimodalFlags& flags) {
 }
 
 // The contrastive shape: D ranks of b pairs with e-wide embeddings.
-void AddContrastiveShapeFlags(CLI::App& topic, MultimodalFlags& flags) {
+void AddContrastiveShapeFlags(CLI::App& topic, MultimodalTablesSpec& flags) {
   topic.add_option("--ranks", flags.ranks, "D data-parallel ranks (default 8)")->type_name("N");
   topic.add_option("--batch", flags.batch, "pairs per rank b (default 256)")->type_name("B");
   topic.add_option("--width", flags.width, "embedding width e (default 1024)")->type_name("E");
 }
 
 // `multimodal TOPIC`: one subcommand per table, each with only its own flags and --json.
-CLI::App* AddMultimodalCommand(CLI::App& app, MultimodalFlags& flags) {
+CLI::App* AddMultimodalCommand(CLI::App& app, MultimodalTablesSpec& flags) {
   CLI::App* multimodal = app.add_subcommand(
       "multimodal",
       "multimodal cost tables: contrastive losses, Engram tables, CP indexer balance, images");
@@ -375,13 +295,15 @@ CLI::App* AddMultimodalCommand(CLI::App& app, MultimodalFlags& flags) {
 }
 
 // `multimodal TOPIC`: the chosen topic's flags are parsed; an unknown topic gets "did you mean".
-int DispatchMultimodal(const CLI::App& multimodal, MultimodalFlags& flags, std::ostream& out,
+int DispatchMultimodal(const CLI::App& multimodal, MultimodalTablesSpec& flags, std::ostream& out,
                        std::ostream& err) {
+  Transcript transcript;
   const std::vector<CLI::App*> topics = multimodal.get_subcommands();
   if (topics.empty()) {
     const std::vector<std::string> extras = multimodal.remaining();
     flags.topic = extras.empty() || extras.front().rfind("-", 0) == 0 ? "" : extras.front();
-    return RunMultimodal(flags, out, err);
+    const Status status = RunMultimodal(flags, transcript);
+    return Finish(transcript, status, out, err);
   }
   const std::vector<std::string> extras = topics.front()->remaining();
   if (!extras.empty()) {
@@ -404,7 +326,8 @@ int DispatchMultimodal(const CLI::App& multimodal, MultimodalFlags& flags, std::
     return UsageError(message, err);
   }
   flags.topic = topics.front()->get_name();
-  return RunMultimodal(flags, out, err);
+  const Status status = RunMultimodal(flags, transcript);
+  return Finish(transcript, status, out, err);
 }
 
 }  // namespace
@@ -413,8 +336,8 @@ int RunCli(int argc, const char* const* argv, std::ostream& out, std::ostream& e
   CLI::App app{"stagecraft: plan, simulate and check pipeline-parallel training schedules"};
   app.allow_extras();
   app.footer(TopLevelHelpFooter());
-  RunFlags flags;
-  OutputFlags output;
+  RunSpec flags;
+  OutputSpec output;
   bool derive_json = false;
   std::string list_what;
 
@@ -455,9 +378,9 @@ int RunCli(int argc, const char* const* argv, std::ostream& out, std::ostream& e
                    "schedules | placements | p2p | metrics | presets | collectives | vision");
   list->footer(ListHelpFooter());
 
-  BenchFlags bench_flags;
+  BenchSpec bench_flags;
   CLI::App* bench = AddBenchCommand(app, flags, bench_flags);
-  CommFlags comm_flags;
+  CommSpec comm_flags;
   CLI::App* comm = AddCommCommand(app, comm_flags);
   bool memory_json = false;
   CLI::App* memory = app.add_subcommand(
@@ -465,9 +388,9 @@ int RunCli(int argc, const char* const* argv, std::ostream& out, std::ostream& e
   AddRunFlags(*memory, flags);
   memory->add_flag("--json", memory_json, "print one JSON object");
   memory->footer(MemoryHelpFooter());
-  MultimodalFlags multimodal_flags;
+  MultimodalTablesSpec multimodal_flags;
   CLI::App* multimodal = AddMultimodalCommand(app, multimodal_flags);
-  ValidateFlags validate_flags;
+  ValidateSpec validate_flags;
   CLI::App* validate = app.add_subcommand(
       "validate", "the cost model against published measured runs (doc/fidelity.md)");
   validate->add_option("paths", validate_flags.paths,
@@ -508,14 +431,21 @@ int RunCli(int argc, const char* const* argv, std::ostream& out, std::ostream& e
   if (!chosen.front()->remaining().empty()) {
     return UsageError(ExtraArgumentsMessage(*chosen.front(), chosen.front()->remaining()), err);
   }
-  if (*simulate) return RunSimulate(flags, output, out, err);
-  if (*check) return RunCheck(flags, out, err);
-  if (*derive) return RunDerive(flags, derive_json, out, err);
-  if (*bench) return RunBenchSchedules(flags, bench_flags, out, err);
-  if (*comm) return RunComm(comm_flags, out, err);
-  if (*memory) return RunMemory(flags, memory_json, out, err);
-  if (*validate) return RunValidate(validate_flags, out, err);
-  return RunList(list_what, out, err);
+  if (*bench && &err == &std::cerr && isatty(STDERR_FILENO) == 1) {
+    bench_flags.progress = [&err](const std::string& line) {
+      err << "\r" << line << "\033[K" << std::flush;
+    };
+  }
+  Transcript transcript;
+  const Status status = *simulate   ? RunSimulate(flags, output, transcript)
+                        : *check    ? RunCheck(flags, transcript)
+                        : *derive   ? RunDerive(flags, derive_json, transcript)
+                        : *bench    ? RunBenchSchedules(flags, bench_flags, transcript)
+                        : *comm     ? RunComm(comm_flags, transcript)
+                        : *memory   ? RunMemory(flags, memory_json, transcript)
+                        : *validate ? RunValidate(validate_flags, transcript)
+                                    : RunList(list_what, transcript);
+  return Finish(transcript, status, out, err);
 }
 
 }  // namespace stagecraft

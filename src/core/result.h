@@ -4,6 +4,7 @@
 #pragma once
 
 #include <cassert>
+#include <cstdint>
 #include <optional>
 #include <string>
 #include <utility>
@@ -11,9 +12,30 @@
 
 namespace stagecraft {
 
-struct Error {
-  std::string message;
+// What kind of failure an error is; the command line maps each kind to its exit code in one
+// place (cli/app.cc, ExitCode): bad input 2, the others 1.
+enum class ErrorKind : uint8_t {
+  kBadInput,    // the input is malformed, inconsistent or out of range: the user must fix it
+  kInfeasible,  // the input is valid but asks for what cannot be (a layout over the device memory)
+  kViolation,   // a schedule breaks a rule (the checker's findings)
+  kDeadlock,    // a schedule's run cannot finish
 };
+
+struct Error {
+  Error() = default;
+  Error(std::string text, ErrorKind error_kind = ErrorKind::kBadInput,  // NOLINT: implicit
+        std::string diagnosis = "")
+      : message(std::move(text)), kind(error_kind), detail(std::move(diagnosis)) {}
+
+  std::string message;  // one line: where, what, what was expected, a suggestion ("" = none)
+  ErrorKind kind = ErrorKind::kBadInput;
+  std::string detail;  // a diagnosis shown after the message (violations, a wait-for cycle)
+};
+
+// An error of another kind: Error{"..."} is bad input; MakeError(kind, "...") any kind.
+inline Error MakeError(ErrorKind kind, std::string message, std::string detail = "") {
+  return Error{std::move(message), kind, std::move(detail)};
+}
 
 class [[nodiscard]] Status {
  public:

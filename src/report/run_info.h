@@ -30,7 +30,7 @@ struct CutInfo {
   std::string states;                 // "compressed_kv of 3, top_k of 3"
 };
 
-// The multimodal pieces of a run (cli/multimodal_setup.h); `vision` / `engram` false = absent.
+// The multimodal pieces of a run (run/multimodal_setup.h); `vision` / `engram` false = absent.
 struct MultimodalInfo {
   bool vision = false;
   std::string placement;
@@ -63,7 +63,7 @@ struct MultimodalInfo {
   Time engram_exposed;  // the step's makespan less the same graph's with the Engram traffic free
 };
 
-// The memory verdict of the layout (cli/memory_verdict.h): the fullest device's peak against
+// The memory verdict of the layout (run/memory_verdict.h): the fullest device's peak against
 // its capacity. Printed by every answer that shows a layout.
 struct MemoryInfo {
   bool computed = false;        // false: not part of this report

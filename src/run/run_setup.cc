@@ -1,0 +1,646 @@
+#include "run/run_setup.h"
+
+#include <algorithm>
+#include <charconv>
+#include <filesystem>
+#include <fstream>
+#include <limits>
+#include <sstream>
+#include <system_error>
+#include <utility>
+
+#include "run/bundled_config.h"
+#include "run/run_shape.h"
+#include "core/suggest.h"
+#include "core/units.h"
+#include "io/hf_config.h"
+#include "model/layer_costs.h"
+#include "model/model_spec.h"
+#include "schedule/generator.h"
+#include "schedule/schedule_csv.h"
+
+namespace stagecraft {
+namespace {
+
+std::string BaseName(const std::string& path) {
+  return std::filesystem::path(path).filename().string();
+}
+
+Status ApplyDuration(const std::string& value, const char* name, bool positive, Time& field) {
+  auto parsed = ParseDuration(value);
+  if (!parsed.ok()) return Error{std::string(name) + ": " + parsed.error().message};
+  if (parsed.value().ns() < 0 || (positive && parsed.value().ns() == 0)) {
+    return Error{std::string(name) + ": '" + value + "' must be " +
+                 (positive ? "positive" : "zero or more") +
+                 " (expected a duration such as '1.5ms'; a bare number means ms)"};
+  }
+  field = parsed.value();
+  return Status::Ok();
+}
+
+// A count flag: an integer >= 1.
+Result<int32_t> ParseCount(const std::string& text, const char* name) {
+  int64_t value = 0;
+  const char* end = text.data() + text.size();
+  const auto [stop, error] = std::from_chars(text.data(), end, value);
+  if (error != std::errc() || stop != end || value > std::numeric_limits<int32_t>::max()) {
+    return Error{std::string(name) + ": '" + text + "' is not an integer (expected a whole " +
+                 "number >= 1, e.g. " + name + " 4)"};
+  }
+  if (value < 1) {
+    return Error{std::string(name) + ": must be at least 1, got " + text};
+  }
+  return static_cast<int32_t>(value);
+}
+
+Status ApplyCount(const std::string& value, const char* name, int32_t& field) {
+  auto count = ParseCount(value, name);
+  if (!count.ok()) return count.error();
+  field = count.value();
+  return Status::Ok();
+}
+
+// A flag whose value is one of a few names.
+template <typename Enum>
+Status ApplyChoice(const std::string& value, const char* name,
+                   const std::vector<std::pair<std::string, Enum>>& choices, Enum& field) {
+  std::vector<std::string> names;
+  for (const auto& [choice, chosen] : choices) {
+    if (value == choice) {
+      field = chosen;
+      return Status::Ok();
+    }
+    names.push_back(choice);
+  }
+  return Error{std::string(name) + ": unknown value '" + value + "'" + DidYouMean(value, names) +
+               " (expected " + JoinChoices(names) + ")"};
+}
+
+Status ApplyP2p(const std::string& value, const char* name, Config& config) {
+  std::vector<std::string> names;
+  for (const auto& [mode_name, mode] : P2pModeChoices()) names.push_back(mode_name);
+  const auto chosen = std::find(names.begin(), names.end(), value);
+  if (chosen == names.end()) {
+    return Error{std::string(name) + ": unknown mode '" + value + "'" + DidYouMean(value, names) +
+                 " (expected " + JoinChoices(names) + "; stagecraft list p2p)"};
+  }
+  config.schedule.p2p = P2pModeChoices()[chosen - names.begin()].second;
+  return Status::Ok();
+}
+
+Status ApplyZeroStage(const std::string& text, const char* name, Config& config) {
+  if (text.size() != 1 || text[0] < '0' || text[0] > '0' + kMaxZeroStage) {
+    return Error{std::string(name) + ": '" + text + "' is not a ZeRO stage (" +
+                 kZeroStageExpected +
+                 "; 1 shards the optimizer state, 2 the gradients too, 3 the parameters too)"};
+  }
+  config.parallel.zero_stage = text[0] - '0';
+  return Status::Ok();
+}
+
+Status ApplyVisionPlacement(const std::string& value, const char* name, Config& config) {
+  if (!config.multimodal.vision.given) {
+    return Error{std::string(name) +
+                 ": the config has no vision encoder (add a multimodal.vision "
+                 "section, as examples/v41-flash-multimodal.yaml)"};
+  }
+  return ApplyChoice(value, name, VisionPlacementChoices(), config.multimodal.vision.placement);
+}
+
+constexpr const char* kTimeHelp = "(ns, us, ms, s; a bare number means ms)";
+
+std::vector<RunOverride> MakeRunOverrides() {
+  using C = Config;
+  using S = const std::string&;
+  using F = const char*;
+  return {
+      {"--schedule", "schedule.name", "NAME", "schedule generator (stagecraft list schedules)",
+       &RunSpec::schedule,
+       [](S v, F, C& c) {
+         c.schedule.name = v;
+         return Status::Ok();
+       }},
+      {"--pp", "parallel.pp", "P", "pipeline-parallel ranks P", &RunSpec::pp,
+       [](S v, F f, C& c) { return ApplyCount(v, f, c.parallel.pp); }},
+      {"--hf-config", "model", "FILE",
+       "take the model from a HuggingFace config.json: dense (Llama, Mistral, Qwen2), "
+       "MoE (Mixtral, DeepSeek), MLA (DeepSeek-V2/V3) or DeepSeek-V4.1's CSA2 layers; "
+       "seq_len and micro_batch_size stay the config's (model.seq_len, --seq-len); "
+       "without a config: one node of --cluster (h100), pp 1, dp filling it",
+       &RunSpec::hf_config},
+      {"--cluster", "cluster", "PRESET",
+       "replace the config's cluster by a preset DEVICE or DEVICExNODES, e.g. h100x2 "
+       "(stagecraft list presets)",
+       &RunSpec::cluster},
+      {"--recompute", "parallel.recompute", "MODE",
+       "activation recomputation: none, selective, selective-op or full "
+       "(parallel.recompute)",
+       &RunSpec::recompute,
+       [](S v, F f, C& c) { return ApplyChoice(v, f, RecomputeChoices(), c.parallel.recompute); }},
+      {"--zero-stage", "parallel.zero_stage", "Z",
+       "ZeRO stage 0-3: 1 shards the optimizer state over dp, 2 the gradients too, "
+       "3 the parameters too (parallel.zero_stage)",
+       &RunSpec::zero_stage, ApplyZeroStage},
+      {"--global-batch-size", "parallel.microbatches", "N",
+       "sequences per iteration N: microbatches = N / (dp x micro_batch_size), which "
+       "must divide (instead of --microbatches)",
+       &RunSpec::global_batch_size},
+      {"--seq-len", "model.seq_len", "S", "tokens per sequence S (layer-list and transformer models)",
+       &RunSpec::seq_len, [](S v, F f, C& c) { return ApplyCount(v, f, c.model.seq_len); }},
+      {"--micro-batch-size", "model.micro_batch_size", "B",
+       "sequences per microbatch B (layer-list and transformer models)",
+       &RunSpec::micro_batch_size,
+       [](S v, F f, C& c) { return ApplyCount(v, f, c.model.micro_batch_size); }},
+      {"--tp", "parallel.tp", "T",
+       "tensor-parallel ranks per stage T (transformer and CSA2 layer-list models)",
+       &RunSpec::tp, [](S v, F f, C& c) { return ApplyCount(v, f, c.parallel.tp); }},
+      {"--dp", "parallel.dp", "D", "data-parallel replicas D (transformer models)", &RunSpec::dp,
+       [](S v, F f, C& c) { return ApplyCount(v, f, c.parallel.dp); }},
+      {"--cp", "parallel.cp", "C",
+       "context-parallel ranks C (transformer and CSA2 layer-list models)", &RunSpec::cp,
+       [](S v, F f, C& c) { return ApplyCount(v, f, c.parallel.cp); }},
+      {"--cp-sharding", "parallel.cp_sharding", "SHARDING",
+       "CSA2 layer lists: how cp splits the sequence, zigzag (2C chunks, the indexer "
+       "balanced) or contiguous",
+       &RunSpec::cp_sharding,
+       [](S v, F f, C& c) {
+         return ApplyChoice(v, f, CpShardingChoices(), c.parallel.cp_sharding);
+       }},
+      {"--ep", "parallel.ep", "E", "expert-parallel ranks E within dp (MoE transformer models)",
+       &RunSpec::ep, [](S v, F f, C& c) { return ApplyCount(v, f, c.parallel.ep); }},
+      {"--vpp", "parallel.vpp", "V", "chunks (virtual stages) per rank V", &RunSpec::vpp,
+       [](S v, F f, C& c) { return ApplyCount(v, f, c.parallel.vpp); }},
+      {"--microbatches", "parallel.microbatches", "M", "microbatches per iteration M",
+       &RunSpec::microbatches,
+       [](S v, F f, C& c) { return ApplyCount(v, f, c.parallel.microbatches); }},
+      {"--group-size", "schedule.group_size", "G",
+       "interleaved-1f1b microbatch group size (default P)", &RunSpec::group_size,
+       [](S v, F f, C& c) { return ApplyCount(v, f, c.schedule.group_size); }},
+      {"--cost-forward", "model.forward", "T",
+       std::string("forward time of one microbatch on one rank; each of V chunks costs T/V ") +
+           kTimeHelp,
+       &RunSpec::cost_forward,
+       [](S v, F f, C& c) { return ApplyDuration(v, f, true, c.model.forward); }},
+      {"--cost-input-grad", "model.input_grad", "T",
+       std::string("input-gradient backward time, same unit ") + kTimeHelp,
+       &RunSpec::cost_input_grad,
+       [](S v, F f, C& c) { return ApplyDuration(v, f, true, c.model.input_grad); }},
+      {"--cost-weight-grad", "model.weight_grad", "T",
+       std::string("weight-gradient backward time; full backward = input-grad + weight-grad ") +
+           kTimeHelp,
+       &RunSpec::cost_weight_grad,
+       [](S v, F f, C& c) { return ApplyDuration(v, f, false, c.model.weight_grad); }},
+      {"--cost-fb", "model.fb", "T",
+       std::string("cost of one overlapped F&B op (a forward and another microbatch's full "
+                   "backward, DualPipe); default F + B, no gain ") +
+           kTimeHelp,
+       &RunSpec::cost_fb, [](S v, F f, C& c) { return ApplyDuration(v, f, true, c.model.fb); }},
+      {"--cost-p2p", "schedule.cost_p2p", "T",
+       std::string("fixed time added to every transfer between two ranks ") + kTimeHelp,
+       &RunSpec::cost_p2p,
+       [](S v, F f, C& c) { return ApplyDuration(v, f, false, c.schedule.cost_p2p); }},
+      {"--p2p", "schedule.p2p", "MODE",
+       "point-to-point semantics: async (default), rendezvous or torch-pipelining "
+       "(stagecraft list p2p); check: the only mode searched",
+       &RunSpec::p2p, ApplyP2p},
+      {"--state-policy", "schedule.state_policy", "POLICY",
+       "shared-state movement: payload, direct, shadow or auto (layer-list models)",
+       &RunSpec::state_policy,
+       [](S v, F f, C& c) {
+         return ApplyChoice(v, f, StatePolicyChoices(), c.schedule.state_policy);
+       }},
+      {"--partition", "parallel.partition", "METHOD",
+       "layers to stages: state-aware, cost, counts or layout (layer-list models)",
+       &RunSpec::partition,
+       [](S v, F f, C& c) {
+         return ApplyChoice(v, f, PartitionMethodChoices(), c.parallel.partition);
+       }},
+      {"--vision-placement", "multimodal.vision.placement", "PLACEMENT",
+       "the vision encoder: colocated, decoupled, disaggregated or bubble-fill "
+       "(configs with multimodal.vision)",
+       &RunSpec::vision_placement, ApplyVisionPlacement},
+      {"--schedule-csv", "schedule.csv", "FILE",
+       "load the schedule from a torch.distributed.pipelining compute-only CSV",
+       &RunSpec::schedule_csv,
+       [](S v, F, C& c) {
+         c.schedule.csv = v;
+         return Status::Ok();
+       }},
+  };
+}
+
+Status ApplyFlags(const RunSpec& spec, Config& config) {
+  for (const RunOverride& row : RunOverrides()) {
+    const std::optional<std::string>& value = spec.*row.field;
+    if (!value || row.apply == nullptr) continue;
+    STAGECRAFT_RETURN_IF_ERROR(row.apply(*value, row.flag, config));
+  }
+  return Status::Ok();
+}
+
+std::string Plural(int64_t count, const std::string& word) {
+  return std::to_string(count) + " " + word + (count == 1 ? "" : "s");
+}
+
+// The largest task graph a run may build. A run holds about 5 tasks per stage and microbatch
+// (its F, I and W actions and the two transfers across the stage's cut); simulate measured about
+// 170 B per task in a Debug build (schedule, graph, trace, metrics), so at 256 B per task the
+// limit, 2^23 tasks, keeps a run under about 2 GiB. Refused before anything is allocated.
+constexpr int64_t kMaxTasks = int64_t{1} << 23;
+constexpr int64_t kTasksPerStageMicrobatch = 5;
+
+// `shape` says where the stage and microbatch counts come from ("pp 4 x vpp 2", "a.csv");
+// `lower` which inputs to lower.
+Status CheckRunSize(int64_t stages, int64_t microbatches, const std::string& shape,
+                    const std::string& lower) {
+  const long double estimate =
+      static_cast<long double>(stages) * microbatches * kTasksPerStageMicrobatch;
+  if (estimate <= static_cast<long double>(kMaxTasks)) return Status::Ok();
+  return Error{"the run is too large: " + shape + " = " + Plural(stages, "stage") + " x " +
+               std::to_string(microbatches) +
+               (microbatches == 1 ? " microbatch" : " microbatches") + " make about " +
+               FormatFixed(static_cast<double>(estimate), 0) + " tasks (" +
+               std::to_string(kTasksPerStageMicrobatch) +
+               " per stage and microbatch), more than the limit of " + std::to_string(kMaxTasks) +
+               " (about 2 GiB of memory at 256 B per task); lower " + lower};
+}
+
+// pp x tp x cp x dp within kMaxClusterDevices, so that every device count stays in int32.
+Status CheckWorldSize(const Config& c) {
+  const ParallelSpec& p = c.parallel;
+  const long double world = static_cast<long double>(p.pp) * p.tp * p.cp * p.dp;
+  if (world <= static_cast<long double>(kMaxClusterDevices)) return Status::Ok();
+  return Error{"pp " + std::to_string(p.pp) + " x tp " + std::to_string(p.tp) + " x cp " +
+               std::to_string(p.cp) + " x dp " + std::to_string(p.dp) + " = " +
+               FormatFixed(static_cast<double>(world), 0) + " devices, more than the limit of " +
+               std::to_string(kMaxClusterDevices) + "; lower --pp, --tp, --cp or --dp"};
+}
+
+Status CheckGeneratedRunSize(const Config& c) {
+  const int64_t stages = int64_t{c.parallel.pp} * c.parallel.vpp;
+  return CheckRunSize(
+      stages, c.parallel.microbatches,
+      "pp " + std::to_string(c.parallel.pp) + " x vpp " + std::to_string(c.parallel.vpp),
+      "--pp, --vpp or --microbatches");
+}
+
+// Every stage's F, I and W within the clock's per-action limit (costs derived from a model's
+// dimensions can be arbitrarily long).
+Status CheckStageCosts(const PreparedRun& run) {
+  for (size_t stage = 0; stage < run.stage_costs.size(); ++stage) {
+    const StageCost& cost = run.stage_costs[stage];
+    for (const auto& [name, time] :
+         {std::pair{"forward", cost.forward}, std::pair{"input_grad", cost.input_grad},
+          std::pair{"weight_grad", cost.weight_grad}}) {
+      if (time <= kMaxInputDuration) continue;
+      return Error{"stage " + std::to_string(stage) + "'s " + name + " takes " +
+                   (time == Time::Max()
+                        ? std::string("longer than int64 nanoseconds hold")
+                        : FormatFixed(static_cast<double>(time.ns()) / 1e9, 0) + " s") +
+                   ", more than the limit of " +
+                   FormatFixed(static_cast<double>(kMaxInputDuration.ns()) / 1e9, 0) +
+                   " s per action (2^42 ns); the model's dimensions, seq_len or "
+                   "micro_batch_size are too large for this device"};
+    }
+  }
+  return Status::Ok();
+}
+
+// A CSV schedule fixes pp, the stage count and the microbatches it uses. A flag that disagrees
+// is an error; more microbatches than the CSV uses are allowed (the missing ones show up in the
+// check). Layout values in the config file are for generators: when they differ from the CSV
+// they are ignored, with a note.
+Result<Schedule> LoadCsvSchedule(const std::string& path, const RunSpec& flags,
+                                 const Config& config, const ConfigLocations& locations,
+                                 std::vector<std::string>& notes) {
+  auto text = flags.files.read(path);
+  if (!text.ok()) return text.error();
+  const std::string csv = BaseName(path);
+  auto schedule = ParseScheduleCsv(text.value(), csv);
+  if (!schedule.ok()) return schedule.error();
+  Schedule loaded = std::move(schedule).value();
+  STAGECRAFT_RETURN_IF_ERROR(CheckRunSize(loaded.num_stages, loaded.num_microbatches,
+                                          csv + "'s highest indices",
+                                          "the stage and microbatch indices in " + csv));
+  const ParallelSpec& parallel = config.parallel;
+  auto disagree = [&](const std::optional<std::string>& flag, const char* flag_name,
+                      const char* key, bool differs, const std::string& csv_has) -> Status {
+    if (!differs) return Status::Ok();
+    if (flag) {
+      return Error{std::string(flag_name) + " " + *flag + " disagrees with " + csv + ", which " +
+                   csv_has + "; drop " + flag_name + " or fix the CSV"};
+    }
+    if (locations.by_path.count(key) > 0) {
+      notes.push_back(locations.Where(key) + "ignored: " + csv + " " + csv_has);
+    }
+    return Status::Ok();
+  };
+  STAGECRAFT_RETURN_IF_ERROR(
+      disagree(flags.pp, "--pp", "parallel.pp", parallel.pp != loaded.num_ranks,
+               "has " + Plural(loaded.num_ranks, "row") + " (one per rank)"));
+  STAGECRAFT_RETURN_IF_ERROR(disagree(flags.vpp, "--vpp", "parallel.vpp",
+                                      parallel.vpp * loaded.num_ranks != loaded.num_stages,
+                                      "has " + std::to_string(loaded.num_stages) + " stages on " +
+                                          std::to_string(loaded.num_ranks) + " ranks"));
+  if (flags.microbatches) {
+    if (parallel.microbatches < loaded.num_microbatches) {
+      return Error{"--microbatches " + *flags.microbatches + " is less than the " +
+                   std::to_string(loaded.num_microbatches) + " microbatches " + csv + " uses"};
+    }
+    loaded.num_microbatches = parallel.microbatches;
+    STAGECRAFT_RETURN_IF_ERROR(CheckRunSize(loaded.num_stages, loaded.num_microbatches,
+                                            csv + " with --microbatches " + *flags.microbatches,
+                                            "--microbatches"));
+  } else {
+    STAGECRAFT_RETURN_IF_ERROR(
+        disagree(flags.microbatches, "--microbatches", "parallel.microbatches",
+                 parallel.microbatches != loaded.num_microbatches,
+                 "uses " + std::to_string(loaded.num_microbatches) +
+                     (loaded.num_microbatches == 1 ? " microbatch" : " microbatches")));
+  }
+  return loaded;
+}
+
+Status CheckLayout(const Config& config, const ConfigLocations& locations,
+                   const Schedule& schedule) {
+  const int32_t layers = config.model.is_layer_list()
+                             ? static_cast<int32_t>(config.model.layers.size())
+                             : config.model.num_layers;
+  if (layers > 0 && schedule.num_stages > layers) {
+    return Error{locations.Where("model.layers") + "the model has only " + Plural(layers, "layer") +
+                 " but the pipeline has " + Plural(schedule.num_stages, "stage") + " (pp " +
+                 std::to_string(schedule.num_ranks) + " x vpp " +
+                 std::to_string(schedule.chunks_per_rank()) +
+                 "); expected at most one stage per layer: lower --pp or --vpp"};
+  }
+  const int32_t world =
+      schedule.num_ranks * config.parallel.tp * config.parallel.cp * config.parallel.dp;
+  if (config.cluster.given && world > config.cluster.num_devices()) {
+    return Error{
+        locations.Where("cluster") + "pp = " + std::to_string(schedule.num_ranks) +
+        (world != schedule.num_ranks ? " x tp = " + std::to_string(config.parallel.tp) +
+                                           " x cp = " + std::to_string(config.parallel.cp) +
+                                           " x dp = " + std::to_string(config.parallel.dp)
+                                     : std::string()) +
+        " needs " + Plural(world, "device") + " but the cluster has " +
+        std::to_string(config.cluster.num_devices()) + " (" + Plural(config.cluster.nodes, "node") +
+        " x " + Plural(config.cluster.devices_per_node, "device") +
+        " per node); lower --pp or add nodes"};
+  }
+  return Status::Ok();
+}
+
+GeneratorParams ParamsOf(const Config& c) {
+  return GeneratorParams{c.parallel.pp, c.parallel.vpp, c.parallel.microbatches,
+                         c.schedule.group_size};
+}
+
+// A generator from either table. A cost-aware generator (zb-1p, zb-2p) times the pipeline while
+// it builds it, which needs the stage costs and the transfers, which need a partition, which
+// needs the placement: here it gets a provisional ZB-H1 of the same shape (one chunk per rank,
+// loop placement), and TimeCostAwareSchedule replaces it once the run is lowered.
+Result<Schedule> GenerateNamedSchedule(const Config& c) {
+  const GeneratorParams params = ParamsOf(c);
+  if (FindCostAwareScheduleGenerator(c.schedule.name) != nullptr) {
+    STAGECRAFT_RETURN_IF_ERROR(CheckZbAutoParams(params, c.schedule.name));
+    auto provisional = GenerateZbH1(params);
+    if (!provisional.ok()) return provisional.error();
+    provisional.value().name = c.schedule.name;
+    return provisional;
+  }
+  auto generator = FindScheduleGenerator(c.schedule.name);
+  if (!generator.ok()) return Error{"--schedule: " + generator.error().message};
+  return generator.value()->generate(params);
+}
+
+Result<Config> LoadConfig(const RunSpec& flags, std::string& label, ConfigLocations& locations) {
+  if (flags.config_path.empty() && flags.hf_config) {
+    label = BaseName(*flags.hf_config);
+    locations = ConfigLocations{"--hf-config", {}};
+    return HfDefaultConfig();
+  }
+  if (flags.config_path.empty()) {
+    label = std::string("bundled example '") + BundledConfigName() + "'";
+    return ParseConfig(BundledConfigText(), BundledConfigName(), &locations);
+  }
+  ParseOptions options;
+  options.model_from_hf = flags.hf_config.has_value();
+  label = BaseName(flags.config_path);
+  if (flags.config_text) return ParseConfig(*flags.config_text, label, &locations, options);
+  auto text = flags.files.read(flags.config_path);
+  if (!text.ok()) return text.error();
+  return ParseConfig(text.value(), BaseName(flags.config_path), &locations, options);
+}
+
+// --global-batch-size N: N sequences per iteration, so N / (dp x micro_batch_size) microbatches.
+Status ApplyGlobalBatch(const RunSpec& flags, Config& config) {
+  if (!flags.global_batch_size) return Status::Ok();
+  auto sequences = ParseCount(*flags.global_batch_size, "--global-batch-size");
+  if (!sequences.ok()) return sequences.error();
+  if (flags.microbatches) {
+    return Error{
+        "--global-batch-size and --microbatches both set the microbatches per "
+        "iteration; give one of them"};
+  }
+  const int64_t per_microbatch = int64_t{config.parallel.dp} * config.model.micro_batch_size;
+  if (sequences.value() % per_microbatch != 0) {
+    const int64_t lower = sequences.value() / per_microbatch * per_microbatch;
+    return Error{"--global-batch-size: " + *flags.global_batch_size +
+                 " sequences do not split into microbatches of dp " +
+                 std::to_string(config.parallel.dp) + " x micro_batch_size " +
+                 std::to_string(config.model.micro_batch_size) + " = " +
+                 std::to_string(per_microbatch) + " sequences; expected a multiple of " +
+                 std::to_string(per_microbatch) + ", e.g. " +
+                 std::to_string(lower > 0 ? lower : per_microbatch) +
+                 (lower > 0 ? " or " + std::to_string(lower + per_microbatch) : std::string())};
+  }
+  config.parallel.microbatches = static_cast<int32_t>(sequences.value() / per_microbatch);
+  return Status::Ok();
+}
+
+}  // namespace
+
+const std::vector<RunOverride>& RunOverrides() {
+  static const std::vector<RunOverride> kRows = MakeRunOverrides();
+  return kRows;
+}
+
+// The per-stage compute (shadow-indexer work included) and per-cut transfer times of the lowered
+// provisional schedule (cluster links and payload state included), for a cost-aware generator;
+// then the generator's schedule replaces the provisional one. Direct and shadow-sync transfers
+// run beside the stage-to-stage chain and are not timed by the generator.
+Status TimeCostAwareSchedule(PreparedRun& run) {
+  const CostAwareScheduleGenerator* timed =
+      FindCostAwareScheduleGenerator(run.config.schedule.name);
+  if (timed == nullptr || !run.config.schedule.csv.empty()) return Status::Ok();
+  LowerOptions options = run.lower;
+  options.mode = P2pMode::kAsync;
+  auto graph = Lower(run.schedule, run.stage_costs, options);
+  if (!graph.ok()) return graph.error();
+  const int32_t stages = run.schedule.num_stages;
+  PipelineCosts costs;
+  costs.stages = run.stage_costs;
+  costs.activation_p2p.assign(static_cast<size_t>(std::max(0, stages - 1)), Time());
+  costs.gradient_p2p = costs.activation_p2p;
+  for (const Task& task : graph.value().tasks) {
+    if (task.kind == TaskKind::kCompute && task.action.microbatch.value() == 0) {
+      StageCost& stage = costs.stages[task.action.stage.value()];
+      if (task.action.kind == ActionKind::kForward) stage.forward = task.duration;
+      if (task.action.kind == ActionKind::kInputGrad) stage.input_grad = task.duration;
+    }
+    if (task.kind != TaskKind::kTransfer) continue;
+    const int32_t cut = std::min(task.action.stage.value(), task.consumer.stage.value());
+    if (task.payload == PayloadKind::kActivation) {
+      costs.activation_p2p[cut] = std::max(costs.activation_p2p[cut], task.duration);
+    } else if (task.payload == PayloadKind::kGradient) {
+      costs.gradient_p2p[cut] = std::max(costs.gradient_p2p[cut], task.duration);
+    }
+  }
+  auto schedule = timed->generate(ParamsOf(run.config), costs);
+  if (!schedule.ok()) return schedule.error();
+  run.schedule = std::move(schedule).value();
+  return Status::Ok();
+}
+
+Result<PreparedRun> PrepareRun(const RunSpec& flags) {
+  PreparedRun run;
+  auto config = LoadConfig(flags, run.label, run.locations);
+  if (!config.ok()) return config.error();
+  run.config = std::move(config).value();
+  STAGECRAFT_RETURN_IF_ERROR(ApplyFlags(flags, run.config));
+  STAGECRAFT_RETURN_IF_ERROR(ApplyClusterFlag(flags, run));
+  FillDataParallel(flags, run);
+  STAGECRAFT_RETURN_IF_ERROR(ApplyGlobalBatch(flags, run.config));
+  ImplyChunksPerRank(flags, run);
+  STAGECRAFT_RETURN_IF_ERROR(CheckWorldSize(run.config));
+  if (flags.hf_config) {
+    auto text = flags.files.read(*flags.hf_config);
+    if (!text.ok()) return Error{"--hf-config: " + text.error().message};
+    auto model = ModelFromHfConfig(text.value(), BaseName(*flags.hf_config), run.config.model);
+    if (!model.ok()) return model.error();
+    run.config.model = std::move(model).value();
+  }
+  const bool csa2_layers = run.config.model.is_layer_list() && !run.config.model.is_transformer();
+  if (csa2_layers && run.config.parallel.tp > 1) {
+    const ParallelSpec& parallel = run.config.parallel;
+    const std::string where = run.locations.Where("parallel.tp");
+    if (!run.config.cluster.given) {
+      return Error{where + std::to_string(parallel.tp) +
+                   " tensor-parallel ranks: their collectives need a cluster to run on; add one "
+                   "(cluster: {preset: h800x2}, stagecraft list presets)"};
+    }
+    const Status split =
+        CheckLayerTensorParallel(run.config.model.layers, run.config.model.dims, parallel.tp);
+    if (!split.ok()) return Error{where + split.error().message};
+    const int64_t rank_tokens = run.config.model.tokens_per_microbatch() / std::max(1, parallel.cp);
+    if (parallel.sequence_parallel && rank_tokens % parallel.tp != 0) {
+      return Error{where + std::to_string(parallel.tp) +
+                   " with sequence_parallel does not divide " + "the " +
+                   std::to_string(rank_tokens) +
+                   " tokens of a microbatch on one context-parallel rank (each TP rank holds "
+                   "s·b/(cp·tp) of them); pick a divisor or a seq_len that fits"};
+    }
+  }
+  STAGECRAFT_RETURN_IF_ERROR(CheckContextParallel(run.config, run.locations));
+  if (csa2_layers && run.config.parallel.ep > 1 &&
+      (run.config.parallel.dp % run.config.parallel.ep != 0 ||
+       run.config.model.dims.routed_experts % run.config.parallel.ep != 0)) {
+    return Error{run.locations.Where("parallel.ep") + "ep " +
+                 std::to_string(run.config.parallel.ep) + " must divide dp (" +
+                 std::to_string(run.config.parallel.dp) + ") and the " +
+                 std::to_string(run.config.model.dims.routed_experts) + " routed experts"};
+  }
+  if ((csa2_layers || run.config.model.is_transformer()) && !run.config.cluster.given &&
+      (run.config.parallel.dp > 1 || run.config.parallel.ep > 1)) {
+    return Error{
+        "dp/ep: the collectives need a cluster to run on; add one (cluster: {preset: "
+        "h800x2}, stagecraft list presets)"};
+  }
+  if (!run.config.model.is_layer_list() &&
+      (run.config.parallel.tp > 1 || run.config.parallel.dp > 1 || run.config.parallel.cp > 1 ||
+       run.config.parallel.ep > 1)) {
+    return Error{run.locations.Where(run.config.parallel.tp > 1 ? "parallel.tp" : "parallel.dp") +
+                 "tensor and data parallelism are simulated for transformer models "
+                 "(model.type: transformer) so far; this model is '" +
+                 run.config.model.name + "': drop tp/dp or describe the model by its dimensions"};
+  }
+  if (run.config.model.is_transformer() && !run.config.cluster.given &&
+      (run.config.parallel.tp > 1 || run.config.parallel.dp > 1 || run.config.parallel.cp > 1)) {
+    return Error{
+        "tp/dp: the collectives need a cluster to run on; add one (cluster: {preset: "
+        "h100x2}, stagecraft list presets)"};
+  }
+  STAGECRAFT_RETURN_IF_ERROR(BuildTransformerModel(run.config));
+  const Config& c = run.config;
+  if (!c.schedule.csv.empty()) {
+    std::string path = c.schedule.csv;
+    if (!flags.schedule_csv && !flags.config_path.empty()) {  // relative to the config file
+      path = (std::filesystem::path(flags.config_path).parent_path() / path).string();
+    }
+    auto schedule = LoadCsvSchedule(path, flags, c, run.locations, run.notes);
+    if (!schedule.ok()) return schedule.error();
+    run.schedule = std::move(schedule).value();
+    run.label = BaseName(path) + (flags.config_path.empty() ? "" : " (with " + run.label + ")");
+  } else {
+    STAGECRAFT_RETURN_IF_ERROR(CheckGeneratedRunSize(c));
+    auto schedule = GenerateNamedSchedule(c);
+    if (!schedule.ok()) return schedule.error();
+    run.schedule = std::move(schedule).value();
+    if (run.locations.by_path.count("parallel.placement") > 0 &&
+        c.parallel.placement != run.schedule.placement) {
+      return Error{run.locations.Where("parallel.placement") + "'" +
+                   PlacementName(c.parallel.placement) + "' does not fit schedule '" +
+                   run.schedule.name + "', which places stages '" +
+                   PlacementName(run.schedule.placement) +
+                   "' (for a V placement load a schedule CSV written that way, or drop the key)"};
+    }
+  }
+  STAGECRAFT_RETURN_IF_ERROR(CheckLayout(c, run.locations, run.schedule));
+  NoteIdleDevices(flags, run);
+  run.lower.mode = c.schedule.p2p;
+  run.lower.cost_p2p = c.schedule.cost_p2p;
+  run.lower.cluster = c.cluster;
+  if (c.model.is_layer_list()) {
+    for (const auto& [flag, name] : {std::pair{&flags.cost_forward, "--cost-forward"},
+                                     std::pair{&flags.cost_input_grad, "--cost-input-grad"},
+                                     std::pair{&flags.cost_weight_grad, "--cost-weight-grad"},
+                                     std::pair{&flags.cost_fb, "--cost-fb"}}) {
+      if (*flag) {
+        return Error{std::string(name) +
+                     ": sets the cost of a uniform model; a layer-list "
+                     "model derives its costs from dimensions or takes them per layer "
+                     "(forward/input_grad/weight_grad on a layer, doc/config.md)"};
+      }
+    }
+    STAGECRAFT_RETURN_IF_ERROR(PrepareLayerModel(run));
+    STAGECRAFT_RETURN_IF_ERROR(CheckStageCosts(run));
+    STAGECRAFT_RETURN_IF_ERROR(TimeCostAwareSchedule(run));
+    run.parallel_plan = PlanParallel(c, run.partition, run.schedule);
+    run.lower.collectives = run.parallel_plan.collectives;
+    run.lower.optimizer_step = run.parallel_plan.optimizer_step;
+    auto multimodal = PlanMultimodal(run);
+    if (!multimodal.ok()) return multimodal.error();
+    run.multimodal = std::move(multimodal).value();
+    return run;
+  }
+  const char* kIgnored =
+      "ignored: a uniform model has no layers to partition and no shared "
+      "state (use model.type: layers)";
+  for (const char* key : {"parallel.partition", "parallel.layer_counts", "parallel.layout",
+                          "schedule.state_policy", "schedule.shadow_reading"}) {
+    if (run.locations.by_path.count(key) > 0) {
+      run.notes.push_back(run.locations.Where(key) + kIgnored);
+    }
+  }
+  if (flags.state_policy) run.notes.push_back(std::string("--state-policy: ") + kIgnored);
+  auto multimodal = PlanMultimodal(run);  // a uniform model: an error when configured
+  if (!multimodal.ok()) return multimodal.error();
+  if (flags.partition) run.notes.push_back(std::string("--partition: ") + kIgnored);
+  const int32_t chunks = std::max(1, run.schedule.chunks_per_rank());
+  run.stage_costs = UniformStageCosts(c.model, std::max(1, run.schedule.num_stages), chunks);
+  run.stage_costs.resize(static_cast<size_t>(run.schedule.num_stages), run.stage_costs.front());
+  STAGECRAFT_RETURN_IF_ERROR(TimeCostAwareSchedule(run));
+  return run;
+}
+
+}  // namespace stagecraft

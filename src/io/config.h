@@ -15,8 +15,7 @@
 #include "lower/task_graph.h"
 #include "memory/model_states.h"
 #include "model/model_spec.h"
-#include "multimodal/engram.h"
-#include "multimodal/vision.h"
+#include "model/multimodal_spec.h"
 #include "schedule/schedule.h"
 
 namespace stagecraft {

@@ -10,6 +10,7 @@
 #include "core/time.h"
 #include "hardware/cluster_spec.h"
 #include "lower/task_graph.h"
+#include "model/multimodal_spec.h"
 #include "sim/simulator.h"
 
 namespace stagecraft {
@@ -29,25 +30,6 @@ int64_t EngramLookupBytesPerToken(const EngramSpec& spec);
 // Bytes of all tables one of `owners` owners holds (rows split evenly, rounded up).
 // REQUIRES: owners >= 1.
 int64_t EngramOwnerBytes(const EngramSpec& spec, int32_t owners);
-
-// How a run shards the Engram tables (config `multimodal.engram`): over a process group of
-// `owners` devices among the ranks that hold an Engram layer's stage (its data- and
-// context-parallel peers). Per iteration and Engram layer, before the stage's first forward: an
-// all-to-all of the local batch's ids (int64) to the owners and one of the rows (264 B each)
-// back; after the stage's last backward: an all-to-all of the rows' gradients (bf16, 256 values)
-// to the owners. With `host_memory` the owners keep their rows in host memory and move the rows
-// they serve (and the gradients they receive) over PCIe.
-struct EngramSharding {
-  bool given = false;
-  int32_t owners = 16;
-  bool host_memory = false;
-  // PCIe 5.0 x16: 64 GB/s per direction raw (PCI-SIG); 50 GB/s usable is an assumption.
-  double pcie_bytes_per_s = 50e9;
-  // Rows of each Engram layer's table; 0 = V4.1's (EngramSpec::table_rows, the last repeated
-  // when the model has more Engram layers).
-  int64_t table_rows = 0;
-  bool operator==(const EngramSharding&) const = default;
-};
 
 struct EngramTraffic {
   int64_t id_bytes = 0;   // per rank and Engram layer, sent (and received) by the ids' all-to-all

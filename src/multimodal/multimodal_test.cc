@@ -11,7 +11,7 @@
 #include "multimodal/contrastive_timeline.h"
 #include "multimodal/engram.h"
 #include "multimodal/image_sharding.h"
-#include "multimodal/image_tokens.h"
+#include "model/image_tokens.h"
 
 namespace stagecraft {
 namespace {

@@ -623,23 +623,6 @@ void AddEncoderReductions(const VisionSpec& spec, int32_t pipeline_ranks, int64_
 
 }  // namespace
 
-const std::vector<std::pair<std::string, VisionPlacement>>& VisionPlacementChoices() {
-  static const std::vector<std::pair<std::string, VisionPlacement>> choices = {
-      {"colocated", VisionPlacement::kColocated},
-      {"decoupled", VisionPlacement::kDecoupled},
-      {"disaggregated", VisionPlacement::kDisaggregated},
-      {"bubble-fill", VisionPlacement::kBubbleFill},
-  };
-  return choices;
-}
-
-const char* VisionPlacementName(VisionPlacement placement) {
-  for (const auto& [name, value] : VisionPlacementChoices()) {
-    if (value == placement) return name.c_str();
-  }
-  return "?";
-}
-
 namespace {
 
 // The busiest CP rank's share of a microbatch's encoder FLOPs, each sample's images spread by

@@ -28,39 +28,10 @@
 #include "core/time.h"
 #include "hardware/cluster_spec.h"
 #include "lower/task_graph.h"
-#include "multimodal/image_tokens.h"
+#include "model/image_tokens.h"
+#include "model/multimodal_spec.h"
 
 namespace stagecraft {
-
-enum class VisionPlacement : uint8_t { kColocated, kDecoupled, kDisaggregated, kBubbleFill };
-const std::vector<std::pair<std::string, VisionPlacement>>& VisionPlacementChoices();
-const char* VisionPlacementName(VisionPlacement placement);
-
-struct VisionSpec {
-  bool given = false;  // false: the model has no vision encoder
-  VisionPlacement placement = VisionPlacement::kDecoupled;
-  // The V4.1 encoder (csa2.md): 32 layers, hidden 1024, 16 heads, MLP 2816, patch 14, a 3×3
-  // pixel-unshuffle (an image token covers 9 patches), a projector to the language model's width.
-  int32_t layers = 32;
-  int32_t hidden = 1024;
-  int32_t heads = 16;
-  int32_t mlp = 2816;
-  int32_t patch = 14;
-  int32_t unshuffle = 3;
-  int32_t images_per_sample = 1;
-  // Full activation recomputation in the encoder: each layer keeps only its input (2·N_p·d_v
-  // bytes) and the backward first runs the forward again.
-  bool recompute = false;
-  ImageTokenDistribution image_tokens;  // tokens per image (≤ 1024 in V4.1)
-  // disaggregated: the encoder's devices per pipeline replica and their layout (dp = devices /
-  // (tp · pp)); each simulated encoder rank stands for its tp devices, as a pipeline rank does.
-  int32_t devices = 0;
-  int32_t tp = 1;
-  int32_t pp = 1;
-  bool operator==(const VisionSpec&) const = default;
-
-  int32_t dp() const { return devices / (tp * pp); }
-};
 
 // The encoder's work per microbatch on one device at the cluster's effective FLOP/s (with
 // context parallelism: on the busiest rank of the CP group).

@@ -10,7 +10,7 @@
 #include "run/commands.h"
 #include "core/units.h"
 #include "multimodal/image_sharding.h"
-#include "multimodal/image_tokens.h"
+#include "model/image_tokens.h"
 #include "report/json_writer.h"
 
 namespace stagecraft {

@@ -1,4 +1,4 @@
-#include "multimodal/image_tokens.h"
+#include "model/image_tokens.h"
 
 #include <algorithm>
 #include <numeric>

@@ -8,6 +8,7 @@
 
 #include "analysis/metrics.h"
 #include "cli/help_footers.h"
+#include "plan/plan.h"
 #include "run/commands.h"
 #include "core/suggest.h"
 
@@ -153,7 +154,8 @@ CLI::App* AddBenchCommand(CLI::App& app, RunSpec& flags, BenchSpec& bench_flags)
 
 const std::vector<std::string> kCommands = {"simulate", "check",           "derive",
                                             "list",     "bench-schedules", "comm",
-                                            "memory",   "multimodal",      "validate"};
+                                            "memory",   "multimodal",      "validate",
+                                            "plan"};
 
 CLI::App* AddCommCommand(CLI::App& app, CommSpec& flags) {
   CLI::App* comm = app.add_subcommand(
@@ -175,6 +177,47 @@ CLI::App* AddCommCommand(CLI::App& app, CommSpec& flags) {
   comm->add_flag("--json", flags.json, "print one JSON object");
   comm->footer(CommHelpFooter());
   return comm;
+}
+
+// `plan`: the model and cluster flags of a run, the planner's own.
+CLI::App* AddPlanCommand(CLI::App& app, PlanSpec& plan, std::string& engine, bool& json) {
+  CLI::App* command = app.add_subcommand(
+      "plan", "choose the layout: every engine-legal candidate screened, the best simulated");
+  RunSpec& run = plan.run;
+  command->add_option("config", run.config_path,
+                      "YAML config with the model and cluster (doc/config.md); none = the "
+                      "bundled example");
+  for (const RunOverride& row : RunOverrides()) {
+    const std::string flag = row.flag;
+    if (flag == "--hf-config" || flag == "--cluster" || flag == "--seq-len") {
+      command->add_option(row.flag, run.*row.field, row.help)->type_name(row.type_name);
+    }
+  }
+  command->add_option("--gpus", plan.gpus, "the GPUs N every layout fills (required)")
+      ->type_name("N");
+  command
+      ->add_option("--global-batch-size", plan.global_batch,
+                   "sequences per iteration B (required)")
+      ->type_name("B");
+  command
+      ->add_option("--engine", engine,
+                   "whose rules: megatron, torchtitan, deepspeed or any (default any)")
+      ->type_name("ENGINE");
+  command->add_option("--top", plan.top, "plans shown (default 10)")->type_name("K");
+  command
+      ->add_option("--simulate", plan.simulate,
+                   "best screened candidates simulated exactly (default 50)")
+      ->type_name("K");
+  command->add_option("--tp", plan.fixed_tp, "only this tensor-parallel size")->type_name("T");
+  command->add_option("--max-pp", plan.max_pp, "at most this many pipeline stages")
+      ->type_name("P");
+  command
+      ->add_option("--memory-headroom", plan.headroom,
+                   "share of each device kept free, 0-0.9 (default 0)")
+      ->type_name("FRACTION");
+  command->add_flag("--json", json, "print one JSON object");
+  command->footer(PlanHelpFooter());
+  return command;
 }
 
 // `multimodal images`: the sample's images and the I/O criterion's rates.
@@ -330,6 +373,36 @@ int DispatchMultimodal(const CLI::App& multimodal, MultimodalTablesSpec& flags, 
   return Finish(transcript, status, out, err);
 }
 
+// `plan`: the engine by name, progress on a terminal, then the planner.
+Status RunPlanCommand(PlanSpec& spec, const std::string& engine, bool json, std::ostream& err,
+                      Transcript& transcript) {
+  std::vector<std::string> names;
+  bool known = false;
+  for (const auto& [name, value] : EngineChoices()) {
+    names.push_back(name);
+    if (name == engine) {
+      spec.engine = value;
+      known = true;
+    }
+  }
+  if (!known) {
+    return Error{"--engine: unknown engine '" + engine + "'" + DidYouMean(engine, names) +
+                 " (expected " + JoinChoices(names) + ")"};
+  }
+  if (spec.top < 1) return Error{"--top: must be at least 1, got " + std::to_string(spec.top)};
+  if (spec.simulate < 1) {
+    return Error{"--simulate: must be at least 1, got " + std::to_string(spec.simulate)};
+  }
+  if (spec.fixed_tp && *spec.fixed_tp < 1) return Error{"--tp: must be at least 1"};
+  if (spec.max_pp && *spec.max_pp < 1) return Error{"--max-pp: must be at least 1"};
+  if (&err == &std::cerr && isatty(STDERR_FILENO) == 1) {
+    spec.progress = [&err](const std::string& line) {
+      err << "\r" << line << "\033[K" << std::flush;
+    };
+  }
+  return RunPlan(spec, json, transcript);
+}
+
 }  // namespace
 
 int RunCli(int argc, const char* const* argv, std::ostream& out, std::ostream& err) {
@@ -402,8 +475,12 @@ int RunCli(int argc, const char* const* argv, std::ostream& out, std::ostream& e
   validate->add_option("--csv", validate_flags.csv_path, "write one line per run to FILE")
       ->type_name("FILE");
   validate->footer(ValidateHelpFooter());
+  PlanSpec plan_spec;
+  std::string plan_engine = "any";
+  bool plan_json = false;
+  CLI::App* plan = AddPlanCommand(app, plan_spec, plan_engine, plan_json);
   for (CLI::App* command :
-       {simulate, check, derive, list, bench, comm, memory, multimodal, validate}) {
+       {simulate, check, derive, list, bench, comm, memory, multimodal, validate, plan}) {
     command->allow_extras();
   }
 
@@ -437,6 +514,10 @@ int RunCli(int argc, const char* const* argv, std::ostream& out, std::ostream& e
     };
   }
   Transcript transcript;
+  if (*plan) {
+    const Status status = RunPlanCommand(plan_spec, plan_engine, plan_json, err, transcript);
+    return Finish(transcript, status, out, err);
+  }
   const Status status = *simulate   ? RunSimulate(flags, output, transcript)
                         : *check    ? RunCheck(flags, transcript)
                         : *derive   ? RunDerive(flags, derive_json, transcript)

@@ -44,4 +44,13 @@ const char* ValidateHelpFooter() {
          "the mean absolute percentage error (MAPE) over the runs (doc/fidelity.md).";
 }
 
+const char* PlanHelpFooter() {
+  return "Every layout the engine can run (DP x TP x PP x CP x EP, virtual stages, micro-batch\n"
+         "size, ZeRO/FSDP, recompute, schedule; doc/plan.md lists the rules and their sources) is\n"
+         "screened with the cost model and the schedule's closed form; the best --simulate of\n"
+         "them are simulated exactly and ranked by step time. A layout over the device memory\n"
+         "is rejected, and every rejection is counted by reason. Exit status 1 when no layout\n"
+         "fits.";
+}
+
 }  // namespace stagecraft

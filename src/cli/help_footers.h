@@ -9,5 +9,6 @@ const char* ListHelpFooter();      // stagecraft list --help
 const char* CommHelpFooter();      // stagecraft comm --help: algbw, busbw and their factors
 const char* MemoryHelpFooter();    // stagecraft memory --help: the table's columns
 const char* ValidateHelpFooter();  // stagecraft validate --help: the error measure
+const char* PlanHelpFooter();      // stagecraft plan --help: the search and the table
 
 }  // namespace stagecraft

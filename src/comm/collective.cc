@@ -110,8 +110,12 @@ CollectiveGroup GroupOnCluster(const ClusterSpec& cluster, int32_t ranks) {
   return group;
 }
 
-Result<CollectiveCost> EstimateCollective(Collective collective, CollectiveAlgorithm algorithm,
-                                          int64_t bytes, const CollectiveGroup& group) {
+namespace {
+
+// EstimateCollective's work; `describe` false leaves the formula empty (RingTime, called per
+// layout by the planner, needs only the time).
+Result<CollectiveCost> Estimate(Collective collective, CollectiveAlgorithm algorithm, int64_t bytes,
+                                const CollectiveGroup& group, bool describe) {
   const int32_t n = group.ranks;
   const int32_t g = std::min(group.ranks_per_node, n);
   if (n < 1) return Error{"a collective needs at least 1 rank, got " + std::to_string(n)};
@@ -127,28 +131,29 @@ Result<CollectiveCost> EstimateCollective(Collective collective, CollectiveAlgor
                                           g * group.inter_node.bandwidth_bytes_per_s);
   }
   const double s = static_cast<double>(bytes);
-  const std::string where = group.spans_nodes()
+  const std::string where = !describe ? ""
+                            : group.spans_nodes()
                                 ? "min(intra " + Gbps(group.intra_node) + ", " + std::to_string(g) +
                                       " rails x " + Gbps(group.inter_node) + ")"
                                 : "intra-node";
-  const std::string alpha = Us(link.latency);
-  const std::string beta = Gbps(link);
+  const std::string alpha = describe ? Us(link.latency) : "";
+  const std::string beta = describe ? Gbps(link) : "";
   double seconds = 0.0;
   std::string formula;
-  const std::string ns = std::to_string(n);
+  const std::string ns = describe ? std::to_string(n) : "";
   if (n == 1) {
-    formula = "one rank: nothing moves";
+    if (describe) formula = "one rank: nothing moves";
   } else {
     switch (collective) {
       case Collective::kAllReduce:
         if (algorithm == CollectiveAlgorithm::kRing) {
           seconds = 2 * RingHalf(s, n, link);
-          formula = "ring: 2(n-1)*a + 2(n-1)/n * S/b, n = " + ns + ", a = " + alpha +
+          if (describe) formula = "ring: 2(n-1)*a + 2(n-1)/n * S/b, n = " + ns + ", a = " + alpha +
                     ", b = " + beta + " (" + where + ")";
         } else if (algorithm == CollectiveAlgorithm::kTree) {
           const int steps = static_cast<int>(std::ceil(std::log2(static_cast<double>(n))));
           seconds = 2 * steps * Seconds(link.latency) + 2 * Transfer(s, link);
-          formula = "tree: 2*ceil(log2 n)*a + 2*S/b, n = " + ns + ", a = " + alpha +
+          if (describe) formula = "tree: 2*ceil(log2 n)*a + 2*S/b, n = " + ns + ", a = " + alpha +
                     ", b = " + beta + " (" + where + ")";
         } else {
           if (!group.spans_nodes() || n % g != 0) {
@@ -161,7 +166,7 @@ Result<CollectiveCost> EstimateCollective(Collective collective, CollectiveAlgor
           const int32_t nodes = n / g;
           seconds = RingHalf(s, g, group.intra_node) +
                     2 * RingHalf(s / g, nodes, group.inter_node) + RingHalf(s, g, group.intra_node);
-          formula = "hierarchical: intra-node RS of S over g = " + std::to_string(g) +
+          if (describe) formula = "hierarchical: intra-node RS of S over g = " + std::to_string(g) +
                     " (b = " + Gbps(group.intra_node) + "), inter-node ring AR of S/g over " +
                     std::to_string(nodes) + " nodes (b = " + Gbps(group.inter_node) +
                     "), intra-node AG of S";
@@ -170,14 +175,14 @@ Result<CollectiveCost> EstimateCollective(Collective collective, CollectiveAlgor
       case Collective::kReduceScatter:
       case Collective::kAllGather:
         seconds = RingHalf(s, n, link);
-        formula = "ring: (n-1)*a + (n-1)/n * S/b, n = " + ns + ", a = " + alpha + ", b = " + beta +
+        if (describe) formula = "ring: (n-1)*a + (n-1)/n * S/b, n = " + ns + ", a = " + alpha + ", b = " + beta +
                   " (" + where + ")";
         break;
       case Collective::kAllToAll: {
         const double intra = (g - 1) * Transfer(s, group.intra_node) / n;
         const double inter = (n - g) * Transfer(s, group.inter_node) / n;
         seconds = (n - 1) * Seconds(link.latency) + std::max(intra, inter);
-        formula = "all-to-all: (n-1)*a + max((g-1)/n * S/b_intra, (n-g)/n * S/b_inter), n = " + ns +
+        if (describe) formula = "all-to-all: (n-1)*a + max((g-1)/n * S/b_intra, (n-g)/n * S/b_inter), n = " + ns +
                   ", g = " + std::to_string(g) + ", b_intra = " + Gbps(group.intra_node) +
                   (group.spans_nodes() ? ", b_inter = " + Gbps(group.inter_node) : "");
         break;
@@ -185,18 +190,18 @@ Result<CollectiveCost> EstimateCollective(Collective collective, CollectiveAlgor
       case Collective::kBroadcast:
       case Collective::kReduce:
         seconds = (n - 1) * Seconds(link.latency) + Transfer(s, link);
-        formula = "pipelined chain: (n-1)*a + S/b, n = " + ns + ", a = " + alpha + ", b = " + beta +
+        if (describe) formula = "pipelined chain: (n-1)*a + S/b, n = " + ns + ", a = " + alpha + ", b = " + beta +
                   " (" + where + ")";
         break;
       case Collective::kSendRecv:
         seconds = Seconds(link.latency) + Transfer(s, link);
-        formula = "point to point: a + S/b, a = " + alpha + ", b = " + beta + " (" + where + ")";
+        if (describe) formula = "point to point: a + S/b, a = " + alpha + ", b = " + beta + " (" + where + ")";
         break;
     }
   }
   CollectiveCost cost;
   cost.time = FromSeconds(seconds);
-  cost.formula = formula;
+  if (describe) cost.formula = formula;
   if (cost.time.ns() > 0) {
     cost.algbw_bytes_per_s = s / (static_cast<double>(cost.time.ns()) * 1e-9);
     cost.busbw_bytes_per_s = cost.algbw_bytes_per_s * BusBandwidthFactor(collective, n);
@@ -204,12 +209,20 @@ Result<CollectiveCost> EstimateCollective(Collective collective, CollectiveAlgor
   return cost;
 }
 
+}  // namespace
+
+Result<CollectiveCost> EstimateCollective(Collective collective, CollectiveAlgorithm algorithm,
+                                          int64_t bytes, const CollectiveGroup& group) {
+  return Estimate(collective, algorithm, bytes, group, /*describe=*/true);
+}
+
 Time RingTime(const ClusterSpec& cluster, Collective kind, int32_t ranks, int32_t ranks_per_node,
               double bytes) {
   if (ranks <= 1 || bytes <= 0) return Time();
   CollectiveGroup group = GroupOnCluster(cluster, ranks);
   group.ranks_per_node = std::max(1, std::min(ranks, ranks_per_node));
-  auto cost = EstimateCollective(kind, CollectiveAlgorithm::kRing, std::llround(bytes), group);
+  auto cost = Estimate(kind, CollectiveAlgorithm::kRing, std::llround(bytes), group,
+                       /*describe=*/false);
   return cost.ok() ? cost.value().time : Time();
 }
 

@@ -148,26 +148,6 @@ void WriteMemoryVerdict(JsonWriter& json, const MemoryInfo& memory) {
   json.EndObject();
 }
 
-struct Throughput {
-  double seconds = 0;
-  double tflops_per_gpu = 0;  // hardware FLOPs (with recomputation) per GPU per second
-  double mfu = 0;             // model FLOPs / (time · GPUs · peak)
-  double tokens_per_s = 0;
-};
-
-Throughput ThroughputOf(const RunInfo& run, const Metrics& metrics) {
-  Throughput result;
-  result.seconds = static_cast<double>(metrics.makespan.ns()) * 1e-9;
-  if (result.seconds <= 0 || run.world_size <= 0) return result;
-  const double gpu_seconds = result.seconds * run.world_size;
-  result.tflops_per_gpu = run.hardware_flops_per_iteration / gpu_seconds / 1e12;
-  if (run.peak_flops_per_device > 0) {
-    result.mfu = run.model_flops_per_iteration / (gpu_seconds * run.peak_flops_per_device);
-  }
-  result.tokens_per_s = static_cast<double>(run.tokens_per_iteration) / result.seconds;
-  return result;
-}
-
 std::string FormatThroughput(const RunInfo& run, const Metrics& metrics) {
   const Throughput t = ThroughputOf(run, metrics);
   Time collective;
@@ -279,6 +259,20 @@ void WriteMultimodal(JsonWriter& json, const MultimodalInfo& info) {
 }
 
 }  // namespace
+
+Throughput ThroughputOf(const RunInfo& run, const Metrics& metrics) {
+  Throughput result;
+  result.seconds = static_cast<double>(metrics.makespan.ns()) * 1e-9;
+  if (result.seconds <= 0 || run.world_size <= 0) return result;
+  const double gpu_seconds = result.seconds * run.world_size;
+  result.tflops_per_gpu = run.hardware_flops_per_iteration / gpu_seconds / 1e12;
+  if (run.peak_flops_per_device > 0) {
+    result.mfu = run.model_flops_per_iteration / (gpu_seconds * run.peak_flops_per_device);
+  }
+  result.tokens_per_s = static_cast<double>(run.tokens_per_iteration) / result.seconds;
+  return result;
+}
+
 
 std::string FormatSummary(const RunInfo& run, const Metrics& metrics) {
   std::string text;

@@ -8,6 +8,17 @@
 
 namespace stagecraft {
 
+// A run's rate: its seconds per iteration, hardware TFLOP/s per GPU (recomputation included),
+// MFU (model FLOPs over time x GPUs x peak) and tokens per second; zeros for a run without
+// those facts (world_size 0).
+struct Throughput {
+  double seconds = 0;
+  double tflops_per_gpu = 0;
+  double mfu = 0;
+  double tokens_per_s = 0;
+};
+Throughput ThroughputOf(const RunInfo& run, const Metrics& metrics);
+
 // A few header lines, the headline metrics, then one row per rank.
 std::string FormatSummary(const RunInfo& run, const Metrics& metrics);
 

@@ -432,6 +432,18 @@ Result<Config> LoadConfig(const RunSpec& flags, std::string& label, ConfigLocati
   return ParseConfig(text.value(), BaseName(flags.config_path), &locations, options);
 }
 
+// --hf-config FILE: the model from a HuggingFace config.json (the config's seq_len and
+// micro_batch_size stay).
+Status ApplyHfModel(const RunSpec& flags, Config& config) {
+  if (!flags.hf_config) return Status::Ok();
+  auto text = flags.files.read(*flags.hf_config);
+  if (!text.ok()) return Error{"--hf-config: " + text.error().message};
+  auto model = ModelFromHfConfig(text.value(), BaseName(*flags.hf_config), config.model);
+  if (!model.ok()) return model.error();
+  config.model = std::move(model).value();
+  return Status::Ok();
+}
+
 // --global-batch-size N: N sequences per iteration, so N / (dp x micro_batch_size) microbatches.
 Status ApplyGlobalBatch(const RunSpec& flags, Config& config) {
   if (!flags.global_batch_size) return Status::Ok();
@@ -502,24 +514,41 @@ Status TimeCostAwareSchedule(PreparedRun& run) {
   return Status::Ok();
 }
 
-Result<PreparedRun> PrepareRun(const RunSpec& flags) {
-  PreparedRun run;
-  auto config = LoadConfig(flags, run.label, run.locations);
+Result<LoadedConfig> LoadRunConfig(const RunSpec& spec) {
+  LoadedConfig loaded;
+  auto config = LoadConfig(spec, loaded.label, loaded.locations);
   if (!config.ok()) return config.error();
-  run.config = std::move(config).value();
+  loaded.config = std::move(config).value();
+  STAGECRAFT_RETURN_IF_ERROR(ApplyHfModel(spec, loaded.config));
+  return loaded;
+}
+
+Result<PreparedRun> ResolveRun(const RunSpec& flags) {
+  PreparedRun run;
+  if (flags.loaded) {
+    run.config = flags.loaded->config;
+    run.locations = flags.loaded->locations;
+    run.label = flags.loaded->label;
+  } else {
+    auto config = LoadConfig(flags, run.label, run.locations);
+    if (!config.ok()) return config.error();
+    run.config = std::move(config).value();
+  }
   STAGECRAFT_RETURN_IF_ERROR(ApplyFlags(flags, run.config));
   STAGECRAFT_RETURN_IF_ERROR(ApplyClusterFlag(flags, run));
   FillDataParallel(flags, run);
   STAGECRAFT_RETURN_IF_ERROR(ApplyGlobalBatch(flags, run.config));
   ImplyChunksPerRank(flags, run);
+  if (flags.edit) STAGECRAFT_RETURN_IF_ERROR(flags.edit(run.config));
   STAGECRAFT_RETURN_IF_ERROR(CheckWorldSize(run.config));
-  if (flags.hf_config) {
-    auto text = flags.files.read(*flags.hf_config);
-    if (!text.ok()) return Error{"--hf-config: " + text.error().message};
-    auto model = ModelFromHfConfig(text.value(), BaseName(*flags.hf_config), run.config.model);
-    if (!model.ok()) return model.error();
-    run.config.model = std::move(model).value();
-  }
+  if (!flags.loaded) STAGECRAFT_RETURN_IF_ERROR(ApplyHfModel(flags, run.config));
+  return run;
+}
+
+Result<PreparedRun> PrepareRun(const RunSpec& flags) {
+  auto resolved = ResolveRun(flags);
+  if (!resolved.ok()) return resolved.error();
+  PreparedRun run = std::move(resolved).value();
   const bool csa2_layers = run.config.model.is_layer_list() && !run.config.model.is_transformer();
   if (csa2_layers && run.config.parallel.tp > 1) {
     const ParallelSpec& parallel = run.config.parallel;

@@ -4,6 +4,8 @@
 // Every user error comes back as an Error naming the file or flag; nothing here prints or exits.
 #pragma once
 
+#include <functional>
+#include <memory>
 #include <optional>
 #include <string>
 #include <vector>
@@ -20,6 +22,13 @@
 
 namespace stagecraft {
 
+// A config as read: the file (or text, or the bundled example) with --hf-config's model.
+struct LoadedConfig {
+  Config config;
+  ConfigLocations locations;  // where each config key was written
+  std::string label;          // "file.yaml", "bundled example '...'"
+};
+
 // A run as data: the config and the overrides on it. Unset optionals leave the config alone;
 // each override is a row of RunOverrides() (its flag, config key and help).
 struct RunSpec {
@@ -27,6 +36,11 @@ struct RunSpec {
   std::optional<std::string> config_text;       // the config's text, read instead of the file
                                                 // (config_path then only names it)
   Files files = LocalFiles();                   // how the config, HF config and CSV are read
+  // A config loaded once (LoadRunConfig) for many runs, e.g. a planner's candidates: used
+  // instead of reading config_path and --hf-config; the overrides and `edit` still apply.
+  std::shared_ptr<const LoadedConfig> loaded;
+  // A program's own changes, applied after the overrides (a planner's candidate layout).
+  std::function<Status(Config&)> edit;
   std::optional<std::string> schedule;          // --schedule NAME
   std::optional<std::string> pp;                // --pp P
   std::optional<std::string> hf_config;         // --hf-config FILE
@@ -83,6 +97,14 @@ struct RunOverride {
   Status (*apply)(const std::string& value, const char* flag, Config& config) = nullptr;
 };
 const std::vector<RunOverride>& RunOverrides();
+
+// Reads the config of `spec` (its file, text or the bundled example) and --hf-config's model,
+// without the overrides: what RunSpec::loaded takes.
+Result<LoadedConfig> LoadRunConfig(const RunSpec& spec);
+
+// The first half of PrepareRun: the config with the overrides, `edit` and --hf-config's model
+// applied (run.config, label, locations, notes); no costs, no schedule.
+Result<PreparedRun> ResolveRun(const RunSpec& spec);
 
 // Loads and merges everything. Checks cross-field rules (stages <= layers, pp fits the
 // cluster, the schedule name exists) but not the schedule's soundness (the checker's job).

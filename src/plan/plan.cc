@@ -1,0 +1,368 @@
+#include "plan/plan.h"
+
+#include <algorithm>
+#include <cmath>
+#include <map>
+#include <memory>
+#include <tuple>
+#include <utility>
+
+#include "analysis/closed_form.h"
+#include "memory/model_states.h"
+#include "plan/plan_rules.h"
+#include "report/summary.h"
+#include "run/simulate.h"
+
+namespace stagecraft {
+
+const std::vector<std::pair<std::string, Engine>>& EngineChoices() {
+  static const std::vector<std::pair<std::string, Engine>> choices = {
+      {"megatron", Engine::kMegatron},
+      {"torchtitan", Engine::kTorchtitan},
+      {"deepspeed", Engine::kDeepSpeed},
+      {"any", Engine::kAny},
+  };
+  return choices;
+}
+
+const char* EngineName(Engine engine) {
+  for (const auto& [name, value] : EngineChoices()) {
+    if (value == engine) return name.c_str();
+  }
+  return "?";
+}
+
+void Candidate::ApplyTo(Config& config) const {
+  ParallelSpec& p = config.parallel;
+  p.tp = tp;
+  p.pp = pp;
+  p.dp = dp;
+  p.cp = cp;
+  p.ep = ep;
+  p.vpp = vpp;
+  p.microbatches = microbatches;
+  p.recompute = recompute;
+  p.recompute_num_layers = 0;
+  config.model.micro_batch_size = micro_batch_size;
+  config.schedule.name = schedule;
+  config.schedule.group_size = 0;
+  // Megatron's and torchtitan's even split of the decoders (the embedding with the first stage,
+  // the head with the last), as their default layouts place them.
+  const int32_t stages = pp * vpp;
+  const int32_t decoders = config.model.transformer.layers;
+  p.partition = PartitionMethod::kCounts;
+  p.layout.clear();
+  p.layer_counts.assign(static_cast<size_t>(stages), decoders / stages);
+  p.layer_counts.front() += 1;
+  p.layer_counts.back() += 1;
+  p.placement = Placement::kLoop;
+  const bool data_parallel = dp * cp > 1;
+  p.sequence_parallel = tp > 1 && engine != Engine::kDeepSpeed;
+  p.distributed_optimizer = false;
+  p.overlap_grad_reduce = false;
+  p.overlap_param_gather = false;
+  p.grad_buckets = GradBuckets::kNone;
+  p.reshard_after_forward = ReshardAfterForward::kDefault;
+  p.zero_stage = 0;
+  switch (engine) {
+    case Engine::kMegatron:
+      // The recipe Megatron's examples run: the distributed optimizer with both overlaps.
+      p.distributed_optimizer = zero_stage == 1;
+      p.overlap_grad_reduce = data_parallel;
+      p.overlap_param_gather = zero_stage == 1;
+      break;
+    case Engine::kTorchtitan:
+      p.zero_stage = zero_stage;  // 3: FSDP2 over dp_shard x cp
+      break;
+    case Engine::kDeepSpeed:
+    case Engine::kAny:
+      p.zero_stage = zero_stage;
+      break;
+  }
+}
+
+std::string Candidate::Describe() const {
+  return std::string(EngineName(engine)) + " tp " + std::to_string(tp) + " pp " +
+         std::to_string(pp) + " vpp " + std::to_string(vpp) + " dp " + std::to_string(dp) +
+         " cp " + std::to_string(cp) + " ep " + std::to_string(ep) + " mbs " +
+         std::to_string(micro_batch_size) + " m " + std::to_string(microbatches) + " " +
+         schedule + " recompute " + RecomputeName(recompute) + " zero " +
+         std::to_string(zero_stage);
+}
+
+namespace {
+
+// What the screen keeps of one prepared layout: the slowest chunk's costs with the collectives
+// each op waits for, what follows the last backward, and the memory per device.
+struct Costed {
+  bool ok = false;
+  Time forward;      // of one chunk, with its exposed TP / CP / EP collectives
+  Time backward;     // B = I + W, likewise
+  Time weight_grad;  // W
+  Time tail;         // after the pipeline: exposed DP reduction, optimizer step, first gather
+  double states = 0;                // model states of the fullest device
+  int64_t chunk_activations = 0;    // activations one chunk holds per microbatch (largest)
+  int64_t capacity = 0;
+  int64_t reserve = 0;
+};
+
+// Everything but the schedule's order and the microbatch count changes the costs; the screen
+// prepares one representative per key.
+using CostKey = std::tuple<int, int32_t, int32_t, int32_t, int32_t, int32_t, int32_t, int32_t,
+                           int, int32_t, bool>;
+CostKey KeyOf(const Candidate& c) {
+  return {static_cast<int>(c.engine), c.tp, c.pp, c.dp, c.cp, c.ep, c.vpp, c.micro_batch_size,
+          static_cast<int>(c.recompute), c.zero_stage, c.schedule == "dualpipev"};
+}
+
+Costed Cost(const PlanSpec& spec, const std::shared_ptr<const LoadedConfig>& base,
+            const Candidate& candidate) {
+  Candidate probe = candidate;  // a short run of the same layout
+  const bool v_shape = candidate.schedule == "dualpipev";
+  probe.schedule = v_shape ? "dualpipev" : candidate.vpp > 1 ? "interleaved-1f1b" : "1f1b";
+  probe.microbatches = candidate.pp == 1 ? 1 : v_shape ? 2 * candidate.pp : candidate.pp;
+  RunSpec run = spec.run;
+  run.loaded = base;
+  run.edit = [&probe](Config& config) {
+    probe.ApplyTo(config);
+    return Status::Ok();
+  };
+  auto prepared = PrepareRun(run);
+  Costed costed;
+  if (!prepared.ok()) return costed;
+  const PreparedRun& r = prepared.value();
+  const std::vector<StageCollectives>& collectives = r.parallel_plan.collectives;
+  Time dp_tail;
+  Time gather;
+  for (size_t stage = 0; stage < r.stage_costs.size(); ++stage) {
+    const StageCost& cost = r.stage_costs[stage];
+    Time f = cost.forward;
+    Time b = cost.backward();
+    if (stage < collectives.size()) {
+      const StageCollectives& c = collectives[stage];
+      f += c.tp_forward + c.cp_forward + c.ep_forward;
+      b += c.tp_backward + c.cp_backward + c.ep_backward;
+      const int32_t units = std::max(1, c.shard_units);
+      f += Time::Nanoseconds(c.shard_gather.ns() / units);
+      if (c.shard_gather_backward) b += Time::Nanoseconds(c.shard_gather.ns() / units);
+      const Time reduce = c.dp_buckets.empty() ? c.dp_reduce : c.dp_buckets.back().second;
+      dp_tail = std::max(dp_tail, reduce + c.shard_reduce);
+      gather = std::max(gather, c.first_gather);
+    }
+    if (f + b > costed.forward + costed.backward) {
+      costed.forward = f;
+      costed.backward = b;
+      costed.weight_grad = cost.weight_grad;
+    }
+    costed.chunk_activations = std::max(costed.chunk_activations, cost.activation_bytes);
+  }
+  Time optimizer;
+  for (Time step : r.parallel_plan.optimizer_step) optimizer = std::max(optimizer, step);
+  costed.tail = dp_tail + optimizer + gather;
+  const ParallelSpec& p = r.config.parallel;
+  const int32_t zero = std::max(p.zero_stage, p.distributed_optimizer ? 1 : 0);
+  for (double params : r.parallel_plan.rank_params) {
+    costed.states = std::max(
+        costed.states,
+        ShardedModelStates(params, p.precision, zero, std::max(1, r.parallel_plan.shard_ranks))
+            .total());
+  }
+  costed.capacity = r.config.cluster.given ? r.config.cluster.hbm_bytes : 0;
+  costed.reserve = r.config.cluster.given ? r.config.cluster.memory_reserve_bytes : 0;
+  costed.ok = true;
+  return costed;
+}
+
+// Chunk activations the fullest rank (the first) holds at its peak.
+int64_t ChunksInFlight(const Candidate& c) {
+  const int64_t m = c.microbatches;
+  const int64_t p = c.pp;
+  const int64_t v = c.vpp;
+  if (p == 1) return 1;
+  if (c.schedule == "gpipe") return m;
+  if (c.schedule == "looped-bfs") return m * v;
+  if (c.schedule == "interleaved-1f1b") return std::min(m * v, 2 * (p - 1) + (v - 1) * p + 1);
+  if (c.schedule == "dualpipev") return std::min(2 * m, 2 * p + 1);
+  return std::min(m, p);  // 1f1b
+}
+
+double Budget(const PlanSpec& spec, int64_t capacity) {
+  return static_cast<double>(capacity) * (1.0 - spec.headroom);
+}
+
+std::string ClusterText(const ClusterSpec& cluster) {
+  return cluster.device + " x " + std::to_string(cluster.nodes) + " node" +
+         (cluster.nodes == 1 ? "" : "s") + " of " + std::to_string(cluster.devices_per_node);
+}
+
+}  // namespace
+
+Result<PlanResult> PlanLayouts(const PlanSpec& spec) {
+  if (spec.gpus < 1) {
+    return Error{"plan: --gpus N is required (the world size every layout fills, e.g. --gpus 64)"};
+  }
+  if (spec.global_batch < 1) {
+    return Error{
+        "plan: --global-batch-size B is required (sequences per iteration, e.g. "
+        "--global-batch-size 512)"};
+  }
+  if (spec.headroom < 0 || spec.headroom > 0.9) {
+    return Error{"plan: --memory-headroom must be between 0 and 0.9 (a share of the device)"};
+  }
+  auto loaded = LoadRunConfig(spec.run);
+  if (!loaded.ok()) return loaded.error();
+  auto base = std::make_shared<const LoadedConfig>(std::move(loaded).value());
+  RunSpec resolve_spec = spec.run;
+  resolve_spec.loaded = base;
+  auto resolved = ResolveRun(resolve_spec);
+  if (!resolved.ok()) return resolved.error();
+  const Config& config = resolved.value().config;
+  if (!config.model.is_transformer()) {
+    return Error{"plan: the model '" + config.model.name +
+                 "' is not a transformer (model.type: transformer or --hf-config); the planner "
+                 "searches dense and MoE transformers so far"};
+  }
+  if (!config.cluster.given) {
+    return Error{"plan: no cluster to plan for; give one (--cluster h100x8, or a cluster "
+                 "section; stagecraft list presets)"};
+  }
+  const int64_t devices = int64_t{config.cluster.nodes} * config.cluster.devices_per_node;
+  if (spec.gpus > devices) {
+    return Error{"plan: --gpus " + std::to_string(spec.gpus) + " is more than the cluster's " +
+                 std::to_string(devices) + " GPUs (" + ClusterText(config.cluster) +
+                 "); give a larger --cluster, e.g. " + config.cluster.device + "x" +
+                 std::to_string((spec.gpus + config.cluster.devices_per_node - 1) /
+                                config.cluster.devices_per_node)};
+  }
+  const TransformerSpec& t = config.model.transformer;
+  PlanShape shape;
+  shape.layers = t.layers;
+  shape.heads = t.heads;
+  shape.kv_heads = t.kv_heads_or_heads();
+  shape.ffn = t.moe() ? std::max<int64_t>(t.ffn_or_default(), 1) : t.ffn_or_default();
+  shape.experts = t.experts;
+  shape.seq_len = config.model.seq_len;
+  shape.gpus_per_node = config.cluster.devices_per_node;
+
+  PlanResult result;
+  result.label = base->label;
+  result.model = config.model.name;
+  result.cluster = ClusterText(config.cluster) + " (" + std::to_string(spec.gpus) + " GPUs used)";
+  Enumeration enumeration = EnumerateCandidates(spec, shape);
+  result.candidates = enumeration.asked;
+  result.rejected = enumeration.rejected;
+
+  // The screen: every legal candidate, analytically.
+  struct Screened {
+    size_t index;
+    Time step;
+  };
+  std::vector<Screened> fitting;
+  std::map<CostKey, Costed> costs;
+  for (size_t index = 0; index < enumeration.legal.size(); ++index) {
+    const Candidate& c = enumeration.legal[index];
+    auto [slot, fresh] = costs.try_emplace(KeyOf(c));
+    if (fresh) slot->second = Cost(spec, base, c);
+    const Costed& costed = slot->second;
+    if (!costed.ok) {
+      ++result.rejected["refused when prepared (stagecraft simulate says why)"];
+      continue;
+    }
+    ++result.screened;
+    const double memory = costed.states +
+                          static_cast<double>(ChunksInFlight(c) * costed.chunk_activations) +
+                          static_cast<double>(costed.reserve);
+    if (costed.capacity > 0 && memory > Budget(spec, costed.capacity)) {
+      ++result.rejected["over memory (screen)"];
+      continue;
+    }
+    ClosedFormInputs inputs;
+    inputs.schedule = c.pp == 1 ? "1f1b" : c.schedule;
+    inputs.pp = c.pp;
+    inputs.vpp = c.vpp;
+    inputs.microbatches = c.microbatches;
+    inputs.chunk_forward = costed.forward;
+    inputs.chunk_backward = costed.backward;
+    inputs.chunk_weight_grad = costed.weight_grad;
+    auto form = DeriveClosedForm(inputs);
+    if (!form.ok()) {
+      ++result.rejected["no closed form to screen it"];
+      continue;
+    }
+    fitting.push_back({index, form.value().makespan + costed.tail});
+  }
+  std::stable_sort(fitting.begin(), fitting.end(),
+                   [](const Screened& a, const Screened& b) { return a.step < b.step; });
+
+  // The exact simulation of the best of the screen, through the run library.
+  const size_t simulate = std::min(fitting.size(), static_cast<size_t>(std::max(1, spec.simulate)));
+  std::vector<PlannedLayout> plans;
+  for (size_t rank = 0; rank < simulate; ++rank) {
+    if (spec.progress) {
+      spec.progress("[" + std::to_string(rank + 1) + "/" + std::to_string(simulate) +
+                    "] simulating " + enumeration.legal[fitting[rank].index].Describe());
+    }
+    const Candidate& c = enumeration.legal[fitting[rank].index];
+    RunSpec run = spec.run;
+    run.loaded = base;
+    run.edit = [&c](Config& edited) {
+      c.ApplyTo(edited);
+      return Status::Ok();
+    };
+    ++result.simulated;
+    auto outcome = SimulateSpec(run);
+    if (!outcome.ok()) {
+      ++result.rejected["failed in simulation"];
+      continue;
+    }
+    const RunOutcome& o = outcome.value();
+    const MemoryInfo& memory = o.info.memory;
+    if (memory.capacity_known && memory.peak_bytes > Budget(spec, memory.capacity_bytes)) {
+      ++result.rejected["over memory (simulated)"];
+      continue;
+    }
+    PlannedLayout plan;
+    plan.candidate = c;
+    plan.screen_step = fitting[rank].step;
+    plan.step = o.metrics.makespan;
+    const Throughput rate = ThroughputOf(o.info, o.metrics);
+    plan.tokens_per_s = rate.tokens_per_s;
+    plan.mfu = rate.mfu;
+    plan.tflops_per_gpu = rate.tflops_per_gpu;
+    const double device_time =
+        static_cast<double>(o.metrics.makespan.ns()) * std::max<size_t>(1, o.metrics.ranks.size());
+    if (device_time > 0) {
+      const BubbleSplit& split = o.metrics.bubble;
+      plan.bubble_pipeline = static_cast<double>(split.pipeline.ns()) / device_time;
+      plan.bubble_exposed = static_cast<double>((split.exposed_collectives + split.exposed_p2p +
+                                                 split.exposed_state)
+                                                    .ns()) /
+                            device_time;
+    }
+    plan.memory = memory;
+    plans.push_back(plan);
+  }
+  if (spec.progress) spec.progress("");
+  std::stable_sort(plans.begin(), plans.end(), [](const PlannedLayout& a, const PlannedLayout& b) {
+    return a.step < b.step;
+  });
+  if (plans.size() > static_cast<size_t>(std::max(1, spec.top))) {
+    plans.resize(static_cast<size_t>(std::max(1, spec.top)));
+  }
+  result.plans = std::move(plans);
+  result.assumptions = {
+      "step times: the kernel model and the parallel cost model (doc/fidelity.md), the "
+      "engines' overlap options per engine (doc/plan.md)",
+      "screen: the schedule's closed form on the slowest chunk plus the exposed DP tail; "
+      "ranking: the exact simulation of the best " +
+          std::to_string(simulate) + " of " + std::to_string(fitting.size()),
+      "memory: model states + activations at the schedule's peak + the framework reserve, "
+      "against the device" +
+          (spec.headroom > 0 ? " less " + std::to_string(static_cast<int>(
+                                              std::lround(spec.headroom * 100))) +
+                                   "% headroom"
+                             : std::string(""))};
+  return result;
+}
+
+}  // namespace stagecraft

@@ -1,0 +1,104 @@
+// The planner behind `stagecraft plan` (planner issue, Part B): which layout to run a
+// transformer model on N GPUs at a global batch, for an engine (Megatron-LM, torchtitan,
+// DeepSpeed, or any of them). It enumerates every candidate the engine can run (DP x TP x PP x CP
+// x EP x virtual stages x micro-batch size x ZeRO/FSDP x recompute x schedule; each rule with the
+// engine source it comes from, plan_rules.cc), screens every candidate analytically (the layer
+// costs of the kernel model and the parallel cost model, the schedule's closed form, the memory
+// per device), then simulates the best of them exactly through the run library and ranks those
+// by the simulated step time. A candidate whose memory does not fit is rejected with its reason;
+// every rejection is counted by reason.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <map>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "core/result.h"
+#include "report/run_info.h"
+#include "run/run_setup.h"
+#include "run/transcript.h"
+
+namespace stagecraft {
+
+enum class Engine : uint8_t { kMegatron, kTorchtitan, kDeepSpeed, kAny };
+// "megatron", "torchtitan", "deepspeed", "any".
+const std::vector<std::pair<std::string, Engine>>& EngineChoices();
+const char* EngineName(Engine engine);
+
+struct PlanSpec {
+  RunSpec run;                   // the model and the cluster (config, --hf-config, --cluster)
+  int32_t gpus = 0;              // N: the world size every candidate fills exactly
+  int64_t global_batch = 0;      // sequences per iteration
+  Engine engine = Engine::kAny;  // whose rules the candidates obey
+  int32_t top = 10;              // plans in the answer
+  int32_t simulate = 50;         // candidates simulated exactly (the best of the screen)
+  std::optional<int32_t> fixed_tp;  // --tp: only this tensor-parallel size
+  std::optional<int32_t> max_pp;    // --max-pp
+  double headroom = 0.0;  // --memory-headroom: the share of the device kept free (0-0.9)
+  // Told "[done/total] ..." during the exact simulations and "" at the end; unset = quiet.
+  std::function<void(const std::string& line)> progress;
+};
+
+// One layout.
+struct Candidate {
+  Engine engine = Engine::kMegatron;
+  int32_t tp = 1;
+  int32_t pp = 1;
+  int32_t dp = 1;
+  int32_t cp = 1;
+  int32_t ep = 1;
+  int32_t vpp = 1;
+  int32_t micro_batch_size = 1;
+  int32_t microbatches = 1;
+  std::string schedule;  // a generator name; "1f1b" when pp is 1 (no pipeline)
+  Recompute recompute = Recompute::kNone;
+  int32_t zero_stage = 0;  // Megatron: 1 = the distributed optimizer; torchtitan: 3 = FSDP
+
+  // The config changes that make this layout (what a RunSpec's `edit` applies).
+  void ApplyTo(Config& config) const;
+  // "megatron tp 8 pp 4 vpp 2 dp 2 cp 1 ep 1 mbs 1 m 32 interleaved-1f1b recompute selective zero 1".
+  std::string Describe() const;
+};
+
+struct PlannedLayout {
+  Candidate candidate;
+  Time screen_step;  // the analytic estimate that ranked it for simulation
+  Time step;         // simulated iteration
+  double tokens_per_s = 0;
+  double mfu = 0;
+  double tflops_per_gpu = 0;
+  double bubble_pipeline = 0;     // the bubble split (fractions of device time)
+  double bubble_exposed = 0;      // exposed collectives + p2p + shared state
+  MemoryInfo memory;              // the simulated memory verdict
+};
+
+struct PlanResult {
+  std::string label;          // the config's name
+  std::string model;          // the model's name
+  std::string cluster;        // "h100 x 8 nodes (64 GPUs)"
+  int64_t candidates = 0;     // every candidate the engine rules were asked about
+  int64_t screened = 0;       // candidates the rules allow (screened analytically)
+  int64_t simulated = 0;      // candidates simulated exactly
+  std::map<std::string, int64_t> rejected;  // reason -> count (rules, memory)
+  std::vector<PlannedLayout> plans;         // fitting plans, fastest first (at most `top`)
+  std::vector<std::string> assumptions;     // what the figures rest on
+};
+
+// Errors (bad input): no --gpus or --global-batch-size, a model that is not a transformer, a
+// world that does not fit the cluster, no candidate at all (with the counts by reason).
+Result<PlanResult> PlanLayouts(const PlanSpec& spec);
+
+// The ranked table (with the rejections by reason), and the JSON object of the interface
+// (`candidates`, `rejected`, `plans` with tp, pp, dp, cp, ep, vpp, micro_batch_size,
+// microbatches, schedule, recompute, zero_stage, step_ms, tokens_per_s, mfu,
+// peak_memory_bytes, fits).
+std::string FormatPlanTable(const PlanResult& result);
+std::string FormatPlanJson(const PlanResult& result);
+
+// `stagecraft plan`: the table (or JSON) into the transcript; no fitting layout is kInfeasible.
+Status RunPlan(const PlanSpec& spec, bool json, Transcript& transcript);
+
+}  // namespace stagecraft

@@ -1,0 +1,137 @@
+// The planner's answer as text: the ranked table and the JSON object of the interface.
+#include <algorithm>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "core/units.h"
+#include "plan/plan.h"
+#include "report/json_writer.h"
+
+namespace stagecraft {
+namespace {
+
+// Rejections, most frequent first (ties by name), so the dominant reasons lead.
+std::vector<std::pair<std::string, int64_t>> ByCount(const std::map<std::string, int64_t>& map) {
+  std::vector<std::pair<std::string, int64_t>> rows(map.begin(), map.end());
+  std::stable_sort(rows.begin(), rows.end(),
+                   [](const auto& a, const auto& b) { return a.second > b.second; });
+  return rows;
+}
+
+std::string Layout(const Candidate& c) {
+  return std::to_string(c.tp) + "x" + std::to_string(c.pp) + "x" + std::to_string(c.dp) + "x" +
+         std::to_string(c.cp) + "x" + std::to_string(c.ep);
+}
+
+}  // namespace
+
+std::string FormatPlanTable(const PlanResult& result) {
+  std::string text = "stagecraft plan: " + result.label + "\n";
+  text += "  model " + result.model + " on " + result.cluster + "\n";
+  text += "  candidates " + std::to_string(result.candidates) + " asked, " +
+          std::to_string(result.screened) + " screened, " + std::to_string(result.simulated) +
+          " simulated\n";
+  for (const std::string& assumption : result.assumptions) text += "  rests on: " + assumption + "\n";
+  text += "\n";
+  text +=
+      "  rank  engine      tp x pp x dp x cp x ep  vpp  mbs     m  schedule          "
+      "recompute     zero       step_ms   tokens/s     mfu  bubble  exposed  memory_fullest  "
+      "fits\n";
+  int rank = 0;
+  for (const PlannedLayout& plan : result.plans) {
+    const Candidate& c = plan.candidate;
+    ++rank;
+    text += PadLeft(std::to_string(rank), 6) + "  " + PadRight(EngineName(c.engine), 10) +
+            PadLeft(Layout(c), 24) + PadLeft(std::to_string(c.vpp), 5) +
+            PadLeft(std::to_string(c.micro_batch_size), 5) +
+            PadLeft(std::to_string(c.microbatches), 6) + "  " + PadRight(c.schedule, 18) +
+            PadRight(RecomputeName(c.recompute), 13) + PadLeft(std::to_string(c.zero_stage), 5) +
+            PadLeft(FormatMs(plan.step), 14) + PadLeft(FormatFixed(plan.tokens_per_s, 0), 11) +
+            PadLeft(FormatFixed(plan.mfu, 3), 8) + PadLeft(FormatFixed(plan.bubble_pipeline, 3), 8) +
+            PadLeft(FormatFixed(plan.bubble_exposed, 3), 9) +
+            PadLeft(FormatGib(plan.memory.peak_bytes) + " GiB", 16) +
+            PadLeft(!plan.memory.capacity_known ? "?" : plan.memory.fits ? "yes" : "OVER", 6) +
+            "\n";
+  }
+  if (result.plans.empty()) text += "  (no layout fits)\n";
+  text += "\n  rejected (candidates by reason):\n";
+  for (const auto& [reason, count] : ByCount(result.rejected)) {
+    text += "    " + PadLeft(std::to_string(count), 7) + "  " + reason + "\n";
+  }
+  text +=
+      "\n  bubble: the pipeline's share of device time; exposed: collectives, p2p and shared "
+      "state left exposed (doc/metrics.md); zero: 1 = Megatron's distributed optimizer, 3 = "
+      "FSDP\n";
+  return text;
+}
+
+std::string FormatPlanJson(const PlanResult& result) {
+  JsonWriter json(/*pretty=*/true);
+  json.BeginObject();
+  json.Key("config").String(result.label);
+  json.Key("model").String(result.model);
+  json.Key("cluster").String(result.cluster);
+  json.Key("candidates").Int(result.candidates);
+  json.Key("screened").Int(result.screened);
+  json.Key("simulated").Int(result.simulated);
+  json.Key("rejected").BeginObject();
+  for (const auto& [reason, count] : result.rejected) json.Key(reason).Int(count);
+  json.EndObject();
+  json.Key("assumptions").BeginArray();
+  for (const std::string& assumption : result.assumptions) json.String(assumption);
+  json.EndArray();
+  json.Key("plans").BeginArray();
+  for (const PlannedLayout& plan : result.plans) {
+    const Candidate& c = plan.candidate;
+    json.BeginObject();
+    json.Key("engine").String(EngineName(c.engine));
+    json.Key("tp").Int(c.tp);
+    json.Key("pp").Int(c.pp);
+    json.Key("dp").Int(c.dp);
+    json.Key("cp").Int(c.cp);
+    json.Key("ep").Int(c.ep);
+    json.Key("vpp").Int(c.vpp);
+    json.Key("micro_batch_size").Int(c.micro_batch_size);
+    json.Key("microbatches").Int(c.microbatches);
+    json.Key("schedule").String(c.schedule);
+    json.Key("recompute").String(RecomputeName(c.recompute));
+    json.Key("zero_stage").Int(c.zero_stage);
+    json.Key("step_ms").Fixed(plan.step.ms(), 6);
+    json.Key("screen_step_ms").Fixed(plan.screen_step.ms(), 6);
+    json.Key("tokens_per_s").Fixed(plan.tokens_per_s, 3);
+    json.Key("mfu").Fixed(plan.mfu, 6);
+    json.Key("tflops_per_gpu").Fixed(plan.tflops_per_gpu, 3);
+    json.Key("bubble_pipeline").Fixed(plan.bubble_pipeline, 6);
+    json.Key("bubble_exposed").Fixed(plan.bubble_exposed, 6);
+    json.Key("peak_memory_bytes").Fixed(plan.memory.peak_bytes, 0);
+    json.Key("capacity_bytes").Int(plan.memory.capacity_bytes);
+    if (plan.memory.capacity_known) {
+      json.Key("fits").Bool(plan.memory.fits);
+    } else {
+      json.Key("fits").Raw("null");
+    }
+    json.EndObject();
+  }
+  json.EndArray();
+  json.EndObject();
+  return json.text() + "\n";
+}
+
+}  // namespace stagecraft
+
+namespace stagecraft {
+
+Status RunPlan(const PlanSpec& spec, bool json, Transcript& transcript) {
+  auto result = PlanLayouts(spec);
+  if (!result.ok()) return result.error();
+  transcript.out() << (json ? FormatPlanJson(result.value()) : FormatPlanTable(result.value()));
+  if (!result.value().plans.empty()) return Status::Ok();
+  return MakeError(ErrorKind::kInfeasible,
+                   "no layout of " + result.value().model + " on " +
+                       std::to_string(spec.gpus) +
+                       " GPUs fits (the rejections above say why: more GPUs, a smaller global "
+                       "batch, another --engine, or less --memory-headroom)");
+}
+
+}  // namespace stagecraft

@@ -1,0 +1,115 @@
+#include "plan/plan.h"
+
+#include <gtest/gtest.h>
+
+#include <set>
+
+#include "plan/plan_rules.h"
+
+namespace stagecraft {
+namespace {
+
+// Llama-3-70B's shape: 80 layers, 64 heads, 8 KV heads, MLP 28672, seq 8192, on 8-GPU nodes.
+PlanShape Llama70b() {
+  PlanShape shape;
+  shape.layers = 80;
+  shape.heads = 64;
+  shape.kv_heads = 8;
+  shape.ffn = 28672;
+  shape.seq_len = 8192;
+  shape.gpus_per_node = 8;
+  return shape;
+}
+
+PlanSpec Spec(Engine engine) {
+  PlanSpec spec;
+  spec.gpus = 64;
+  spec.global_batch = 512;  // 4M tokens at 8192
+  spec.engine = engine;
+  return spec;
+}
+
+TEST(PlanRulesTest, EveryLegalMegatronCandidateObeysMegatronsChecks) {
+  const Enumeration e = EnumerateCandidates(Spec(Engine::kMegatron), Llama70b());
+  ASSERT_FALSE(e.legal.empty());
+  int64_t rejected = 0;
+  for (const auto& [reason, count] : e.rejected) rejected += count;
+  EXPECT_EQ(e.asked, static_cast<int64_t>(e.legal.size()) + rejected);
+  for (const Candidate& c : e.legal) {
+    EXPECT_EQ(c.tp * c.pp * c.dp * c.cp, 64) << c.Describe();
+    EXPECT_LE(c.tp, 8) << c.Describe();
+    EXPECT_EQ(8 % c.tp, 0) << c.Describe();
+    EXPECT_EQ(80 % (c.pp * c.vpp), 0) << c.Describe();
+    EXPECT_EQ(int64_t{c.dp} * c.micro_batch_size * c.microbatches, 512) << c.Describe();
+    EXPECT_TRUE(c.schedule == "1f1b" || c.schedule == "interleaved-1f1b") << c.Describe();
+    if (c.schedule == "interleaved-1f1b") {
+      EXPECT_GE(c.vpp, 2);
+      EXPECT_EQ(c.microbatches % c.pp, 0) << c.Describe();
+    }
+    EXPECT_NE(c.recompute, Recompute::kSelectiveOp);
+    EXPECT_LE(c.zero_stage, 1);
+  }
+  EXPECT_GT(e.rejected.at("tp crosses a node"), 0);
+  EXPECT_GT(e.rejected.at("pp does not divide the layers"), 0);
+}
+
+TEST(PlanRulesTest, DeepSpeedRunsOneScheduleAndNoZero23UnderPipelines) {
+  const Enumeration e = EnumerateCandidates(Spec(Engine::kDeepSpeed), Llama70b());
+  ASSERT_FALSE(e.legal.empty());
+  std::set<std::string> schedules;
+  for (const Candidate& c : e.legal) {
+    schedules.insert(c.schedule);
+    EXPECT_EQ(c.cp, 1);
+    EXPECT_EQ(c.vpp, 1);
+    if (c.pp > 1) {
+      EXPECT_LE(c.zero_stage, 1) << c.Describe();
+    }
+    EXPECT_TRUE(c.recompute == Recompute::kNone || c.recompute == Recompute::kFull);
+  }
+  EXPECT_EQ(schedules, std::set<std::string>{"1f1b"});
+  EXPECT_GT(e.rejected.at("deepspeed: ZeRO-2/3 with pipeline parallelism"), 0);
+}
+
+TEST(PlanRulesTest, AnyIsTheUnionOfTheEngines) {
+  int64_t sum = 0;
+  for (Engine engine : {Engine::kMegatron, Engine::kTorchtitan, Engine::kDeepSpeed}) {
+    sum += EnumerateCandidates(Spec(engine), Llama70b()).asked;
+  }
+  EXPECT_EQ(EnumerateCandidates(Spec(Engine::kAny), Llama70b()).asked, sum);
+}
+
+TEST(PlanRulesTest, ConstraintsNarrowTheSpace) {
+  PlanSpec spec = Spec(Engine::kMegatron);
+  spec.fixed_tp = 4;
+  spec.max_pp = 2;
+  const Enumeration e = EnumerateCandidates(spec, Llama70b());
+  ASSERT_FALSE(e.legal.empty());
+  for (const Candidate& c : e.legal) {
+    EXPECT_EQ(c.tp, 4);
+    EXPECT_LE(c.pp, 2);
+  }
+}
+
+TEST(CandidateTest, ApplyToSetsAnEvenSplitAndTheEnginesOptions) {
+  Config config;
+  config.model.transformer.layers = 80;
+  Candidate c;
+  c.engine = Engine::kMegatron;
+  c.tp = 8;
+  c.pp = 4;
+  c.vpp = 2;
+  c.dp = 2;
+  c.microbatches = 32;
+  c.schedule = "interleaved-1f1b";
+  c.zero_stage = 1;
+  c.ApplyTo(config);
+  EXPECT_EQ(config.parallel.layer_counts,
+            (std::vector<int32_t>{11, 10, 10, 10, 10, 10, 10, 11}));
+  EXPECT_TRUE(config.parallel.distributed_optimizer);
+  EXPECT_TRUE(config.parallel.overlap_grad_reduce);
+  EXPECT_TRUE(config.parallel.sequence_parallel);
+  EXPECT_EQ(config.parallel.zero_stage, 0);
+}
+
+}  // namespace
+}  // namespace stagecraft

@@ -119,7 +119,7 @@ void EnumerateEngine(Engine engine, const PlanSpec& spec, const PlanShape& shape
         const int32_t dp = n / (tp * pp * cp);
         const std::vector<int32_t> eps = shape.experts > 0 ? Divisors(dp) : std::vector<int32_t>{1};
         for (int32_t ep : eps) {
-          for (int32_t mbs : {1, 2, 4, 8}) {
+          for (int32_t mbs : {1, 2, 4, 8, 16}) {
             std::vector<std::pair<std::string, std::vector<int32_t>>> schedules = space.schedules;
             if (pp == 1) schedules = {{"1f1b", {1}}};
             for (const auto& [schedule, vpps] : schedules) {

@@ -180,7 +180,8 @@ CLI::App* AddCommCommand(CLI::App& app, CommSpec& flags) {
 }
 
 // `plan`: the model and cluster flags of a run, the planner's own.
-CLI::App* AddPlanCommand(CLI::App& app, PlanSpec& plan, std::string& engine, bool& json) {
+CLI::App* AddPlanCommand(CLI::App& app, PlanSpec& plan, std::string& engine,
+                         std::vector<std::string>& export_to, bool& json) {
   CLI::App* command = app.add_subcommand(
       "plan", "choose the layout: every engine-legal candidate screened, the best simulated");
   RunSpec& run = plan.run;
@@ -215,6 +216,12 @@ CLI::App* AddPlanCommand(CLI::App& app, PlanSpec& plan, std::string& engine, boo
       ->add_option("--memory-headroom", plan.headroom,
                    "share of each device kept free, 0-0.9 (default 0)")
       ->type_name("FRACTION");
+  command
+      ->add_option("--export", export_to,
+                   "write the best plan's launch files for ENGINE (megatron, torchtitan or "
+                   "deepspeed) into the folder DIR (doc/plan.md)")
+      ->expected(2)
+      ->type_name("ENGINE DIR");
   command->add_flag("--json", json, "print one JSON object");
   command->footer(PlanHelpFooter());
   return command;
@@ -374,20 +381,26 @@ int DispatchMultimodal(const CLI::App& multimodal, MultimodalTablesSpec& flags, 
 }
 
 // `plan`: the engine by name, progress on a terminal, then the planner.
-Status RunPlanCommand(PlanSpec& spec, const std::string& engine, bool json, std::ostream& err,
+Status RunPlanCommand(PlanSpec& spec, const std::string& engine,
+                      const std::vector<std::string>& export_to, bool json, std::ostream& err,
                       Transcript& transcript) {
-  std::vector<std::string> names;
-  bool known = false;
-  for (const auto& [name, value] : EngineChoices()) {
-    names.push_back(name);
-    if (name == engine) {
-      spec.engine = value;
-      known = true;
+  auto engine_named = [](const std::string& flag, const std::string& name) -> Result<Engine> {
+    std::vector<std::string> names;
+    for (const auto& [known, value] : EngineChoices()) {
+      if (name == known) return value;
+      names.push_back(known);
     }
-  }
-  if (!known) {
-    return Error{"--engine: unknown engine '" + engine + "'" + DidYouMean(engine, names) +
+    return Error{flag + ": unknown engine '" + name + "'" + DidYouMean(name, names) +
                  " (expected " + JoinChoices(names) + ")"};
+  };
+  auto chosen = engine_named("--engine", engine);
+  if (!chosen.ok()) return chosen.error();
+  spec.engine = chosen.value();
+  if (export_to.size() == 2) {
+    auto exported = engine_named("--export", export_to[0]);
+    if (!exported.ok()) return exported.error();
+    spec.export_engine = exported.value();
+    spec.export_dir = export_to[1];
   }
   if (spec.top < 1) return Error{"--top: must be at least 1, got " + std::to_string(spec.top)};
   if (spec.simulate < 1) {
@@ -478,7 +491,8 @@ int RunCli(int argc, const char* const* argv, std::ostream& out, std::ostream& e
   PlanSpec plan_spec;
   std::string plan_engine = "any";
   bool plan_json = false;
-  CLI::App* plan = AddPlanCommand(app, plan_spec, plan_engine, plan_json);
+  std::vector<std::string> plan_export;
+  CLI::App* plan = AddPlanCommand(app, plan_spec, plan_engine, plan_export, plan_json);
   for (CLI::App* command :
        {simulate, check, derive, list, bench, comm, memory, multimodal, validate, plan}) {
     command->allow_extras();
@@ -515,7 +529,8 @@ int RunCli(int argc, const char* const* argv, std::ostream& out, std::ostream& e
   }
   Transcript transcript;
   if (*plan) {
-    const Status status = RunPlanCommand(plan_spec, plan_engine, plan_json, err, transcript);
+    const Status status =
+        RunPlanCommand(plan_spec, plan_engine, plan_export, plan_json, err, transcript);
     return Finish(transcript, status, out, err);
   }
   const Status status = *simulate   ? RunSimulate(flags, output, transcript)

@@ -245,6 +245,7 @@ Result<PlanResult> PlanLayouts(const PlanSpec& spec) {
   shape.gpus_per_node = config.cluster.devices_per_node;
 
   PlanResult result;
+  result.config = config;
   result.label = base->label;
   result.model = config.model.name;
   result.cluster = ClusterText(config.cluster) + " (" + std::to_string(spec.gpus) + " GPUs used)";

@@ -17,6 +17,7 @@
 #include <vector>
 
 #include "core/result.h"
+#include "io/config.h"
 #include "report/run_info.h"
 #include "run/run_setup.h"
 #include "run/transcript.h"
@@ -38,6 +39,10 @@ struct PlanSpec {
   std::optional<int32_t> fixed_tp;  // --tp: only this tensor-parallel size
   std::optional<int32_t> max_pp;    // --max-pp
   double headroom = 0.0;  // --memory-headroom: the share of the device kept free (0-0.9)
+  // --export ENGINE DIR: the best plan as the files that launch it (plan/export.h), written
+  // through run.files into DIR (which must exist); the plan is searched under that engine.
+  std::optional<Engine> export_engine;
+  std::string export_dir;
   // Told "[done/total] ..." during the exact simulations and "" at the end; unset = quiet.
   std::function<void(const std::string& line)> progress;
 };
@@ -85,6 +90,7 @@ struct PlanResult {
   std::map<std::string, int64_t> rejected;  // reason -> count (rules, memory)
   std::vector<PlannedLayout> plans;         // fitting plans, fastest first (at most `top`)
   std::vector<std::string> assumptions;     // what the figures rest on
+  Config config;                            // the model and cluster planned for
 };
 
 // Errors (bad input): no --gpus or --global-batch-size, a model that is not a transformer, a

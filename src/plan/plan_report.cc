@@ -5,6 +5,7 @@
 #include <vector>
 
 #include "core/units.h"
+#include "plan/export.h"
 #include "plan/plan.h"
 #include "report/json_writer.h"
 
@@ -122,10 +123,34 @@ std::string FormatPlanJson(const PlanResult& result) {
 
 namespace stagecraft {
 
-Status RunPlan(const PlanSpec& spec, bool json, Transcript& transcript) {
+Status RunPlan(const PlanSpec& given, bool json, Transcript& transcript) {
+  PlanSpec spec = given;
+  if (spec.export_engine) {
+    if (*spec.export_engine == Engine::kAny) {
+      return Error{"--export: name one engine (megatron, torchtitan or deepspeed)"};
+    }
+    if (spec.engine == Engine::kAny) spec.engine = *spec.export_engine;
+    if (spec.engine != *spec.export_engine) {
+      return Error{std::string("--export ") + EngineName(*spec.export_engine) + " with --engine " +
+                   EngineName(spec.engine) + ": plan under the engine you export to (drop " +
+                   "--engine or give the same one)"};
+    }
+    if (spec.export_dir.empty()) return Error{"--export: needs a folder (--export ENGINE DIR)"};
+  }
   auto result = PlanLayouts(spec);
   if (!result.ok()) return result.error();
   transcript.out() << (json ? FormatPlanJson(result.value()) : FormatPlanTable(result.value()));
+  if (!result.value().plans.empty() && spec.export_engine) {
+    const PlannedLayout& best = result.value().plans.front();
+    auto files = ExportPlan(result.value().config, best.candidate, spec.global_batch,
+                            *spec.export_engine);
+    if (!files.ok()) return files.error();
+    for (const ExportedFile& file : files.value()) {
+      const std::string path = spec.export_dir + "/" + file.name;
+      STAGECRAFT_RETURN_IF_ERROR(spec.run.files.write(path, file.text));
+      transcript.err() << "stagecraft: wrote " << path << "\n";
+    }
+  }
   if (!result.value().plans.empty()) return Status::Ok();
   return MakeError(ErrorKind::kInfeasible,
                    "no layout of " + result.value().model + " on " +

@@ -14,6 +14,7 @@
 #include "core/suggest.h"
 #include "core/units.h"
 #include "io/hf_config.h"
+#include "io/megatron_args.h"
 #include "model/layer_costs.h"
 #include "model/model_spec.h"
 #include "schedule/generator.h"
@@ -219,6 +220,10 @@ std::vector<RunOverride> MakeRunOverrides() {
        "the vision encoder: colocated, decoupled, disaggregated or bubble-fill "
        "(configs with multimodal.vision)",
        &RunSpec::vision_placement, ApplyVisionPlacement},
+      {"--from-megatron", "model, parallel", "FILE",
+       "take the model and the layout from Megatron-LM arguments, one per line, as `plan "
+       "--export megatron` writes them (megatron-args.txt); dp from the cluster's GPUs",
+       &RunSpec::from_megatron},
       {"--schedule-csv", "schedule.csv", "FILE",
        "load the schedule from a torch.distributed.pipelining compute-only CSV",
        &RunSpec::schedule_csv,
@@ -536,6 +541,14 @@ Result<PreparedRun> ResolveRun(const RunSpec& flags) {
   }
   STAGECRAFT_RETURN_IF_ERROR(ApplyFlags(flags, run.config));
   STAGECRAFT_RETURN_IF_ERROR(ApplyClusterFlag(flags, run));
+  if (flags.from_megatron) {
+    auto text = flags.files.read(*flags.from_megatron);
+    if (!text.ok()) return Error{"--from-megatron: " + text.error().message};
+    auto config = ReadMegatronArgs(text.value(), BaseName(*flags.from_megatron), run.config);
+    if (!config.ok()) return Error{"--from-megatron: " + config.error().message};
+    run.config = std::move(config).value();
+    run.label = BaseName(*flags.from_megatron);
+  }
   FillDataParallel(flags, run);
   STAGECRAFT_RETURN_IF_ERROR(ApplyGlobalBatch(flags, run.config));
   ImplyChunksPerRank(flags, run);

@@ -68,6 +68,7 @@ struct RunSpec {
   std::optional<std::string> recompute;         // --recompute none|selective|full|selective-op
   std::optional<std::string> zero_stage;        // --zero-stage 0-3
   std::optional<std::string> global_batch_size;  // --global-batch-size N (sequences)
+  std::optional<std::string> from_megatron;      // --from-megatron FILE (io/megatron_args.h)
 };
 
 struct PreparedRun {

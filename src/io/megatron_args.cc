@@ -1,0 +1,199 @@
+#include "io/megatron_args.h"
+
+#include <algorithm>
+#include <charconv>
+#include <limits>
+#include <sstream>
+#include <vector>
+
+#include "core/suggest.h"
+
+namespace stagecraft {
+
+Result<Config> ReadMegatronArgs(const std::string& text, const std::string& source, Config base) {
+  Config config = std::move(base);
+  config.model = ModelSpec();
+  TransformerSpec& t = config.model.transformer;
+  t.causal = false;
+  t.bias = true;
+  t.learned_positions = true;
+  t.tied_embeddings = true;
+  ParallelSpec& p = config.parallel;
+  p = ParallelSpec();
+  p.pp = 1;
+  p.microbatches = 1;
+  int64_t global_batch = 0;
+  int64_t layers_per_virtual_stage = 0;
+  bool grouped = false;
+  std::istringstream lines(text);
+  std::string line;
+  int line_number = 0;
+  const std::vector<std::string> switches = {
+      "--group-query-attention",  "--swiglu", "--disable-bias-linear",
+      "--untie-embeddings-and-output-weights", "--mock-data", "--sequence-parallel",
+      "--use-distributed-optimizer", "--overlap-param-gather", "--overlap-grad-reduce", "--bf16",
+      "--use-flash-attn"};
+  const std::vector<std::string> valued = {
+      "--num-layers", "--hidden-size", "--num-attention-heads", "--num-query-groups",
+      "--kv-channels", "--ffn-hidden-size", "--num-experts", "--moe-router-topk",
+      "--moe-ffn-hidden-size", "--moe-shared-expert-intermediate-size", "--normalization",
+      "--position-embedding-type", "--seq-length", "--max-position-embeddings", "--tokenizer-type",
+      "--vocab-size", "--micro-batch-size", "--global-batch-size", "--tensor-model-parallel-size",
+      "--pipeline-model-parallel-size", "--num-layers-per-virtual-pipeline-stage",
+      "--context-parallel-size", "--expert-model-parallel-size", "--recompute-granularity",
+      "--recompute-method", "--recompute-num-layers"};
+  while (std::getline(lines, line)) {
+    ++line_number;
+    const std::string where = source + ":" + std::to_string(line_number) + ": ";
+    std::istringstream words(line);
+    std::string flag;
+    std::string value;
+    std::string extra;
+    if (!(words >> flag) || flag[0] == '#') continue;
+    words >> value;
+    if (words >> extra) {
+      return Error{where + "'" + EscapeBytes(line) + "' holds more than one argument (expected "
+                   "one '--flag [value]' per line)"};
+    }
+    const bool is_switch = std::find(switches.begin(), switches.end(), flag) != switches.end();
+    const bool is_valued = std::find(valued.begin(), valued.end(), flag) != valued.end();
+    if (!is_switch && !is_valued) {
+      std::vector<std::string> known = switches;
+      known.insert(known.end(), valued.begin(), valued.end());
+      return Error{where + "unknown Megatron argument '" + EscapeBytes(flag) + "'" +
+                   DidYouMean(flag, known) +
+                   " (stagecraft reads the arguments `plan --export megatron` writes)"};
+    }
+    if (is_switch && !value.empty()) {
+      return Error{where + flag + " takes no value, got '" + EscapeBytes(value) + "'"};
+    }
+    if (is_valued && value.empty()) return Error{where + flag + " needs a value"};
+    int64_t number = 0;
+    auto integer = [&](int64_t low) -> Status {
+      const char* end = value.data() + value.size();
+      const auto [stop, error] = std::from_chars(value.data(), end, number);
+      if (error != std::errc() || stop != end || number < low ||
+          number > std::numeric_limits<int32_t>::max()) {
+        return Error{where + flag + " '" + EscapeBytes(value) + "' is not a whole number >= " +
+                     std::to_string(low)};
+      }
+      return Status::Ok();
+    };
+    auto choice = [&](std::initializer_list<const char*> names) -> Status {
+      for (const char* name : names) {
+        if (value == name) return Status::Ok();
+      }
+      std::string expected;
+      for (const char* name : names) expected += std::string(expected.empty() ? "" : ", ") + name;
+      return Error{where + flag + " '" + EscapeBytes(value) + "' (expected " + expected + ")"};
+    };
+    if (flag == "--group-query-attention") grouped = true;
+    if (flag == "--swiglu") t.swiglu = true;
+    if (flag == "--disable-bias-linear") t.bias = false;
+    if (flag == "--untie-embeddings-and-output-weights") t.tied_embeddings = false;
+    if (flag == "--sequence-parallel") p.sequence_parallel = true;
+    if (flag == "--use-distributed-optimizer") p.distributed_optimizer = true;
+    if (flag == "--overlap-param-gather") p.overlap_param_gather = true;
+    if (flag == "--overlap-grad-reduce") p.overlap_grad_reduce = true;
+    if (flag == "--use-flash-attn") t.causal = true;
+    if (is_switch) continue;
+    if (flag == "--normalization") {
+      STAGECRAFT_RETURN_IF_ERROR(choice({"LayerNorm", "RMSNorm"}));
+      continue;
+    }
+    if (flag == "--position-embedding-type") {
+      STAGECRAFT_RETURN_IF_ERROR(choice({"learned_absolute", "rope"}));
+      t.learned_positions = value == "learned_absolute";
+      continue;
+    }
+    if (flag == "--tokenizer-type") continue;
+    if (flag == "--recompute-granularity") {
+      STAGECRAFT_RETURN_IF_ERROR(choice({"selective", "full"}));
+      p.recompute = value == "full" ? Recompute::kFull : Recompute::kSelective;
+      continue;
+    }
+    if (flag == "--recompute-method") {
+      STAGECRAFT_RETURN_IF_ERROR(choice({"uniform"}));
+      continue;
+    }
+    if (flag == "--recompute-num-layers") {
+      STAGECRAFT_RETURN_IF_ERROR(integer(1));
+      if (number != 1) {
+        return Error{where + "--recompute-num-layers " + value +
+                     ": only 1 with the uniform method (every layer recomputed) is read"};
+      }
+      continue;
+    }
+    STAGECRAFT_RETURN_IF_ERROR(integer(flag == "--moe-shared-expert-intermediate-size" ? 0 : 1));
+    if (flag == "--num-layers") t.layers = static_cast<int32_t>(number);
+    if (flag == "--hidden-size") t.hidden = number;
+    if (flag == "--num-attention-heads") t.heads = number;
+    if (flag == "--num-query-groups") t.kv_heads = number;
+    if (flag == "--kv-channels") t.head_dim = number;
+    if (flag == "--ffn-hidden-size") t.ffn_hidden = number;
+    if (flag == "--num-experts") t.experts = number;
+    if (flag == "--moe-router-topk") t.experts_per_token = number;
+    if (flag == "--moe-ffn-hidden-size") t.expert_ffn = number;
+    if (flag == "--moe-shared-expert-intermediate-size") t.shared_experts = number;  // width, below
+    if (flag == "--seq-length") config.model.seq_len = static_cast<int32_t>(number);
+    if (flag == "--vocab-size") t.vocab = number;
+    if (flag == "--micro-batch-size") config.model.micro_batch_size = static_cast<int32_t>(number);
+    if (flag == "--global-batch-size") global_batch = number;
+    if (flag == "--tensor-model-parallel-size") p.tp = static_cast<int32_t>(number);
+    if (flag == "--pipeline-model-parallel-size") p.pp = static_cast<int32_t>(number);
+    if (flag == "--num-layers-per-virtual-pipeline-stage") layers_per_virtual_stage = number;
+    if (flag == "--context-parallel-size") p.cp = static_cast<int32_t>(number);
+    if (flag == "--expert-model-parallel-size") p.ep = static_cast<int32_t>(number);
+  }
+  if (t.layers == 0 || t.hidden == 0 || t.heads == 0 || t.vocab == 0 || global_batch == 0) {
+    return Error{source +
+                 ": needs --num-layers, --hidden-size, --num-attention-heads, --vocab-size and "
+                 "--global-batch-size (the arguments `plan --export megatron` writes)"};
+  }
+  if (!grouped) t.kv_heads = 0;
+  if (t.shared_experts > 0) {
+    if (t.expert_ffn == 0 || t.shared_experts % t.expert_ffn != 0) {
+      return Error{source + ": --moe-shared-expert-intermediate-size must be a multiple of "
+                            "--moe-ffn-hidden-size"};
+    }
+    t.shared_experts /= t.expert_ffn;
+  }
+  config.model.name = "megatron-args";
+  p.vpp = 1;
+  if (layers_per_virtual_stage > 0) {
+    if (t.layers % (int64_t{p.pp} * layers_per_virtual_stage) != 0) {
+      return Error{source + ": --num-layers-per-virtual-pipeline-stage " +
+                   std::to_string(layers_per_virtual_stage) + " does not split " + std::to_string(t.layers) +
+                   " layers over " + std::to_string(p.pp) + " stages"};
+    }
+    p.vpp = static_cast<int32_t>(t.layers / (p.pp * layers_per_virtual_stage));
+  }
+  const int64_t world = config.cluster.given
+                            ? int64_t{config.cluster.nodes} * config.cluster.devices_per_node
+                            : 0;
+  const int64_t model_ranks = int64_t{p.tp} * p.pp * p.cp;
+  if (world == 0 || world % model_ranks != 0) {
+    return Error{source + ": tp x pp x cp = " + std::to_string(model_ranks) +
+                 " must divide the cluster's GPUs (give --cluster DEVICExNODES with the plan's "
+                 "nodes)"};
+  }
+  p.dp = static_cast<int32_t>(world / model_ranks);
+  const int64_t per_step = int64_t{p.dp} * config.model.micro_batch_size;
+  if (global_batch % per_step != 0) {
+    return Error{source + ": --global-batch-size " + std::to_string(global_batch) +
+                 " is not divisible by dp x micro-batch size = " + std::to_string(per_step)};
+  }
+  p.microbatches = static_cast<int32_t>(global_batch / per_step);
+  config.schedule.name = p.vpp > 1 ? "interleaved-1f1b" : "1f1b";
+  config.schedule.group_size = 0;
+  // Megatron's even split of the decoders, the embedding with the first stage and the head with
+  // the last (as plan/plan.cc's candidates run).
+  const int32_t stages = p.pp * p.vpp;
+  p.partition = PartitionMethod::kCounts;
+  p.layer_counts.assign(static_cast<size_t>(stages), t.layers / stages);
+  p.layer_counts.front() += 1;
+  p.layer_counts.back() += 1;
+  return config;
+}
+
+}  // namespace stagecraft

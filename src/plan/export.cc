@@ -1,0 +1,235 @@
+#include "plan/export.h"
+
+#include <algorithm>
+#include <sstream>
+
+namespace stagecraft {
+namespace {
+
+std::string Str(int64_t value) { return std::to_string(value); }
+
+// Megatron-LM's pretrain_gpt.py arguments for the model and the layout, in the order its
+// argument groups list them (megatron/training/arguments.py).
+std::vector<std::pair<std::string, std::string>> MegatronArgs(const Config& config,
+                                                              const Candidate& c,
+                                                              int64_t global_batch) {
+  const TransformerSpec& t = config.model.transformer;
+  std::vector<std::pair<std::string, std::string>> args = {
+      {"--num-layers", Str(t.layers)},
+      {"--hidden-size", Str(t.hidden)},
+      {"--num-attention-heads", Str(t.heads)},
+  };
+  if (t.kv_heads > 0 && t.kv_heads != t.heads) {
+    args.push_back({"--group-query-attention", ""});
+    args.push_back({"--num-query-groups", Str(t.kv_heads)});
+  }
+  if (t.head_dim > 0 && t.head_dim != t.hidden / t.heads) args.push_back({"--kv-channels", Str(t.head_dim)});
+  args.push_back({"--ffn-hidden-size", Str(t.ffn_or_default())});
+  if (t.moe()) {
+    args.push_back({"--num-experts", Str(t.experts)});
+    args.push_back({"--moe-router-topk", Str(t.experts_per_token)});
+    args.push_back({"--moe-ffn-hidden-size", Str(t.expert_ffn)});
+    if (t.shared_experts > 0) {
+      args.push_back({"--moe-shared-expert-intermediate-size", Str(t.shared_experts * t.expert_ffn)});
+    }
+  }
+  if (t.swiglu) args.push_back({"--swiglu", ""});
+  args.push_back({"--normalization", t.bias ? "LayerNorm" : "RMSNorm"});
+  if (!t.bias) args.push_back({"--disable-bias-linear", ""});
+  args.push_back({"--position-embedding-type", t.learned_positions ? "learned_absolute" : "rope"});
+  if (!t.tied_embeddings) args.push_back({"--untie-embeddings-and-output-weights", ""});
+  args.push_back({"--seq-length", Str(config.model.seq_len)});
+  args.push_back({"--max-position-embeddings", Str(config.model.seq_len)});
+  args.push_back({"--tokenizer-type", "NullTokenizer"});
+  args.push_back({"--vocab-size", Str(t.vocab)});
+  args.push_back({"--mock-data", ""});
+  args.push_back({"--micro-batch-size", Str(c.micro_batch_size)});
+  args.push_back({"--global-batch-size", Str(global_batch)});
+  args.push_back({"--tensor-model-parallel-size", Str(c.tp)});
+  args.push_back({"--pipeline-model-parallel-size", Str(c.pp)});
+  if (c.vpp > 1) {
+    args.push_back({"--num-layers-per-virtual-pipeline-stage", Str(t.layers / (c.pp * c.vpp))});
+  }
+  args.push_back({"--context-parallel-size", Str(c.cp)});
+  if (c.ep > 1) args.push_back({"--expert-model-parallel-size", Str(c.ep)});
+  if (c.tp > 1) args.push_back({"--sequence-parallel", ""});
+  if (c.recompute == Recompute::kSelective) {
+    args.push_back({"--recompute-granularity", "selective"});
+  } else if (c.recompute == Recompute::kFull) {
+    args.push_back({"--recompute-granularity", "full"});
+    args.push_back({"--recompute-method", "uniform"});
+    args.push_back({"--recompute-num-layers", "1"});
+  }
+  if (c.zero_stage == 1) {
+    args.push_back({"--use-distributed-optimizer", ""});
+    args.push_back({"--overlap-param-gather", ""});
+  }
+  if (c.dp * c.cp > 1) args.push_back({"--overlap-grad-reduce", ""});
+  args.push_back({"--bf16", ""});
+  if (t.causal) args.push_back({"--use-flash-attn", ""});
+  return args;
+}
+
+std::string Header(const Config& config, const Candidate& c, const char* comment) {
+  return std::string(comment) + " stagecraft plan: " + config.model.name + ", " + c.Describe() +
+         "\n" + comment + " on " + config.cluster.device + " nodes of " +
+         Str(config.cluster.devices_per_node) + " GPUs (" + Str(int64_t{c.tp} * c.pp * c.dp * c.cp) +
+         " GPUs in all); " +
+         (c.engine == Engine::kTorchtitan
+              ? "set your dataset and tokenizer in the job config.\n"
+              : "the data comes from --mock-data: put your tokenizer and data in.\n");
+}
+
+int32_t Nodes(const Config& config, const Candidate& c) {
+  const int64_t gpus = int64_t{c.tp} * c.pp * c.dp * c.cp;
+  const int64_t per_node = std::max(1, config.cluster.devices_per_node);
+  return static_cast<int32_t>((gpus + per_node - 1) / per_node);
+}
+
+std::string TorchrunLauncher(const Config& config, const Candidate& c, const std::string& script,
+                             const std::string& arguments) {
+  const bool megatron = c.engine != Engine::kTorchtitan;
+  return "#!/usr/bin/env bash\n" + Header(config, c, "#") +
+         "# Run on every node: NODE_RANK, MASTER_ADDR and MASTER_PORT name this node and node 0.\n"
+         "set -euo pipefail\n"
+         "here=$(cd \"$(dirname \"$0\")\" && pwd)\n" +
+         (megatron ? "export CUDA_DEVICE_MAX_CONNECTIONS=1  # Megatron's TP/SP overlap needs one "
+                     "queue\n"
+                   : "") +
+         "torchrun --nnodes " +
+         Str(Nodes(config, c)) + " --nproc-per-node " + Str(config.cluster.devices_per_node) +
+         " --node-rank \"${NODE_RANK:-0}\" \\\n"
+         "  --master-addr \"${MASTER_ADDR:-localhost}\" --master-port \"${MASTER_PORT:-6000}\" \\\n"
+         "  " +
+         script + " " + arguments + " \"$@\"\n";
+}
+
+std::string SlurmScript(const Config& config, const Candidate& c) {
+  return "#!/usr/bin/env bash\n" + Header(config, c, "#") + "#SBATCH --nodes=" +
+         Str(Nodes(config, c)) +
+         "\n#SBATCH --ntasks-per-node=1\n#SBATCH --gpus-per-node=" +
+         Str(config.cluster.devices_per_node) +
+         "\n#SBATCH --exclusive\n"
+         "set -euo pipefail\n"
+         "export MASTER_ADDR=$(scontrol show hostnames \"$SLURM_JOB_NODELIST\" | head -n 1)\n"
+         "export MASTER_PORT=6000\n"
+         "srun --kill-on-bad-exit=1 bash -c 'NODE_RANK=$SLURM_NODEID \"$0\"' \"$(dirname \"$0\")/launch.sh\"\n";
+}
+
+const char* TorchtitanSchedule(const std::string& schedule) {
+  if (schedule == "gpipe") return "GPipe";
+  if (schedule == "interleaved-1f1b") return "Interleaved1F1B";
+  if (schedule == "looped-bfs") return "LoopedBFS";
+  if (schedule == "dualpipev") return "DualPipeV";
+  if (schedule == "1f1b") return "1F1B";
+  return nullptr;
+}
+
+std::string TorchtitanToml(const Config& config, const Candidate& c, int64_t global_batch) {
+  const TransformerSpec& t = config.model.transformer;
+  std::ostringstream toml;
+  toml << Header(config, c, "#")
+       << "# torchtitan's TOML job config (0.2 releases: --job.config_file); the model flavor's\n"
+          "# dimensions: layers "
+       << t.layers << ", dim " << t.hidden << ", heads " << t.heads << ", kv heads "
+       << t.kv_heads_or_heads() << ", ffn " << t.ffn_or_default() << ", vocab " << t.vocab
+       << ".\n# Add [model] name and flavor: torchtitan's flavor with these dimensions.\n"
+       << "# Without pipeline parallelism the local batch runs as one forward and the rest of the\n"
+       << "# global batch is gradient accumulation; with it, the local batch is split into\n"
+       << "# microbatches of pipeline_parallel_microbatch_size.\n"
+       << "\n[job]\ndescription = \"stagecraft plan " << config.model.name << "\"\n\n"
+       << "[training]\nlocal_batch_size = "
+       << (c.pp > 1 ? int64_t{c.micro_batch_size} * c.microbatches : int64_t{c.micro_batch_size})
+       << "\nglobal_batch_size = " << global_batch << "\nseq_len = " << config.model.seq_len
+       << "\nmixed_precision_param = \"bfloat16\"\n\n"
+       << "[parallelism]\ndata_parallel_replicate_degree = 1\ndata_parallel_shard_degree = "
+       << c.dp << "\ntensor_parallel_degree = " << c.tp << "\ncontext_parallel_degree = " << c.cp
+       << "\nexpert_parallel_degree = " << c.ep << "\npipeline_parallel_degree = " << c.pp << "\n";
+  if (c.pp > 1) {
+    toml << "pipeline_parallel_schedule = \"" << TorchtitanSchedule(c.schedule) << "\"\n"
+         << "pipeline_parallel_microbatch_size = " << c.micro_batch_size << "\n"
+         << "pipeline_parallel_layers_per_stage = " << t.layers / (c.pp * c.vpp) << "\n";
+  }
+  toml << "\n[activation_checkpoint]\nmode = \""
+       << (c.recompute == Recompute::kNone ? "none"
+           : c.recompute == Recompute::kFull ? "full"
+                                             : "selective")
+       << "\"\n";
+  if (c.recompute == Recompute::kSelectiveOp) toml << "selective_ac_option = \"op\"\n";
+  return toml.str();
+}
+
+std::string DeepSpeedJson(const Candidate& c, int64_t global_batch) {
+  std::ostringstream json;
+  json << "{\n  \"train_batch_size\": " << global_batch
+       << ",\n  \"train_micro_batch_size_per_gpu\": " << c.micro_batch_size
+       << ",\n  \"gradient_accumulation_steps\": " << c.microbatches
+       << ",\n  \"bf16\": {\"enabled\": true},\n  \"zero_optimization\": {\"stage\": "
+       << c.zero_stage << (c.zero_stage >= 2 ? ", \"overlap_comm\": true" : "")
+       << "},\n  \"gradient_clipping\": 1.0,\n  \"steps_per_print\": 10\n}\n";
+  return json.str();
+}
+
+}  // namespace
+
+Result<std::vector<ExportedFile>> ExportPlan(const Config& config, const Candidate& candidate,
+                                             int64_t global_batch, Engine engine) {
+  if (engine == Engine::kAny) return Error{"--export: name one engine (megatron, torchtitan or deepspeed)"};
+  if (candidate.engine != engine) {
+    return Error{std::string("--export ") + EngineName(engine) + ": the plan is " +
+                 EngineName(candidate.engine) + "'s; plan with --engine " + EngineName(engine)};
+  }
+  const TransformerSpec& t = config.model.transformer;
+  if (t.mla() || (t.moe() && t.dense_layers > 0)) {
+    return Error{"--export: multi-latent attention and MoE models with dense first layers are not "
+                 "exported yet (their Megatron/torchtitan arguments are not written); use the "
+                 "plan's table"};
+  }
+  std::vector<ExportedFile> files;
+  switch (engine) {
+    case Engine::kMegatron: {
+      std::string lines = Header(config, candidate, "#");
+      for (const auto& [flag, value] : MegatronArgs(config, candidate, global_batch)) {
+        lines += flag + (value.empty() ? "" : " " + value) + "\n";
+      }
+      files.push_back({"megatron-args.txt", lines});
+      files.push_back({"launch.sh",
+                       TorchrunLauncher(config, candidate, "pretrain_gpt.py",
+                                        "$(grep -v '^#' \"$here/megatron-args.txt\")")});
+      files.push_back({"slurm.sbatch", SlurmScript(config, candidate)});
+      break;
+    }
+    case Engine::kTorchtitan:
+      files.push_back({"torchtitan.toml", TorchtitanToml(config, candidate, global_batch)});
+      files.push_back({"launch.sh",
+                       TorchrunLauncher(config, candidate, "-m torchtitan.train",
+                                        "--job.config_file \"$here/torchtitan.toml\"")});
+      files.push_back({"slurm.sbatch", SlurmScript(config, candidate)});
+      break;
+    case Engine::kDeepSpeed: {
+      files.push_back({"ds_config.json", DeepSpeedJson(candidate, global_batch)});
+      std::string lines = Header(config, candidate, "#");
+      for (const auto& [flag, value] : MegatronArgs(config, candidate, global_batch)) {
+        // Megatron-DeepSpeed takes Megatron's model and layout arguments, its own for ZeRO.
+        if (flag == "--use-distributed-optimizer" || flag == "--overlap-param-gather" ||
+            flag == "--overlap-grad-reduce" || flag == "--context-parallel-size") {
+          continue;
+        }
+        lines += flag + (value.empty() ? "" : " " + value) + "\n";
+      }
+      lines += "--deepspeed\n--deepspeed_config ds_config.json\n--zero-stage " +
+               Str(candidate.zero_stage) + "\n";
+      files.push_back({"megatron-deepspeed-args.txt", lines});
+      files.push_back({"launch.sh",
+                       TorchrunLauncher(config, candidate, "pretrain_gpt.py",
+                                        "$(grep -v '^#' \"$here/megatron-deepspeed-args.txt\")")});
+      files.push_back({"slurm.sbatch", SlurmScript(config, candidate)});
+      break;
+    }
+    case Engine::kAny:
+      break;
+  }
+  return files;
+}
+
+}  // namespace stagecraft

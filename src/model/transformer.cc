@@ -177,7 +177,10 @@ double KorthikantiLayerBytes(double sbh, double t, double score_term, bool seque
                              Recompute recompute) {
   switch (recompute) {
     case Recompute::kFull:
-      return 2 * sbh;
+      // Each layer keeps its input, 2sbh (Korthikanti et al. 2022, Table 2). With sequence
+      // parallelism that input lies in the sequence-parallel region, split over the t ranks
+      // (Megatron checkpoints the layer's sharded input; torchtitan's TP plan likewise).
+      return sequence_parallel ? 2 * sbh / t : 2 * sbh;
     case Recompute::kSelective:
       return sequence_parallel ? 34 * sbh / t : sbh * (10 + 24 / t);
     case Recompute::kSelectiveOp:

@@ -148,7 +148,11 @@ std::string TorchtitanToml(const Config& config, const Candidate& c, int64_t glo
   if (c.pp > 1) {
     toml << "pipeline_parallel_schedule = \"" << TorchtitanSchedule(c.schedule) << "\"\n"
          << "pipeline_parallel_microbatch_size = " << c.micro_batch_size << "\n"
-         << "pipeline_parallel_layers_per_stage = " << t.layers / (c.pp * c.vpp) << "\n";
+         << (t.layers % (c.pp * c.vpp) == 0
+                 ? "pipeline_parallel_layers_per_stage = " + Str(t.layers / (c.pp * c.vpp)) + "\n"
+                 : "# " + Str(t.layers) + " layers over " + Str(c.pp * c.vpp) +
+                       " stages: uneven, torchtitan's own split (the middle stages take one "
+                       "more)\n");
   }
   toml << "\n[activation_checkpoint]\nmode = \""
        << (c.recompute == Recompute::kNone ? "none"

@@ -46,13 +46,22 @@ void Candidate::ApplyTo(Config& config) const {
   config.model.micro_batch_size = micro_batch_size;
   config.schedule.name = schedule;
   config.schedule.group_size = 0;
-  // Megatron's and torchtitan's even split of the decoders (the embedding with the first stage,
-  // the head with the last), as their default layouts place them.
+  // Megatron's even split of the decoders (the embedding with the first stage, the head with the
+  // last), as its default layout places them; where the stages do not divide the decoders
+  // (torchtitan), the stages between the first and the last take one more each, in order.
   const int32_t stages = pp * vpp;
   const int32_t decoders = config.model.transformer.layers;
   p.partition = PartitionMethod::kCounts;
   p.layout.clear();
-  p.layer_counts.assign(static_cast<size_t>(stages), decoders / stages);
+  p.layer_counts.assign(static_cast<size_t>(stages), decoders / std::max(1, stages));
+  std::vector<int32_t> order;  // the middle stages first; extra < stages, so each at most once
+  for (int32_t stage = 1; stage + 1 < stages; ++stage) order.push_back(stage);
+  order.push_back(0);
+  if (stages > 1) order.push_back(stages - 1);
+  const int32_t extra = decoders % std::max(1, stages);
+  for (int32_t index = 0; index < extra; ++index) {
+    ++p.layer_counts[static_cast<size_t>(order[static_cast<size_t>(index)])];
+  }
   p.layer_counts.front() += 1;
   p.layer_counts.back() += 1;
   p.placement = Placement::kLoop;

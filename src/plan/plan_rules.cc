@@ -9,7 +9,8 @@
 //                 balancing splits the sequence into 2 x cp chunks. Recompute: none, selective,
 //                 full. The distributed optimizer is ZeRO-1 over dp x cp.
 //   torchtitan    torchtitan/distributed/parallel_dims.py (dp_replicate x dp_shard x cp x tp x pp
-//                 = world; FSDP over dp_shard x cp), torch/distributed/pipelining/schedules.py
+//                 = world; FSDP over dp_shard x cp), torchtitan/distributed/pipeline.py (the
+//                 layers split over the stages, unevenly when pp x vpp does not divide them), torch/distributed/pipelining/schedules.py
 //                 (GPipe, 1F1B, Interleaved1F1B and LoopedBFS with n_microbatches a multiple of
 //                 the pipeline ranks, DualPipeV with at least 2 x pp microbatches);
 //                 activation checkpointing none, selective per op, full.
@@ -81,9 +82,16 @@ std::string Broken(const Candidate& c, const PlanSpec& spec, const PlanShape& sh
   if (shape.heads % c.tp != 0) return "tp does not divide the attention heads";
   if (shape.kv_heads % c.tp != 0) return "tp does not divide the KV heads";
   if (shape.ffn % c.tp != 0) return "tp does not divide the MLP width";
-  if (shape.layers % c.pp != 0) return "pp does not divide the layers";
-  if (c.vpp > 1 && (shape.layers / c.pp) % c.vpp != 0) {
-    return "vpp does not divide the layers of a stage";
+  if (torchtitan) {
+    // torchtitan splits the model's modules over the stages itself, unevenly when it must
+    // (torchtitan/distributed/pipeline.py, generate_llm_fqn_per_model_part); every stage needs a
+    // layer.
+    if (shape.layers < c.pp * c.vpp) return "fewer layers than pipeline stages";
+  } else {
+    if (shape.layers % c.pp != 0) return "pp does not divide the layers";
+    if (c.vpp > 1 && (shape.layers / c.pp) % c.vpp != 0) {
+      return "vpp does not divide the layers of a stage";
+    }
   }
   if (deepspeed && c.cp > 1) return "deepspeed: no context parallelism";
   if (c.cp > 1 && shape.seq_len % (2 * c.cp) != 0) {

@@ -111,5 +111,33 @@ TEST(CandidateTest, ApplyToSetsAnEvenSplitAndTheEnginesOptions) {
   EXPECT_EQ(config.parallel.zero_stage, 0);
 }
 
+TEST(CandidateTest, AnUnevenSplitGivesTheMiddleStagesOneMore) {
+  Config config;
+  config.model.transformer.layers = 126;  // Llama 3.1 405B
+  Candidate c;
+  c.engine = Engine::kTorchtitan;
+  c.pp = 8;
+  c.schedule = "1f1b";
+  c.ApplyTo(config);
+  // 126 = 8 x 15 + 6: stages 1-6 take 16 decoders, 0 and 7 take 15 and the embedding / head.
+  EXPECT_EQ(config.parallel.layer_counts, (std::vector<int32_t>{16, 16, 16, 16, 16, 16, 16, 16}));
+}
+
+TEST(PlanRulesTest, TorchtitanSplitsUnevenlyMegatronDoesNot) {
+  PlanShape shape = Llama70b();
+  shape.layers = 126;
+  shape.heads = 128;
+  shape.ffn = 53248;
+  PlanSpec spec = Spec(Engine::kTorchtitan);
+  spec.gpus = 512;
+  spec.global_batch = 256;
+  spec.fixed_tp = 8;
+  bool pp8 = false;
+  for (const Candidate& c : EnumerateCandidates(spec, shape).legal) pp8 = pp8 || c.pp == 8;
+  EXPECT_TRUE(pp8);
+  spec.engine = Engine::kMegatron;
+  for (const Candidate& c : EnumerateCandidates(spec, shape).legal) EXPECT_NE(c.pp, 8);
+}
+
 }  // namespace
 }  // namespace stagecraft

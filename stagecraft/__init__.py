@@ -1,0 +1,125 @@
+"""stagecraft from Python: simulate, check, derive, memory and plan through the run library.
+
+    import stagecraft
+    r = stagecraft.simulate("examples/deepseek-v4.1-flash.yaml", pp=8)
+    print(r.makespan_ms, r.memory.fits)
+
+A config is a path, `text=` (YAML) or `config=` (a dict). Overrides are the run flags by name
+(`pp=8`, `micro_batch_size=2`, `recompute="full"`) or config keys (`**{"parallel.tp": 4}`).
+Results carry the field names of the command's `--json` object (doc/json.md); `.to_dict()`
+gives the plain dict. Errors raise StagecraftError with `kind` ("bad_input", "infeasible",
+"violation", "deadlock"), `file`, `line` and `message`. The native half (_native) is built by
+the README's set-up (build*/python/); STAGECRAFT_PYTHON_DIR names another folder.
+"""
+
+import glob
+import importlib.util
+import json
+import os
+import re
+import sys
+
+__all__ = ["simulate", "check", "derive", "memory", "plan", "StagecraftError", "Result"]
+
+
+def _load_native():
+    here = os.path.dirname(os.path.abspath(__file__))
+    root = os.path.dirname(here)
+    folders = [os.environ["STAGECRAFT_PYTHON_DIR"]] if os.environ.get("STAGECRAFT_PYTHON_DIR") else []
+    folders += [os.path.join(root, name, "python") for name in ("build", "build-test")]
+    for folder in folders:
+        for path in sorted(glob.glob(os.path.join(folder, "_native*.so"))):
+            spec = importlib.util.spec_from_file_location("stagecraft._native", path)
+            module = importlib.util.module_from_spec(spec)
+            spec.loader.exec_module(module)
+            sys.modules["stagecraft._native"] = module
+            return module
+    raise ImportError(
+        "stagecraft: the native module is not built; run the README's set-up "
+        "(./scripts/test.sh) or set STAGECRAFT_PYTHON_DIR to the folder holding _native*.so "
+        "(looked in: " + ", ".join(folders) + ")")
+
+
+_native = _load_native()
+
+
+class StagecraftError(Exception):
+    """A failed command: kind, the file and line it names (None when none), and the message."""
+
+    def __init__(self, kind, message):
+        super().__init__(message)
+        self.kind = kind
+        self.message = message
+        match = re.match(r"(?:--[\w-]+: )?([^\s:]+):(\d+)(?::\d+)?: ", message)
+        self.file = match.group(1) if match else None
+        self.line = int(match.group(2)) if match else None
+
+
+class Result:
+    """A JSON object as attributes (nested objects too); lists stay lists."""
+
+    def __init__(self, data):
+        self._data = data
+        for key, value in data.items():
+            setattr(self, key, _wrap(value))
+
+    def to_dict(self):
+        return json.loads(json.dumps(self._data))
+
+    def __repr__(self):
+        return "stagecraft.Result(" + ", ".join(sorted(self._data)) + ")"
+
+
+def _wrap(value):
+    if isinstance(value, dict):
+        return Result(value)
+    if isinstance(value, list):
+        return [_wrap(item) for item in value]
+    return value
+
+
+def _source(path, text, config):
+    if config is not None:
+        if path is not None or text is not None:
+            raise ValueError("give one of path, text= or config=")
+        return "", json.dumps(config)  # JSON is YAML: the same reader checks it
+    return path or "", text
+
+
+def _overrides(values):
+    return {key: str(value).lower() if isinstance(value, bool) else str(value)
+            for key, value in values.items()}
+
+
+def _answer(result, as_json=True):
+    ok, kind, message, answer, diagnostics = result
+    if not ok:
+        raise StagecraftError(kind, message.strip())
+    return Result(json.loads(answer)) if as_json else answer
+
+
+def simulate(path=None, *, text=None, config=None, **overrides):
+    """`stagecraft simulate --json`: the run's metrics, memory verdict and assumptions."""
+    return _answer(_native.simulate(*_source(path, text, config), _overrides(overrides)))
+
+
+def derive(path=None, *, text=None, config=None, **overrides):
+    """`stagecraft derive --json`: closed forms with their numbers next to the simulated value."""
+    return _answer(_native.derive(*_source(path, text, config), _overrides(overrides)))
+
+
+def memory(path=None, *, text=None, config=None, **overrides):
+    """`stagecraft memory --json`; a device over its capacity raises (kind "infeasible")."""
+    return _answer(_native.memory(*_source(path, text, config), _overrides(overrides)))
+
+
+def check(path=None, *, text=None, config=None, **overrides):
+    """`stagecraft check`: its report as text; violations raise (kind "violation"/"deadlock")."""
+    return _answer(_native.check(*_source(path, text, config), _overrides(overrides)), False)
+
+
+def plan(path=None, *, gpus, global_batch_size, engine="any", top=10, text=None, config=None,
+         **overrides):
+    """`stagecraft plan --json`: candidates, rejections by reason, the plans best first."""
+    return _answer(_native.plan(*_source(path, text, config), _overrides(overrides), int(gpus),
+                                int(global_batch_size), engine, int(top)))

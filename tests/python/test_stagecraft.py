@@ -1,0 +1,91 @@
+"""The Python module against the CLI: the same JSON field by field on every example, errors as
+exceptions with their kind, file and line, and a notebook-style plan -> simulate -> memory."""
+
+import glob
+import json
+import os
+import subprocess
+
+import pytest
+
+import stagecraft
+
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+BINARY = os.environ.get("STAGECRAFT_BINARY", os.path.join(ROOT, "build", "src", "cli", "stagecraft"))
+
+
+def cli_json(*args):
+    done = subprocess.run([BINARY, *args, "--json"], cwd=ROOT, capture_output=True, text=True)
+    assert done.returncode in (0, 1), done.stderr
+    return json.loads(done.stdout)
+
+
+@pytest.mark.parametrize("example", sorted(glob.glob(os.path.join(ROOT, "examples", "*.yaml"))))
+def test_simulate_equals_the_cli_json_on_every_example(example):
+    path = os.path.relpath(example, ROOT)
+    os.chdir(ROOT)
+    assert stagecraft.simulate(path).to_dict() == cli_json("simulate", path)
+
+
+def test_the_readme_line():
+    os.chdir(ROOT)
+    r = stagecraft.simulate("examples/deepseek-v4.1-flash.yaml")
+    assert r.makespan_ms > 0
+    assert r.memory.fits in (True, False)
+
+
+def test_overrides_are_flags_or_config_keys():
+    os.chdir(ROOT)
+    by_flag = stagecraft.simulate("examples/uniform-study.yaml", pp=8, microbatches=16)
+    by_key = stagecraft.simulate("examples/uniform-study.yaml", **{"parallel.pp": 8},
+                                 microbatches=16)
+    assert by_flag.to_dict() == by_key.to_dict()
+    assert by_flag.to_dict() == cli_json("simulate", "examples/uniform-study.yaml", "--pp", "8",
+                                         "--microbatches", "16")
+
+
+def test_a_config_as_a_dict_and_as_text():
+    config = {"model": {"forward": "1ms", "input_grad": "1ms", "weight_grad": "1ms"},
+              "parallel": {"pp": 4, "microbatches": 8}, "schedule": {"name": "1f1b"}}
+    # 1F1B, p = 4, m = 8, F = I = W = 1 ms: (m + p - 1)(F + I + W) = 33 ms.
+    assert stagecraft.simulate(config=config).makespan_ms == pytest.approx(33.0)
+    assert stagecraft.simulate(text=json.dumps(config)).to_dict() == \
+        stagecraft.simulate(config=config).to_dict()
+
+
+def test_errors_carry_kind_file_and_line():
+    with pytest.raises(stagecraft.StagecraftError) as bad:
+        stagecraft.simulate(text="model:\n  forward: 1ms\nparallel:\n  pp: zero\n")
+    assert bad.value.kind == "bad_input"
+    assert bad.value.file == "config.yaml"
+    assert bad.value.line == 4
+    with pytest.raises(stagecraft.StagecraftError) as unknown:
+        stagecraft.simulate("examples/uniform-study.yaml", ppp=4)
+    assert "did you mean 'pp'" in unknown.value.message
+    os.chdir(ROOT)
+    with pytest.raises(stagecraft.StagecraftError) as broken:
+        stagecraft.check(os.path.join("tests", "golden", "data", "backward-before-forward.csv"))
+    assert broken.value.kind in ("bad_input", "violation")
+
+
+def test_derive_and_memory_equal_the_cli():
+    os.chdir(ROOT)
+    path = "tests/golden/data/llama-3-70b.yaml"
+    assert stagecraft.derive(path).to_dict() == cli_json("derive", path)
+    assert stagecraft.memory(path).to_dict() == cli_json("memory", path)
+
+
+def test_notebook_plan_then_simulate_then_memory():
+    os.chdir(ROOT)
+    hf = "tests/golden/data/hf/llama-3-8b.json"
+    plans = stagecraft.plan(hf_config=hf, cluster="h100", seq_len=8192, gpus=8,
+                            global_batch_size=64, engine="megatron", top=3)
+    assert plans.candidates > 0 and plans.plans
+    best = plans.plans[0]
+    run = stagecraft.simulate(hf_config=hf, cluster="h100", seq_len=8192, tp=best.tp, pp=best.pp,
+                              dp=best.dp, cp=best.cp, micro_batch_size=best.micro_batch_size,
+                              microbatches=best.microbatches, recompute=best.recompute,
+                              zero_stage=best.zero_stage)
+    print("best plan:", best.to_dict())
+    print("memory:", run.memory.to_dict())
+    assert run.memory.fits is not None

@@ -16,6 +16,7 @@
 #include "core/suggest.h"
 #include "plan/plan.h"
 #include "run/commands.h"
+#include "schedule/schedule_csv.h"
 
 namespace py = pybind11;
 
@@ -95,11 +96,40 @@ Answer RunReleased(Run run) {
   return Finish(transcript, status);
 }
 
-Answer PySimulate(const std::string& path, const std::optional<std::string>& text,
-                const std::map<std::string, std::string>& overrides) {
+// The name a schedule handed in from Python is read under (its CSV text served by the spec's
+// injected files; every other path goes to the disk).
+constexpr const char* kPythonSchedule = "<python schedule>.csv";
+
+void ServeSchedule(const std::optional<std::string>& csv, RunSpec& spec) {
+  if (!csv) return;
+  spec.schedule_csv = kPythonSchedule;
+  spec.files.read = [csv](const std::string& path) -> Result<std::string> {
+    if (path == kPythonSchedule) return *csv;
+    return LocalFiles().read(path);
+  };
+}
+
+// The schedule a run would simulate, as torch.distributed.pipelining's compute-only CSV.
+Answer PySchedule(const std::string& path, const std::optional<std::string>& text,
+                  const std::map<std::string, std::string>& overrides) {
   Status status;
   RunSpec spec = SpecOf(path, text, overrides, status);
   if (!status.ok()) return Finish(Transcript(), status);
+  return RunReleased([&](Transcript& t) -> Status {
+    auto run = PrepareRun(spec);
+    if (!run.ok()) return run.error();
+    t.out() << WriteScheduleCsv(run.value().schedule);
+    return Status::Ok();
+  });
+}
+
+Answer PySimulate(const std::string& path, const std::optional<std::string>& text,
+                  const std::map<std::string, std::string>& overrides,
+                  const std::optional<std::string>& schedule_csv) {
+  Status status;
+  RunSpec spec = SpecOf(path, text, overrides, status);
+  if (!status.ok()) return Finish(Transcript(), status);
+  ServeSchedule(schedule_csv, spec);
   OutputSpec output;
   output.json = true;
   return RunReleased([&](Transcript& t) { return RunSimulate(spec, output, t); });
@@ -122,10 +152,12 @@ Answer PyMemory(const std::string& path, const std::optional<std::string>& text,
 }
 
 Answer PyCheck(const std::string& path, const std::optional<std::string>& text,
-             const std::map<std::string, std::string>& overrides) {
+               const std::map<std::string, std::string>& overrides,
+               const std::optional<std::string>& schedule_csv) {
   Status status;
   RunSpec spec = SpecOf(path, text, overrides, status);
   if (!status.ok()) return Finish(Transcript(), status);
+  ServeSchedule(schedule_csv, spec);
   return RunReleased([&](Transcript& t) { return RunCheck(spec, t); });
 }
 
@@ -163,10 +195,13 @@ PYBIND11_MODULE(_native, module) {
   module.doc() = "stagecraft's run library (use the stagecraft package, not this module)";
   using stagecraft::Answer;
   module.def("simulate", &stagecraft::PySimulate, py::arg("path"), py::arg("text"),
+             py::arg("overrides"), py::arg("schedule_csv"));
+  module.def("schedule", &stagecraft::PySchedule, py::arg("path"), py::arg("text"),
              py::arg("overrides"));
   module.def("derive", &stagecraft::PyDerive, py::arg("path"), py::arg("text"), py::arg("overrides"));
   module.def("memory", &stagecraft::PyMemory, py::arg("path"), py::arg("text"), py::arg("overrides"));
-  module.def("check", &stagecraft::PyCheck, py::arg("path"), py::arg("text"), py::arg("overrides"));
+  module.def("check", &stagecraft::PyCheck, py::arg("path"), py::arg("text"), py::arg("overrides"),
+             py::arg("schedule_csv"));
   module.def("plan", &stagecraft::PyPlan, py::arg("path"), py::arg("text"), py::arg("overrides"),
              py::arg("gpus"), py::arg("global_batch"), py::arg("engine"), py::arg("top"));
 }

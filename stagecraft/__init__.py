@@ -19,7 +19,8 @@ import os
 import re
 import sys
 
-__all__ = ["simulate", "check", "derive", "memory", "plan", "StagecraftError", "Result"]
+__all__ = ["simulate", "check", "derive", "memory", "plan", "schedule", "StagecraftError",
+           "Result"]
 
 
 def _load_native():
@@ -98,9 +99,25 @@ def _answer(result, as_json=True):
     return Result(json.loads(answer)) if as_json else answer
 
 
-def simulate(path=None, *, text=None, config=None, **overrides):
-    """`stagecraft simulate --json`: the run's metrics, memory verdict and assumptions."""
-    return _answer(_native.simulate(*_source(path, text, config), _overrides(overrides)))
+def _csv(schedule):
+    """A schedule as torch.distributed.pipelining's CSV: text, or a list of ranks' action lists."""
+    if schedule is None or isinstance(schedule, str):
+        return schedule
+    return "".join(",".join(rank) + "\n" for rank in schedule)
+
+
+def schedule(path=None, *, text=None, config=None, **overrides):
+    """The schedule a run would simulate: one list of actions per rank ("0F0", "1B3", ...).
+    Edit it and hand it to simulate(..., schedule=...) or check(..., schedule=...)."""
+    csv = _answer(_native.schedule(*_source(path, text, config), _overrides(overrides)), False)
+    return [line.split(",") if line else [] for line in csv.splitlines()]
+
+
+def simulate(path=None, *, text=None, config=None, schedule=None, **overrides):
+    """`stagecraft simulate --json`: the run's metrics, memory verdict and assumptions; with
+    `schedule` (rank lists or CSV text) that order instead of the generator's."""
+    return _answer(_native.simulate(*_source(path, text, config), _overrides(overrides),
+                                    _csv(schedule)))
 
 
 def derive(path=None, *, text=None, config=None, **overrides):
@@ -113,9 +130,10 @@ def memory(path=None, *, text=None, config=None, **overrides):
     return _answer(_native.memory(*_source(path, text, config), _overrides(overrides)))
 
 
-def check(path=None, *, text=None, config=None, **overrides):
+def check(path=None, *, text=None, config=None, schedule=None, **overrides):
     """`stagecraft check`: its report as text; violations raise (kind "violation"/"deadlock")."""
-    return _answer(_native.check(*_source(path, text, config), _overrides(overrides)), False)
+    return _answer(_native.check(*_source(path, text, config), _overrides(overrides),
+                                 _csv(schedule)), False)
 
 
 def plan(path=None, *, gpus, global_batch_size, engine="any", top=10, text=None, config=None,

@@ -89,3 +89,21 @@ def test_notebook_plan_then_simulate_then_memory():
     print("best plan:", best.to_dict())
     print("memory:", run.memory.to_dict())
     assert run.memory.fits is not None
+
+
+def test_a_schedule_edited_in_python():
+    os.chdir(ROOT)
+    path = "examples/uniform-study.yaml"
+    ranks = stagecraft.schedule(path, pp=2, microbatches=2)
+    assert ranks == [["0F0", "0F1", "0B0", "0B1"], ["1F0", "1B0", "1F1", "1B1"]]
+    same = stagecraft.simulate(path, pp=2, microbatches=2, schedule=ranks)
+    assert same.makespan_ms == stagecraft.simulate(path, pp=2, microbatches=2).makespan_ms
+    # Rank 0 runs backward 0 before forward 1's: 1F1B's order with no warm-up, still sound.
+    edited = [["0F0", "0B0", "0F1", "0B1"], ranks[1]]
+    assert "check: ok" in stagecraft.check(path, pp=2, microbatches=2, schedule=edited)
+    assert stagecraft.simulate(path, pp=2, microbatches=2, schedule=edited).makespan_ms > 0
+    # Backward before its forward: a violation, raised with its kind.
+    broken = [["0B0", "0F0", "0F1", "0B1"], ranks[1]]
+    with pytest.raises(stagecraft.StagecraftError) as error:
+        stagecraft.check(path, pp=2, microbatches=2, schedule=broken)
+    assert error.value.kind in ("violation", "deadlock")

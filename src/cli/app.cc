@@ -8,6 +8,8 @@
 
 #include "analysis/metrics.h"
 #include "cli/help_footers.h"
+#include "fault/checkpoint_report.h"
+#include "fault/goodput.h"
 #include "plan/plan.h"
 #include "run/commands.h"
 #include "core/suggest.h"
@@ -155,7 +157,7 @@ CLI::App* AddBenchCommand(CLI::App& app, RunSpec& flags, BenchSpec& bench_flags)
 const std::vector<std::string> kCommands = {"simulate", "check",           "derive",
                                             "list",     "bench-schedules", "comm",
                                             "memory",   "multimodal",      "validate",
-                                            "plan"};
+                                            "plan",     "checkpoint",      "goodput"};
 
 CLI::App* AddCommCommand(CLI::App& app, CommSpec& flags) {
   CLI::App* comm = app.add_subcommand(
@@ -217,6 +219,53 @@ CLI::App* AddPlanCommand(CLI::App& app, PlanSpec& plan, std::string& engine, boo
       ->type_name("FRACTION");
   command->add_flag("--json", json, "print one JSON object");
   command->footer(PlanHelpFooter());
+  return command;
+}
+
+// `checkpoint`: the run flags, the manifest's own.
+CLI::App* AddCheckpointCommand(CLI::App& app, CheckpointSpec& spec) {
+  CLI::App* command = app.add_subcommand(
+      "checkpoint", "what a checkpoint of this layout holds per device, and whether it resumes "
+                    "exactly");
+  AddRunFlags(*command, spec.run);
+  command->add_option("--reshard-to", spec.reshard_to, "resume on the layout of OTHER.yaml")
+      ->type_name("OTHER");
+  command->add_option("--omit", spec.omit, "leave these entries out (resume-exactness check)")
+      ->type_name("NAME,...");
+  command->add_flag("--json", spec.json, "print one JSON object");
+  command->footer(CheckpointHelpFooter());
+  return command;
+}
+
+// `goodput`: failures, the checkpoint interval and the share of the run that trains.
+CLI::App* AddGoodputCommand(CLI::App& app, GoodputSpec& spec) {
+  CLI::App* command = app.add_subcommand(
+      "goodput", "failures, the best checkpoint interval (Young, Daly, exact), ETTR and goodput");
+  command->add_option("config", spec.config_path, "YAML config: the GPUs of the job (optional)");
+  const auto option = [&](const char* flag, std::optional<std::string>& field, const char* type,
+                          const char* help) { command->add_option(flag, field, help)->type_name(type); };
+  option("--gpus", spec.gpus, "N", "GPUs of the job (default: the config's world)");
+  option("--gpus-per-node", spec.gpus_per_node, "G", "GPUs per node (default 8 or the config's)");
+  option("--failures-per-1000-node-days", spec.failures_per_1000_node_days, "R",
+         "failure rate per node (Meta RSC-1: 6.5)");
+  option("--mtbf-hours", spec.mtbf_hours, "H", "the job's own mean time between failures");
+  option("--failure-preset", spec.failure_preset, "NAME",
+         "llama3-405b (default) or meta-rsc1");
+  option("--checkpoint-blocking", spec.checkpoint_blocking, "T",
+         "time a save stops training (required)");
+  option("--checkpoint-persist", spec.checkpoint_persist, "T",
+         "background write after it (async saves; default 0)");
+  option("--restart", spec.restart, "T",
+         "failure to training again: detection, scheduling, init, load (required)");
+  option("--interval", spec.interval, "T", "checkpoint interval (default: the optimum)");
+  option("--days", spec.days, "D", "days of failure-free training (default 30)");
+  option("--monte-carlo", spec.monte_carlo, "RUNS", "simulate the run RUNS times");
+  option("--seed", spec.seed, "S", "seed of the Monte Carlo and the overflow draw (default 1)");
+  option("--weibull-shape", spec.weibull_shape, "K", "Weibull failure times (default 1)");
+  option("--fp16-overflow-probability", spec.fp16_overflow, "P",
+         "loss-scale overflows per step: skipped steps (default 0)");
+  command->add_flag("--json", spec.json, "print one JSON object");
+  command->footer(GoodputHelpFooter());
   return command;
 }
 
@@ -479,8 +528,12 @@ int RunCli(int argc, const char* const* argv, std::ostream& out, std::ostream& e
   std::string plan_engine = "any";
   bool plan_json = false;
   CLI::App* plan = AddPlanCommand(app, plan_spec, plan_engine, plan_json);
-  for (CLI::App* command :
-       {simulate, check, derive, list, bench, comm, memory, multimodal, validate, plan}) {
+  CheckpointSpec checkpoint_spec;
+  CLI::App* checkpoint = AddCheckpointCommand(app, checkpoint_spec);
+  GoodputSpec goodput_spec;
+  CLI::App* goodput = AddGoodputCommand(app, goodput_spec);
+  for (CLI::App* command : {simulate, check, derive, list, bench, comm, memory, multimodal,
+                            validate, plan, checkpoint, goodput}) {
     command->allow_extras();
   }
 
@@ -525,6 +578,8 @@ int RunCli(int argc, const char* const* argv, std::ostream& out, std::ostream& e
                         : *comm     ? RunComm(comm_flags, transcript)
                         : *memory   ? RunMemory(flags, memory_json, transcript)
                         : *validate ? RunValidate(validate_flags, transcript)
+                        : *checkpoint ? RunCheckpoint(checkpoint_spec, transcript)
+                        : *goodput  ? RunGoodput(goodput_spec, transcript)
                                     : RunList(list_what, transcript);
   return Finish(transcript, status, out, err);
 }

@@ -1,0 +1,115 @@
+#include "fault/checkpoint_manifest.h"
+
+#include <algorithm>
+
+#include "core/suggest.h"
+#include "memory/model_states.h"
+
+namespace stagecraft {
+namespace {
+
+// Bytes of the small states (per device). Sources:
+//   torch.get_rng_state(): the CPU generator's mt19937 state, a 5056-byte ByteTensor;
+//   torch.cuda.get_rng_state(): Philox seed and offset, 16 bytes;
+//   Megatron's CudaRNGStatesTracker ("model-parallel-rng"): one more CUDA state per device, so
+//   dropout inside tensor-parallel regions differs across tp ranks and repeats on resume;
+//   GradScaler.state_dict(): scale, growth factor, backoff, interval, tracker: 5 numbers.
+constexpr double kCpuRngBytes = 5056;
+constexpr double kCudaRngBytes = 16;
+constexpr double kScalarBytes = 8;
+
+std::vector<ManifestEntry> DeviceEntries(const ParallelSpec& parallel, const RankMemory& memory) {
+  const BytesPerParam per_param = ModelStateBytesPerParam(parallel.precision);
+  // Adam's m and v are fp32 (4 B each); the rest of the optimizer state is the fp32 master copy.
+  const double optimizer = memory.states.optimizer;
+  const double moment = per_param.optimizer > 0 ? optimizer * 4.0 / per_param.optimizer : 0;
+  std::vector<ManifestEntry> entries = {
+      {"weights", memory.states.parameters, true, true,
+       "the model's parameters: the resumed run starts from other weights"},
+      {"master-weights", optimizer - 2 * moment, true, true,
+       "the fp32 master copy: rounding the bf16 weights up loses the low bits of every update"},
+      {"adam-m", moment, true, true, "Adam's first moment: the next updates differ"},
+      {"adam-v", moment, true, true, "Adam's second moment: the next updates differ"},
+      {"optimizer-step", kScalarBytes, true, true,
+       "Adam's step count: bias correction restarts as at step 1"},
+      {"gradients", memory.states.gradients, false, false,
+       "not needed: the next step's backward recomputes them"},
+      {"lr-scheduler", 2 * kScalarBytes, true, true,
+       "the scheduler's step and last rate: warm-up and decay restart"},
+      {"rng-cpu", kCpuRngBytes, true, true,
+       "the CPU generator: data augmentation and sampling draw other numbers"},
+      {"rng-cuda", kCudaRngBytes, true, true,
+       "the device generator: dropout masks differ from the uninterrupted run"},
+      {"data-position", 2 * kScalarBytes, true, true,
+       "samples consumed and the epoch of this data-parallel rank: the run sees data again or "
+       "skips it"},
+  };
+  if (parallel.tp > 1) {
+    entries.push_back({"rng-tp", kCudaRngBytes, true, true,
+                       "the tensor-parallel RNG tracker: dropout inside tp regions differs"});
+  }
+  if (parallel.precision == TrainingPrecision::kFp16) {
+    entries.push_back({"loss-scaler", 5 * kScalarBytes, true, true,
+                       "the loss scale and its growth tracker: a restart at 2^16 skips steps the "
+                       "uninterrupted run does not"});
+  }
+  return entries;
+}
+
+}  // namespace
+
+std::vector<std::string> ManifestEntryNames() {
+  ParallelSpec every;
+  every.tp = 2;
+  every.precision = TrainingPrecision::kFp16;
+  std::vector<std::string> names;
+  for (const ManifestEntry& entry : DeviceEntries(every, RankMemory{})) names.push_back(entry.name);
+  return names;
+}
+
+Result<CheckpointManifest> BuildManifest(const PreparedRun& run, const MemoryReport& memory,
+                                         const std::vector<std::string>& omit) {
+  const ParallelSpec& parallel = run.config.parallel;
+  const std::vector<std::string> names = ManifestEntryNames();
+  for (const std::string& name : omit) {
+    if (std::find(names.begin(), names.end(), name) == names.end()) {
+      return Error{"--omit: unknown entry '" + name + "'" + DidYouMean(name, names) +
+                   " (expected " + JoinChoices(names) + ")"};
+    }
+  }
+  CheckpointManifest manifest;
+  const int64_t replicas = static_cast<int64_t>(parallel.dp) * parallel.cp;
+  manifest.devices_per_rank = static_cast<int64_t>(parallel.tp) * replicas;
+  manifest.files = manifest.devices_per_rank * parallel.pp + 1;
+  const int64_t shard = std::max<int64_t>(1, memory.shard_ranks);
+  // Copies of each entry over the data-parallel group: sharded states exist once, the rest on
+  // every replica (written once: DCP deduplicates, Megatron's fully parallel save splits them).
+  const int32_t zero = memory.zero_stage;
+  for (const RankMemory& device : memory.ranks) {
+    RankManifest row;
+    row.rank = device.rank;
+    row.entries = DeviceEntries(parallel, device);
+    row.model_state_bytes = device.states.total();
+    for (ManifestEntry& entry : row.entries) {
+      if (std::find(omit.begin(), omit.end(), entry.name) != omit.end()) entry.saved = false;
+      if (!entry.saved) continue;
+      row.saved_bytes += entry.bytes;
+      const bool optimizer_state =
+          entry.name == "master-weights" || entry.name == "adam-m" || entry.name == "adam-v";
+      const bool sharded = (entry.name == "weights" && zero >= 3) || (optimizer_state && zero >= 1);
+      const bool per_device = entry.name.rfind("rng-", 0) == 0 || entry.name == "data-position";
+      const double unique_per_stage =
+          per_device ? entry.bytes * static_cast<double>(manifest.devices_per_rank)
+          : sharded  ? entry.bytes * static_cast<double>(parallel.tp) * static_cast<double>(shard)
+                     : entry.bytes * static_cast<double>(parallel.tp);
+      manifest.total_bytes += unique_per_stage;
+    }
+    manifest.ranks.push_back(std::move(row));
+  }
+  for (const ManifestEntry& entry : manifest.ranks.front().entries) {
+    if (entry.needed && !entry.saved) manifest.missing.push_back(entry);
+  }
+  return manifest;
+}
+
+}  // namespace stagecraft

@@ -1,0 +1,249 @@
+#include "fault/goodput.h"
+
+#include <cmath>
+#include <cstdlib>
+#include <vector>
+
+#include "core/units.h"
+#include "fault/failure_rates.h"
+#include "precision/loss_scaler.h"
+#include "run/run_setup.h"
+
+namespace stagecraft {
+
+Result<double> ParsePositive(const std::string& flag, const std::string& text,
+                             const std::string& expected) {
+  char* end = nullptr;
+  const double value = std::strtod(text.c_str(), &end);
+  if (text.empty() || end != text.c_str() + text.size() || !std::isfinite(value)) {
+    return Error{flag + ": '" + text + "' is not a number (expected " + expected + ")"};
+  }
+  if (value <= 0) {
+    return Error{flag + ": must be above zero, got " + text + " (expected " + expected + ")"};
+  }
+  return value;
+}
+
+Result<double> ParseSeconds(const std::string& flag, const std::string& text) {
+  const std::string expected = "a duration such as 0.6s, 51s, 3min or 2h; a bare number is ms";
+  for (const auto& [unit, seconds] : {std::pair<const char*, double>{"min", 60.0}, {"h", 3600.0}}) {
+    const std::string suffix = unit;
+    if (text.size() > suffix.size() &&
+        text.compare(text.size() - suffix.size(), suffix.size(), suffix) == 0) {
+      auto value = ParsePositive(flag, text.substr(0, text.size() - suffix.size()), expected);
+      if (!value.ok()) return value.error();
+      return value.value() * seconds;
+    }
+  }
+  auto time = ParseDuration(text);
+  if (!time.ok()) return Error{flag + ": " + time.error().message + " (expected " + expected + ")"};
+  if (time.value().ns() < 0) {
+    return Error{flag + ": must not be negative, got " + text + " (expected " + expected + ")"};
+  }
+  return static_cast<double>(time.value().ns()) / 1e9;
+}
+
+namespace {
+
+// The GPUs of the job and of a node: flags first, then the config's layout.
+Status ResolveGpus(const GoodputSpec& spec, GoodputResult& result) {
+  if (!spec.config_path.empty()) {
+    RunSpec run;
+    run.config_path = spec.config_path;
+    auto prepared = PrepareRun(run);
+    if (!prepared.ok()) return prepared.error();
+    const Config& config = prepared.value().config;
+    const ParallelSpec& parallel = config.parallel;
+    result.gpus = static_cast<int64_t>(parallel.pp) * parallel.tp * parallel.dp * parallel.cp;
+    if (config.cluster.given) result.gpus_per_node = config.cluster.devices_per_node;
+  }
+  if (spec.gpus) {
+    auto gpus = ParsePositive("--gpus", *spec.gpus, "a whole number of GPUs, e.g. 16384");
+    if (!gpus.ok()) return gpus.error();
+    if (gpus.value() != std::floor(gpus.value()) || gpus.value() > 1e9) {
+      return Error{"--gpus: expected a whole number of GPUs up to 10^9, got " + *spec.gpus};
+    }
+    result.gpus = static_cast<int64_t>(gpus.value());
+  }
+  if (spec.gpus_per_node) {
+    auto per_node = ParsePositive("--gpus-per-node", *spec.gpus_per_node, "a whole number, e.g. 8");
+    if (!per_node.ok()) return per_node.error();
+    result.gpus_per_node = static_cast<int64_t>(per_node.value());
+  }
+  if (result.gpus == 0) {
+    return Error{
+        "goodput: the job's size is unknown: give --gpus N or a CONFIG (e.g. "
+        "'stagecraft goodput --gpus 16384 --checkpoint-blocking 0.6s --restart 189s')"};
+  }
+  result.nodes = (result.gpus + result.gpus_per_node - 1) / result.gpus_per_node;
+  return Status::Ok();
+}
+
+// The job's mean time to failure from one of the three ways of giving it.
+Status ResolveMttf(const GoodputSpec& spec, GoodputResult& result) {
+  const int given = (spec.failures_per_1000_node_days ? 1 : 0) + (spec.mtbf_hours ? 1 : 0) +
+                    (spec.failure_preset ? 1 : 0);
+  if (given > 1) {
+    return Error{
+        "goodput: give the failure rate one way: --failures-per-1000-node-days, "
+        "--mtbf-hours or --failure-preset (got " +
+        std::to_string(given) + ")"};
+  }
+  if (spec.mtbf_hours) {
+    auto hours = ParsePositive("--mtbf-hours", *spec.mtbf_hours, "the job's MTBF in hours, e.g. 3");
+    if (!hours.ok()) return hours.error();
+    result.rate_source = "--mtbf-hours";
+    result.mttf_s = hours.value() * 3600.0;
+    return Status::Ok();
+  }
+  if (spec.failures_per_1000_node_days) {
+    auto rate = ParsePositive("--failures-per-1000-node-days", *spec.failures_per_1000_node_days,
+                              "failures per 1000 node-days, e.g. 6.5 (Meta RSC-1)");
+    if (!rate.ok()) return rate.error();
+    result.rate_source = "--failures-per-1000-node-days";
+    result.per_1000_node_days = rate.value();
+  } else {
+    auto preset = FindFailureRatePreset(spec.failure_preset.value_or("llama3-405b"));
+    if (!preset.ok()) return preset.error();
+    result.rate_source = preset.value().name;
+    result.per_1000_node_days = preset.value().PerThousandNodeDays();
+  }
+  result.mttf_s = JobMttfHours(result.per_1000_node_days, result.nodes) * 3600.0;
+  return Status::Ok();
+}
+
+Status ResolveCosts(const GoodputSpec& spec, GoodputResult& result) {
+  if (!spec.checkpoint_blocking || !spec.restart) {
+    return Error{std::string("goodput: missing ") +
+                 (!spec.checkpoint_blocking ? "--checkpoint-blocking" : "--restart") +
+                 " (expected the time a save stops training and the time from a failure to "
+                 "training again, e.g. --checkpoint-blocking 0.6s --restart 189s)"};
+  }
+  auto blocking = ParseSeconds("--checkpoint-blocking", *spec.checkpoint_blocking);
+  if (!blocking.ok()) return blocking.error();
+  if (blocking.value() <= 0) {
+    return Error{"--checkpoint-blocking: must be above zero, got " + *spec.checkpoint_blocking +
+                 " (a save that costs nothing needs no interval; expected e.g. 0.6s)"};
+  }
+  result.costs.blocking_s = blocking.value();
+  if (spec.checkpoint_persist) {
+    auto persist = ParseSeconds("--checkpoint-persist", *spec.checkpoint_persist);
+    if (!persist.ok()) return persist.error();
+    result.costs.persist_s = persist.value();
+  }
+  auto restart = ParseSeconds("--restart", *spec.restart);
+  if (!restart.ok()) return restart.error();
+  result.costs.restart_s = restart.value();
+  return Status::Ok();
+}
+
+Status ResolveInterval(const GoodputSpec& spec, GoodputResult& result) {
+  const double mttf = result.mttf_s;
+  const CheckpointCosts& costs = result.costs;
+  result.young_s = YoungInterval(costs.blocking_s, mttf);
+  result.daly_first_s = DalyFirstOrderInterval(costs.blocking_s, mttf, costs.restart_s);
+  result.daly_higher_s = DalyHigherOrderInterval(costs.blocking_s, mttf);
+  result.optimal_s = ExactOptimalInterval(costs, mttf, costs.persist_s);
+  result.interval_s = result.optimal_s;
+  if (spec.interval) {
+    auto interval = ParseSeconds("--interval", *spec.interval);
+    if (!interval.ok()) return interval.error();
+    const double save = std::max(costs.blocking_s, costs.persist_s);
+    if (interval.value() < save) {
+      return Error{"--interval: " + *spec.interval + " is shorter than the save it follows (" +
+                   FormatFixed(save, 3) + " s: blocking " + FormatFixed(costs.blocking_s, 3) +
+                   " s, persist " + FormatFixed(costs.persist_s, 3) +
+                   " s); a save would still run when the next one starts (expected at least " +
+                   FormatFixed(save, 3) + "s; the best interval here is " +
+                   FormatFixed(result.optimal_s, 1) + "s)"};
+    }
+    result.interval_s = interval.value();
+    result.interval_given = true;
+  }
+  return Status::Ok();
+}
+
+// fp16 loss-scale overflows: each skips an optimizer step (precision/loss_scaler.h,
+// PyTorch's GradScaler defaults), drawn per step with the given probability.
+Status ResolveSkippedSteps(const GoodputSpec& spec, uint64_t seed, GoodputResult& result) {
+  if (!spec.fp16_overflow) return Status::Ok();
+  auto probability = ParsePositive("--fp16-overflow-probability", *spec.fp16_overflow,
+                                   "a probability per step in (0, 1), e.g. 0.001");
+  if (!probability.ok()) return probability.error();
+  if (probability.value() >= 1.0) {
+    return Error{"--fp16-overflow-probability: must be below 1, got " + *spec.fp16_overflow +
+                 " (expected a probability per step in (0, 1), e.g. 0.001)"};
+  }
+  constexpr int64_t kSteps = 100000;  // enough for a share to 3 decimals at p >= 0.001
+  SplitMix64 random(seed);
+  std::vector<int64_t> overflows;
+  for (int64_t step = 0; step < kSteps; ++step) {
+    if (random.NextOpenUnit() < probability.value()) overflows.push_back(step);
+  }
+  const LossScalingRun run = SimulateLossScaling(TorchGradScalerConfig(), kSteps, overflows);
+  result.scaler_steps = run.steps;
+  result.skipped_step_share = static_cast<double>(run.skipped) / static_cast<double>(run.steps);
+  return Status::Ok();
+}
+
+Status RunMonteCarlo(const GoodputSpec& spec, uint64_t seed, GoodputResult& result) {
+  if (spec.weibull_shape) {
+    auto shape = ParsePositive("--weibull-shape", *spec.weibull_shape,
+                               "the Weibull shape k, e.g. 0.7; 1 is exponential");
+    if (!shape.ok()) return shape.error();
+    result.weibull_shape = shape.value();
+  }
+  if (!spec.monte_carlo) return Status::Ok();
+  auto runs = ParsePositive("--monte-carlo", *spec.monte_carlo,
+                            "a whole number of simulated runs, 1 to 1000000, e.g. 10000");
+  if (!runs.ok()) return runs.error();
+  if (runs.value() != std::floor(runs.value()) || runs.value() > 1e6) {
+    return Error{"--monte-carlo: expected a whole number of simulated runs, 1 to 1000000, got " +
+                 *spec.monte_carlo};
+  }
+  MonteCarloSpec simulation;
+  simulation.runs = static_cast<int64_t>(runs.value());
+  simulation.seed = seed;
+  simulation.work_s = result.days * 86400.0;
+  simulation.interval_s = result.interval_s;
+  simulation.costs = result.costs;
+  simulation.mttf_s = result.mttf_s;
+  simulation.weibull_shape = result.weibull_shape;
+  result.monte_carlo = SimulateFailures(simulation);
+  return Status::Ok();
+}
+
+}  // namespace
+
+Result<GoodputResult> ComputeGoodput(const GoodputSpec& spec) {
+  GoodputResult result;
+  STAGECRAFT_RETURN_IF_ERROR(ResolveGpus(spec, result));
+  STAGECRAFT_RETURN_IF_ERROR(ResolveMttf(spec, result));
+  STAGECRAFT_RETURN_IF_ERROR(ResolveCosts(spec, result));
+  STAGECRAFT_RETURN_IF_ERROR(ResolveInterval(spec, result));
+  if (spec.days) {
+    auto days = ParsePositive("--days", *spec.days, "days of failure-free training, e.g. 54");
+    if (!days.ok()) return days.error();
+    if (days.value() > 3650) return Error{"--days: expected at most 3650 days, got " + *spec.days};
+    result.days = days.value();
+  }
+  uint64_t seed = 1;
+  if (spec.seed) {
+    char* end = nullptr;
+    const unsigned long long value = std::strtoull(spec.seed->c_str(), &end, 10);
+    if (spec.seed->empty() || (*spec.seed)[0] == '-' ||
+        end != spec.seed->c_str() + spec.seed->size()) {
+      return Error{"--seed: '" + *spec.seed + "' is not a whole number (expected 0 to 2^64-1)"};
+    }
+    seed = value;
+  }
+  result.ettr = ExactEttr(result.interval_s, result.costs, result.mttf_s);
+  result.shares = ExactWasteShares(result.interval_s, result.costs, result.mttf_s);
+  result.wall_days = result.days / result.ettr;
+  result.failures = result.wall_days * 86400.0 / result.mttf_s;
+  STAGECRAFT_RETURN_IF_ERROR(ResolveSkippedSteps(spec, seed, result));
+  STAGECRAFT_RETURN_IF_ERROR(RunMonteCarlo(spec, seed, result));
+  return result;
+}
+
+}  // namespace stagecraft

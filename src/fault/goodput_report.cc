@@ -1,0 +1,109 @@
+// `stagecraft goodput` as text and as JSON (fault/goodput.h).
+#include <ostream>
+
+#include "core/units.h"
+#include "fault/goodput.h"
+#include "report/json_writer.h"
+
+namespace stagecraft {
+namespace {
+
+std::string Seconds(double seconds) { return FormatFixed(seconds, 1) + " s"; }
+
+void WriteJson(const GoodputResult& result, std::ostream& out) {
+  JsonWriter writer(/*pretty=*/true);
+  writer.BeginObject();
+  writer.Key("gpus").Int(result.gpus);
+  writer.Key("nodes").Int(result.nodes);
+  writer.Key("failure_rate_source").String(result.rate_source);
+  writer.Key("failures_per_1000_node_days").Fixed(result.per_1000_node_days, 4);
+  writer.Key("mttf_hours").Fixed(result.mttf_s / 3600.0, 4);
+  writer.Key("checkpoint_blocking_s").Fixed(result.costs.blocking_s, 3);
+  writer.Key("checkpoint_persist_s").Fixed(result.costs.persist_s, 3);
+  writer.Key("restart_s").Fixed(result.costs.restart_s, 3);
+  writer.Key("young_interval_s").Fixed(result.young_s, 3);
+  writer.Key("daly_first_order_interval_s").Fixed(result.daly_first_s, 3);
+  writer.Key("daly_interval_s").Fixed(result.daly_higher_s, 3);
+  writer.Key("optimal_interval_s").Fixed(result.optimal_s, 3);
+  writer.Key("interval_s").Fixed(result.interval_s, 3);
+  writer.Key("ettr").Fixed(result.ettr, 6);
+  writer.Key("waste").BeginObject();
+  writer.Key("checkpoint").Fixed(result.shares.checkpoint, 6);
+  writer.Key("restart").Fixed(result.shares.restart, 6);
+  writer.Key("lost_work").Fixed(result.shares.lost_work, 6);
+  writer.EndObject();
+  writer.Key("skipped_step_share").Fixed(result.skipped_step_share, 6);
+  writer.Key("days").Fixed(result.days, 3);
+  writer.Key("wall_days").Fixed(result.wall_days, 3);
+  writer.Key("expected_failures").Fixed(result.failures, 1);
+  if (result.monte_carlo) {
+    const MonteCarloResult& simulated = *result.monte_carlo;
+    writer.Key("monte_carlo").BeginObject();
+    writer.Key("runs").Int(simulated.runs);
+    writer.Key("weibull_shape").Fixed(result.weibull_shape, 3);
+    writer.Key("mean_ettr").Fixed(simulated.mean_ettr, 6);
+    writer.Key("stddev_ettr").Fixed(simulated.stddev_ettr, 6);
+    writer.Key("mean_failures").Fixed(simulated.mean_failures, 2);
+    writer.EndObject();
+  }
+  writer.EndObject();
+  out << writer.text() << "\n";
+}
+
+void WriteText(const GoodputResult& result, std::ostream& out) {
+  out << "stagecraft goodput: " << result.gpus << " GPUs (" << result.nodes << " nodes of "
+      << result.gpus_per_node << ")\n";
+  out << "  failures        ";
+  if (result.per_1000_node_days > 0) {
+    out << FormatFixed(result.per_1000_node_days, 3) << " per 1000 node-days ("
+        << result.rate_source << ")";
+  } else {
+    out << "the job's MTBF (" << result.rate_source << ")";
+  }
+  out << ": MTTF " << FormatFixed(result.mttf_s / 3600.0, 3) << " h\n";
+  const CheckpointCosts& costs = result.costs;
+  out << "  checkpoint      blocking " << FormatFixed(costs.blocking_s, 3) << " s, persist "
+      << FormatFixed(costs.persist_s, 3) << " s"
+      << (costs.persist_s > 0 ? " (asynchronous)" : " (synchronous)") << "; restart "
+      << FormatFixed(costs.restart_s, 3) << " s\n";
+  out << "  interval        Young " << Seconds(result.young_s) << ", Daly first-order "
+      << Seconds(result.daly_first_s) << ", Daly higher-order " << Seconds(result.daly_higher_s)
+      << ", exact optimum " << Seconds(result.optimal_s) << "\n";
+  out << "  ettr            " << FormatFixed(result.ettr, 4) << " at " << Seconds(result.interval_s)
+      << (result.interval_given ? " (--interval)" : " (the optimum)") << "\n";
+  out << "  wall time       checkpoint " << FormatFixed(result.shares.checkpoint, 4) << ", restart "
+      << FormatFixed(result.shares.restart, 4) << ", lost work "
+      << FormatFixed(result.shares.lost_work, 4) << "\n";
+  out << "  goodput         scheduling 1.0000 (queueing not modelled), runtime "
+      << FormatFixed(result.ettr, 4) << ", program "
+      << FormatFixed(1.0 - result.skipped_step_share, 4) << " (skipped fp16 steps "
+      << FormatFixed(result.skipped_step_share, 4) << "; MFU not included)\n";
+  out << "  run             " << FormatFixed(result.days, 1) << " days of training take "
+      << FormatFixed(result.wall_days, 2) << " days, " << FormatFixed(result.failures, 1)
+      << " failures expected\n";
+  if (result.monte_carlo) {
+    const MonteCarloResult& simulated = *result.monte_carlo;
+    out << "  monte carlo     " << simulated.runs << " runs"
+        << (result.weibull_shape == 1.0
+                ? std::string(" (exponential)")
+                : " (Weibull k " + FormatFixed(result.weibull_shape, 2) + ")")
+        << ": mean ettr " << FormatFixed(simulated.mean_ettr, 4) << " (sd "
+        << FormatFixed(simulated.stddev_ettr, 4) << "), " << FormatFixed(simulated.mean_failures, 1)
+        << " failures per run\n";
+  }
+}
+
+}  // namespace
+
+Status RunGoodput(const GoodputSpec& spec, Transcript& transcript) {
+  auto result = ComputeGoodput(spec);
+  if (!result.ok()) return result.error();
+  if (spec.json) {
+    WriteJson(result.value(), transcript.out());
+  } else {
+    WriteText(result.value(), transcript.out());
+  }
+  return Status::Ok();
+}
+
+}  // namespace stagecraft

@@ -1,0 +1,88 @@
+#include "fault/monte_carlo.h"
+
+#include <algorithm>
+#include <cmath>
+
+namespace stagecraft {
+
+uint64_t SplitMix64::Next() {
+  uint64_t z = (state_ += 0x9e3779b97f4a7c15ULL);
+  z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
+  z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
+  return z ^ (z >> 31);
+}
+
+double SplitMix64::NextOpenUnit() {
+  // The top 53 bits, shifted by half a step: (0, 1) exactly representable.
+  return (static_cast<double>(Next() >> 11) + 0.5) * 0x1.0p-53;
+}
+
+namespace {
+
+// Wall time of one run and the failures in it. A renewal process: each failure restarts the
+// clock of the next (memoryless for the exponential).
+struct RunTally {
+  double wall_s = 0;
+  int64_t failures = 0;
+};
+
+RunTally SimulateOneRun(const MonteCarloSpec& spec, double weibull_scale, SplitMix64& random) {
+  const double tau = spec.interval_s;
+  const double segment = tau + spec.costs.blocking_s;
+  const double inverse_shape = 1.0 / spec.weibull_shape;
+  RunTally tally;
+  double work_done = 0;
+  bool restarting = false;  // the run starts fresh; after a failure it restarts first
+  while (true) {
+    double available = weibull_scale * std::pow(-std::log(random.NextOpenUnit()), inverse_shape);
+    if (restarting) {
+      if (available < spec.costs.restart_s) {  // the restart itself failed
+        tally.wall_s += available;
+        ++tally.failures;
+        continue;
+      }
+      tally.wall_s += spec.costs.restart_s;
+      available -= spec.costs.restart_s;
+    }
+    const double work_left = spec.work_s - work_done;
+    const double full_segments = std::ceil(work_left / tau) - 1.0;
+    const double to_finish =
+        full_segments * segment + (work_left - full_segments * tau) + spec.costs.blocking_s;
+    if (available >= to_finish) {
+      tally.wall_s += to_finish;
+      return tally;
+    }
+    work_done += std::floor(available / segment) * tau;
+    tally.wall_s += available;
+    ++tally.failures;
+    restarting = true;
+  }
+}
+
+}  // namespace
+
+MonteCarloResult SimulateFailures(const MonteCarloSpec& spec) {
+  SplitMix64 random(spec.seed);
+  // Weibull with mean M: scale = M / Gamma(1 + 1/k).
+  const double scale = spec.mttf_s / std::tgamma(1.0 + 1.0 / spec.weibull_shape);
+  double sum = 0;
+  double sum_squares = 0;
+  double failures = 0;
+  for (int64_t run = 0; run < spec.runs; ++run) {
+    const RunTally tally = SimulateOneRun(spec, scale, random);
+    const double ettr = spec.work_s / tally.wall_s;
+    sum += ettr;
+    sum_squares += ettr * ettr;
+    failures += static_cast<double>(tally.failures);
+  }
+  const auto runs = static_cast<double>(spec.runs);
+  MonteCarloResult result;
+  result.runs = spec.runs;
+  result.mean_ettr = sum / runs;
+  result.stddev_ettr =
+      std::sqrt(std::max(0.0, sum_squares / runs - result.mean_ettr * result.mean_ettr));
+  result.mean_failures = failures / runs;
+  return result;
+}
+
+}  // namespace stagecraft

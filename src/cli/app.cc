@@ -154,10 +154,9 @@ CLI::App* AddBenchCommand(CLI::App& app, RunSpec& flags, BenchSpec& bench_flags)
   return bench;
 }
 
-const std::vector<std::string> kCommands = {"simulate", "check",           "derive",
-                                            "list",     "bench-schedules", "comm",
-                                            "memory",   "multimodal",      "validate",
-                                            "plan",     "checkpoint",      "goodput"};
+const std::vector<std::string> kCommands = {"simulate",        "check", "derive",     "list",
+                                            "bench-schedules", "comm",  "memory",     "multimodal",
+                                            "validate",        "plan",  "checkpoint", "goodput"};
 
 CLI::App* AddCommCommand(CLI::App& app, CommSpec& flags) {
   CLI::App* comm = app.add_subcommand(
@@ -225,8 +224,7 @@ CLI::App* AddPlanCommand(CLI::App& app, PlanSpec& plan, std::string& engine, boo
 // `checkpoint`: the run flags, the manifest's own.
 CLI::App* AddCheckpointCommand(CLI::App& app, CheckpointSpec& spec) {
   CLI::App* command = app.add_subcommand(
-      "checkpoint", "what a checkpoint of this layout holds per device, and whether it resumes "
-                    "exactly");
+      "checkpoint", "what a checkpoint of this layout holds per device; does it resume exactly");
   AddRunFlags(*command, spec.run);
   command->add_option("--reshard-to", spec.reshard_to, "resume on the layout of OTHER.yaml")
       ->type_name("OTHER");
@@ -243,14 +241,15 @@ CLI::App* AddGoodputCommand(CLI::App& app, GoodputSpec& spec) {
       "goodput", "failures, the best checkpoint interval (Young, Daly, exact), ETTR and goodput");
   command->add_option("config", spec.config_path, "YAML config: the GPUs of the job (optional)");
   const auto option = [&](const char* flag, std::optional<std::string>& field, const char* type,
-                          const char* help) { command->add_option(flag, field, help)->type_name(type); };
+                          const char* help) {
+    command->add_option(flag, field, help)->type_name(type);
+  };
   option("--gpus", spec.gpus, "N", "GPUs of the job (default: the config's world)");
   option("--gpus-per-node", spec.gpus_per_node, "G", "GPUs per node (default 8 or the config's)");
   option("--failures-per-1000-node-days", spec.failures_per_1000_node_days, "R",
          "failure rate per node (Meta RSC-1: 6.5)");
   option("--mtbf-hours", spec.mtbf_hours, "H", "the job's own mean time between failures");
-  option("--failure-preset", spec.failure_preset, "NAME",
-         "llama3-405b (default) or meta-rsc1");
+  option("--failure-preset", spec.failure_preset, "NAME", "llama3-405b (default) or meta-rsc1");
   option("--checkpoint-blocking", spec.checkpoint_blocking, "T",
          "time a save stops training (required)");
   option("--checkpoint-persist", spec.checkpoint_persist, "T",
@@ -571,6 +570,14 @@ int RunCli(int argc, const char* const* argv, std::ostream& out, std::ostream& e
     const Status status = RunPlanCommand(plan_spec, plan_engine, plan_json, err, transcript);
     return Finish(transcript, status, out, err);
   }
+  if (*checkpoint) {
+    const Status status = RunCheckpoint(checkpoint_spec, transcript);
+    return Finish(transcript, status, out, err);
+  }
+  if (*goodput) {
+    const Status status = RunGoodput(goodput_spec, transcript);
+    return Finish(transcript, status, out, err);
+  }
   const Status status = *simulate   ? RunSimulate(flags, output, transcript)
                         : *check    ? RunCheck(flags, transcript)
                         : *derive   ? RunDerive(flags, derive_json, transcript)
@@ -578,8 +585,6 @@ int RunCli(int argc, const char* const* argv, std::ostream& out, std::ostream& e
                         : *comm     ? RunComm(comm_flags, transcript)
                         : *memory   ? RunMemory(flags, memory_json, transcript)
                         : *validate ? RunValidate(validate_flags, transcript)
-                        : *checkpoint ? RunCheckpoint(checkpoint_spec, transcript)
-                        : *goodput  ? RunGoodput(goodput_spec, transcript)
                                     : RunList(list_what, transcript);
   return Finish(transcript, status, out, err);
 }

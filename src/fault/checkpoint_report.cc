@@ -5,6 +5,7 @@
 
 #include "core/units.h"
 #include "fault/checkpoint_manifest.h"
+#include "fault/reshard.h"
 #include "report/json_writer.h"
 #include "run/simulate.h"
 
@@ -94,17 +95,75 @@ void WriteText(const PreparedRun& run, const CheckpointManifest& manifest, std::
   }
 }
 
+std::string Layout(int32_t tp, int32_t pp, int32_t dp) {
+  return "tp " + std::to_string(tp) + " x pp " + std::to_string(pp) + " x dp " + std::to_string(dp);
+}
+
+void WriteReshard(const PreparedRun& before, const PreparedRun& after, const ReshardPlan& plan,
+                  std::ostream& out) {
+  out << "stagecraft checkpoint: " << before.label << " resumed on " << after.label << "\n";
+  out << "  layouts         " << Layout(plan.old_tp, plan.old_pp, plan.old_dp) << " -> "
+      << Layout(plan.new_tp, plan.new_pp, plan.new_dp) << "\n";
+  out << "  coverage        "
+      << (plan.covers_exactly_once ? "every layer's parameters read exactly once"
+                                   : "BROKEN: a layer's ranges overlap or leave a gap")
+      << " (" << plan.layers << " layers, " << FormatFixed(plan.params / 1e9, 3)
+      << "e9 parameters)\n";
+  out << "  reads           new shard stage/tp <- old shard stage/tp: its layers, the range of "
+         "each layer's parameters, GiB (weights and optimizer state, "
+      << FormatFixed(plan.bytes_per_param, 0) << " B per parameter)\n";
+  for (const NewShard& shard : plan.shards) {
+    bool first = true;
+    for (const ShardRead& read : shard.reads) {
+      const std::string target = std::to_string(shard.stage) + "/" + std::to_string(shard.tp);
+      out << "    " << PadRight(first ? target : "", 6) << "<- " << read.old_stage << "/"
+          << read.old_tp << "  layers " << read.first_layer << "-" << read.last_layer << "  ["
+          << FormatFixed(read.begin_share, 4) << ", " << FormatFixed(read.end_share, 4) << ")  "
+          << FormatGib(read.params * plan.bytes_per_param) << "\n";
+      first = false;
+    }
+  }
+  out << "  moved           " << FormatGib(plan.params * plan.bytes_per_param)
+      << " GiB: each layer's weights and optimizer state read once per data-parallel group "
+         "(the other replicas get the weights by broadcast); the load time needs a storage "
+         "tier, not modelled yet\n";
+}
+
+// --reshard-to: the other layout must hold the model (memory), then the reads.
+Status RunReshard(const CheckpointSpec& spec, const PreparedRun& before, Transcript& transcript) {
+  RunSpec other;
+  other.config_path = *spec.reshard_to;
+  auto prepared = PrepareRun(other);
+  if (!prepared.ok()) return prepared.error();
+  const PreparedRun& after = prepared.value();
+  RunOutcome simulated;
+  STAGECRAFT_RETURN_IF_ERROR(SimulateRun(after, simulated, transcript.err()));
+  const MemoryReport memory = ComputeMemory(after, simulated);
+  if (!memory.verdict.fits) {
+    return MakeError(ErrorKind::kInfeasible,
+                     "--reshard-to: " + after.label +
+                         " cannot hold the model: " + OverCapacityMessage(after, memory.verdict));
+  }
+  auto plan = PlanReshard(before, after);
+  if (!plan.ok()) return plan.error();
+  WriteReshard(before, after, plan.value(), transcript.out());
+  return Status::Ok();
+}
+
 }  // namespace
 
 Status RunCheckpoint(const CheckpointSpec& spec, Transcript& transcript) {
-  if (spec.reshard_to) {
-    return Error{
-        "--reshard-to: resharding is not built yet (doc/fault-tolerance.md, "
-        "'Not modelled'); run 'stagecraft checkpoint' on each layout instead"};
-  }
   auto prepared = PrepareRun(spec.run);
   if (!prepared.ok()) return prepared.error();
   const PreparedRun& run = prepared.value();
+  if (spec.reshard_to) {
+    if (spec.json || !spec.omit.empty()) {
+      return Error{
+          "--reshard-to: prints text only and takes neither --json nor --omit (run "
+          "them without --reshard-to)"};
+    }
+    return RunReshard(spec, run, transcript);
+  }
   RunOutcome simulated;
   STAGECRAFT_RETURN_IF_ERROR(SimulateRun(run, simulated, transcript.err()));
   const MemoryReport memory = ComputeMemory(run, simulated);

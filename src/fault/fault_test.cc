@@ -11,6 +11,7 @@
 #include "fault/failure_rates.h"
 #include "fault/goodput.h"
 #include "fault/monte_carlo.h"
+#include "fault/reshard.h"
 #include "run/memory_verdict.h"
 #include "run/simulate.h"
 #include "testing/test_util.h"
@@ -196,6 +197,43 @@ TEST(CheckpointManifestTest, Llama405bSumsToMemoryStates) {
   ASSERT_TRUE(without.ok());
   ASSERT_EQ(without.value().missing.size(), 1u);
   EXPECT_TRUE(Contains(without.value().missing[0].diverges, "dropout"));
+}
+
+// Resharding TP 8 x PP 16 -> TP 4 x PP 8 (the acceptance case): every layer's parameters are
+// read exactly once, each new shard reads what it holds, and with TP halving each new
+// tensor-parallel rank reads two whole old ones.
+TEST(ReshardTest, Llama405bTp8Pp16ToTp4Pp8) {
+  RunSpec before;
+  before.config_path = std::string(STAGECRAFT_TESTS_DIR) + "/golden/data/llama-3-405b.yaml";
+  RunSpec after;
+  after.config_path = std::string(STAGECRAFT_TESTS_DIR) + "/golden/data/llama-3-405b-tp4-pp8.yaml";
+  auto old_run = PrepareRun(before);
+  auto new_run = PrepareRun(after);
+  ASSERT_TRUE(old_run.ok() && new_run.ok());
+  auto plan = PlanReshard(old_run.value(), new_run.value());
+  ASSERT_TRUE(plan.ok()) << plan.error().message;
+  EXPECT_TRUE(plan.value().covers_exactly_once);
+  ASSERT_EQ(plan.value().shards.size(), 8u * 4u);
+  double read = 0;
+  for (const NewShard& shard : plan.value().shards) {
+    double from_reads = 0;
+    std::vector<int32_t> old_tp_ranks;
+    for (const ShardRead& source : shard.reads) {
+      from_reads += source.params;
+      old_tp_ranks.push_back(source.old_tp);
+    }
+    EXPECT_DOUBLE_EQ(from_reads, shard.params);
+    for (const int32_t old_tp : old_tp_ranks) {
+      EXPECT_TRUE(old_tp == 2 * shard.tp || old_tp == 2 * shard.tp + 1) << old_tp;
+    }
+    read += shard.params;
+  }
+  EXPECT_DOUBLE_EQ(read, plan.value().params);
+  // The model's total counts the final norm's `hidden` weights, which no stage's parameters
+  // (parallel_plan's rank_params, memory's states) hold; the layers hold the rest exactly (each
+  // layer's count rounded to a whole parameter).
+  const double hidden = old_run.value().config.model.transformer.hidden;
+  EXPECT_NEAR(plan.value().params, old_run.value().parallel_plan.params - hidden, 64);
 }
 
 }  // namespace

@@ -1,5 +1,6 @@
 #include "fault/goodput.h"
 
+#include <algorithm>
 #include <cmath>
 #include <cstdlib>
 #include <vector>
@@ -36,7 +37,7 @@ Result<double> ParseSeconds(const std::string& flag, const std::string& text) {
     }
   }
   auto time = ParseDuration(text);
-  if (!time.ok()) return Error{flag + ": " + time.error().message + " (expected " + expected + ")"};
+  if (!time.ok()) return Error{flag + ": " + time.error().message + "; min and h work too"};
   if (time.value().ns() < 0) {
     return Error{flag + ": must not be negative, got " + text + " (expected " + expected + ")"};
   }
@@ -113,11 +114,15 @@ Status ResolveMttf(const GoodputSpec& spec, GoodputResult& result) {
 }
 
 Status ResolveCosts(const GoodputSpec& spec, GoodputResult& result) {
-  if (!spec.checkpoint_blocking || !spec.restart) {
-    return Error{std::string("goodput: missing ") +
-                 (!spec.checkpoint_blocking ? "--checkpoint-blocking" : "--restart") +
-                 " (expected the time a save stops training and the time from a failure to "
-                 "training again, e.g. --checkpoint-blocking 0.6s --restart 189s)"};
+  if (!spec.checkpoint_blocking) {
+    return Error{
+        "goodput: missing --checkpoint-blocking (the time a save stops training, e.g. "
+        "--checkpoint-blocking 0.6s)"};
+  }
+  if (!spec.restart) {
+    return Error{
+        "goodput: missing --restart (the time from a failure to training again: "
+        "detection, rescheduling, initialization, load; e.g. --restart 189s)"};
   }
   auto blocking = ParseSeconds("--checkpoint-blocking", *spec.checkpoint_blocking);
   if (!blocking.ok()) return blocking.error();

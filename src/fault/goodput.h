@@ -12,6 +12,7 @@
 #include "core/result.h"
 #include "fault/checkpoint_interval.h"
 #include "fault/monte_carlo.h"
+#include "io/files.h"
 #include "run/transcript.h"
 
 namespace stagecraft {
@@ -33,6 +34,9 @@ struct GoodputSpec {
   std::optional<std::string> weibull_shape;        // --weibull-shape K (default 1)
   std::optional<std::string> fp16_overflow;        // --fp16-overflow-probability P (default 0)
   bool json = false;                               // --json
+  bool what_if = false;        // --what-if: the rate x save table
+  std::string plot_path;       // --plot FILE: SVG of the waste against the interval; "" = none
+  Files files = LocalFiles();  // where --plot is written
 };
 
 // The answer, every time in seconds.

@@ -3,6 +3,7 @@
 
 #include "core/units.h"
 #include "fault/goodput.h"
+#include "fault/what_if.h"
 #include "report/json_writer.h"
 
 namespace stagecraft {
@@ -99,9 +100,15 @@ Status RunGoodput(const GoodputSpec& spec, Transcript& transcript) {
   auto result = ComputeGoodput(spec);
   if (!result.ok()) return result.error();
   if (spec.json) {
+    if (spec.what_if) return Error{"--what-if: a table for the text output; drop --json"};
     WriteJson(result.value(), transcript.out());
   } else {
     WriteText(result.value(), transcript.out());
+    if (spec.what_if) transcript.out() << FormatWhatIfTable(result.value());
+  }
+  if (!spec.plot_path.empty()) {
+    STAGECRAFT_RETURN_IF_ERROR(
+        spec.files.write(spec.plot_path, FormatIntervalPlot(result.value())));
   }
   return Status::Ok();
 }

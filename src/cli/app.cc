@@ -263,6 +263,9 @@ CLI::App* AddGoodputCommand(CLI::App& app, GoodputSpec& spec) {
   option("--weibull-shape", spec.weibull_shape, "K", "Weibull failure times (default 1)");
   option("--fp16-overflow-probability", spec.fp16_overflow, "P",
          "loss-scale overflows per step: skipped steps (default 0)");
+  option("--storage", spec.storage, "TIER",
+         "with a CONFIG: save costs from its checkpoint (tectonic, peer-memory)");
+  command->add_flag("--sync-save", spec.sync_save, "with --storage: the write blocks training");
   command->add_flag("--what-if", spec.what_if, "a table: failure rate x sync or async save");
   command->add_option("--plot", spec.plot_path, "write an SVG of waste vs the interval to FILE")
       ->type_name("FILE");

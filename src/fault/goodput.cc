@@ -6,9 +6,13 @@
 #include <vector>
 
 #include "core/units.h"
+#include "fault/checkpoint_manifest.h"
 #include "fault/failure_rates.h"
+#include "fault/storage.h"
 #include "precision/loss_scaler.h"
+#include "run/memory_verdict.h"
 #include "run/run_setup.h"
+#include "run/simulate.h"
 
 namespace stagecraft {
 
@@ -47,13 +51,9 @@ Result<double> ParseSeconds(const std::string& flag, const std::string& text) {
 namespace {
 
 // The GPUs of the job and of a node: flags first, then the config's layout.
-Status ResolveGpus(const GoodputSpec& spec, GoodputResult& result) {
-  if (!spec.config_path.empty()) {
-    RunSpec run;
-    run.config_path = spec.config_path;
-    auto prepared = PrepareRun(run);
-    if (!prepared.ok()) return prepared.error();
-    const Config& config = prepared.value().config;
+Status ResolveGpus(const GoodputSpec& spec, const PreparedRun* run, GoodputResult& result) {
+  if (run != nullptr) {
+    const Config& config = run->config;
     const ParallelSpec& parallel = config.parallel;
     result.gpus = static_cast<int64_t>(parallel.pp) * parallel.tp * parallel.dp * parallel.cp;
     if (config.cluster.given) result.gpus_per_node = config.cluster.devices_per_node;
@@ -113,16 +113,62 @@ Status ResolveMttf(const GoodputSpec& spec, GoodputResult& result) {
   return Status::Ok();
 }
 
-Status ResolveCosts(const GoodputSpec& spec, GoodputResult& result) {
-  if (!spec.checkpoint_blocking) {
+// --storage: the save and load costs of the config's checkpoint (fault/storage.h).
+Status ResolveStorageCosts(const GoodputSpec& spec, const PreparedRun* run, GoodputResult& result) {
+  if (run == nullptr) {
     return Error{
-        "goodput: missing --checkpoint-blocking (the time a save stops training, e.g. "
-        "--checkpoint-blocking 0.6s)"};
+        "--storage: needs a CONFIG (the checkpoint's bytes come from its layout), e.g. "
+        "'stagecraft goodput tests/golden/data/llama-3-405b.yaml --storage tectonic "
+        "--restart 60s'"};
   }
+  if (spec.checkpoint_blocking || spec.checkpoint_persist) {
+    return Error{
+        "--storage: computes the save's blocking and persist times; drop "
+        "--checkpoint-blocking and --checkpoint-persist (or --storage)"};
+  }
+  auto tier = FindStorageTier(*spec.storage);
+  if (!tier.ok()) return tier.error();
+  auto simulated = SimulatePrepared(*run);
+  if (!simulated.ok()) return simulated.error();
+  const MemoryReport memory = ComputeMemory(*run, simulated.value());
+  if (!memory.verdict.states_known || memory.ranks.empty()) {
+    return Error{"--storage: the model states of " + run->label +
+                 " are not derived (model.type transformer or layers is needed)"};
+  }
+  auto manifest = BuildManifest(*run, memory, {});
+  if (!manifest.ok()) return manifest.error();
+  const SaveCosts save = EstimateSaveCosts(manifest.value(), run->config.cluster, result.nodes,
+                                           tier.value(), spec.sync_save);
+  result.storage = save;
+  result.storage_tier = tier.value().name;
+  result.costs.blocking_s = save.blocking_s;
+  result.costs.persist_s = save.persist_s;
+  return Status::Ok();
+}
+
+Status ResolveCosts(const GoodputSpec& spec, const PreparedRun* run, GoodputResult& result) {
   if (!spec.restart) {
     return Error{
         "goodput: missing --restart (the time from a failure to training again: "
         "detection, rescheduling, initialization, load; e.g. --restart 189s)"};
+  }
+  auto restart = ParseSeconds("--restart", *spec.restart);
+  if (!restart.ok()) return restart.error();
+  result.costs.restart_s = restart.value();
+  if (spec.storage) {
+    STAGECRAFT_RETURN_IF_ERROR(ResolveStorageCosts(spec, run, result));
+    result.costs.restart_s += result.storage->load_s;  // --restart is the rest of the restart
+    return Status::Ok();
+  }
+  if (spec.sync_save) {
+    return Error{
+        "--sync-save: chooses how --storage saves; with --checkpoint-blocking give the "
+        "whole save as blocking instead"};
+  }
+  if (!spec.checkpoint_blocking) {
+    return Error{
+        "goodput: missing --checkpoint-blocking (the time a save stops training, e.g. "
+        "--checkpoint-blocking 0.6s) or --storage with a CONFIG"};
   }
   auto blocking = ParseSeconds("--checkpoint-blocking", *spec.checkpoint_blocking);
   if (!blocking.ok()) return blocking.error();
@@ -136,9 +182,6 @@ Status ResolveCosts(const GoodputSpec& spec, GoodputResult& result) {
     if (!persist.ok()) return persist.error();
     result.costs.persist_s = persist.value();
   }
-  auto restart = ParseSeconds("--restart", *spec.restart);
-  if (!restart.ok()) return restart.error();
-  result.costs.restart_s = restart.value();
   return Status::Ok();
 }
 
@@ -222,9 +265,19 @@ Status RunMonteCarlo(const GoodputSpec& spec, uint64_t seed, GoodputResult& resu
 
 Result<GoodputResult> ComputeGoodput(const GoodputSpec& spec) {
   GoodputResult result;
-  STAGECRAFT_RETURN_IF_ERROR(ResolveGpus(spec, result));
+  std::optional<PreparedRun> run;
+  if (!spec.config_path.empty()) {
+    RunSpec flags;
+    flags.config_path = spec.config_path;
+    flags.files = spec.files;
+    auto prepared = PrepareRun(flags);
+    if (!prepared.ok()) return prepared.error();
+    run = std::move(prepared).value();
+  }
+  const PreparedRun* prepared_run = run ? &*run : nullptr;
+  STAGECRAFT_RETURN_IF_ERROR(ResolveGpus(spec, prepared_run, result));
   STAGECRAFT_RETURN_IF_ERROR(ResolveMttf(spec, result));
-  STAGECRAFT_RETURN_IF_ERROR(ResolveCosts(spec, result));
+  STAGECRAFT_RETURN_IF_ERROR(ResolveCosts(spec, prepared_run, result));
   STAGECRAFT_RETURN_IF_ERROR(ResolveInterval(spec, result));
   if (spec.days) {
     auto days = ParsePositive("--days", *spec.days, "days of failure-free training, e.g. 54");

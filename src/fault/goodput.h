@@ -12,6 +12,7 @@
 #include "core/result.h"
 #include "fault/checkpoint_interval.h"
 #include "fault/monte_carlo.h"
+#include "fault/storage.h"
 #include "io/files.h"
 #include "run/transcript.h"
 
@@ -34,9 +35,11 @@ struct GoodputSpec {
   std::optional<std::string> weibull_shape;        // --weibull-shape K (default 1)
   std::optional<std::string> fp16_overflow;        // --fp16-overflow-probability P (default 0)
   bool json = false;                               // --json
-  bool what_if = false;        // --what-if: the rate x save table
+  std::optional<std::string> storage;  // --storage TIER: save costs from the config's checkpoint
+  bool sync_save = false;              // --sync-save: with --storage, the write blocks too
+  bool what_if = false;                // --what-if: the rate x save table
   std::string plot_path;       // --plot FILE: SVG of the waste against the interval; "" = none
-  Files files = LocalFiles();  // where --plot is written
+  Files files = LocalFiles();  // the CONFIG is read, --plot written
 };
 
 // The answer, every time in seconds.
@@ -62,6 +65,8 @@ struct GoodputResult {
   double skipped_step_share = 0;  // fp16 steps skipped by the loss scaler
   int64_t scaler_steps = 0;       // steps the scaler was run for
   std::optional<MonteCarloResult> monte_carlo;
+  std::optional<SaveCosts> storage;  // with --storage: what the costs came from
+  std::string storage_tier;
   double weibull_shape = 1.0;
 };
 

@@ -22,6 +22,16 @@ void WriteJson(const GoodputResult& result, std::ostream& out) {
   writer.Key("checkpoint_blocking_s").Fixed(result.costs.blocking_s, 3);
   writer.Key("checkpoint_persist_s").Fixed(result.costs.persist_s, 3);
   writer.Key("restart_s").Fixed(result.costs.restart_s, 3);
+  if (result.storage) {
+    writer.Key("storage").BeginObject();
+    writer.Key("tier").String(result.storage_tier);
+    writer.Key("checkpoint_bytes").Fixed(result.storage->total_bytes, 0);
+    writer.Key("device_bytes").Fixed(result.storage->device_bytes, 0);
+    writer.Key("copy_s").Fixed(result.storage->copy_s, 3);
+    writer.Key("write_s").Fixed(result.storage->write_s, 3);
+    writer.Key("load_s").Fixed(result.storage->load_s, 3);
+    writer.EndObject();
+  }
   writer.Key("young_interval_s").Fixed(result.young_s, 3);
   writer.Key("daly_first_order_interval_s").Fixed(result.daly_first_s, 3);
   writer.Key("daly_interval_s").Fixed(result.daly_higher_s, 3);
@@ -63,6 +73,17 @@ void WriteText(const GoodputResult& result, std::ostream& out) {
   }
   out << ": MTTF " << FormatFixed(result.mttf_s / 3600.0, 3) << " h\n";
   const CheckpointCosts& costs = result.costs;
+  if (result.storage) {
+    const SaveCosts& save = *result.storage;
+    out << "  storage         " << result.storage_tier << ": " << FormatGib(save.total_bytes)
+        << " GiB per checkpoint, written and read at "
+        << FormatFixed(save.write_bytes_per_s / 1e12, 3) << " TB/s ("
+        << FormatFixed(save.write_s, 3) << " s); the fullest device's "
+        << FormatGib(save.device_bytes) << " GiB copied to host at "
+        << FormatFixed(HostCopyBytesPerSecond() / 1e9, 1) << " GB/s ("
+        << FormatFixed(save.copy_s, 3) << " s); the load adds " << FormatFixed(save.load_s, 3)
+        << " s to --restart\n";
+  }
   out << "  checkpoint      blocking " << FormatFixed(costs.blocking_s, 3) << " s, persist "
       << FormatFixed(costs.persist_s, 3) << " s"
       << (costs.persist_s > 0 ? " (asynchronous)" : " (synchronous)") << "; restart "

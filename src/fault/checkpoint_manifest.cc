@@ -4,6 +4,8 @@
 
 #include "core/suggest.h"
 #include "memory/model_states.h"
+#include "multimodal/engram.h"
+#include "schedule/schedule.h"
 
 namespace stagecraft {
 namespace {
@@ -56,6 +58,29 @@ std::vector<ManifestEntry> DeviceEntries(const ParallelSpec& parallel, const Ran
   return entries;
 }
 
+// Engram layers (csa2.md, "Engram at scale"): the rows of each table are sharded over the
+// owners; a device of a rank holding Engram layers keeps its owner's share of their tables
+// (multimodal/engram.h), which training updates, so they are saved. Not in memory's model
+// states (the tables are looked up, not multiplied).
+std::vector<double> EngramBytesPerRank(const PreparedRun& run) {
+  std::vector<double> bytes(static_cast<size_t>(run.schedule.num_ranks), 0.0);
+  if (!run.multimodal.engram) return bytes;
+  const EngramSharding& engram = run.config.multimodal.engram;
+  const std::vector<int32_t> stage_ranks = StageRanks(run.schedule);
+  std::vector<int32_t> layers(bytes.size(), 0);
+  for (size_t stage = 0; stage < run.multimodal.engram_layers.size(); ++stage) {
+    if (stage < stage_ranks.size() && stage_ranks[stage] >= 0) {
+      layers[static_cast<size_t>(stage_ranks[stage])] += run.multimodal.engram_layers[stage];
+    }
+  }
+  for (size_t rank = 0; rank < bytes.size(); ++rank) {
+    if (layers[rank] == 0) continue;
+    bytes[rank] =
+        static_cast<double>(EngramOwnerBytes(EngramTables(engram, layers[rank]), engram.owners));
+  }
+  return bytes;
+}
+
 }  // namespace
 
 std::vector<std::string> ManifestEntryNames() {
@@ -64,6 +89,7 @@ std::vector<std::string> ManifestEntryNames() {
   every.precision = TrainingPrecision::kFp16;
   std::vector<std::string> names;
   for (const ManifestEntry& entry : DeviceEntries(every, RankMemory{})) names.push_back(entry.name);
+  names.push_back("engram-tables");
   return names;
 }
 
@@ -85,10 +111,17 @@ Result<CheckpointManifest> BuildManifest(const PreparedRun& run, const MemoryRep
   // Copies of each entry over the data-parallel group: sharded states exist once, the rest on
   // every replica (written once: DCP deduplicates, Megatron's fully parallel save splits them).
   const int32_t zero = memory.zero_stage;
+  const std::vector<double> engram_bytes = EngramBytesPerRank(run);
   for (const RankMemory& device : memory.ranks) {
     RankManifest row;
     row.rank = device.rank;
     row.entries = DeviceEntries(parallel, device);
+    const auto index = static_cast<size_t>(device.rank);
+    if (index < engram_bytes.size() && engram_bytes[index] > 0) {
+      row.entries.push_back({"engram-tables", engram_bytes[index], true, true,
+                             "this owner's rows of the Engram tables: lookups return other "
+                             "embeddings"});
+    }
     row.model_state_bytes = device.states.total();
     for (ManifestEntry& entry : row.entries) {
       if (std::find(omit.begin(), omit.end(), entry.name) != omit.end()) entry.saved = false;
@@ -97,7 +130,8 @@ Result<CheckpointManifest> BuildManifest(const PreparedRun& run, const MemoryRep
       const bool optimizer_state =
           entry.name == "master-weights" || entry.name == "adam-m" || entry.name == "adam-v";
       const bool sharded = (entry.name == "weights" && zero >= 3) || (optimizer_state && zero >= 1);
-      const bool per_device = entry.name.rfind("rng-", 0) == 0 || entry.name == "data-position";
+      const bool per_device = entry.name.rfind("rng-", 0) == 0 || entry.name == "data-position" ||
+                              entry.name == "engram-tables";
       const double unique_per_stage =
           per_device ? entry.bytes * static_cast<double>(manifest.devices_per_rank)
           : sharded  ? entry.bytes * static_cast<double>(parallel.tp) * static_cast<double>(shard)
@@ -106,8 +140,13 @@ Result<CheckpointManifest> BuildManifest(const PreparedRun& run, const MemoryRep
     }
     manifest.ranks.push_back(std::move(row));
   }
-  for (const ManifestEntry& entry : manifest.ranks.front().entries) {
-    if (entry.needed && !entry.saved) manifest.missing.push_back(entry);
+  for (const RankManifest& row : manifest.ranks) {
+    for (const ManifestEntry& entry : row.entries) {
+      const bool listed =
+          std::any_of(manifest.missing.begin(), manifest.missing.end(),
+                      [&](const ManifestEntry& missing) { return missing.name == entry.name; });
+      if (entry.needed && !entry.saved && !listed) manifest.missing.push_back(entry);
+    }
   }
   return manifest;
 }

@@ -57,17 +57,25 @@ void WriteText(const PreparedRun& run, const CheckpointManifest& manifest, std::
       << " devices behind each row (tp x cp x dp)\n";
   out << "  total           " << FormatGib(manifest.total_bytes)
       << " GiB unique (replicated states written once)\n";
-  out << "  rank  weights_GiB  optim_GiB  small_B  saved_GiB  grads_GiB (not saved)\n";
+  bool engram = false;
+  for (const RankManifest& row : manifest.ranks) {
+    for (const ManifestEntry& entry : row.entries) engram |= entry.name == "engram-tables";
+  }
+  out << "  rank  weights_GiB  optim_GiB" << (engram ? "  engram_GiB" : "")
+      << "  small_B  saved_GiB  grads_GiB (not saved)\n";
   for (const RankManifest& row : manifest.ranks) {
     double weights = 0;
     double optimizer = 0;
     double small = 0;
     double gradients = 0;
+    double tables = 0;
     for (const ManifestEntry& entry : row.entries) {
       if (!entry.needed) {
         gradients += entry.bytes;
       } else if (!entry.saved) {
         continue;
+      } else if (entry.name == "engram-tables") {
+        tables += entry.bytes;
       } else if (entry.name == "weights") {
         weights += entry.bytes;
       } else if (entry.name == "master-weights" || entry.name == "adam-m" ||
@@ -78,13 +86,19 @@ void WriteText(const PreparedRun& run, const CheckpointManifest& manifest, std::
       }
     }
     out << PadLeft(std::to_string(row.rank), 6) << PadLeft(FormatGib(weights), 13)
-        << PadLeft(FormatGib(optimizer), 11) << PadLeft(FormatFixed(small, 0), 9)
-        << PadLeft(FormatGib(row.saved_bytes), 11) << PadLeft(FormatGib(gradients), 11) << "\n";
+        << PadLeft(FormatGib(optimizer), 11)
+        << (engram ? PadLeft(FormatGib(tables), 12) : std::string())
+        << PadLeft(FormatFixed(small, 0), 9) << PadLeft(FormatGib(row.saved_bytes), 11)
+        << PadLeft(FormatGib(gradients), 11) << "\n";
   }
   out << "  small states    optimizer-step, lr-scheduler, rng-cpu, rng-cuda"
       << (run.config.parallel.tp > 1 ? ", rng-tp" : "")
       << (run.config.parallel.precision == TrainingPrecision::kFp16 ? ", loss-scaler" : "")
       << ", data-position (per data-parallel rank)\n";
+  if (run.multimodal.vision) {
+    out << "  vision encoder  its states are in weights_GiB and optim_GiB, on the devices that "
+           "hold it (as stagecraft memory counts them)\n";
+  }
   if (manifest.missing.empty()) {
     out << "  resume          exact: every state the next step reads is saved\n";
   } else {

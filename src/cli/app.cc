@@ -261,6 +261,10 @@ CLI::App* AddGoodputCommand(CLI::App& app, GoodputSpec& spec) {
   option("--monte-carlo", spec.monte_carlo, "RUNS", "simulate the run RUNS times");
   option("--seed", spec.seed, "S", "seed of the Monte Carlo and the overflow draw (default 1)");
   option("--weibull-shape", spec.weibull_shape, "K", "Weibull failure times (default 1)");
+  option("--spares", spec.spares, "N", "Monte Carlo: hot spare nodes (default: always one)");
+  option("--repair-time", spec.repair_time, "T", "Monte Carlo: a failed node's repair");
+  option("--correlated", spec.correlated, "SHARE:NODES",
+         "Monte Carlo: failures that take a group of nodes");
   option("--fp16-overflow-probability", spec.fp16_overflow, "P",
          "loss-scale overflows per step: skipped steps (default 0)");
   option("--storage", spec.storage, "TIER",

@@ -139,6 +139,34 @@ TEST(MonteCarloTest, SeededAndDeterministic) {
   EXPECT_NE(SimulateFailures(spec).mean_failures, first.mean_failures);
 }
 
+// The spares pool: without spares every failure waits for its own node's repair, exactly; with
+// more spares than the run ever needs it waits for nothing and draws the same numbers as the
+// model without a pool.
+TEST(MonteCarloTest, SparesPool) {
+  MonteCarloSpec spec;
+  spec.runs = 300;
+  spec.work_s = 7 * 86400.0;
+  spec.interval_s = 115;
+  spec.costs = CheckpointCosts{0.6, 51, 189};
+  spec.mttf_s = 3 * kHour;
+  const MonteCarloResult unlimited = SimulateFailures(spec);
+  spec.spares = 0;
+  spec.repair_s = kHour;
+  const MonteCarloResult none = SimulateFailures(spec);
+  EXPECT_NEAR(none.mean_wait_s / (none.mean_failures * kHour), 1.0, 1e-9);
+  EXPECT_LT(none.mean_ettr, unlimited.mean_ettr);
+  spec.spares = 1000000;
+  const MonteCarloResult plenty = SimulateFailures(spec);
+  EXPECT_EQ(plenty.mean_wait_s, 0.0);
+  EXPECT_EQ(plenty.mean_ettr, unlimited.mean_ettr);
+  // A failure that takes a group of 8 nodes with 4 spares always waits for repairs.
+  spec.spares = 4;
+  spec.correlated_share = 1.0;
+  spec.correlated_nodes = 8;
+  const MonteCarloResult grouped = SimulateFailures(spec);
+  EXPECT_NEAR(grouped.mean_wait_s / (grouped.mean_failures * kHour), 1.0, 1e-9);
+}
+
 TEST(MonteCarloTest, SplitMixReferenceValue) {
   // splitmix64.c seeded with 0: the first output is 0xe220a8397b1dcdaf.
   SplitMix64 random(0);

@@ -234,6 +234,56 @@ Status ResolveSkippedSteps(const GoodputSpec& spec, uint64_t seed, GoodputResult
   return Status::Ok();
 }
 
+// --spares, --repair-time, --correlated: the spares pool of the Monte Carlo.
+Status ResolveSpares(const GoodputSpec& spec, GoodputResult& result) {
+  if (!spec.monte_carlo && (spec.spares || spec.repair_time || spec.correlated)) {
+    return Error{
+        "--spares, --repair-time and --correlated: the Monte Carlo's; add "
+        "--monte-carlo RUNS (the exact model assumes a spare is always free)"};
+  }
+  if (spec.spares) {
+    char* end = nullptr;
+    const long long value = std::strtoll(spec.spares->c_str(), &end, 10);
+    if (spec.spares->empty() || end != spec.spares->c_str() + spec.spares->size() || value < 0 ||
+        value > 1000000000) {
+      return Error{"--spares: expected a whole number of spare nodes, 0 to 10^9, got '" +
+                   *spec.spares + "'"};
+    }
+    if (!spec.repair_time) {
+      return Error{
+          "--spares: needs --repair-time T, the time a failed node takes to come back "
+          "(e.g. --repair-time 24h)"};
+    }
+    result.spares = value;
+  }
+  if (spec.repair_time) {
+    if (!spec.spares) return Error{"--repair-time: applies to --spares N; give both"};
+    auto repair = ParseSeconds("--repair-time", *spec.repair_time);
+    if (!repair.ok()) return repair.error();
+    result.repair_s = repair.value();
+  }
+  if (spec.correlated) {
+    const std::string& text = *spec.correlated;
+    const size_t colon = text.find(':');
+    const std::string expected = "SHARE:NODES, e.g. 0.1:4 (a tenth of the failures take 4 nodes)";
+    if (colon == std::string::npos) return Error{"--correlated: expected " + expected};
+    auto share = ParsePositive("--correlated", text.substr(0, colon), expected);
+    if (!share.ok()) return share.error();
+    auto nodes = ParsePositive("--correlated", text.substr(colon + 1), expected);
+    if (!nodes.ok()) return nodes.error();
+    if (share.value() > 1 || nodes.value() != std::floor(nodes.value()) ||
+        nodes.value() > static_cast<double>(result.nodes)) {
+      return Error{"--correlated: '" + text + "' out of range (expected a share up to 1 and a " +
+                   "whole number of nodes up to the job's " + std::to_string(result.nodes) + "; " +
+                   expected + ")"};
+    }
+    if (!spec.spares) return Error{"--correlated: applies to the spares pool; add --spares N"};
+    result.correlated_share = share.value();
+    result.correlated_nodes = static_cast<int64_t>(nodes.value());
+  }
+  return Status::Ok();
+}
+
 Status RunMonteCarlo(const GoodputSpec& spec, uint64_t seed, GoodputResult& result) {
   if (spec.weibull_shape) {
     auto shape = ParsePositive("--weibull-shape", *spec.weibull_shape,
@@ -257,6 +307,10 @@ Status RunMonteCarlo(const GoodputSpec& spec, uint64_t seed, GoodputResult& resu
   simulation.costs = result.costs;
   simulation.mttf_s = result.mttf_s;
   simulation.weibull_shape = result.weibull_shape;
+  simulation.spares = result.spares;
+  simulation.repair_s = result.repair_s;
+  simulation.correlated_share = result.correlated_share;
+  simulation.correlated_nodes = result.correlated_nodes;
   result.monte_carlo = SimulateFailures(simulation);
   return Status::Ok();
 }
@@ -300,6 +354,7 @@ Result<GoodputResult> ComputeGoodput(const GoodputSpec& spec) {
   result.wall_days = result.days / result.ettr;
   result.failures = result.wall_days * 86400.0 / result.mttf_s;
   STAGECRAFT_RETURN_IF_ERROR(ResolveSkippedSteps(spec, seed, result));
+  STAGECRAFT_RETURN_IF_ERROR(ResolveSpares(spec, result));
   STAGECRAFT_RETURN_IF_ERROR(RunMonteCarlo(spec, seed, result));
   return result;
 }

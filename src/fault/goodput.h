@@ -33,6 +33,9 @@ struct GoodputSpec {
   std::optional<std::string> monte_carlo;          // --monte-carlo RUNS
   std::optional<std::string> seed;                 // --seed S (default 1)
   std::optional<std::string> weibull_shape;        // --weibull-shape K (default 1)
+  std::optional<std::string> spares;               // --spares N: hot spare nodes (Monte Carlo)
+  std::optional<std::string> repair_time;          // --repair-time T: a node's repair
+  std::optional<std::string> correlated;           // --correlated SHARE:NODES
   std::optional<std::string> fp16_overflow;        // --fp16-overflow-probability P (default 0)
   bool json = false;                               // --json
   std::optional<std::string> storage;  // --storage TIER: save costs from the config's checkpoint
@@ -68,6 +71,10 @@ struct GoodputResult {
   std::optional<SaveCosts> storage;  // with --storage: what the costs came from
   std::string storage_tier;
   double weibull_shape = 1.0;
+  int64_t spares = -1;  // -1: a spare always free
+  double repair_s = 0;
+  double correlated_share = 0;
+  int64_t correlated_nodes = 1;
 };
 
 Result<GoodputResult> ComputeGoodput(const GoodputSpec& spec);

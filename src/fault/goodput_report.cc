@@ -55,10 +55,27 @@ void WriteJson(const GoodputResult& result, std::ostream& out) {
     writer.Key("mean_ettr").Fixed(simulated.mean_ettr, 6);
     writer.Key("stddev_ettr").Fixed(simulated.stddev_ettr, 6);
     writer.Key("mean_failures").Fixed(simulated.mean_failures, 2);
+    if (result.spares >= 0) {
+      writer.Key("spares").Int(result.spares);
+      writer.Key("repair_hours").Fixed(result.repair_s / 3600.0, 3);
+      writer.Key("mean_wait_hours").Fixed(simulated.mean_wait_s / 3600.0, 3);
+    }
     writer.EndObject();
   }
   writer.EndObject();
   out << writer.text() << "\n";
+}
+
+void WriteSpares(const GoodputResult& result, const MonteCarloResult& simulated,
+                 std::ostream& out) {
+  out << "  spares          " << result.spares << " hot spare nodes, repair "
+      << FormatFixed(result.repair_s / 3600.0, 2) << " h";
+  if (result.correlated_share > 0) {
+    out << ", " << FormatFixed(result.correlated_share, 3) << " of the failures take "
+        << result.correlated_nodes << " nodes";
+  }
+  out << ": " << FormatFixed(simulated.mean_wait_s / 3600.0, 2)
+      << " h per run waiting for repaired nodes\n";
 }
 
 void WriteText(const GoodputResult& result, std::ostream& out) {
@@ -112,6 +129,7 @@ void WriteText(const GoodputResult& result, std::ostream& out) {
         << ": mean ettr " << FormatFixed(simulated.mean_ettr, 4) << " (sd "
         << FormatFixed(simulated.stddev_ettr, 4) << "), " << FormatFixed(simulated.mean_failures, 1)
         << " failures per run\n";
+    if (result.spares >= 0) WriteSpares(result, simulated, out);
   }
 }
 

@@ -2,6 +2,9 @@
 
 #include <algorithm>
 #include <cmath>
+#include <functional>
+#include <queue>
+#include <vector>
 
 namespace stagecraft {
 
@@ -24,6 +27,49 @@ namespace {
 struct RunTally {
   double wall_s = 0;
   int64_t failures = 0;
+  double wait_s = 0;
+};
+
+// The spares pool of one run: free spares and the times repaired nodes come back.
+class SparesPool {
+ public:
+  explicit SparesPool(const MonteCarloSpec& spec) : spec_(spec), free_(spec.spares) {}
+
+  // A failure at `now` takes one node, or a group with the correlated share (drawn only when
+  // there is such a share, so runs without one draw the same numbers). Returns the time the
+  // job waits for nodes before it can restart.
+  double Replace(double now, SplitMix64& random) {
+    if (spec_.spares < 0) return 0;
+    int64_t needed = 1;
+    if (spec_.correlated_share > 0 && random.NextOpenUnit() < spec_.correlated_share) {
+      needed = spec_.correlated_nodes;
+    }
+    // The failed nodes go to repair; the job takes free spares, else the next repaired nodes
+    // (its own among them, so the wait ends).
+    for (int64_t node = 0; node < needed; ++node) repairs_.push(now + spec_.repair_s);
+    double ready = now;
+    Release(ready);
+    while (true) {
+      const int64_t taken = std::min(free_, needed);
+      free_ -= taken;
+      needed -= taken;
+      if (needed == 0) return ready - now;
+      ready = repairs_.top();
+      Release(ready);
+    }
+  }
+
+ private:
+  void Release(double time) {
+    while (!repairs_.empty() && repairs_.top() <= time) {
+      repairs_.pop();
+      ++free_;
+    }
+  }
+
+  const MonteCarloSpec& spec_;
+  int64_t free_;
+  std::priority_queue<double, std::vector<double>, std::greater<double>> repairs_;
 };
 
 RunTally SimulateOneRun(const MonteCarloSpec& spec, double weibull_scale, SplitMix64& random) {
@@ -31,6 +77,13 @@ RunTally SimulateOneRun(const MonteCarloSpec& spec, double weibull_scale, SplitM
   const double segment = tau + spec.costs.blocking_s;
   const double inverse_shape = 1.0 / spec.weibull_shape;
   RunTally tally;
+  SparesPool pool(spec);
+  const auto fail = [&]() {
+    ++tally.failures;
+    const double wait = pool.Replace(tally.wall_s, random);
+    tally.wall_s += wait;
+    tally.wait_s += wait;
+  };
   double work_done = 0;
   bool restarting = false;  // the run starts fresh; after a failure it restarts first
   while (true) {
@@ -38,7 +91,7 @@ RunTally SimulateOneRun(const MonteCarloSpec& spec, double weibull_scale, SplitM
     if (restarting) {
       if (available < spec.costs.restart_s) {  // the restart itself failed
         tally.wall_s += available;
-        ++tally.failures;
+        fail();
         continue;
       }
       tally.wall_s += spec.costs.restart_s;
@@ -54,7 +107,7 @@ RunTally SimulateOneRun(const MonteCarloSpec& spec, double weibull_scale, SplitM
     }
     work_done += std::floor(available / segment) * tau;
     tally.wall_s += available;
-    ++tally.failures;
+    fail();
     restarting = true;
   }
 }
@@ -68,12 +121,14 @@ MonteCarloResult SimulateFailures(const MonteCarloSpec& spec) {
   double sum = 0;
   double sum_squares = 0;
   double failures = 0;
+  double wait = 0;
   for (int64_t run = 0; run < spec.runs; ++run) {
     const RunTally tally = SimulateOneRun(spec, scale, random);
     const double ettr = spec.work_s / tally.wall_s;
     sum += ettr;
     sum_squares += ettr * ettr;
     failures += static_cast<double>(tally.failures);
+    wait += tally.wait_s;
   }
   const auto runs = static_cast<double>(spec.runs);
   MonteCarloResult result;
@@ -82,6 +137,7 @@ MonteCarloResult SimulateFailures(const MonteCarloSpec& spec) {
   result.stddev_ettr =
       std::sqrt(std::max(0.0, sum_squares / runs - result.mean_ettr * result.mean_ettr));
   result.mean_failures = failures / runs;
+  result.mean_wait_s = wait / runs;
   return result;
 }
 

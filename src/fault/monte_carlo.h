@@ -33,6 +33,12 @@ struct MonteCarloSpec {
   CheckpointCosts costs;       // delta and R (the persist runs in the background)
   double mttf_s = 0;           // M
   double weibull_shape = 1.0;  // k of the times between failures; 1 = exponential
+  // The spares pool: a failed node is replaced by a hot spare when one is free, else the job
+  // waits for a repaired node. spares < 0: always a spare (the exact model's assumption).
+  int64_t spares = -1;
+  double repair_s = 0;           // a failed node is back in the pool after this
+  double correlated_share = 0;   // share of failures that take down a group of nodes
+  int64_t correlated_nodes = 1;  // nodes such a failure takes (a rack, a switch's nodes)
 };
 
 struct MonteCarloResult {
@@ -40,9 +46,11 @@ struct MonteCarloResult {
   double mean_ettr = 0;      // mean over the runs of work / wall time
   double stddev_ettr = 0;    // spread between runs
   double mean_failures = 0;  // failures per run
+  double mean_wait_s = 0;    // per run: waiting for repaired nodes when no spare was free
 };
 
-// REQUIRES: runs >= 1, work_s, interval_s and mttf_s > 0, weibull_shape > 0.
+// REQUIRES: runs >= 1, work_s, interval_s and mttf_s > 0, weibull_shape > 0, repair_s >= 0,
+// correlated_share in [0, 1], correlated_nodes >= 1.
 MonteCarloResult SimulateFailures(const MonteCarloSpec& spec);
 
 }  // namespace stagecraft

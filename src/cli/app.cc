@@ -256,6 +256,11 @@ CLI::App* AddGoodputCommand(CLI::App& app, GoodputSpec& spec) {
          "background write after it (async saves; default 0)");
   option("--restart", spec.restart, "T",
          "failure to training again: detection, scheduling, init, load (required)");
+  option("--detection", spec.detection, "T", "instead of --restart, its parts: detection,");
+  option("--reschedule", spec.reschedule, "T", "rescheduling onto healthy nodes,");
+  option("--init", spec.init, "T", "initialization,");
+  option("--load", spec.load, "T", "the checkpoint's load,");
+  option("--warmup", spec.warmup, "T", "and warm-up steps");
   option("--interval", spec.interval, "T", "checkpoint interval (default: the optimum)");
   option("--days", spec.days, "D", "days of failure-free training (default 30)");
   option("--monte-carlo", spec.monte_carlo, "RUNS", "simulate the run RUNS times");

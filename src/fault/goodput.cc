@@ -146,17 +146,52 @@ Status ResolveStorageCosts(const GoodputSpec& spec, const PreparedRun* run, Good
   return Status::Ok();
 }
 
-Status ResolveCosts(const GoodputSpec& spec, const PreparedRun* run, GoodputResult& result) {
+// The restart: --restart whole, or its parts (Llama 3 §3.3.4 and MegaScale §5 name them:
+// detection, rescheduling onto healthy nodes, initialization, the checkpoint's load, warm-up).
+Status ResolveRestart(const GoodputSpec& spec, GoodputResult& result) {
+  const std::vector<std::pair<const char*, const std::optional<std::string>*>> parts = {
+      {"--detection", &spec.detection},
+      {"--reschedule", &spec.reschedule},
+      {"--init", &spec.init},
+      {"--load", &spec.load},
+      {"--warmup", &spec.warmup}};
+  bool any_part = false;
+  for (const auto& [flag, value] : parts) {
+    if (!value->has_value()) continue;
+    if (spec.restart) {
+      return Error{std::string(flag) +
+                   ": a part of the restart; give --restart (the whole) or "
+                   "its parts (--detection, --reschedule, --init, --load, --warmup), not both"};
+    }
+    if (spec.storage && std::string(flag) == "--load") {
+      return Error{"--load: --storage computes the load; drop one of them"};
+    }
+    auto seconds = ParseSeconds(flag, **value);
+    if (!seconds.ok()) return seconds.error();
+    result.costs.restart_s += seconds.value();
+    result.restart_parts.push_back({std::string(flag).substr(2), seconds.value()});
+    any_part = true;
+  }
+  if (any_part) return Status::Ok();
   if (!spec.restart) {
     return Error{
         "goodput: missing --restart (the time from a failure to training again: "
-        "detection, rescheduling, initialization, load; e.g. --restart 189s)"};
+        "detection, rescheduling, initialization, load; e.g. --restart 189s, or its parts "
+        "--detection, --reschedule, --init, --load, --warmup)"};
   }
   auto restart = ParseSeconds("--restart", *spec.restart);
   if (!restart.ok()) return restart.error();
   result.costs.restart_s = restart.value();
+  return Status::Ok();
+}
+
+Status ResolveCosts(const GoodputSpec& spec, const PreparedRun* run, GoodputResult& result) {
+  STAGECRAFT_RETURN_IF_ERROR(ResolveRestart(spec, result));
   if (spec.storage) {
     STAGECRAFT_RETURN_IF_ERROR(ResolveStorageCosts(spec, run, result));
+    if (result.restart_parts.empty())
+      result.restart_parts.push_back({"rest", result.costs.restart_s});
+    result.restart_parts.push_back({"load", result.storage->load_s});
     result.costs.restart_s += result.storage->load_s;  // --restart is the rest of the restart
     return Status::Ok();
   }

@@ -8,6 +8,8 @@
 #include <cstdint>
 #include <optional>
 #include <string>
+#include <utility>
+#include <vector>
 
 #include "core/result.h"
 #include "fault/checkpoint_interval.h"
@@ -27,17 +29,22 @@ struct GoodputSpec {
   std::optional<std::string> failure_preset;       // --failure-preset NAME (default llama3-405b)
   std::optional<std::string> checkpoint_blocking;  // --checkpoint-blocking T (required)
   std::optional<std::string> checkpoint_persist;   // --checkpoint-persist T (default 0: sync)
-  std::optional<std::string> restart;              // --restart T (required)
-  std::optional<std::string> interval;             // --interval T (default: the optimum)
-  std::optional<std::string> days;                 // --days D of training (default 30)
-  std::optional<std::string> monte_carlo;          // --monte-carlo RUNS
-  std::optional<std::string> seed;                 // --seed S (default 1)
-  std::optional<std::string> weibull_shape;        // --weibull-shape K (default 1)
-  std::optional<std::string> spares;               // --spares N: hot spare nodes (Monte Carlo)
-  std::optional<std::string> repair_time;          // --repair-time T: a node's repair
-  std::optional<std::string> correlated;           // --correlated SHARE:NODES
-  std::optional<std::string> fp16_overflow;        // --fp16-overflow-probability P (default 0)
-  bool json = false;                               // --json
+  std::optional<std::string> restart;              // --restart T (or its parts)
+  std::optional<std::string> detection;      // --detection T: the restart's parts, instead of it
+  std::optional<std::string> reschedule;     // --reschedule T
+  std::optional<std::string> init;           // --init T
+  std::optional<std::string> load;           // --load T
+  std::optional<std::string> warmup;         // --warmup T
+  std::optional<std::string> interval;       // --interval T (default: the optimum)
+  std::optional<std::string> days;           // --days D of training (default 30)
+  std::optional<std::string> monte_carlo;    // --monte-carlo RUNS
+  std::optional<std::string> seed;           // --seed S (default 1)
+  std::optional<std::string> weibull_shape;  // --weibull-shape K (default 1)
+  std::optional<std::string> spares;         // --spares N: hot spare nodes (Monte Carlo)
+  std::optional<std::string> repair_time;    // --repair-time T: a node's repair
+  std::optional<std::string> correlated;     // --correlated SHARE:NODES
+  std::optional<std::string> fp16_overflow;  // --fp16-overflow-probability P (default 0)
+  bool json = false;                         // --json
   std::optional<std::string> storage;  // --storage TIER: save costs from the config's checkpoint
   bool sync_save = false;              // --sync-save: with --storage, the write blocks too
   bool what_if = false;                // --what-if: the rate x save table
@@ -54,6 +61,7 @@ struct GoodputResult {
   double per_1000_node_days = 0;  // 0 when the job's MTBF was given directly
   double mttf_s = 0;
   CheckpointCosts costs;
+  std::vector<std::pair<std::string, double>> restart_parts;  // given as parts: name, seconds
   double young_s = 0;
   double daly_first_s = 0;
   double daly_higher_s = 0;

@@ -104,7 +104,12 @@ void WriteText(const GoodputResult& result, std::ostream& out) {
   out << "  checkpoint      blocking " << FormatFixed(costs.blocking_s, 3) << " s, persist "
       << FormatFixed(costs.persist_s, 3) << " s"
       << (costs.persist_s > 0 ? " (asynchronous)" : " (synchronous)") << "; restart "
-      << FormatFixed(costs.restart_s, 3) << " s\n";
+      << FormatFixed(costs.restart_s, 3) << " s";
+  for (size_t part = 0; part < result.restart_parts.size(); ++part) {
+    out << (part == 0 ? " (" : " + ") << result.restart_parts[part].first << " "
+        << FormatFixed(result.restart_parts[part].second, 1);
+  }
+  out << (result.restart_parts.empty() ? "\n" : ")\n");
   out << "  interval        Young " << Seconds(result.young_s) << ", Daly first-order "
       << Seconds(result.daly_first_s) << ", Daly higher-order " << Seconds(result.daly_higher_s)
       << ", exact optimum " << Seconds(result.optimal_s) << "\n";

@@ -263,6 +263,7 @@ CLI::App* AddGoodputCommand(CLI::App& app, GoodputSpec& spec) {
   option("--warmup", spec.warmup, "T", "and warm-up steps");
   option("--interval", spec.interval, "T", "checkpoint interval (default: the optimum)");
   option("--days", spec.days, "D", "days of failure-free training (default 30)");
+  option("--tokens", spec.tokens, "T", "with a CONFIG: tokens to train on, e.g. 15.6T");
   option("--monte-carlo", spec.monte_carlo, "RUNS", "simulate the run RUNS times");
   option("--seed", spec.seed, "S", "seed of the Monte Carlo and the overflow draw (default 1)");
   option("--weibull-shape", spec.weibull_shape, "K", "Weibull failure times (default 1)");

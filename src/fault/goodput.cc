@@ -50,6 +50,12 @@ Result<double> ParseSeconds(const std::string& flag, const std::string& text) {
 
 namespace {
 
+// A CONFIG's run, prepared and simulated once: the job's size, its checkpoint, its step.
+struct ConfigRun {
+  PreparedRun run;
+  RunOutcome outcome;
+};
+
 // The GPUs of the job and of a node: flags first, then the config's layout.
 Status ResolveGpus(const GoodputSpec& spec, const PreparedRun* run, GoodputResult& result) {
   if (run != nullptr) {
@@ -114,8 +120,9 @@ Status ResolveMttf(const GoodputSpec& spec, GoodputResult& result) {
 }
 
 // --storage: the save and load costs of the config's checkpoint (fault/storage.h).
-Status ResolveStorageCosts(const GoodputSpec& spec, const PreparedRun* run, GoodputResult& result) {
-  if (run == nullptr) {
+Status ResolveStorageCosts(const GoodputSpec& spec, const ConfigRun* config,
+                           GoodputResult& result) {
+  if (config == nullptr) {
     return Error{
         "--storage: needs a CONFIG (the checkpoint's bytes come from its layout), e.g. "
         "'stagecraft goodput tests/golden/data/llama-3-405b.yaml --storage tectonic "
@@ -128,9 +135,8 @@ Status ResolveStorageCosts(const GoodputSpec& spec, const PreparedRun* run, Good
   }
   auto tier = FindStorageTier(*spec.storage);
   if (!tier.ok()) return tier.error();
-  auto simulated = SimulatePrepared(*run);
-  if (!simulated.ok()) return simulated.error();
-  const MemoryReport memory = ComputeMemory(*run, simulated.value());
+  const PreparedRun* run = &config->run;
+  const MemoryReport memory = ComputeMemory(*run, config->outcome);
   if (!memory.verdict.states_known || memory.ranks.empty()) {
     return Error{"--storage: the model states of " + run->label +
                  " are not derived (model.type transformer or layers is needed)"};
@@ -185,7 +191,7 @@ Status ResolveRestart(const GoodputSpec& spec, GoodputResult& result) {
   return Status::Ok();
 }
 
-Status ResolveCosts(const GoodputSpec& spec, const PreparedRun* run, GoodputResult& result) {
+Status ResolveCosts(const GoodputSpec& spec, const ConfigRun* run, GoodputResult& result) {
   STAGECRAFT_RETURN_IF_ERROR(ResolveRestart(spec, result));
   if (spec.storage) {
     STAGECRAFT_RETURN_IF_ERROR(ResolveStorageCosts(spec, run, result));
@@ -350,47 +356,92 @@ Status RunMonteCarlo(const GoodputSpec& spec, uint64_t seed, GoodputResult& resu
   return Status::Ok();
 }
 
-}  // namespace
-
-Result<GoodputResult> ComputeGoodput(const GoodputSpec& spec) {
-  GoodputResult result;
-  std::optional<PreparedRun> run;
-  if (!spec.config_path.empty()) {
-    RunSpec flags;
-    flags.config_path = spec.config_path;
-    flags.files = spec.files;
-    auto prepared = PrepareRun(flags);
-    if (!prepared.ok()) return prepared.error();
-    run = std::move(prepared).value();
+// --days, or --tokens at the config's simulated step; and the config's MFU (model FLOPs per
+// iteration over the step time x GPUs x peak, as `simulate` defines it) for program goodput.
+Status ResolveDays(const GoodputSpec& spec, const ConfigRun* config, GoodputResult& result) {
+  if (spec.days && spec.tokens)
+    return Error{"--tokens: give the run's length one way: --days or --tokens"};
+  if (config != nullptr && config->run.parallel_plan.world_size > 0) {
+    const ParallelPlan& plan = config->run.parallel_plan;
+    result.step_s = static_cast<double>(config->outcome.metrics.makespan.ns()) / 1e9;
+    result.tokens_per_step = static_cast<double>(plan.tokens_per_iteration);
+    if (result.step_s > 0 && plan.peak_flops_per_device > 0) {
+      result.mfu = plan.model_flops_per_iteration /
+                   (result.step_s * plan.world_size * plan.peak_flops_per_device);
+    }
   }
-  const PreparedRun* prepared_run = run ? &*run : nullptr;
-  STAGECRAFT_RETURN_IF_ERROR(ResolveGpus(spec, prepared_run, result));
-  STAGECRAFT_RETURN_IF_ERROR(ResolveMttf(spec, result));
-  STAGECRAFT_RETURN_IF_ERROR(ResolveCosts(spec, prepared_run, result));
-  STAGECRAFT_RETURN_IF_ERROR(ResolveInterval(spec, result));
+  if (spec.tokens) {
+    if (result.step_s <= 0 || result.tokens_per_step <= 0) {
+      return Error{
+          "--tokens: needs a CONFIG of a transformer or layer-list model (its simulated "
+          "step gives the tokens per second); or give --days"};
+    }
+    const std::string& text = *spec.tokens;
+    double scale = 1;
+    std::string number = text;
+    const std::string suffixes = "KMBT";
+    if (!text.empty() && suffixes.find(text.back()) != std::string::npos) {
+      scale = std::pow(1e3, static_cast<double>(suffixes.find(text.back()) + 1));
+      number = text.substr(0, text.size() - 1);
+    }
+    auto tokens = ParsePositive("--tokens", number, "tokens to train on, e.g. 15.6T or 2e12");
+    if (!tokens.ok()) return tokens.error();
+    result.tokens = tokens.value() * scale;
+    result.days = result.tokens / result.tokens_per_step * result.step_s / 86400.0;
+    if (result.days > 3650) {
+      return Error{"--tokens: " + text + " take " + FormatFixed(result.days, 0) +
+                   " days of failure-free training at this step; expected at most 3650"};
+    }
+  }
   if (spec.days) {
     auto days = ParsePositive("--days", *spec.days, "days of failure-free training, e.g. 54");
     if (!days.ok()) return days.error();
     if (days.value() > 3650) return Error{"--days: expected at most 3650 days, got " + *spec.days};
     result.days = days.value();
   }
-  uint64_t seed = 1;
-  if (spec.seed) {
-    char* end = nullptr;
-    const unsigned long long value = std::strtoull(spec.seed->c_str(), &end, 10);
-    if (spec.seed->empty() || (*spec.seed)[0] == '-' ||
-        end != spec.seed->c_str() + spec.seed->size()) {
-      return Error{"--seed: '" + *spec.seed + "' is not a whole number (expected 0 to 2^64-1)"};
-    }
-    seed = value;
+  return Status::Ok();
+}
+
+Result<uint64_t> ParseSeed(const std::optional<std::string>& text) {
+  if (!text) return uint64_t{1};
+  char* end = nullptr;
+  const unsigned long long value = std::strtoull(text->c_str(), &end, 10);
+  if (text->empty() || (*text)[0] == '-' || end != text->c_str() + text->size()) {
+    return Error{"--seed: '" + *text + "' is not a whole number (expected 0 to 2^64-1)"};
   }
+  return static_cast<uint64_t>(value);
+}
+
+}  // namespace
+
+Result<GoodputResult> ComputeGoodput(const GoodputSpec& spec) {
+  GoodputResult result;
+  std::optional<ConfigRun> config;
+  if (!spec.config_path.empty()) {
+    RunSpec flags;
+    flags.config_path = spec.config_path;
+    flags.files = spec.files;
+    auto prepared = PrepareRun(flags);
+    if (!prepared.ok()) return prepared.error();
+    auto simulated = SimulatePrepared(prepared.value());
+    if (!simulated.ok()) return simulated.error();
+    config = ConfigRun{std::move(prepared).value(), std::move(simulated).value()};
+  }
+  const ConfigRun* config_run = config ? &*config : nullptr;
+  STAGECRAFT_RETURN_IF_ERROR(ResolveGpus(spec, config_run ? &config_run->run : nullptr, result));
+  STAGECRAFT_RETURN_IF_ERROR(ResolveMttf(spec, result));
+  STAGECRAFT_RETURN_IF_ERROR(ResolveCosts(spec, config_run, result));
+  STAGECRAFT_RETURN_IF_ERROR(ResolveInterval(spec, result));
+  STAGECRAFT_RETURN_IF_ERROR(ResolveDays(spec, config_run, result));
+  auto seed = ParseSeed(spec.seed);
+  if (!seed.ok()) return seed.error();
   result.ettr = ExactEttr(result.interval_s, result.costs, result.mttf_s);
   result.shares = ExactWasteShares(result.interval_s, result.costs, result.mttf_s);
   result.wall_days = result.days / result.ettr;
   result.failures = result.wall_days * 86400.0 / result.mttf_s;
-  STAGECRAFT_RETURN_IF_ERROR(ResolveSkippedSteps(spec, seed, result));
+  STAGECRAFT_RETURN_IF_ERROR(ResolveSkippedSteps(spec, seed.value(), result));
   STAGECRAFT_RETURN_IF_ERROR(ResolveSpares(spec, result));
-  STAGECRAFT_RETURN_IF_ERROR(RunMonteCarlo(spec, seed, result));
+  STAGECRAFT_RETURN_IF_ERROR(RunMonteCarlo(spec, seed.value(), result));
   return result;
 }
 

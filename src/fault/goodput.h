@@ -36,6 +36,7 @@ struct GoodputSpec {
   std::optional<std::string> load;           // --load T
   std::optional<std::string> warmup;         // --warmup T
   std::optional<std::string> interval;       // --interval T (default: the optimum)
+  std::optional<std::string> tokens;         // --tokens T (with a CONFIG: days from its step)
   std::optional<std::string> days;           // --days D of training (default 30)
   std::optional<std::string> monte_carlo;    // --monte-carlo RUNS
   std::optional<std::string> seed;           // --seed S (default 1)
@@ -71,6 +72,10 @@ struct GoodputResult {
   double ettr = 0;  // the exact model at interval_s
   WasteShares shares;
   double days = 30;
+  double tokens = 0;              // --tokens, when given
+  double step_s = 0;              // the CONFIG's simulated step; 0 = no config
+  double tokens_per_step = 0;     // m · b · s · dp
+  double mfu = 0;                 // the CONFIG's model FLOPs utilization; 0 = unknown
   double wall_days = 0;           // days on the clock for `days` of training
   double failures = 0;            // expected failures in them
   double skipped_step_share = 0;  // fp16 steps skipped by the loss scaler

@@ -44,6 +44,11 @@ void WriteJson(const GoodputResult& result, std::ostream& out) {
   writer.Key("lost_work").Fixed(result.shares.lost_work, 6);
   writer.EndObject();
   writer.Key("skipped_step_share").Fixed(result.skipped_step_share, 6);
+  if (result.mfu > 0) {
+    writer.Key("mfu").Fixed(result.mfu, 6);
+    writer.Key("program_goodput").Fixed(result.mfu * (1.0 - result.skipped_step_share), 6);
+    writer.Key("step_s").Fixed(result.step_s, 6);
+  }
   writer.Key("days").Fixed(result.days, 3);
   writer.Key("wall_days").Fixed(result.wall_days, 3);
   writer.Key("expected_failures").Fixed(result.failures, 1);
@@ -119,9 +124,20 @@ void WriteText(const GoodputResult& result, std::ostream& out) {
       << FormatFixed(result.shares.restart, 4) << ", lost work "
       << FormatFixed(result.shares.lost_work, 4) << "\n";
   out << "  goodput         scheduling 1.0000 (queueing not modelled), runtime "
-      << FormatFixed(result.ettr, 4) << ", program "
-      << FormatFixed(1.0 - result.skipped_step_share, 4) << " (skipped fp16 steps "
-      << FormatFixed(result.skipped_step_share, 4) << "; MFU not included)\n";
+      << FormatFixed(result.ettr, 4) << ", program ";
+  if (result.mfu > 0) {
+    out << FormatFixed(result.mfu * (1.0 - result.skipped_step_share), 4) << " (MFU "
+        << FormatFixed(result.mfu, 4) << " of the simulated step x unskipped steps "
+        << FormatFixed(1.0 - result.skipped_step_share, 4) << ")\n";
+  } else {
+    out << FormatFixed(1.0 - result.skipped_step_share, 4) << " (skipped fp16 steps "
+        << FormatFixed(result.skipped_step_share, 4) << "; MFU not included)\n";
+  }
+  if (result.tokens > 0) {
+    out << "  tokens          " << FormatFixed(result.tokens / 1e12, 3) << "e12 at "
+        << FormatFixed(result.tokens_per_step, 0) << " per step of "
+        << FormatFixed(result.step_s, 3) << " s (simulated)\n";
+  }
   out << "  run             " << FormatFixed(result.days, 1) << " days of training take "
       << FormatFixed(result.wall_days, 2) << " days, " << FormatFixed(result.failures, 1)
       << " failures expected\n";

@@ -143,6 +143,40 @@ void WriteReshard(const PreparedRun& before, const PreparedRun& after, const Res
          "tier, not modelled yet\n";
 }
 
+void WriteReshardJson(const ReshardPlan& plan, std::ostream& out) {
+  JsonWriter writer(/*pretty=*/true);
+  writer.BeginObject();
+  const auto layout = [&writer](const char* key, int32_t tp, int32_t pp, int32_t dp) {
+    writer.Key(key).BeginObject();
+    writer.Key("tp").Int(tp).Key("pp").Int(pp).Key("dp").Int(dp);
+    writer.EndObject();
+  };
+  layout("from", plan.old_tp, plan.old_pp, plan.old_dp);
+  layout("to", plan.new_tp, plan.new_pp, plan.new_dp);
+  writer.Key("covers_exactly_once").Bool(plan.covers_exactly_once);
+  writer.Key("params").Fixed(plan.params, 0);
+  writer.Key("bytes").Fixed(plan.params * plan.bytes_per_param, 0);
+  writer.Key("shards").BeginArray();
+  for (const NewShard& shard : plan.shards) {
+    writer.BeginObject();
+    writer.Key("stage").Int(shard.stage).Key("tp").Int(shard.tp);
+    writer.Key("reads").BeginArray();
+    for (const ShardRead& read : shard.reads) {
+      writer.BeginObject();
+      writer.Key("old_stage").Int(read.old_stage).Key("old_tp").Int(read.old_tp);
+      writer.Key("first_layer").Int(read.first_layer).Key("last_layer").Int(read.last_layer);
+      writer.Key("begin").Fixed(read.begin_share, 6).Key("end").Fixed(read.end_share, 6);
+      writer.Key("bytes").Fixed(read.params * plan.bytes_per_param, 0);
+      writer.EndObject();
+    }
+    writer.EndArray();
+    writer.EndObject();
+  }
+  writer.EndArray();
+  writer.EndObject();
+  out << writer.text() << "\n";
+}
+
 // --reshard-to: the other layout must hold the model (memory), then the reads.
 Status RunReshard(const CheckpointSpec& spec, const PreparedRun& before, Transcript& transcript) {
   RunSpec other;
@@ -160,7 +194,11 @@ Status RunReshard(const CheckpointSpec& spec, const PreparedRun& before, Transcr
   }
   auto plan = PlanReshard(before, after);
   if (!plan.ok()) return plan.error();
-  WriteReshard(before, after, plan.value(), transcript.out());
+  if (spec.json) {
+    WriteReshardJson(plan.value(), transcript.out());
+  } else {
+    WriteReshard(before, after, plan.value(), transcript.out());
+  }
   return Status::Ok();
 }
 
@@ -171,10 +209,8 @@ Status RunCheckpoint(const CheckpointSpec& spec, Transcript& transcript) {
   if (!prepared.ok()) return prepared.error();
   const PreparedRun& run = prepared.value();
   if (spec.reshard_to) {
-    if (spec.json || !spec.omit.empty()) {
-      return Error{
-          "--reshard-to: prints text only and takes neither --json nor --omit (run "
-          "them without --reshard-to)"};
+    if (!spec.omit.empty()) {
+      return Error{"--omit: checks the manifest of CONFIG; run it without --reshard-to"};
     }
     return RunReshard(spec, run, transcript);
   }

@@ -81,6 +81,16 @@ std::vector<double> EngramBytesPerRank(const PreparedRun& run) {
   return bytes;
 }
 
+// Bytes per parameter of the model-state entries, as DeviceEntries splits them.
+std::vector<std::pair<std::string, double>> ModelEntryBytesPerParam(const ParallelSpec& parallel) {
+  const BytesPerParam bytes = ModelStateBytesPerParam(parallel.precision);
+  const double moment = bytes.optimizer > 0 ? 4.0 : 0.0;
+  return {{"weights", bytes.parameters},
+          {"master-weights", bytes.optimizer - 2 * moment},
+          {"adam-m", moment},
+          {"adam-v", moment}};
+}
+
 }  // namespace
 
 std::vector<std::string> ManifestEntryNames() {
@@ -107,10 +117,12 @@ Result<CheckpointManifest> BuildManifest(const PreparedRun& run, const MemoryRep
   const int64_t replicas = static_cast<int64_t>(parallel.dp) * parallel.cp;
   manifest.devices_per_rank = static_cast<int64_t>(parallel.tp) * replicas;
   manifest.files = manifest.devices_per_rank * parallel.pp + 1;
-  const int64_t shard = std::max<int64_t>(1, memory.shard_ranks);
-  // Copies of each entry over the data-parallel group: sharded states exist once, the rest on
-  // every replica (written once: DCP deduplicates, Megatron's fully parallel save splits them).
-  const int32_t zero = memory.zero_stage;
+  // The unique total: every parameter's model states once (DCP deduplicates the replicas,
+  // Megatron's fully parallel save splits them), whatever the sharding or the experts' layout;
+  // the small states and Engram shares once per device.
+  const double model_params =
+      run.parallel_plan.params + (run.multimodal.vision ? run.multimodal.vision_work.params : 0.0);
+  const std::vector<std::pair<std::string, double>> per_param = ModelEntryBytesPerParam(parallel);
   const std::vector<double> engram_bytes = EngramBytesPerRank(run);
   for (const RankMemory& device : memory.ranks) {
     RankManifest row;
@@ -127,16 +139,14 @@ Result<CheckpointManifest> BuildManifest(const PreparedRun& run, const MemoryRep
       if (std::find(omit.begin(), omit.end(), entry.name) != omit.end()) entry.saved = false;
       if (!entry.saved) continue;
       row.saved_bytes += entry.bytes;
-      const bool optimizer_state =
-          entry.name == "master-weights" || entry.name == "adam-m" || entry.name == "adam-v";
-      const bool sharded = (entry.name == "weights" && zero >= 3) || (optimizer_state && zero >= 1);
-      const bool per_device = entry.name.rfind("rng-", 0) == 0 || entry.name == "data-position" ||
-                              entry.name == "engram-tables";
-      const double unique_per_stage =
-          per_device ? entry.bytes * static_cast<double>(manifest.devices_per_rank)
-          : sharded  ? entry.bytes * static_cast<double>(parallel.tp) * static_cast<double>(shard)
-                     : entry.bytes * static_cast<double>(parallel.tp);
-      manifest.total_bytes += unique_per_stage;
+      const auto model_entry = std::find_if(
+          per_param.begin(), per_param.end(),
+          [&](const std::pair<std::string, double>& kind) { return kind.first == entry.name; });
+      if (model_entry == per_param.end()) {
+        manifest.total_bytes += entry.bytes * static_cast<double>(manifest.devices_per_rank);
+      } else if (&device == &memory.ranks.front()) {
+        manifest.total_bytes += model_params * model_entry->second;
+      }
     }
     manifest.ranks.push_back(std::move(row));
   }

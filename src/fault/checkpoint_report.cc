@@ -57,11 +57,6 @@ void WriteText(const PreparedRun& run, const CheckpointManifest& manifest, std::
       << " devices behind each row (tp x cp x dp)\n";
   out << "  total           " << FormatGib(manifest.total_bytes)
       << " GiB unique (replicated states written once)\n";
-  if (run.config.parallel.ep > 1) {
-    out << "  note            with ep " << run.config.parallel.ep
-        << " the total counts each device's routed experts as if the data-parallel group "
-           "shared them: it leaves out the other ep ranks' experts (the rows are right)\n";
-  }
   bool engram = false;
   for (const RankManifest& row : manifest.ranks) {
     for (const ManifestEntry& entry : row.entries) engram |= entry.name == "engram-tables";

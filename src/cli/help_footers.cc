@@ -68,7 +68,9 @@ const char* GoodputHelpFooter() {
          "(Daly 2006's complete cost function) gives the ETTR and its optimum, never below the\n"
          "persist. Times: ns, us, ms, s, min, h; a bare number is ms. Failure presets:\n"
          "llama3-405b (Llama 3 Table 5: 419 interruptions in 54 days on 2048 nodes), meta-rsc1\n"
-         "(6.5 per 1000 node-days). doc/fault-tolerance.md has the models and definitions.";
+         "(6.5 per 1000 node-days). With a CONFIG, --storage prices the save from its checkpoint\n"
+         "and --tokens sets the length; the Monte Carlo takes --spares and --correlated.\n"
+         "doc/fault-tolerance.md has the models and definitions.";
 }
 
 }  // namespace stagecraft

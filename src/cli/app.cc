@@ -249,6 +249,8 @@ CLI::App* AddGoodputCommand(CLI::App& app, GoodputSpec& spec) {
   option("--failures-per-1000-node-days", spec.failures_per_1000_node_days, "R",
          "failure rate per node (Meta RSC-1: 6.5)");
   option("--mtbf-hours", spec.mtbf_hours, "H", "the job's own mean time between failures");
+  option("--failure-trace", spec.failure_trace, "FILE",
+         "the job's failure times, hours from its start, one a line");
   option("--failure-preset", spec.failure_preset, "NAME", "llama3-405b (default) or meta-rsc1");
   option("--checkpoint-blocking", spec.checkpoint_blocking, "T",
          "time a save stops training (required)");

@@ -167,6 +167,13 @@ TEST(MonteCarloTest, SparesPool) {
   EXPECT_NEAR(grouped.mean_wait_s / (grouped.mean_failures * kHour), 1.0, 1e-9);
 }
 
+// A trace replayed by hand: interval 100 s, blocking 10 s (segments of 110 s), restart 50 s;
+// failures at 1000 s (9 whole segments: 900 s of work), 1030 s (during the restart: nothing)
+// and 2000 s (970 - 50 = 920 s: 8 segments, 800 s more): 1700 / 2000 = 0.85.
+TEST(MonteCarloTest, TraceReplayByHand) {
+  EXPECT_DOUBLE_EQ(ReplayTraceEttr({1000, 1030, 2000}, 100, CheckpointCosts{10, 0, 50}), 0.85);
+}
+
 TEST(MonteCarloTest, SplitMixReferenceValue) {
   // splitmix64.c seeded with 0: the first output is 0xe220a8397b1dcdaf.
   SplitMix64 random(0);
@@ -228,8 +235,7 @@ TEST(CheckpointManifestTest, Llama405bSumsToMemoryStates) {
     }
   }
   EXPECT_NEAR(manifest.value().total_bytes / by_rows, 1.0, 1e-6);
-  EXPECT_NEAR(manifest.value().total_bytes / (14.0 * run.value().parallel_plan.params), 1.0,
-              0.001);
+  EXPECT_NEAR(manifest.value().total_bytes / (14.0 * run.value().parallel_plan.params), 1.0, 0.001);
   EXPECT_EQ(manifest.value().files, 16384 + 1);
   EXPECT_TRUE(manifest.value().missing.empty());
   // Leaving out the tensor-parallel RNG makes the resume inexact, and says why.

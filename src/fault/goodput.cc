@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdlib>
+#include <sstream>
 #include <vector>
 
 #include "core/units.h"
@@ -87,15 +88,49 @@ Status ResolveGpus(const GoodputSpec& spec, const PreparedRun* run, GoodputResul
 }
 
 // The job's mean time to failure from one of the three ways of giving it.
+// --failure-trace FILE: one failure time per line, hours from the job's start, increasing;
+// '#' starts a comment. The job's MTTF is the last time over the count.
+Status ReadFailureTrace(const GoodputSpec& spec, GoodputResult& result) {
+  auto text = spec.files.read(*spec.failure_trace);
+  if (!text.ok()) return Error{"--failure-trace: " + text.error().message};
+  std::istringstream lines(text.value());
+  std::string line;
+  for (int number = 1; std::getline(lines, line); ++number) {
+    line = line.substr(0, line.find('#'));
+    const size_t first = line.find_first_not_of(" \t\r");
+    if (first == std::string::npos) continue;
+    line = line.substr(first, line.find_last_not_of(" \t\r") - first + 1);
+    const std::string where = *spec.failure_trace + ":" + std::to_string(number);
+    auto hours = ParsePositive(where, line, "a failure time in hours from the job's start");
+    if (!hours.ok()) return hours.error();
+    if (!result.trace_s.empty() && hours.value() * 3600.0 <= result.trace_s.back()) {
+      return Error{where + ": " + line +
+                   " h is not after the failure before it (expected the "
+                   "times in increasing order)"};
+    }
+    result.trace_s.push_back(hours.value() * 3600.0);
+  }
+  if (result.trace_s.empty()) {
+    return Error{"--failure-trace: " + *spec.failure_trace +
+                 " holds no failure times (expected "
+                 "one time in hours per line)"};
+  }
+  result.rate_source = "--failure-trace, " + std::to_string(result.trace_s.size()) +
+                       " failures in " + FormatFixed(result.trace_s.back() / 3600.0, 1) + " h";
+  result.mttf_s = result.trace_s.back() / static_cast<double>(result.trace_s.size());
+  return Status::Ok();
+}
+
 Status ResolveMttf(const GoodputSpec& spec, GoodputResult& result) {
   const int given = (spec.failures_per_1000_node_days ? 1 : 0) + (spec.mtbf_hours ? 1 : 0) +
-                    (spec.failure_preset ? 1 : 0);
+                    (spec.failure_preset ? 1 : 0) + (spec.failure_trace ? 1 : 0);
   if (given > 1) {
     return Error{
         "goodput: give the failure rate one way: --failures-per-1000-node-days, "
-        "--mtbf-hours or --failure-preset (got " +
+        "--mtbf-hours, --failure-preset or --failure-trace (got " +
         std::to_string(given) + ")"};
   }
+  if (spec.failure_trace) return ReadFailureTrace(spec, result);
   if (spec.mtbf_hours) {
     auto hours = ParsePositive("--mtbf-hours", *spec.mtbf_hours, "the job's MTBF in hours, e.g. 3");
     if (!hours.ok()) return hours.error();
@@ -439,6 +474,9 @@ Result<GoodputResult> ComputeGoodput(const GoodputSpec& spec) {
   result.shares = ExactWasteShares(result.interval_s, result.costs, result.mttf_s);
   result.wall_days = result.days / result.ettr;
   result.failures = result.wall_days * 86400.0 / result.mttf_s;
+  if (!result.trace_s.empty()) {
+    result.trace_ettr = ReplayTraceEttr(result.trace_s, result.interval_s, result.costs);
+  }
   STAGECRAFT_RETURN_IF_ERROR(ResolveSkippedSteps(spec, seed.value(), result));
   STAGECRAFT_RETURN_IF_ERROR(ResolveSpares(spec, result));
   STAGECRAFT_RETURN_IF_ERROR(RunMonteCarlo(spec, seed.value(), result));

@@ -26,6 +26,7 @@ struct GoodputSpec {
   std::optional<std::string> gpus_per_node;  // --gpus-per-node G (default 8 or config's)
   std::optional<std::string> failures_per_1000_node_days;  // --failures-per-1000-node-days R
   std::optional<std::string> mtbf_hours;                   // --mtbf-hours H: the job's own MTBF
+  std::optional<std::string> failure_trace;        // --failure-trace FILE: failure times, hours
   std::optional<std::string> failure_preset;       // --failure-preset NAME (default llama3-405b)
   std::optional<std::string> checkpoint_blocking;  // --checkpoint-blocking T (required)
   std::optional<std::string> checkpoint_persist;   // --checkpoint-persist T (default 0: sync)
@@ -81,6 +82,8 @@ struct GoodputResult {
   double skipped_step_share = 0;  // fp16 steps skipped by the loss scaler
   int64_t scaler_steps = 0;       // steps the scaler was run for
   std::optional<MonteCarloResult> monte_carlo;
+  std::vector<double> trace_s;       // --failure-trace: the failure times, seconds
+  double trace_ettr = 0;             // the trace replayed at the interval
   std::optional<SaveCosts> storage;  // with --storage: what the costs came from
   std::string storage_tier;
   double weibull_shape = 1.0;

@@ -38,6 +38,7 @@ void WriteJson(const GoodputResult& result, std::ostream& out) {
   writer.Key("optimal_interval_s").Fixed(result.optimal_s, 3);
   writer.Key("interval_s").Fixed(result.interval_s, 3);
   writer.Key("ettr").Fixed(result.ettr, 6);
+  if (!result.trace_s.empty()) writer.Key("trace_ettr").Fixed(result.trace_ettr, 6);
   writer.Key("waste").BeginObject();
   writer.Key("checkpoint").Fixed(result.shares.checkpoint, 6);
   writer.Key("restart").Fixed(result.shares.restart, 6);
@@ -94,6 +95,12 @@ void WriteText(const GoodputResult& result, std::ostream& out) {
     out << "the job's MTBF (" << result.rate_source << ")";
   }
   out << ": MTTF " << FormatFixed(result.mttf_s / 3600.0, 3) << " h\n";
+  if (!result.trace_s.empty()) {
+    out << "  trace replay    ettr " << FormatFixed(result.trace_ettr, 4) << " at "
+        << FormatFixed(result.interval_s, 1) << " s over the trace's "
+        << FormatFixed(result.trace_s.back() / 3600.0, 1)
+        << " h (the exact model at its MTTF: " << FormatFixed(result.ettr, 4) << ")\n";
+  }
   const CheckpointCosts& costs = result.costs;
   if (result.storage) {
     const SaveCosts& save = *result.storage;

@@ -141,4 +141,23 @@ MonteCarloResult SimulateFailures(const MonteCarloSpec& spec) {
   return result;
 }
 
+double ReplayTraceEttr(const std::vector<double>& failure_times_s, double interval_s,
+                       const CheckpointCosts& costs) {
+  const double segment = interval_s + costs.blocking_s;
+  double now = 0;
+  double work = 0;
+  bool restarting = false;
+  for (const double failure : failure_times_s) {
+    double available = failure - now;
+    now = failure;
+    if (restarting) {
+      if (available < costs.restart_s) continue;  // the restart itself failed
+      available -= costs.restart_s;
+    }
+    work += std::floor(available / segment) * interval_s;  // the segment cut short is lost
+    restarting = true;
+  }
+  return work / now;
+}
+
 }  // namespace stagecraft

@@ -8,6 +8,7 @@
 #pragma once
 
 #include <cstdint>
+#include <vector>
 
 #include "fault/checkpoint_interval.h"
 
@@ -52,5 +53,11 @@ struct MonteCarloResult {
 // REQUIRES: runs >= 1, work_s, interval_s and mttf_s > 0, weibull_shape > 0, repair_s >= 0,
 // correlated_share in [0, 1], correlated_nodes >= 1.
 MonteCarloResult SimulateFailures(const MonteCarloSpec& spec);
+
+// Replays an observed failure trace (failure times in seconds from the job's start, increasing):
+// the work done by the last failure over the time to it, with the same checkpoints and restarts
+// as the Monte Carlo. REQUIRES: times not empty, increasing, > 0; interval_s > 0.
+double ReplayTraceEttr(const std::vector<double>& failure_times_s, double interval_s,
+                       const CheckpointCosts& costs);
 
 }  // namespace stagecraft

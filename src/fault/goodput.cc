@@ -17,38 +17,6 @@
 
 namespace stagecraft {
 
-Result<double> ParsePositive(const std::string& flag, const std::string& text,
-                             const std::string& expected) {
-  char* end = nullptr;
-  const double value = std::strtod(text.c_str(), &end);
-  if (text.empty() || end != text.c_str() + text.size() || !std::isfinite(value)) {
-    return Error{flag + ": '" + text + "' is not a number (expected " + expected + ")"};
-  }
-  if (value <= 0) {
-    return Error{flag + ": must be above zero, got " + text + " (expected " + expected + ")"};
-  }
-  return value;
-}
-
-Result<double> ParseSeconds(const std::string& flag, const std::string& text) {
-  const std::string expected = "a duration such as 0.6s, 51s, 3min or 2h; a bare number is ms";
-  for (const auto& [unit, seconds] : {std::pair<const char*, double>{"min", 60.0}, {"h", 3600.0}}) {
-    const std::string suffix = unit;
-    if (text.size() > suffix.size() &&
-        text.compare(text.size() - suffix.size(), suffix.size(), suffix) == 0) {
-      auto value = ParsePositive(flag, text.substr(0, text.size() - suffix.size()), expected);
-      if (!value.ok()) return value.error();
-      return value.value() * seconds;
-    }
-  }
-  auto time = ParseDuration(text);
-  if (!time.ok()) return Error{flag + ": " + time.error().message + "; min and h work too"};
-  if (time.value().ns() < 0) {
-    return Error{flag + ": must not be negative, got " + text + " (expected " + expected + ")"};
-  }
-  return static_cast<double>(time.value().ns()) / 1e9;
-}
-
 namespace {
 
 // A CONFIG's run, prepared and simulated once: the job's size, its checkpoint, its step.
@@ -281,6 +249,12 @@ Status ResolveInterval(const GoodputSpec& spec, GoodputResult& result) {
                    FormatFixed(save, 3) + "s; the best interval here is " +
                    FormatFixed(result.optimal_s, 1) + "s)"};
     }
+    if (interval.value() > 50.0 * result.mttf_s) {
+      return Error{"--interval: " + *spec.interval + " is more than 50 times the job's MTTF (" +
+                   FormatFixed(result.mttf_s / 3600.0, 3) +
+                   " h): hardly a segment would finish (expected an interval near the optimum, " +
+                   FormatFixed(result.optimal_s, 1) + "s)"};
+    }
     result.interval_s = interval.value();
     result.interval_given = true;
   }
@@ -365,6 +339,11 @@ Status RunMonteCarlo(const GoodputSpec& spec, uint64_t seed, GoodputResult& resu
     auto shape = ParsePositive("--weibull-shape", *spec.weibull_shape,
                                "the Weibull shape k, e.g. 0.7; 1 is exponential");
     if (!shape.ok()) return shape.error();
+    if (shape.value() < 0.3 || shape.value() > 5) {
+      return Error{"--weibull-shape: " + *spec.weibull_shape +
+                   " is outside 0.3 to 5 (below, almost every draw is a failure at once and a "
+                   "run hardly finishes; expected e.g. 0.7, or 1 for exponential)"};
+    }
     result.weibull_shape = shape.value();
   }
   if (!spec.monte_carlo) return Status::Ok();
@@ -387,6 +366,14 @@ Status RunMonteCarlo(const GoodputSpec& spec, uint64_t seed, GoodputResult& resu
   simulation.repair_s = result.repair_s;
   simulation.correlated_share = result.correlated_share;
   simulation.correlated_nodes = result.correlated_nodes;
+  // About wall / M failures per run, each a few draws: keep the whole simulation to seconds.
+  const double failures = result.failures * static_cast<double>(simulation.runs);
+  constexpr double kMaxFailures = 5e7;
+  if (failures > kMaxFailures) {
+    return Error{"--monte-carlo: " + *spec.monte_carlo + " runs of " + FormatFixed(result.days, 1) +
+                 " days would simulate about " + FormatFixed(failures, 0) +
+                 " failures (at most 5e7 keep it to seconds; expected fewer runs or --days)"};
+  }
   result.monte_carlo = SimulateFailures(simulation);
   return Status::Ok();
 }
@@ -466,6 +453,15 @@ Result<GoodputResult> ComputeGoodput(const GoodputSpec& spec) {
   STAGECRAFT_RETURN_IF_ERROR(ResolveGpus(spec, config_run ? &config_run->run : nullptr, result));
   STAGECRAFT_RETURN_IF_ERROR(ResolveMttf(spec, result));
   STAGECRAFT_RETURN_IF_ERROR(ResolveCosts(spec, config_run, result));
+  // Past R + delta = 10 M the job almost never gets back to training (e^((R + delta)/M) restarts
+  // per segment, 22,026 at 10 M); Daly 2006's own examples reach R + delta = M.
+  const double outage = result.costs.restart_s + result.costs.blocking_s;
+  if (outage > 10.0 * result.mttf_s) {
+    return Error{"goodput: the restart and the save (" + FormatFixed(outage, 1) +
+                 " s) are more than 10 times the job's MTTF (" + FormatFixed(result.mttf_s, 1) +
+                 " s): the run would hardly ever train (expected an MTTF well above them; check "
+                 "the rate, --gpus and --restart)"};
+  }
   STAGECRAFT_RETURN_IF_ERROR(ResolveInterval(spec, result));
   STAGECRAFT_RETURN_IF_ERROR(ResolveDays(spec, config_run, result));
   auto seed = ParseSeed(spec.seed);

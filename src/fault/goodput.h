@@ -13,6 +13,7 @@
 
 #include "core/result.h"
 #include "fault/checkpoint_interval.h"
+#include "fault/flag_values.h"
 #include "fault/monte_carlo.h"
 #include "fault/storage.h"
 #include "io/files.h"
@@ -95,11 +96,5 @@ struct GoodputResult {
 
 Result<GoodputResult> ComputeGoodput(const GoodputSpec& spec);
 Status RunGoodput(const GoodputSpec& spec, Transcript& transcript);
-
-// A duration flag: ns, us, ms, s, min or h; a bare number means ms, as everywhere in stagecraft.
-Result<double> ParseSeconds(const std::string& flag, const std::string& text);
-// A positive finite number flag ("--days 30").
-Result<double> ParsePositive(const std::string& flag, const std::string& text,
-                             const std::string& expected);
 
 }  // namespace stagecraft

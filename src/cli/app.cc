@@ -8,6 +8,8 @@
 
 #include "analysis/metrics.h"
 #include "cli/help_footers.h"
+#include "fault/checkpoint_report.h"
+#include "fault/goodput.h"
 #include "plan/plan.h"
 #include "run/commands.h"
 #include "core/suggest.h"
@@ -152,10 +154,9 @@ CLI::App* AddBenchCommand(CLI::App& app, RunSpec& flags, BenchSpec& bench_flags)
   return bench;
 }
 
-const std::vector<std::string> kCommands = {"simulate", "check",           "derive",
-                                            "list",     "bench-schedules", "comm",
-                                            "memory",   "multimodal",      "validate",
-                                            "plan"};
+const std::vector<std::string> kCommands = {"simulate",        "check", "derive",     "list",
+                                            "bench-schedules", "comm",  "memory",     "multimodal",
+                                            "validate",        "plan",  "checkpoint", "goodput"};
 
 CLI::App* AddCommCommand(CLI::App& app, CommSpec& flags) {
   CLI::App* comm = app.add_subcommand(
@@ -224,6 +225,71 @@ CLI::App* AddPlanCommand(CLI::App& app, PlanSpec& plan, std::string& engine,
       ->type_name("ENGINE DIR");
   command->add_flag("--json", json, "print one JSON object");
   command->footer(PlanHelpFooter());
+  return command;
+}
+
+// `checkpoint`: the run flags, the manifest's own.
+CLI::App* AddCheckpointCommand(CLI::App& app, CheckpointSpec& spec) {
+  CLI::App* command = app.add_subcommand(
+      "checkpoint", "what a checkpoint of this layout holds per device; does it resume exactly");
+  AddRunFlags(*command, spec.run);
+  command->add_option("--reshard-to", spec.reshard_to, "resume on the layout of OTHER.yaml")
+      ->type_name("OTHER");
+  command->add_option("--omit", spec.omit, "leave these entries out (resume-exactness check)")
+      ->type_name("NAME,...");
+  command->add_flag("--json", spec.json, "print one JSON object");
+  command->footer(CheckpointHelpFooter());
+  return command;
+}
+
+// `goodput`: failures, the checkpoint interval and the share of the run that trains.
+CLI::App* AddGoodputCommand(CLI::App& app, GoodputSpec& spec) {
+  CLI::App* command = app.add_subcommand(
+      "goodput", "failures, the best checkpoint interval (Young, Daly, exact), ETTR and goodput");
+  command->add_option("config", spec.config_path, "YAML config: the GPUs of the job (optional)");
+  const auto option = [&](const char* flag, std::optional<std::string>& field, const char* type,
+                          const char* help) {
+    command->add_option(flag, field, help)->type_name(type);
+  };
+  option("--gpus", spec.gpus, "N", "GPUs of the job (default: the config's world)");
+  option("--gpus-per-node", spec.gpus_per_node, "G", "GPUs per node (default 8 or the config's)");
+  option("--failures-per-1000-node-days", spec.failures_per_1000_node_days, "R",
+         "failure rate per node (Meta RSC-1: 6.5)");
+  option("--mtbf-hours", spec.mtbf_hours, "H", "the job's own mean time between failures");
+  option("--failure-trace", spec.failure_trace, "FILE",
+         "the job's failure times, hours from its start, one a line");
+  option("--failure-preset", spec.failure_preset, "NAME", "llama3-405b (default) or meta-rsc1");
+  option("--checkpoint-blocking", spec.checkpoint_blocking, "T",
+         "time a save stops training (required)");
+  option("--checkpoint-persist", spec.checkpoint_persist, "T",
+         "background write after it (async saves; default 0)");
+  option("--restart", spec.restart, "T",
+         "failure to training again: detection, scheduling, init, load (required)");
+  option("--detection", spec.detection, "T", "instead of --restart, its parts: detection,");
+  option("--reschedule", spec.reschedule, "T", "rescheduling onto healthy nodes,");
+  option("--init", spec.init, "T", "initialization,");
+  option("--load", spec.load, "T", "the checkpoint's load,");
+  option("--warmup", spec.warmup, "T", "and warm-up steps");
+  option("--interval", spec.interval, "T", "checkpoint interval (default: the optimum)");
+  option("--days", spec.days, "D", "days of failure-free training (default 30)");
+  option("--tokens", spec.tokens, "T", "with a CONFIG: tokens to train on, e.g. 15.6T");
+  option("--monte-carlo", spec.monte_carlo, "RUNS", "simulate the run RUNS times");
+  option("--seed", spec.seed, "S", "seed of the Monte Carlo and the overflow draw (default 1)");
+  option("--weibull-shape", spec.weibull_shape, "K", "Weibull failure times (default 1)");
+  option("--spares", spec.spares, "N", "Monte Carlo: hot spare nodes (default: always one)");
+  option("--repair-time", spec.repair_time, "T", "Monte Carlo: a failed node's repair");
+  option("--correlated", spec.correlated, "SHARE:NODES",
+         "Monte Carlo: failures that take a group of nodes");
+  option("--fp16-overflow-probability", spec.fp16_overflow, "P",
+         "loss-scale overflows per step: skipped steps (default 0)");
+  option("--storage", spec.storage, "TIER",
+         "with a CONFIG: save costs from its checkpoint (tectonic, peer-memory)");
+  command->add_flag("--sync-save", spec.sync_save, "with --storage: the write blocks training");
+  command->add_flag("--what-if", spec.what_if, "a table: failure rate x sync or async save");
+  command->add_option("--plot", spec.plot_path, "write an SVG of waste vs the interval to FILE")
+      ->type_name("FILE");
+  command->add_flag("--json", spec.json, "print one JSON object");
+  command->footer(GoodputHelpFooter());
   return command;
 }
 
@@ -493,8 +559,12 @@ int RunCli(int argc, const char* const* argv, std::ostream& out, std::ostream& e
   bool plan_json = false;
   std::vector<std::string> plan_export;
   CLI::App* plan = AddPlanCommand(app, plan_spec, plan_engine, plan_export, plan_json);
-  for (CLI::App* command :
-       {simulate, check, derive, list, bench, comm, memory, multimodal, validate, plan}) {
+  CheckpointSpec checkpoint_spec;
+  CLI::App* checkpoint = AddCheckpointCommand(app, checkpoint_spec);
+  GoodputSpec goodput_spec;
+  CLI::App* goodput = AddGoodputCommand(app, goodput_spec);
+  for (CLI::App* command : {simulate, check, derive, list, bench, comm, memory, multimodal,
+                            validate, plan, checkpoint, goodput}) {
     command->allow_extras();
   }
 
@@ -531,6 +601,14 @@ int RunCli(int argc, const char* const* argv, std::ostream& out, std::ostream& e
   if (*plan) {
     const Status status =
         RunPlanCommand(plan_spec, plan_engine, plan_export, plan_json, err, transcript);
+    return Finish(transcript, status, out, err);
+  }
+  if (*checkpoint) {
+    const Status status = RunCheckpoint(checkpoint_spec, transcript);
+    return Finish(transcript, status, out, err);
+  }
+  if (*goodput) {
+    const Status status = RunGoodput(goodput_spec, transcript);
     return Finish(transcript, status, out, err);
   }
   const Status status = *simulate   ? RunSimulate(flags, output, transcript)

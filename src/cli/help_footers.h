@@ -10,5 +10,7 @@ const char* CommHelpFooter();      // stagecraft comm --help: algbw, busbw and t
 const char* MemoryHelpFooter();    // stagecraft memory --help: the table's columns
 const char* ValidateHelpFooter();  // stagecraft validate --help: the error measure
 const char* PlanHelpFooter();      // stagecraft plan --help: the search and the table
+const char* CheckpointHelpFooter();  // stagecraft checkpoint --help: the manifest's columns
+const char* GoodputHelpFooter();     // stagecraft goodput --help: the models and their sources
 
 }  // namespace stagecraft

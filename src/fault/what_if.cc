@@ -1,0 +1,65 @@
+#include "fault/what_if.h"
+
+#include <algorithm>
+#include <cmath>
+#include <sstream>
+#include <vector>
+
+#include "core/units.h"
+#include "report/svg_plot.h"
+
+namespace stagecraft {
+
+std::string FormatWhatIfTable(const GoodputResult& result) {
+  std::ostringstream out;
+  out << "  what if         the failure rate and the kind of save change (interval "
+      << FormatFixed(result.interval_s, 1) << " s as the answer's)\n";
+  out << "    rate_x  mttf_h  save   blocking_s  persist_s  optimum_s  ettr_optimum  "
+         "ettr_interval\n";
+  const CheckpointCosts& given = result.costs;
+  const CheckpointCosts sync{given.blocking_s + given.persist_s, 0, given.restart_s};
+  for (const double scale : {0.5, 1.0, 2.0}) {
+    const double mttf = result.mttf_s / scale;
+    for (const bool async : {true, false}) {
+      if (!async && given.persist_s == 0) continue;  // already synchronous
+      const CheckpointCosts& costs = async ? given : sync;
+      const double optimum = ExactOptimalInterval(costs, mttf, costs.persist_s);
+      const double at_interval = result.interval_s >= std::max(costs.blocking_s, costs.persist_s)
+                                     ? ExactEttr(result.interval_s, costs, mttf)
+                                     : 0.0;
+      out << PadLeft(FormatFixed(scale, 1), 10) << PadLeft(FormatFixed(mttf / 3600.0, 3), 8) << "  "
+          << PadRight(async && given.persist_s > 0 ? "async" : "sync", 5)
+          << PadLeft(FormatFixed(costs.blocking_s, 3), 11)
+          << PadLeft(FormatFixed(costs.persist_s, 3), 11) << PadLeft(FormatFixed(optimum, 1), 11)
+          << PadLeft(FormatFixed(ExactEttr(optimum, costs, mttf), 4), 14)
+          << PadLeft(at_interval > 0 ? FormatFixed(at_interval, 4) : std::string("-"), 15) << "\n";
+    }
+  }
+  return out.str();
+}
+
+std::string FormatIntervalPlot(const GoodputResult& result) {
+  const CheckpointCosts& costs = result.costs;
+  const double shortest = std::max({costs.blocking_s, costs.persist_s, result.optimal_s / 16.0});
+  const double longest = result.optimal_s * 16.0;
+  constexpr int kPoints = 41;
+  Series curve{"1 - ETTR (exact model)", {}, {{"kind", "curve"}}};
+  for (int point = 0; point < kPoints; ++point) {
+    const double tau = shortest * std::pow(longest / shortest, point / (kPoints - 1.0));
+    const double waste = 1.0 - ExactEttr(tau, costs, result.mttf_s);
+    curve.points.push_back(PlotPoint{
+        tau, waste, "interval " + FormatFixed(tau, 1) + " s: ETTR " + FormatFixed(1 - waste, 4)});
+  }
+  const double best = 1.0 - ExactEttr(result.optimal_s, costs, result.mttf_s);
+  Series optimum{"optimum " + FormatFixed(result.optimal_s, 1) + " s",
+                 {PlotPoint{result.optimal_s, best,
+                            "optimum " + FormatFixed(result.optimal_s, 1) + " s: ETTR " +
+                                FormatFixed(1 - best, 4)}},
+                 {{"kind", "optimum"}}};
+  PlotOptions options{"Wasted share vs checkpoint interval (" + std::to_string(result.gpus) +
+                          " GPUs, MTTF " + FormatFixed(result.mttf_s / 3600.0, 2) + " h)",
+                      "checkpoint interval, s (log2 scale)", "1 - ETTR (log2 scale)", true, true};
+  return FormatLinePlot({curve, optimum}, options);
+}
+
+}  // namespace stagecraft

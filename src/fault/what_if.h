@@ -1,0 +1,21 @@
+// What-if views of a goodput answer: the table of the interval against the failure rate and the
+// kind of save, and the SVG plot of the wasted share against the interval with the optimum
+// marked (`stagecraft goodput --what-if`, `--plot FILE`).
+#pragma once
+
+#include <string>
+
+#include "fault/goodput.h"
+
+namespace stagecraft {
+
+// Rows: the failure rate at 1/2, 1 and 2 times the given one x the save as given and
+// synchronous (the whole save blocking: blocking + persist); per row the optimal interval, the
+// ETTR there and the ETTR at the answer's interval.
+std::string FormatWhatIfTable(const GoodputResult& result);
+
+// The wasted share of the wall time (1 - ETTR, log2 axis) against the interval (log2 axis) from
+// the shortest allowed interval to 16 times the optimum, with the optimum as a marked point.
+std::string FormatIntervalPlot(const GoodputResult& result);
+
+}  // namespace stagecraft

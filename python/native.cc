@@ -109,56 +109,57 @@ void ServeSchedule(const std::optional<std::string>& csv, RunSpec& spec) {
   };
 }
 
-// The schedule a run would simulate, as torch.distributed.pipelining's compute-only CSV.
-Answer PySchedule(const std::string& path, const std::optional<std::string>& text,
-                  const std::map<std::string, std::string>& overrides) {
+// Builds the run's spec (with a schedule handed in from Python, when given), then runs
+// `command` on it with the GIL released.
+template <typename Command>
+Answer OnSpec(const std::string& path, const std::optional<std::string>& text,
+              const std::map<std::string, std::string>& overrides,
+              const std::optional<std::string>& schedule_csv, Command command) {
   Status status;
   RunSpec spec = SpecOf(path, text, overrides, status);
   if (!status.ok()) return Finish(Transcript(), status);
-  return RunReleased([&](Transcript& t) -> Status {
+  ServeSchedule(schedule_csv, spec);
+  return RunReleased([&](Transcript& t) { return command(spec, t); });
+}
+
+using Overrides = std::map<std::string, std::string>;
+using Text = std::optional<std::string>;
+
+// The schedule a run would simulate, as torch.distributed.pipelining's compute-only CSV.
+Answer PySchedule(const std::string& path, const Text& text, const Overrides& overrides) {
+  return OnSpec(path, text, overrides, std::nullopt, [](const RunSpec& spec, Transcript& t) {
     auto run = PrepareRun(spec);
-    if (!run.ok()) return run.error();
+    if (!run.ok()) return Status(run.error());
     t.out() << WriteScheduleCsv(run.value().schedule);
     return Status::Ok();
   });
 }
 
-Answer PySimulate(const std::string& path, const std::optional<std::string>& text,
-                  const std::map<std::string, std::string>& overrides,
-                  const std::optional<std::string>& schedule_csv) {
-  Status status;
-  RunSpec spec = SpecOf(path, text, overrides, status);
-  if (!status.ok()) return Finish(Transcript(), status);
-  ServeSchedule(schedule_csv, spec);
-  OutputSpec output;
-  output.json = true;
-  return RunReleased([&](Transcript& t) { return RunSimulate(spec, output, t); });
+Answer PySimulate(const std::string& path, const Text& text, const Overrides& overrides,
+                  const Text& schedule_csv) {
+  return OnSpec(path, text, overrides, schedule_csv, [](const RunSpec& spec, Transcript& t) {
+    OutputSpec output;
+    output.json = true;
+    return RunSimulate(spec, output, t);
+  });
 }
 
-Answer PyDerive(const std::string& path, const std::optional<std::string>& text,
-              const std::map<std::string, std::string>& overrides) {
-  Status status;
-  RunSpec spec = SpecOf(path, text, overrides, status);
-  if (!status.ok()) return Finish(Transcript(), status);
-  return RunReleased([&](Transcript& t) { return RunDerive(spec, /*json=*/true, t); });
+Answer PyDerive(const std::string& path, const Text& text, const Overrides& overrides) {
+  return OnSpec(path, text, overrides, std::nullopt, [](const RunSpec& spec, Transcript& t) {
+    return RunDerive(spec, /*json=*/true, t);
+  });
 }
 
-Answer PyMemory(const std::string& path, const std::optional<std::string>& text,
-              const std::map<std::string, std::string>& overrides) {
-  Status status;
-  RunSpec spec = SpecOf(path, text, overrides, status);
-  if (!status.ok()) return Finish(Transcript(), status);
-  return RunReleased([&](Transcript& t) { return RunMemory(spec, /*json=*/true, t); });
+Answer PyMemory(const std::string& path, const Text& text, const Overrides& overrides) {
+  return OnSpec(path, text, overrides, std::nullopt, [](const RunSpec& spec, Transcript& t) {
+    return RunMemory(spec, /*json=*/true, t);
+  });
 }
 
-Answer PyCheck(const std::string& path, const std::optional<std::string>& text,
-               const std::map<std::string, std::string>& overrides,
-               const std::optional<std::string>& schedule_csv) {
-  Status status;
-  RunSpec spec = SpecOf(path, text, overrides, status);
-  if (!status.ok()) return Finish(Transcript(), status);
-  ServeSchedule(schedule_csv, spec);
-  return RunReleased([&](Transcript& t) { return RunCheck(spec, t); });
+Answer PyCheck(const std::string& path, const Text& text, const Overrides& overrides,
+               const Text& schedule_csv) {
+  return OnSpec(path, text, overrides, schedule_csv,
+                [](const RunSpec& spec, Transcript& t) { return RunCheck(spec, t); });
 }
 
 Answer PyPlan(const std::string& path, const std::optional<std::string>& text,

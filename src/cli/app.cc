@@ -10,6 +10,7 @@
 #include "cli/help_footers.h"
 #include "plan/plan.h"
 #include "run/commands.h"
+#include "serve/serve.h"
 #include "core/suggest.h"
 
 namespace stagecraft {
@@ -152,10 +153,9 @@ CLI::App* AddBenchCommand(CLI::App& app, RunSpec& flags, BenchSpec& bench_flags)
   return bench;
 }
 
-const std::vector<std::string> kCommands = {"simulate", "check",           "derive",
-                                            "list",     "bench-schedules", "comm",
-                                            "memory",   "multimodal",      "validate",
-                                            "plan"};
+const std::vector<std::string> kCommands = {"simulate",        "check", "derive", "list",
+                                            "bench-schedules", "comm",  "memory", "multimodal",
+                                            "validate",        "plan",  "serve"};
 
 CLI::App* AddCommCommand(CLI::App& app, CommSpec& flags) {
   CLI::App* comm = app.add_subcommand(
@@ -224,6 +224,45 @@ CLI::App* AddPlanCommand(CLI::App& app, PlanSpec& plan, std::string& engine,
       ->type_name("ENGINE DIR");
   command->add_flag("--json", json, "print one JSON object");
   command->footer(PlanHelpFooter());
+  return command;
+}
+
+// `serve`: the model and cluster flags of a run, the serving layout and the workload.
+CLI::App* AddServeCommand(CLI::App& app, ServeSpec& serve) {
+  CLI::App* command = app.add_subcommand(
+      "serve", "simulate serving a model: KV cache, step costs, requests through replicas");
+  RunSpec& run = serve.run;
+  command->add_option("config", run.config_path,
+                      "YAML config with the model and cluster (doc/config.md); none = the "
+                      "bundled example");
+  for (const RunOverride& row : RunOverrides()) {
+    const std::string flag = row.flag;
+    if (flag == "--hf-config" || flag == "--cluster") {
+      command->add_option(row.flag, run.*row.field, row.help)->type_name(row.type_name);
+    }
+  }
+  command->add_option("--tp", serve.tp, "tensor-parallel GPUs per stage (default: the config's)")
+      ->type_name("T");
+  command->add_option("--pp", serve.pp, "pipeline stages per replica (default: the config's)")
+      ->type_name("P");
+  command->add_option("--replicas", serve.replicas, "replicas behind the router (default 1)")
+      ->type_name("R");
+  command->add_option("--rate", serve.rate_rps, "Poisson arrivals per second (default 1)")
+      ->type_name("RPS");
+  command->add_option("--requests", serve.requests, "requests simulated (default 1000)")
+      ->type_name("N");
+  command->add_option("--seed", serve.seed, "seed of arrivals and lengths (default 1)")
+      ->type_name("S");
+  command->add_option("--prompt-tokens", serve.prompt_tokens, "N or A-B uniform (default 512)")
+      ->type_name("LEN");
+  command->add_option("--output-tokens", serve.output_tokens, "N or A-B uniform (default 64)")
+      ->type_name("LEN");
+  command->add_option("--routing", serve.routing, "round-robin (default) | least-outstanding")
+      ->type_name("R");
+  command->add_option("--slo", serve.slo, "per-request bounds (default ttft=0.4s,tpot=40ms)")
+      ->type_name("SLO");
+  command->add_flag("--json", serve.json, "print one JSON object");
+  command->footer(ServeHelpFooter());
   return command;
 }
 
@@ -493,8 +532,10 @@ int RunCli(int argc, const char* const* argv, std::ostream& out, std::ostream& e
   bool plan_json = false;
   std::vector<std::string> plan_export;
   CLI::App* plan = AddPlanCommand(app, plan_spec, plan_engine, plan_export, plan_json);
+  ServeSpec serve_spec;
+  CLI::App* serve = AddServeCommand(app, serve_spec);
   for (CLI::App* command :
-       {simulate, check, derive, list, bench, comm, memory, multimodal, validate, plan}) {
+       {simulate, check, derive, list, bench, comm, memory, multimodal, validate, plan, serve}) {
     command->allow_extras();
   }
 
@@ -533,6 +574,7 @@ int RunCli(int argc, const char* const* argv, std::ostream& out, std::ostream& e
         RunPlanCommand(plan_spec, plan_engine, plan_export, plan_json, err, transcript);
     return Finish(transcript, status, out, err);
   }
+  if (*serve) return Finish(transcript, RunServe(serve_spec, transcript), out, err);
   const Status status = *simulate   ? RunSimulate(flags, output, transcript)
                         : *check    ? RunCheck(flags, transcript)
                         : *derive   ? RunDerive(flags, derive_json, transcript)

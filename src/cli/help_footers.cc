@@ -53,4 +53,12 @@ const char* PlanHelpFooter() {
          "fits.";
 }
 
+const char* ServeHelpFooter() {
+  return "One serving layout (tp x pp GPUs per replica, replicas behind the router) under Poisson\n"
+         "arrivals: the KV cache per token and per replica, each engine iteration's roofline\n"
+         "(weights and KV reads against compute, TP all-reduces, PP hand-offs) and a request-level\n"
+         "simulation with continuous batching, chunked prefill and preemption (doc/serving.md).\n"
+         "Exit status 1 when the model does not fit the replica.";
+}
+
 }  // namespace stagecraft

@@ -10,5 +10,6 @@ const char* CommHelpFooter();      // stagecraft comm --help: algbw, busbw and t
 const char* MemoryHelpFooter();    // stagecraft memory --help: the table's columns
 const char* ValidateHelpFooter();  // stagecraft validate --help: the error measure
 const char* PlanHelpFooter();      // stagecraft plan --help: the search and the table
+const char* ServeHelpFooter();     // stagecraft serve --help: what one serving run models
 
 }  // namespace stagecraft

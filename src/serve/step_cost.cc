@@ -122,7 +122,8 @@ void SizeRoofline(ReplicaModel& replica) {
 
 std::string DescribeShape(const ServeShape& shape) {
   return "tp " + Num(shape.tp) + " x pp " + Num(shape.pp) + ", " + Num(shape.replicas) +
-         (shape.replicas == 1 ? " replica (" : " replicas (") + Num(shape.gpus()) + " GPUs)";
+         (shape.replicas == 1 ? " replica (" : " replicas (") + Num(shape.gpus()) +
+         (shape.gpus() == 1 ? " GPU)" : " GPUs)");
 }
 
 Result<ReplicaModel> BuildReplicaModel(const TransformerSpec& model, const ClusterSpec& cluster,

@@ -11,6 +11,7 @@
 #include "plan/plan.h"
 #include "run/commands.h"
 #include "serve/serve.h"
+#include "serve/serve_plan.h"
 #include "core/suggest.h"
 
 namespace stagecraft {
@@ -155,7 +156,7 @@ CLI::App* AddBenchCommand(CLI::App& app, RunSpec& flags, BenchSpec& bench_flags)
 
 const std::vector<std::string> kCommands = {"simulate",        "check", "derive", "list",
                                             "bench-schedules", "comm",  "memory", "multimodal",
-                                            "validate",        "plan",  "serve"};
+                                            "validate",        "plan",  "serve",  "serve-plan"};
 
 CLI::App* AddCommCommand(CLI::App& app, CommSpec& flags) {
   CLI::App* comm = app.add_subcommand(
@@ -263,6 +264,38 @@ CLI::App* AddServeCommand(CLI::App& app, ServeSpec& serve) {
       ->type_name("SLO");
   command->add_flag("--json", serve.json, "print one JSON object");
   command->footer(ServeHelpFooter());
+  return command;
+}
+
+// `serve-plan`: the model and cluster flags of a run, the GPUs, the SLO and the workload.
+CLI::App* AddServePlanCommand(CLI::App& app, ServePlanSpec& plan) {
+  CLI::App* command = app.add_subcommand(
+      "serve-plan", "choose the serving layout: the most requests per GPU within the SLO");
+  RunSpec& run = plan.run;
+  command->add_option("config", run.config_path,
+                      "YAML config with the model and cluster (doc/config.md); none = the "
+                      "bundled example");
+  for (const RunOverride& row : RunOverrides()) {
+    const std::string flag = row.flag;
+    if (flag == "--hf-config" || flag == "--cluster") {
+      command->add_option(row.flag, run.*row.field, row.help)->type_name(row.type_name);
+    }
+  }
+  command->add_option("--gpus", plan.gpus, "the GPUs N the replicas fill (required)")
+      ->type_name("N");
+  command->add_option("--slo", plan.slo, "P90 bounds, e.g. ttft_p90=0.4s,tpot_p90=40ms (required)")
+      ->type_name("SLO");
+  command->add_option("--prompt-tokens", plan.prompt_tokens, "N or A-B uniform (default 512)")
+      ->type_name("LEN");
+  command->add_option("--output-tokens", plan.output_tokens, "N or A-B uniform (default 64)")
+      ->type_name("LEN");
+  command->add_option("--requests", plan.requests, "requests per rate probe (default 400)")
+      ->type_name("N");
+  command->add_option("--seed", plan.seed, "seed of arrivals and lengths (default 1)")
+      ->type_name("S");
+  command->add_option("--top", plan.top, "plans shown (default 10)")->type_name("K");
+  command->add_flag("--json", plan.json, "print one JSON object");
+  command->footer(ServePlanHelpFooter());
   return command;
 }
 
@@ -534,8 +567,10 @@ int RunCli(int argc, const char* const* argv, std::ostream& out, std::ostream& e
   CLI::App* plan = AddPlanCommand(app, plan_spec, plan_engine, plan_export, plan_json);
   ServeSpec serve_spec;
   CLI::App* serve = AddServeCommand(app, serve_spec);
-  for (CLI::App* command :
-       {simulate, check, derive, list, bench, comm, memory, multimodal, validate, plan, serve}) {
+  ServePlanSpec serve_plan_spec;
+  CLI::App* serve_plan = AddServePlanCommand(app, serve_plan_spec);
+  for (CLI::App* command : {simulate, check, derive, list, bench, comm, memory, multimodal,
+                            validate, plan, serve, serve_plan}) {
     command->allow_extras();
   }
 
@@ -575,6 +610,7 @@ int RunCli(int argc, const char* const* argv, std::ostream& out, std::ostream& e
     return Finish(transcript, status, out, err);
   }
   if (*serve) return Finish(transcript, RunServe(serve_spec, transcript), out, err);
+  if (*serve_plan) return Finish(transcript, RunServePlan(serve_plan_spec, transcript), out, err);
   const Status status = *simulate   ? RunSimulate(flags, output, transcript)
                         : *check    ? RunCheck(flags, transcript)
                         : *derive   ? RunDerive(flags, derive_json, transcript)

@@ -61,4 +61,12 @@ const char* ServeHelpFooter() {
          "Exit status 1 when the model does not fit the replica.";
 }
 
+const char* ServePlanHelpFooter() {
+  return "Every tp (dividing the heads, within a node) x pp (dividing the layers) that fits the\n"
+         "GPUs, its replicas filling them, colocated prefill and decode; each layout's highest\n"
+         "rate meeting both P90 bounds found by simulation (doubling, then bisection), ranked by\n"
+         "that rate per GPU (doc/serving.md). Exit status 1 when no layout meets the SLO; the\n"
+         "message names the binding bound.";
+}
+
 }  // namespace stagecraft

@@ -11,5 +11,6 @@ const char* MemoryHelpFooter();    // stagecraft memory --help: the table's colu
 const char* ValidateHelpFooter();  // stagecraft validate --help: the error measure
 const char* PlanHelpFooter();      // stagecraft plan --help: the search and the table
 const char* ServeHelpFooter();     // stagecraft serve --help: what one serving run models
+const char* ServePlanHelpFooter();  // stagecraft serve-plan --help: the search
 
 }  // namespace stagecraft

@@ -1,0 +1,60 @@
+// `stagecraft serve-plan` (doc/serving.md): which colocated serving layout of a transformer on N
+// GPUs serves the most requests per second per GPU while the P90 TTFT and the P90 TPOT stay
+// within their SLOs. Every tp (dividing the heads, within a node) x pp (dividing the layers)
+// with tp x pp <= N is a candidate, its replicas filling N; each feasible one gets the highest
+// rate that meets both SLOs (doubling, then bisection, each probe a request simulation of one
+// replica at its share of the rate: random routing splits a Poisson stream into Poisson
+// streams). Rejections are counted by reason. Not searched yet: prefill/decode disaggregation,
+// EP, token budgets.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <string>
+#include <vector>
+
+#include "core/result.h"
+#include "run/run_setup.h"
+#include "run/transcript.h"
+#include "serve/request_sim.h"
+#include "serve/step_cost.h"
+
+namespace stagecraft {
+
+struct ServePlanSpec {
+  RunSpec run;                        // CONFIG, --hf-config, --cluster
+  int32_t gpus = 0;                   // --gpus N (required)
+  std::string slo;                    // --slo ttft_p90=0.4s,tpot_p90=40ms (required)
+  std::string prompt_tokens = "512";  // --prompt-tokens
+  std::string output_tokens = "64";   // --output-tokens
+  int64_t requests = 400;             // --requests per probe
+  uint64_t seed = 1;                  // --seed
+  int32_t top = 10;                   // --top plans shown
+  bool json = false;                  // --json
+};
+
+struct ServePlan {
+  ServeShape shape;
+  double rate_rps = 0;             // the highest rate meeting both SLOs, all replicas
+  double goodput_rps_per_gpu = 0;  // rate / GPUs used
+  double ttft_p90_s = 0;           // at that rate
+  double tpot_p90_s = 0;
+  int64_t kv_capacity_tokens = 0;
+};
+
+struct ServePlanResult {
+  std::string model;
+  std::string label;  // what was read: "file.yaml"
+  int64_t candidates = 0;
+  std::vector<ServePlan> plans;               // best first
+  std::map<std::string, int64_t> rejections;  // reason -> candidates
+  // For an SLO no layout meets: the lowest P90 TTFT and TPOT any feasible layout reached at
+  // the lowest rate tried, and the layouts they came from.
+  double best_ttft_p90_s = 0;
+  double best_tpot_p90_s = 0;
+};
+
+Result<ServePlanResult> PlanServing(const ServePlanSpec& spec);
+Status RunServePlan(const ServePlanSpec& spec, Transcript& transcript);
+
+}  // namespace stagecraft

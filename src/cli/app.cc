@@ -262,6 +262,9 @@ CLI::App* AddServeCommand(CLI::App& app, ServeSpec& serve) {
       ->type_name("R");
   command->add_option("--slo", serve.slo, "per-request bounds (default ttft=0.4s,tpot=40ms)")
       ->type_name("SLO");
+  command->add_option("--weight-dtype", serve.weight_dtype, "bf16 (default) | fp8 | int8 | fp4")
+      ->type_name("T");
+  command->add_option("--kv-dtype", serve.kv_dtype, "bf16 (default) | fp8")->type_name("T");
   command->add_flag("--json", serve.json, "print one JSON object");
   command->footer(ServeHelpFooter());
   return command;
@@ -294,6 +297,9 @@ CLI::App* AddServePlanCommand(CLI::App& app, ServePlanSpec& plan) {
   command->add_option("--seed", plan.seed, "seed of arrivals and lengths (default 1)")
       ->type_name("S");
   command->add_option("--top", plan.top, "plans shown (default 10)")->type_name("K");
+  command->add_option("--weight-dtype", plan.weight_dtype, "bf16 (default) | fp8 | int8 | fp4")
+      ->type_name("T");
+  command->add_option("--kv-dtype", plan.kv_dtype, "bf16 (default) | fp8")->type_name("T");
   command->add_flag("--json", plan.json, "print one JSON object");
   command->footer(ServePlanHelpFooter());
   return command;

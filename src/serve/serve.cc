@@ -62,6 +62,8 @@ std::string FormatJson(const std::string& model, const ReplicaModel& replica,
   json.Key("kv_bytes_per_token").Fixed(replica.kv.total(), 0);
   json.Key("kv_bytes_per_token_per_gpu").Fixed(replica.kv_bytes_per_token_per_gpu, 0);
   json.Key("weight_bytes_per_gpu").Fixed(replica.weight_bytes_per_gpu, 0);
+  json.Key("weight_bytes_per_parameter").Fixed(replica.engine.weight_bytes, 1);
+  json.Key("kv_bytes_per_element").Int(replica.engine.kv_bytes);
   json.Key("kv_capacity_tokens").Int(replica.kv_capacity_tokens);
   json.Key("decode_batch").Int(decode.batch);
   json.Key("decode_context").Int(decode.context);
@@ -94,9 +96,11 @@ std::string FormatText(const std::string& label, const std::string& model,
       << DescribeShape(replica.shape) << "\n";
   out << "  KV cache: " << AttentionKindName(replica.kv.attention) << ", "
       << FormatFixed(replica.kv.total(), 0) << " B per token, "
-      << FormatFixed(replica.kv_bytes_per_token_per_gpu, 0) << " B of it per GPU"
+      << FormatFixed(replica.kv_bytes_per_token_per_gpu, 0) << " B of it per GPU ("
+      << (replica.engine.kv_bytes == 1 ? "fp8" : "bf16") << ")"
       << (replica.kv_replicated ? " (replicated across TP ranks)" : "") << "\n";
-  out << "  per GPU: weights " << FormatGib(replica.weight_bytes_per_gpu) << " GiB, activations "
+  out << "  per GPU: weights " << FormatGib(replica.weight_bytes_per_gpu) << " GiB ("
+      << FormatFixed(replica.engine.weight_bytes, 1) << " B per parameter), activations "
       << FormatGib(replica.activation_bytes_per_gpu) << " GiB, reserve "
       << FormatGib(replica.reserve_bytes_per_gpu) << " GiB, KV "
       << FormatGib(replica.kv_budget_bytes_per_gpu) << " GiB (of "
@@ -183,8 +187,9 @@ Status RunServe(const ServeSpec& spec, Transcript& transcript) {
   if (!routing.ok()) return routing.error();
   auto slo = ParseSlo(spec.slo);
   if (!slo.ok()) return slo.error();
-  auto replica =
-      BuildReplicaModel(config.model.transformer, config.cluster, shape, EngineOptions{});
+  EngineOptions engine;
+  STAGECRAFT_RETURN_IF_ERROR(ApplyDtypes(spec.weight_dtype, spec.kv_dtype, engine));
+  auto replica = BuildReplicaModel(config.model.transformer, config.cluster, shape, engine);
   if (!replica.ok()) return replica.error();
   auto stats = SimulateServing(replica.value(), workload, routing.value(), slo.value());
   if (!stats.ok()) return stats.error();

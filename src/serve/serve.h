@@ -28,6 +28,8 @@ struct ServeSpec {
   std::string output_tokens = "64";   // --output-tokens N or A-B
   std::string routing = "round-robin";      // --routing round-robin | least-outstanding
   std::string slo = "ttft=0.4s,tpot=40ms";  // --slo
+  std::string weight_dtype = "bf16";        // --weight-dtype bf16 | fp8 | int8 | fp4
+  std::string kv_dtype = "bf16";            // --kv-dtype bf16 | fp8
   bool json = false;                        // --json
 };
 

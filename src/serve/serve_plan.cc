@@ -130,6 +130,8 @@ Result<ServePlanResult> PlanServing(const ServePlanSpec& spec) {
   if (!prompt.ok()) return prompt.error();
   auto output = ParseLengthDist(spec.output_tokens, "--output-tokens");
   if (!output.ok()) return output.error();
+  EngineOptions engine;
+  STAGECRAFT_RETURN_IF_ERROR(ApplyDtypes(spec.weight_dtype, spec.kv_dtype, engine));
   auto run = ResolveRun(spec.run);
   if (!run.ok()) return run.error();
   const Config& config = run.value().config;
@@ -162,7 +164,7 @@ Result<ServePlanResult> PlanServing(const ServePlanSpec& spec) {
     for (int32_t pp = 1; tp * pp <= spec.gpus; ++pp) {
       ++result.candidates;
       const ServeShape one{.tp = tp, .pp = pp, .replicas = 1};
-      auto replica = BuildReplicaModel(model, config.cluster, one, EngineOptions{});
+      auto replica = BuildReplicaModel(model, config.cluster, one, engine);
       if (!replica.ok()) {
         ++result.rejections[RejectionReason(replica.error())];
         continue;

@@ -30,6 +30,8 @@ struct ServePlanSpec {
   int64_t requests = 400;             // --requests per probe
   uint64_t seed = 1;                  // --seed
   int32_t top = 10;                   // --top plans shown
+  std::string weight_dtype = "bf16";  // --weight-dtype bf16 | fp8 | int8 | fp4
+  std::string kv_dtype = "bf16";      // --kv-dtype bf16 | fp8
   bool json = false;                  // --json
 };
 

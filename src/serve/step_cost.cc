@@ -72,7 +72,7 @@ double ActivationBytes(const TransformerSpec& model, const ServeShape& shape,
                                static_cast<double>(model.experts_per_token + model.shared_experts)
                          : static_cast<double>(model.ffn_or_default());
   const double per_token =
-      (2.0 * static_cast<double>(model.hidden) + 2.0 * ffn / shape.tp) * engine.weight_bytes;
+      (2.0 * static_cast<double>(model.hidden) + 2.0 * ffn / shape.tp) * engine.activation_bytes;
   const double logits =
       static_cast<double>(engine.max_seqs) * static_cast<double>(model.vocab) / shape.tp * 4.0;
   return static_cast<double>(engine.token_budget) * per_token + logits;
@@ -119,6 +119,31 @@ void SizeRoofline(ReplicaModel& replica) {
 }
 
 }  // namespace
+
+Status ApplyDtypes(const std::string& weight_dtype, const std::string& kv_dtype,
+                   EngineOptions& engine) {
+  struct Format {
+    const char* name;
+    double bytes;
+    bool fp8;
+  };
+  static constexpr Format kWeights[] = {
+      {"bf16", 2, false}, {"fp8", 1, true}, {"int8", 1, false}, {"fp4", 0.5, false}};
+  const Format* weights = nullptr;
+  for (const Format& format : kWeights) {
+    if (weight_dtype == format.name) weights = &format;
+  }
+  if (weights == nullptr) {
+    return Error{"--weight-dtype '" + weight_dtype + "': expected bf16, fp8, int8 or fp4"};
+  }
+  if (kv_dtype != "bf16" && kv_dtype != "fp8") {
+    return Error{"--kv-dtype '" + kv_dtype + "': expected bf16 or fp8"};
+  }
+  engine.weight_bytes = weights->bytes;
+  engine.fp8_compute = weights->fp8;
+  engine.kv_bytes = kv_dtype == "fp8" ? 1 : 2;
+  return Status::Ok();
+}
 
 std::string DescribeShape(const ServeShape& shape) {
   return "tp " + Num(shape.tp) + " x pp " + Num(shape.pp) + ", " + Num(shape.replicas) +
@@ -197,13 +222,18 @@ IterationCost IterationSeconds(const ReplicaModel& replica, const IterationWork&
   const double kv_read =
       work.context_tokens * replica.kv_bytes_per_token_per_gpu * replica.shape.pp;
   cost.memory_s = MemoryBoundSeconds(rates, replica.weight_read_bytes + kv_read);
-  const double flops =
-      (2.0 * replica.matmul_params * work.new_tokens + 2.0 * replica.head_params * work.sequences +
-       replica.attention_flops_per_pair * work.attention_pairs) /
+  const double matmul_flops =
+      (2.0 * replica.matmul_params * work.new_tokens + 2.0 * replica.head_params * work.sequences) /
       tp;
-  cost.compute_s = flops / (rates.bf16_flops_per_s * rates.kernels.gemm_efficiency);
+  const double attention_flops = replica.attention_flops_per_pair * work.attention_pairs / tp;
+  const double bf16_rate = rates.bf16_flops_per_s * rates.kernels.gemm_efficiency;
+  const bool fp8 = replica.engine.fp8_compute && rates.fp8_flops_per_s > 0;
+  const double fp8_share = rates.kernels.fp8_gemm_efficiency > 0 ? rates.kernels.fp8_gemm_efficiency
+                                                                 : rates.kernels.gemm_efficiency;
+  const double matmul_rate = fp8 ? rates.fp8_flops_per_s * fp8_share : bf16_rate;
+  cost.compute_s = matmul_flops / matmul_rate + attention_flops / bf16_rate;
   const double hidden_bytes =
-      work.new_tokens * static_cast<double>(replica.model.hidden) * replica.engine.weight_bytes;
+      work.new_tokens * static_cast<double>(replica.model.hidden) * replica.engine.activation_bytes;
   if (replica.shape.tp > 1) {
     cost.allreduces = 2 * replica.model.layers;  // after attention and after the MLP
     cost.allreduce_s =

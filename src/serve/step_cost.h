@@ -26,8 +26,10 @@ struct ServeShape {
 
 // The engine's settings; defaults are vLLM's (vllm/engine/arg_utils.py, EngineArgs).
 struct EngineOptions {
-  int32_t weight_bytes = 2;         // bytes per weight: 2 = bf16 (dtype auto on a bf16 model)
-  int32_t kv_bytes = 2;             // bytes per KV element: 2 = bf16 (kv_cache_dtype auto)
+  double weight_bytes = 2;       // bytes per weight: 2 bf16, 1 fp8/int8, 0.5 fp4 (scales ignored)
+  bool fp8_compute = false;      // FP8 weights and activations (W8A8): GEMMs at the FP8 rate
+  int32_t kv_bytes = 2;          // bytes per KV element: 2 = bf16 (kv_cache_dtype auto), 1 = fp8
+  int32_t activation_bytes = 2;  // hidden states between layers and ranks: bf16
   double memory_utilization = 0.9;  // gpu_memory_utilization: share of HBM the engine may use
   int64_t token_budget = 8192;      // max_num_batched_tokens (V1, OpenAI server default)
   int32_t max_seqs = 256;           // max_num_seqs: sequences in one iteration
@@ -55,6 +57,13 @@ struct ReplicaModel {
   double head_params = 0;        // the output projection (one logit row per sequence)
   double attention_flops_per_pair = 0;  // all layers: a query against one cached key and value
 };
+
+// --weight-dtype bf16|fp8|int8|fp4 and --kv-dtype bf16|fp8 into `engine`: fp8 weights run
+// W8A8 at the FP8 rate (vLLM's fp8 quantization on Hopper), int8 and fp4 are weight-only
+// (dequantized into bf16 GEMMs); an fp8 KV cache stores one byte per element (vLLM's
+// kv_cache_dtype fp8).
+Status ApplyDtypes(const std::string& weight_dtype, const std::string& kv_dtype,
+                   EngineOptions& engine);
 
 // Checks the layout against the model (heads and KV heads divide or are divided by tp, pp
 // divides the layers, the cluster is a preset with HBM) and sizes the replica. Bad input: the

@@ -203,6 +203,43 @@ TEST(ServeStepTest, PipelineAddsHandOffsAndHalvesTheWeightsPerGpu) {
               nic.latency.ns() * 1e-9 + 8.0 * 8192 * 2 / 8 / nic.bandwidth_bytes_per_s, 1e-15);
 }
 
+// FP8 weights (W8A8) and an FP8 KV cache: one byte per weight and per KV element, so a
+// Llama-3-70B token's KV is 163,840 B and the weights streamed per GPU halve; the matmuls run at
+// the FP8 peak times the preset's FP8 share, the attention stays at the BF16 rate. Weight-only
+// INT8 halves the bytes but keeps the BF16 GEMM rate; FP4 quarters them.
+TEST(ServeStepTest, Fp8WeightsAndKvHalveTheBytes) {
+  EngineOptions fp8;
+  ASSERT_TRUE(ApplyDtypes("fp8", "fp8", fp8).ok());
+  const ReplicaModel bf16 = Replica(Llama3_70b(), "h100", {.tp = 8, .pp = 1, .replicas = 1});
+  const ReplicaModel small = Replica(Llama3_70b(), "h100", {.tp = 8, .pp = 1, .replicas = 1}, fp8);
+  EXPECT_EQ(small.kv.total(), 163'840.0);
+  EXPECT_EQ(small.weight_read_bytes, bf16.weight_read_bytes / 2);
+  EXPECT_GT(small.kv_capacity_tokens, 2 * bf16.kv_capacity_tokens);
+  IterationWork prefill{.new_tokens = 4096,
+                        .sequences = 1,
+                        .context_tokens = 0,
+                        .attention_pairs = 4096.0 * 4097 / 2};
+  const ClusterSpec h100 = Preset("h100");
+  const double matmul = (2.0 * (kParams - 2 * kVocabRows) * 4096 + 2.0 * kVocabRows) / 8;
+  const double attention = 2.0 * 64 * 256 * 80 * (4096.0 * 4097 / 2) / 8;
+  EXPECT_NEAR(IterationSeconds(small, prefill).compute_s,
+              matmul / (h100.fp8_flops_per_s * h100.kernels.fp8_gemm_efficiency) +
+                  attention / (h100.peak_flops_per_s * h100.kernels.gemm_efficiency),
+              1e-12);
+  EngineOptions int8;
+  ASSERT_TRUE(ApplyDtypes("int8", "bf16", int8).ok());
+  const ReplicaModel weight_only =
+      Replica(Llama3_70b(), "h100", {.tp = 8, .pp = 1, .replicas = 1}, int8);
+  EXPECT_EQ(IterationSeconds(weight_only, prefill).compute_s,
+            IterationSeconds(bf16, prefill).compute_s);
+  EXPECT_EQ(weight_only.kv.total(), 327'680.0);
+  EngineOptions fp4;
+  ASSERT_TRUE(ApplyDtypes("fp4", "bf16", fp4).ok());
+  EXPECT_EQ(fp4.weight_bytes, 0.5);
+  EXPECT_FALSE(ApplyDtypes("fp16", "bf16", fp4).ok());
+  EXPECT_FALSE(ApplyDtypes("bf16", "fp4", fp4).ok());
+}
+
 TEST(ServeStepTest, BadLayoutsAreErrors) {
   auto heads = BuildReplicaModel(Llama3_70b(), Preset("h100"), {.tp = 3}, {});
   ASSERT_FALSE(heads.ok());

@@ -250,6 +250,10 @@ CLI::App* AddServeCommand(CLI::App& app, ServeSpec& serve) {
       ->type_name("R");
   command->add_option("--rate", serve.rate_rps, "Poisson arrivals per second (default 1)")
       ->type_name("RPS");
+  command
+      ->add_option("--arrival-cv", serve.arrival_cv,
+                   "arrival gaps' coefficient of variation: 1 Poisson (default), else gamma")
+      ->type_name("CV");
   command->add_option("--requests", serve.requests, "requests simulated (default 1000)")
       ->type_name("N");
   command->add_option("--seed", serve.seed, "seed of arrivals and lengths (default 1)")

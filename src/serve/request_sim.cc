@@ -79,7 +79,10 @@ class ServingModel {
   void ScheduleArrival(EventQueue& queue, int64_t after_ns) {
     if (static_cast<int64_t>(requests_.size()) >= workload_.requests) return;
     Request request;
-    const double gap_s = rng_.NextExponential(1.0 / workload_.rate_rps);
+    const double mean_gap_s = 1.0 / workload_.rate_rps;
+    const double cv = workload_.arrival_cv;
+    const double gap_s = cv == 1.0 ? rng_.NextExponential(mean_gap_s)
+                                   : rng_.NextGamma(1.0 / (cv * cv), mean_gap_s * cv * cv);
     request.arrival_ns = after_ns + std::llround(gap_s * 1e9);
     request.prompt = Draw(workload_.prompt);
     request.output = Draw(workload_.output);
@@ -269,6 +272,11 @@ Percentiles Summarize(std::vector<double> values) {
 Status CheckWorkload(const ReplicaModel& replica, const Workload& workload) {
   if (!(workload.rate_rps > 0) || !std::isfinite(workload.rate_rps)) {
     return Error{"--rate: the arrival rate must be a positive number of requests per second"};
+  }
+  if (!(workload.arrival_cv > 0) || workload.arrival_cv > 100) {
+    return Error{
+        "--arrival-cv: the arrivals' coefficient of variation must be in (0, 100] (1 "
+        "= Poisson, above 1 bursty)"};
   }
   if (workload.requests < 1 || workload.requests > kMaxRequests) {
     return Error{"--requests " + std::to_string(workload.requests) + ": expected 1 to " +

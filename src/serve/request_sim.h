@@ -28,7 +28,11 @@ Result<LengthDist> ParseLengthDist(std::string_view text, const char* flag);
 std::string FormatLengthDist(const LengthDist& dist);  // "512", "256-1024"
 
 struct Workload {
-  double rate_rps = 1.0;        // Poisson arrivals at the router, requests per second
+  double rate_rps = 1.0;  // arrivals at the router, requests per second
+  // Coefficient of variation of the gaps between arrivals: 1 = Poisson (exponential gaps);
+  // otherwise gamma gaps of shape 1/cv^2 and the same mean (above 1: bursts), as DistServe's
+  // and AlpaServe's workloads draw them.
+  double arrival_cv = 1.0;
   int64_t requests = 1000;      // requests simulated
   LengthDist prompt{512, 512};  // prompt tokens
   LengthDist output{64, 64};    // output tokens (the first comes from the prefill)

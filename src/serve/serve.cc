@@ -113,7 +113,9 @@ std::string FormatText(const std::string& label, const std::string& model,
       << Ms(decode.cost.total_s) << " ms (memory " << Ms(decode.cost.memory_s) << ", compute "
       << Ms(decode.cost.compute_s) << ", " << decode.cost.allreduces << " all-reduces "
       << Ms(decode.cost.allreduce_s) << ", hand-offs " << Ms(decode.cost.handoff_s) << ")\n";
-  out << "  workload: " << stats.requests << " requests, Poisson "
+  out << "  workload: " << stats.requests << " requests, "
+      << (workload.arrival_cv == 1.0 ? std::string("Poisson ")
+                                     : "gamma (cv " + FormatFixed(workload.arrival_cv, 2) + ") ")
       << FormatFixed(workload.rate_rps, 3) << " rps, prompt " << FormatLengthDist(workload.prompt)
       << ", output " << FormatLengthDist(workload.output) << " tokens, seed " << workload.seed
       << ", " << RoutingName(routing) << "\n\n";
@@ -175,6 +177,7 @@ Status RunServe(const ServeSpec& spec, Transcript& transcript) {
   shape.replicas = spec.replicas;
   Workload workload;
   workload.rate_rps = spec.rate_rps;
+  workload.arrival_cv = spec.arrival_cv;
   workload.requests = spec.requests;
   workload.seed = spec.seed;
   auto prompt = ParseLengthDist(spec.prompt_tokens, "--prompt-tokens");

@@ -22,6 +22,7 @@ struct ServeSpec {
   std::optional<int32_t> pp;          // --pp P; unset = the config's parallel.pp, else 1
   int32_t replicas = 1;               // --replicas R
   double rate_rps = 1.0;              // --rate RPS at the router
+  double arrival_cv = 1.0;            // --arrival-cv CV: 1 = Poisson, else gamma gaps
   int64_t requests = 1000;            // --requests N
   uint64_t seed = 1;                  // --seed S
   std::string prompt_tokens = "512";  // --prompt-tokens N or A-B

@@ -22,6 +22,30 @@ class SplitMix64 {
   double NextUnit() { return (static_cast<double>(Next() >> 11) + 1.0) * 0x1.0p-53; }
   // Exponential with the given mean (inverse transform).
   double NextExponential(double mean) { return -std::log(NextUnit()) * mean; }
+  // Standard normal (Box-Muller, the cosine branch only: one draw per two uniforms).
+  double NextNormal() {
+    const double radius = std::sqrt(-2.0 * std::log(NextUnit()));
+    return radius * std::cos(2.0 * 3.14159265358979323846 * NextUnit());
+  }
+  // Gamma with shape k and scale theta (mean k·theta): Marsaglia and Tsang, "A simple method
+  // for generating gamma variables", ACM TOMS 26(3), 2000; for k < 1 their boost
+  // Gamma(k) = Gamma(k + 1)·U^(1/k). REQUIRES: shape > 0, scale > 0.
+  double NextGamma(double shape, double scale) {
+    if (shape < 1) return NextGamma(shape + 1, scale) * std::pow(NextUnit(), 1.0 / shape);
+    const double d = shape - 1.0 / 3.0;
+    const double c = 1.0 / std::sqrt(9.0 * d);
+    while (true) {
+      double x = 0;
+      double v = 0;
+      do {
+        x = NextNormal();
+        v = 1.0 + c * x;
+      } while (v <= 0);
+      v = v * v * v;
+      const double u = NextUnit();
+      if (std::log(u) < 0.5 * x * x + d - d * v + d * std::log(v)) return d * v * scale;
+    }
+  }
   // Uniform integer in [low, high]. REQUIRES: low <= high.
   int64_t NextInRange(int64_t low, int64_t high) {
     const uint64_t span = static_cast<uint64_t>(high - low) + 1;

@@ -44,8 +44,13 @@ struct Replica {
 
 class ServingModel {
  public:
-  ServingModel(const ReplicaModel& replica, const Workload& workload, Routing routing)
-      : model_(replica), workload_(workload), routing_(routing), rng_(workload.seed) {
+  ServingModel(const ReplicaModel& replica, const Workload& workload, Routing routing,
+               std::vector<IterationRecord>* records)
+      : model_(replica),
+        workload_(workload),
+        routing_(routing),
+        rng_(workload.seed),
+        records_(records) {
     capacity_blocks_ = replica.kv_capacity_tokens / replica.engine.block_tokens;
     replicas_.resize(static_cast<size_t>(replica.shape.replicas));
     for (Replica& r : replicas_) r.free_blocks = capacity_blocks_;
@@ -210,7 +215,23 @@ class ServingModel {
     const int64_t duration = std::max<int64_t>(1, std::llround(seconds * 1e9));
     replica.busy = true;
     ++iterations_;
+    if (records_ != nullptr) Record(index, duration);
     queue.Push(Time::Nanoseconds(now_ns_ + duration), kIterationEnd, static_cast<uint32_t>(index));
+  }
+
+  void Record(int32_t index, int64_t duration) {
+    const Replica& replica = replicas_[index];
+    IterationRecord record;
+    record.replica = index;
+    record.start_ns = now_ns_;
+    record.end_ns = now_ns_ + duration;
+    record.kv_blocks = capacity_blocks_ - replica.free_blocks;
+    for (int32_t id : replica.batch) {
+      const Request& request = requests_[id];
+      const bool decode = request.generated > 0 && request.pending() == 1;
+      (decode ? record.decode_tokens : record.prefill_tokens) += request.scheduled;
+    }
+    records_->push_back(record);
   }
 
   void OnIterationEnd(int32_t index, EventQueue& queue) {
@@ -237,6 +258,7 @@ class ServingModel {
   const Workload& workload_;
   Routing routing_;
   SplitMix64 rng_;
+  std::vector<IterationRecord>* records_;
   std::vector<Request> requests_;
   std::vector<Replica> replicas_;
   int64_t capacity_blocks_ = 0;
@@ -324,9 +346,10 @@ const char* RoutingName(Routing routing) {
 }
 
 Result<ServeStats> SimulateServing(const ReplicaModel& replica, const Workload& workload,
-                                   Routing routing, const Slo& slo) {
+                                   Routing routing, const Slo& slo,
+                                   std::vector<IterationRecord>* iterations) {
   STAGECRAFT_RETURN_IF_ERROR(CheckWorkload(replica, workload));
-  ServingModel model(replica, workload, routing);
+  ServingModel model(replica, workload, routing, iterations);
   EventQueue queue;
   model.Start(queue);
   const Time end = RunEvents(queue, model);

@@ -11,6 +11,7 @@
 #include <cstdint>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "core/result.h"
 #include "serve/step_cost.h"
@@ -55,6 +56,16 @@ struct Percentiles {
   double mean = 0;
 };
 
+// One engine iteration of one replica, for the Chrome trace of the batches.
+struct IterationRecord {
+  int32_t replica = 0;
+  int64_t start_ns = 0;
+  int64_t end_ns = 0;
+  int64_t prefill_tokens = 0;  // prompt (or recompute) tokens of the batch
+  int64_t decode_tokens = 0;   // one per decoding sequence
+  int64_t kv_blocks = 0;       // the replica's blocks in use during the iteration
+};
+
 struct ServeStats {
   int64_t requests = 0;
   double span_s = 0;          // first arrival to last completion
@@ -80,7 +91,9 @@ struct ServeStats {
 
 // Bad input: a request longer than a replica's KV capacity (it could never run), an empty
 // workload, a rate or lengths out of range.
+// `iterations`, when given, receives every iteration in start order.
 Result<ServeStats> SimulateServing(const ReplicaModel& replica, const Workload& workload,
-                                   Routing routing, const Slo& slo);
+                                   Routing routing, const Slo& slo,
+                                   std::vector<IterationRecord>* iterations = nullptr);
 
 }  // namespace stagecraft

@@ -199,6 +199,43 @@ TEST(RequestSimTest, LeastOutstandingBeatsRoundRobinOnUnevenRequests) {
   EXPECT_GT(least.goodput_rps_per_gpu, 0.0);
 }
 
+// The iteration records behind the Chrome trace: one per iteration, a replica's never
+// overlapping, and without preemption every prompt token prefilled once and every output token
+// but the first (the prefill's) decoded once.
+TEST(RequestSimTest, IterationRecordsAccountForEveryToken) {
+  const ReplicaModel replica = Replica(2);
+  Workload workload;
+  workload.rate_rps = 6;
+  workload.requests = 300;
+  workload.prompt = {100, 3000};
+  workload.output = {2, 300};
+  std::vector<IterationRecord> records;
+  auto stats = SimulateServing(replica, workload, Routing::kRoundRobin, Slo{}, &records);
+  ASSERT_TRUE(stats.ok());
+  ASSERT_EQ(stats.value().preemptions, 0);
+  EXPECT_EQ(static_cast<int64_t>(records.size()), stats.value().iterations);
+  int64_t prefill = 0;
+  int64_t decode = 0;
+  std::vector<int64_t> last_end(2, 0);
+  for (const IterationRecord& record : records) {
+    prefill += record.prefill_tokens;
+    decode += record.decode_tokens;
+    EXPECT_GE(record.start_ns, last_end[record.replica]);
+    last_end[record.replica] = record.end_ns;
+  }
+  // The same draws again, to know the lengths: the arrivals and lengths come from the seed.
+  SplitMix64 rng(workload.seed);
+  int64_t prompts = 0;
+  int64_t outputs = 0;
+  for (int64_t request = 0; request < workload.requests; ++request) {
+    rng.NextExponential(1.0);
+    prompts += rng.NextInRange(100, 3000);
+    outputs += rng.NextInRange(2, 300) - 1;
+  }
+  EXPECT_EQ(prefill, prompts);
+  EXPECT_EQ(decode, outputs);
+}
+
 TEST(RequestSimTest, ARequestLongerThanTheCacheIsAnError) {
   ReplicaModel replica = Replica(1);
   replica.kv_capacity_tokens = 1024;

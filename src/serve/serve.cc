@@ -141,6 +141,30 @@ std::string FormatText(const std::string& label, const std::string& model,
 
 }  // namespace
 
+std::string FormatServeTrace(const std::vector<IterationRecord>& iterations, int32_t replicas) {
+  JsonWriter json(/*pretty=*/false);
+  const auto micros = [](int64_t ns) { return FormatFixed(static_cast<double>(ns) / 1e3, 3); };
+  json.BeginObject().Key("displayTimeUnit").String("ms").Key("traceEvents").BeginArray();
+  for (int32_t replica = 0; replica < replicas; ++replica) {
+    json.BeginObject().Key("name").String("process_name").Key("ph").String("M");
+    json.Key("pid").Int(replica).Key("args").BeginObject();
+    json.Key("name").String("replica " + std::to_string(replica)).EndObject().EndObject();
+  }
+  for (const IterationRecord& record : iterations) {
+    json.BeginObject().Key("name").String("iteration").Key("ph").String("X");
+    json.Key("pid").Int(record.replica).Key("tid").Int(0);
+    json.Key("ts").Raw(micros(record.start_ns));
+    json.Key("dur").Raw(micros(record.end_ns - record.start_ns));
+    json.Key("args").BeginObject().Key("prefill_tokens").Int(record.prefill_tokens);
+    json.Key("decode_tokens").Int(record.decode_tokens).EndObject().EndObject();
+    json.BeginObject().Key("name").String("kv_blocks").Key("ph").String("C");
+    json.Key("pid").Int(record.replica).Key("ts").Raw(micros(record.start_ns));
+    json.Key("args").BeginObject().Key("used").Int(record.kv_blocks).EndObject().EndObject();
+  }
+  json.EndArray().EndObject();
+  return json.text() + "\n";
+}
+
 Result<Slo> ParseSlo(const std::string& text) {
   Slo slo;
   bool ttft = false;
@@ -194,8 +218,15 @@ Status RunServe(const ServeSpec& spec, Transcript& transcript) {
   STAGECRAFT_RETURN_IF_ERROR(ApplyDtypes(spec.weight_dtype, spec.kv_dtype, engine));
   auto replica = BuildReplicaModel(config.model.transformer, config.cluster, shape, engine);
   if (!replica.ok()) return replica.error();
-  auto stats = SimulateServing(replica.value(), workload, routing.value(), slo.value());
+  std::vector<IterationRecord> iterations;
+  auto stats = SimulateServing(replica.value(), workload, routing.value(), slo.value(),
+                               spec.trace_path.empty() ? nullptr : &iterations);
   if (!stats.ok()) return stats.error();
+  if (!spec.trace_path.empty()) {
+    const Status saved = spec.run.files.write(
+        spec.trace_path, FormatServeTrace(iterations, replica.value().shape.replicas));
+    if (!saved.ok()) return Error{"--trace: " + saved.error().message};
+  }
   const DecodePoint decode = LargestDecode(replica.value(), workload);
   transcript.out() << (spec.json ? FormatJson(config.model.name, replica.value(), workload, decode,
                                               stats.value())

@@ -7,6 +7,7 @@
 #include <cstdint>
 #include <optional>
 #include <string>
+#include <vector>
 
 #include "core/result.h"
 #include "run/run_setup.h"
@@ -31,6 +32,7 @@ struct ServeSpec {
   std::string slo = "ttft=0.4s,tpot=40ms";  // --slo
   std::string weight_dtype = "bf16";        // --weight-dtype bf16 | fp8 | int8 | fp4
   std::string kv_dtype = "bf16";            // --kv-dtype bf16 | fp8
+  std::string trace_path;                   // --trace FILE: Chrome trace of the batches
   bool json = false;                        // --json
 };
 
@@ -38,5 +40,9 @@ struct ServeSpec {
 Result<Slo> ParseSlo(const std::string& text);
 
 Status RunServe(const ServeSpec& spec, Transcript& transcript);
+
+// The Chrome / Perfetto trace of the batches: one process per replica, one complete event per
+// iteration with its prefill and decode tokens, and a counter track of the KV blocks in use.
+std::string FormatServeTrace(const std::vector<IterationRecord>& iterations, int32_t replicas);
 
 }  // namespace stagecraft

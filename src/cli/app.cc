@@ -271,6 +271,11 @@ CLI::App* AddServeCommand(CLI::App& app, ServeSpec& serve) {
   command->add_option("--kv-dtype", serve.kv_dtype, "bf16 (default) | fp8")->type_name("T");
   command->add_option("--trace", serve.trace_path, "write a Chrome trace of the batches to FILE")
       ->type_name("FILE");
+  command
+      ->add_option("--request-trace", serve.request_trace,
+                   "the requests from a CSV of arrival_s,prompt_tokens,output_tokens (instead of "
+                   "--rate, --requests and the lengths)")
+      ->type_name("FILE");
   command->add_flag("--json", serve.json, "print one JSON object");
   command->footer(ServeHelpFooter());
   return command;

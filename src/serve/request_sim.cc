@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <charconv>
 #include <cmath>
+#include <cstdlib>
 #include <deque>
 #include <vector>
 
@@ -82,6 +83,16 @@ class ServingModel {
   }
 
   void ScheduleArrival(EventQueue& queue, int64_t after_ns) {
+    if (!workload_.trace.empty()) {
+      if (requests_.size() >= workload_.trace.size()) return;
+      const TraceRequest& traced = workload_.trace[requests_.size()];
+      Request request;
+      request.arrival_ns = traced.arrival_ns;
+      request.prompt = traced.prompt;
+      request.output = traced.output;
+      Push(queue, request);
+      return;
+    }
     if (static_cast<int64_t>(requests_.size()) >= workload_.requests) return;
     Request request;
     const double mean_gap_s = 1.0 / workload_.rate_rps;
@@ -91,6 +102,10 @@ class ServingModel {
     request.arrival_ns = after_ns + std::llround(gap_s * 1e9);
     request.prompt = Draw(workload_.prompt);
     request.output = Draw(workload_.output);
+    Push(queue, request);
+  }
+
+  void Push(EventQueue& queue, const Request& request) {
     requests_.push_back(request);
     queue.Push(Time::Nanoseconds(request.arrival_ns), kArrival,
                static_cast<uint32_t>(requests_.size() - 1));
@@ -291,7 +306,25 @@ Percentiles Summarize(std::vector<double> values) {
   return result;
 }
 
+Status CheckTraceFits(const ReplicaModel& replica, const Workload& workload) {
+  for (size_t index = 0; index < workload.trace.size(); ++index) {
+    const TraceRequest& request = workload.trace[index];
+    if (request.prompt + request.output > replica.kv_capacity_tokens) {
+      return Error{"serve: trace request " + std::to_string(index + 1) + " of " +
+                   std::to_string(request.prompt) + " + " + std::to_string(request.output) +
+                   " tokens does not fit a replica's KV cache of " +
+                   std::to_string(replica.kv_capacity_tokens) + " tokens (expected shorter " +
+                   "requests, or more GPUs per replica)"};
+    }
+  }
+  if (workload.trace.size() > static_cast<size_t>(kMaxRequests)) {
+    return Error{"serve: the trace has more than " + std::to_string(kMaxRequests) + " requests"};
+  }
+  return Status::Ok();
+}
+
 Status CheckWorkload(const ReplicaModel& replica, const Workload& workload) {
+  if (!workload.trace.empty()) return CheckTraceFits(replica, workload);
   if (!(workload.rate_rps > 0) || !std::isfinite(workload.rate_rps)) {
     return Error{"--rate: the arrival rate must be a positive number of requests per second"};
   }
@@ -314,7 +347,62 @@ Status CheckWorkload(const ReplicaModel& replica, const Workload& workload) {
   return Status::Ok();
 }
 
+bool ParseCount(std::string_view part, int64_t& value) {
+  const auto [end, error] = std::from_chars(part.data(), part.data() + part.size(), value);
+  return error == std::errc() && end == part.data() + part.size() && value >= 1 &&
+         value <= kMaxTokens;
+}
+
 }  // namespace
+
+Result<std::vector<TraceRequest>> ParseRequestTrace(std::string_view text,
+                                                    const std::string& source) {
+  std::vector<TraceRequest> requests;
+  int64_t line_number = 0;
+  int64_t last_ns = 0;
+  size_t start = 0;
+  while (start < text.size()) {
+    const size_t newline = std::min(text.find('\n', start), text.size());
+    std::string_view line = text.substr(start, newline - start);
+    start = newline + 1;
+    ++line_number;
+    if (!line.empty() && line.back() == '\r') line.remove_suffix(1);
+    if (line.empty() || line.front() == '#') continue;
+    if (requests.empty() && line == "arrival_s,prompt_tokens,output_tokens") continue;
+    const std::string where = source + ":" + std::to_string(line_number) + ": ";
+    const size_t first = line.find(',');
+    const size_t second = first == std::string_view::npos ? first : line.find(',', first + 1);
+    TraceRequest request;
+    double arrival_s = -1;
+    bool ok = second != std::string_view::npos;
+    if (ok) {
+      const std::string arrival(line.substr(0, first));
+      char* end = nullptr;
+      arrival_s = std::strtod(arrival.c_str(), &end);
+      ok = !arrival.empty() && end == arrival.c_str() + arrival.size() && arrival_s >= 0 &&
+           arrival_s <= 1e9 &&
+           ParseCount(line.substr(first + 1, second - first - 1), request.prompt) &&
+           ParseCount(line.substr(second + 1), request.output);
+    }
+    if (!ok) {
+      return Error{where + "expected arrival_s,prompt_tokens,output_tokens (seconds >= 0, " +
+                   "token counts 1 to " + std::to_string(kMaxTokens) +
+                   "), e.g. 0.25,512,64; got '" + std::string(line) + "'"};
+    }
+    request.arrival_ns = std::llround(arrival_s * 1e9);
+    if (request.arrival_ns < last_ns) {
+      return Error{where + "arrival " + std::string(line.substr(0, first)) +
+                   " s is before the previous request's (expected the requests in arrival order)"};
+    }
+    last_ns = request.arrival_ns;
+    requests.push_back(request);
+  }
+  if (requests.empty()) {
+    return Error{source +
+                 ": no requests (expected lines of arrival_s,prompt_tokens,output_tokens)"};
+  }
+  return requests;
+}
 
 Result<LengthDist> ParseLengthDist(std::string_view text, const char* flag) {
   const auto parse = [](std::string_view part, int64_t& value) {

@@ -28,7 +28,22 @@ struct LengthDist {
 Result<LengthDist> ParseLengthDist(std::string_view text, const char* flag);
 std::string FormatLengthDist(const LengthDist& dist);  // "512", "256-1024"
 
+// One request of a trace file: when it arrives and its lengths.
+struct TraceRequest {
+  int64_t arrival_ns = 0;
+  int64_t prompt = 0;
+  int64_t output = 0;
+  bool operator==(const TraceRequest&) const = default;
+};
+// A request trace as CSV: one request per line, `arrival_s,prompt_tokens,output_tokens`
+// (arrival in seconds from the start, not decreasing; lengths 1 to 2^24), an optional header
+// line of those three names, `#` comment lines. Errors name `source:line`.
+Result<std::vector<TraceRequest>> ParseRequestTrace(std::string_view text,
+                                                    const std::string& source);
+
 struct Workload {
+  // When not empty, these requests in this order; the rate, count, lengths and seed are unused.
+  std::vector<TraceRequest> trace;
   double rate_rps = 1.0;  // arrivals at the router, requests per second
   // Coefficient of variation of the gaps between arrivals: 1 = Poisson (exponential gaps);
   // otherwise gamma gaps of shape 1/cv^2 and the same mean (above 1: bursts), as DistServe's

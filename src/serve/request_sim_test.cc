@@ -247,6 +247,31 @@ TEST(RequestSimTest, ARequestLongerThanTheCacheIsAnError) {
   EXPECT_NE(stats.error().message.find("does not fit"), std::string::npos);
 }
 
+// A request trace replays its requests exactly: arrivals, lengths and the count, with the
+// header and comments skipped, Windows line ends accepted; Little's law holds on it too.
+TEST(RequestSimTest, RequestTraceReplays) {
+  auto trace = ParseRequestTrace(
+      "# a comment\r\narrival_s,prompt_tokens,output_tokens\r\n"
+      "0,100,5\r\n0.5,200,1\r\n0.5,300,2\r\n",
+      "t.csv");
+  ASSERT_TRUE(trace.ok()) << trace.error().message;
+  ASSERT_EQ(trace.value().size(), 3u);
+  EXPECT_EQ(trace.value()[1], (TraceRequest{500'000'000, 200, 1}));
+  const ReplicaModel replica = Replica(1);
+  Workload workload;
+  workload.trace = trace.value();
+  workload.requests = 1;  // unused with a trace
+  const ServeStats stats = Simulate(replica, workload);
+  EXPECT_EQ(stats.requests, 3);
+  EXPECT_GT(stats.tpot_s.p99, 0.0);
+  auto bad = ParseRequestTrace("0,1,1\n0,1\n", "t.csv");
+  ASSERT_FALSE(bad.ok());
+  EXPECT_EQ(bad.error().message.rfind("t.csv:2: ", 0), 0u);
+  EXPECT_FALSE(ParseRequestTrace("2,1,1\n1,1,1\n", "t.csv").ok());
+  EXPECT_FALSE(ParseRequestTrace("-1,1,1\n", "t.csv").ok());
+  EXPECT_FALSE(ParseRequestTrace("", "t.csv").ok());
+}
+
 TEST(RequestSimTest, LengthsParse) {
   EXPECT_EQ(ParseLengthDist("512", "--x").value(), (LengthDist{512, 512}));
   EXPECT_EQ(ParseLengthDist("256-1024", "--x").value(), (LengthDist{256, 1024}));

@@ -24,7 +24,10 @@ struct DecodePoint {
 };
 DecodePoint LargestDecode(const ReplicaModel& replica, const Workload& workload) {
   DecodePoint point;
-  point.context = workload.prompt.high + workload.output.high;
+  point.context = workload.trace.empty() ? workload.prompt.high + workload.output.high : 0;
+  for (const TraceRequest& request : workload.trace) {
+    point.context = std::max(point.context, request.prompt + request.output);
+  }
   point.batch = std::min<int64_t>(replica.engine.max_seqs,
                                   replica.kv_capacity_tokens / std::max<int64_t>(1, point.context));
   IterationWork work;
@@ -113,12 +116,16 @@ std::string FormatText(const std::string& label, const std::string& model,
       << Ms(decode.cost.total_s) << " ms (memory " << Ms(decode.cost.memory_s) << ", compute "
       << Ms(decode.cost.compute_s) << ", " << decode.cost.allreduces << " all-reduces "
       << Ms(decode.cost.allreduce_s) << ", hand-offs " << Ms(decode.cost.handoff_s) << ")\n";
-  out << "  workload: " << stats.requests << " requests, "
-      << (workload.arrival_cv == 1.0 ? std::string("Poisson ")
-                                     : "gamma (cv " + FormatFixed(workload.arrival_cv, 2) + ") ")
-      << FormatFixed(workload.rate_rps, 3) << " rps, prompt " << FormatLengthDist(workload.prompt)
-      << ", output " << FormatLengthDist(workload.output) << " tokens, seed " << workload.seed
-      << ", " << RoutingName(routing) << "\n\n";
+  out << "  workload: " << stats.requests << " requests, ";
+  if (workload.trace.empty()) {
+    out << (workload.arrival_cv == 1.0 ? std::string("Poisson ")
+                                       : "gamma (cv " + FormatFixed(workload.arrival_cv, 2) + ") ")
+        << FormatFixed(workload.rate_rps, 3) << " rps, prompt " << FormatLengthDist(workload.prompt)
+        << ", output " << FormatLengthDist(workload.output) << " tokens, seed " << workload.seed;
+  } else {
+    out << "from the request trace";
+  }
+  out << ", " << RoutingName(routing) << "\n\n";
   out << "  latency (ms)      p50          p90          p99         mean\n";
   const auto row = [&out](const char* name, const Percentiles& values) {
     out << "  " << PadRight(name, 8) << PadLeft(Ms(values.p50), 13) << PadLeft(Ms(values.p90), 13)
@@ -210,6 +217,16 @@ Status RunServe(const ServeSpec& spec, Transcript& transcript) {
   if (!output.ok()) return output.error();
   workload.prompt = prompt.value();
   workload.output = output.value();
+  if (!spec.request_trace.empty()) {
+    auto text = spec.run.files.read(spec.request_trace);
+    if (!text.ok()) return Error{"--request-trace: " + text.error().message};
+    const size_t slash = spec.request_trace.find_last_of('/');
+    auto trace = ParseRequestTrace(text.value(), slash == std::string::npos
+                                                     ? spec.request_trace
+                                                     : spec.request_trace.substr(slash + 1));
+    if (!trace.ok()) return trace.error();
+    workload.trace = std::move(trace).value();
+  }
   auto routing = ParseRouting(spec.routing);
   if (!routing.ok()) return routing.error();
   auto slo = ParseSlo(spec.slo);

@@ -204,8 +204,9 @@ std::string FormatPlanText(const ServePlanSpec& spec, const std::string& label,
                            const ServePlanResult& result) {
   std::ostringstream out;
   out << "stagecraft serve-plan: " << label << "\n";
-  out << "  model " << result.model << " on " << spec.gpus << " GPUs, SLO " << spec.slo
-      << ", prompt " << spec.prompt_tokens << ", output " << spec.output_tokens << " tokens\n";
+  out << "  model " << result.model << " on " << spec.gpus << (spec.gpus == 1 ? " GPU" : " GPUs")
+      << ", SLO " << spec.slo << ", prompt " << spec.prompt_tokens << ", output "
+      << spec.output_tokens << " tokens\n";
   out << "  candidates " << result.candidates << ", feasible and meeting the SLO "
       << result.plans.size() << "; each probe " << spec.requests << " requests, seed " << spec.seed
       << "\n\n";
@@ -226,6 +227,7 @@ std::string FormatPlanText(const ServePlanSpec& spec, const std::string& label,
   }
   if (result.plans.empty()) out << "  (no layout meets the SLO)\n";
   out << "\n  rejected (candidates by reason):\n";
+  if (result.rejections.empty()) out << "  (none)\n";
   for (const auto& [reason, count] : result.rejections) {
     out << PadLeft(std::to_string(count), 9) << "  " << reason << "\n";
   }

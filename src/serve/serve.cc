@@ -100,8 +100,8 @@ std::string FormatText(const std::string& label, const std::string& model,
   out << "  KV cache: " << AttentionKindName(replica.kv.attention) << ", "
       << FormatFixed(replica.kv.total(), 0) << " B per token, "
       << FormatFixed(replica.kv_bytes_per_token_per_gpu, 0) << " B of it per GPU ("
-      << (replica.engine.kv_bytes == 1 ? "fp8" : "bf16") << ")"
-      << (replica.kv_replicated ? " (replicated across TP ranks)" : "") << "\n";
+      << (replica.engine.kv_bytes == 1 ? "fp8" : "bf16")
+      << (replica.kv_replicated ? ", replicated across TP ranks)" : ")") << "\n";
   out << "  per GPU: weights " << FormatGib(replica.weight_bytes_per_gpu) << " GiB ("
       << FormatFixed(replica.engine.weight_bytes, 1) << " B per parameter), activations "
       << FormatGib(replica.activation_bytes_per_gpu) << " GiB, reserve "

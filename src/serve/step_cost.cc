@@ -106,6 +106,11 @@ void SizeRoofline(ReplicaModel& replica) {
   replica.weight_read_bytes =
       (TransformerParams(model, 0) - (model.tied_embeddings ? 0.0 : embedding)) *
       replica.engine.weight_bytes / tp;
+  // A decode batch touches only the routed experts its tokens are sent to (RoutedExpertsTouched).
+  const double moe_layers = model.moe() ? model.layers - model.dense_layers : 0;
+  replica.routed_expert_bytes =
+      moe_layers * RoutedExpertParams(model) * replica.engine.weight_bytes / tp;
+  replica.weight_read_bytes -= replica.routed_expert_bytes;
   replica.matmul_params =
       ActiveParams(model, 0) - embedding - (model.tied_embeddings ? 0.0 : vocab_rows);
   // Per layer, a query against one key and value: QK^T and PV, 2 FLOPs per multiply-add, per
@@ -214,6 +219,13 @@ double TpAllReduceSeconds(const ClusterSpec& cluster, int32_t tp, double bytes) 
   return std::min(one_stage, two_stage);
 }
 
+double RoutedExpertsTouched(const TransformerSpec& model, double tokens) {
+  if (!model.moe() || model.experts_per_token >= model.experts) return 1.0;
+  const double miss =
+      1.0 - static_cast<double>(model.experts_per_token) / static_cast<double>(model.experts);
+  return 1.0 - std::pow(miss, std::max(0.0, tokens));
+}
+
 IterationCost IterationSeconds(const ReplicaModel& replica, const IterationWork& work) {
   IterationCost cost;
   if (work.new_tokens <= 0) return cost;
@@ -221,7 +233,10 @@ IterationCost IterationSeconds(const ReplicaModel& replica, const IterationWork&
   const double tp = replica.shape.tp;
   const double kv_read =
       work.context_tokens * replica.kv_bytes_per_token_per_gpu * replica.shape.pp;
-  cost.memory_s = MemoryBoundSeconds(rates, replica.weight_read_bytes + kv_read);
+  const double weights =
+      replica.weight_read_bytes +
+      replica.routed_expert_bytes * RoutedExpertsTouched(replica.model, work.new_tokens);
+  cost.memory_s = MemoryBoundSeconds(rates, weights + kv_read);
   const double matmul_flops =
       (2.0 * replica.matmul_params * work.new_tokens + 2.0 * replica.head_params * work.sequences) /
       tp;

@@ -52,9 +52,11 @@ struct ReplicaModel {
   double kv_budget_bytes_per_gpu = 0;     // HBM x utilization - weights - activations - reserve
   int64_t kv_capacity_tokens = 0;         // per replica: whole blocks of the KV budget
   // For the roofline (per tensor-parallel rank, all stages of the replica in turn):
-  double weight_read_bytes = 0;  // weights streamed per iteration (the input embedding excluded)
-  double matmul_params = 0;      // parameters a token multiplies (active experts only), no head
-  double head_params = 0;        // the output projection (one logit row per sequence)
+  double weight_read_bytes = 0;    // weights streamed per iteration (the input embedding excluded),
+                                   // the routed experts apart
+  double routed_expert_bytes = 0;  // all routed experts' weights (MoE), streamed as touched
+  double matmul_params = 0;        // parameters a token multiplies (active experts only), no head
+  double head_params = 0;          // the output projection (one logit row per sequence)
   double attention_flops_per_pair = 0;  // all layers: a query against one cached key and value
 };
 
@@ -87,6 +89,11 @@ struct IterationCost {
   int32_t allreduces = 0;
   double total_s = 0;  // max(memory, compute) + allreduce + handoff
 };
+
+// The share of a MoE layer's routed experts that `tokens` tokens touch, each choosing k of E
+// experts uniformly and independently: 1 - (1 - k/E)^tokens (the expected distinct experts of
+// tokens draws). 1 when the model has no experts' choice to make.
+double RoutedExpertsTouched(const TransformerSpec& model, double tokens);
 
 // The roofline of one iteration (every stage in turn: the replica's latency per iteration).
 IterationCost IterationSeconds(const ReplicaModel& replica, const IterationWork& work);

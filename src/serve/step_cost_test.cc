@@ -116,10 +116,33 @@ TEST(ServeKvTest, DeepSeekV3MlaLatentIsReplicatedUnderTp) {
   EXPECT_EQ(replica.kv.total(), (512.0 + 64) * 61 * 2);
   EXPECT_EQ(replica.kv_bytes_per_token_per_gpu, 70'272.0);
   EXPECT_TRUE(replica.kv_replicated);
+  // 58 MoE layers x 256 experts x 3 x 7168 x 2048 weights, 1 B each, over 8 GPUs; a one-token
+  // decode streams 8/256 of them with the rest of the weights.
+  EXPECT_EQ(replica.routed_expert_bytes, 58.0 * 256 * 3 * 7168 * 2048 / 8);
+  const IterationCost one = IterationSeconds(
+      replica, {.new_tokens = 1, .sequences = 1, .context_tokens = 0, .attention_pairs = 1});
+  const ClusterSpec h200 = Preset("h200");
+  EXPECT_NEAR(one.memory_s,
+              (replica.weight_read_bytes + replica.routed_expert_bytes * 8 / 256) /
+                  (h200.hbm_bytes_per_s * h200.memory_efficiency),
+              1e-12);
   // In bf16 the 671B parameters (1.34 TB) do not fit 8 x 141 GB.
   auto bf16 = BuildReplicaModel(spec, Preset("h200"), {.tp = 8, .pp = 1, .replicas = 1}, {});
   ASSERT_FALSE(bf16.ok());
   EXPECT_EQ(bf16.error().kind, ErrorKind::kInfeasible);
+}
+
+// A MoE decode streams only the routed experts its tokens touch: with E = 256 and k = 8
+// (DeepSeek-V3), one token touches 8/256 of them, two tokens 1 - (248/256)^2, and a prefill
+// chunk of 8192 tokens all but (248/256)^8192 ~ 1e-113 of them. A dense model streams all.
+TEST(ServeStepTest, MoeDecodeStreamsTheTouchedExperts) {
+  TransformerSpec moe;
+  moe.experts = 256;
+  moe.experts_per_token = 8;
+  EXPECT_DOUBLE_EQ(RoutedExpertsTouched(moe, 1), 8.0 / 256);
+  EXPECT_DOUBLE_EQ(RoutedExpertsTouched(moe, 2), 1 - (248.0 / 256) * (248.0 / 256));
+  EXPECT_DOUBLE_EQ(RoutedExpertsTouched(moe, 8192), 1.0);
+  EXPECT_EQ(RoutedExpertsTouched(Llama3_70b(), 1), 1.0);
 }
 
 // Llama-3-70B parameters, counted by hand from the dimensions: a layer has QKV 8192 x (8192 +

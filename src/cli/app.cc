@@ -269,6 +269,8 @@ CLI::App* AddServeCommand(CLI::App& app, ServeSpec& serve) {
   command->add_option("--weight-dtype", serve.weight_dtype, "bf16 (default) | fp8 | int8 | fp4")
       ->type_name("T");
   command->add_option("--kv-dtype", serve.kv_dtype, "bf16 (default) | fp8")->type_name("T");
+  command->add_flag("--eager", serve.eager,
+                    "no CUDA graphs: an iteration lasts at least the host's issue of its kernels");
   command->add_option("--trace", serve.trace_path, "write a Chrome trace of the batches to FILE")
       ->type_name("FILE");
   command

@@ -114,8 +114,9 @@ std::string FormatText(const std::string& label, const std::string& model,
       << replica.engine.block_tokens << ")\n";
   out << "  decode step at batch " << decode.batch << ", context " << decode.context << ": "
       << Ms(decode.cost.total_s) << " ms (memory " << Ms(decode.cost.memory_s) << ", compute "
-      << Ms(decode.cost.compute_s) << ", " << decode.cost.allreduces << " all-reduces "
-      << Ms(decode.cost.allreduce_s) << ", hand-offs " << Ms(decode.cost.handoff_s) << ")\n";
+      << Ms(decode.cost.compute_s) << ", launch " << Ms(decode.cost.launch_s) << ", "
+      << decode.cost.allreduces << " all-reduces " << Ms(decode.cost.allreduce_s) << ", hand-offs "
+      << Ms(decode.cost.handoff_s) << ")\n";
   out << "  workload: " << stats.requests << " requests, ";
   if (workload.trace.empty()) {
     out << (workload.arrival_cv == 1.0 ? std::string("Poisson ")
@@ -233,6 +234,7 @@ Status RunServe(const ServeSpec& spec, Transcript& transcript) {
   if (!slo.ok()) return slo.error();
   EngineOptions engine;
   STAGECRAFT_RETURN_IF_ERROR(ApplyDtypes(spec.weight_dtype, spec.kv_dtype, engine));
+  engine.cuda_graphs = !spec.eager;
   auto replica = BuildReplicaModel(config.model.transformer, config.cluster, shape, engine);
   if (!replica.ok()) return replica.error();
   std::vector<IterationRecord> iterations;

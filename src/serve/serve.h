@@ -34,6 +34,7 @@ struct ServeSpec {
   std::string kv_dtype = "bf16";            // --kv-dtype bf16 | fp8
   std::string trace_path;                   // --trace FILE: Chrome trace of the batches
   std::string request_trace;                // --request-trace FILE: the requests, as CSV
+  bool eager = false;                       // --eager: no CUDA graphs (host issues each kernel)
   bool json = false;                        // --json
 };
 

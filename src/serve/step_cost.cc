@@ -262,7 +262,12 @@ IterationCost IterationSeconds(const ReplicaModel& replica, const IterationWork&
                        (link.bandwidth_bytes_per_s > 0 ? bytes / link.bandwidth_bytes_per_s : 0);
     cost.handoff_s = (replica.shape.pp - 1) * one;
   }
-  cost.total_s = std::max(cost.memory_s, cost.compute_s) + cost.allreduce_s + cost.handoff_s;
+  const KernelModel& kernels = replica.cluster.kernels;
+  cost.launch_s =
+      static_cast<double>(replica.model.layers) * kKernelsPerLayer *
+      (replica.engine.cuda_graphs ? kernels.kernel_floor_s : kernels.host_seconds_per_kernel);
+  cost.total_s =
+      std::max({cost.memory_s, cost.compute_s, cost.launch_s}) + cost.allreduce_s + cost.handoff_s;
   return cost;
 }
 

@@ -30,6 +30,10 @@ struct EngineOptions {
   bool fp8_compute = false;      // FP8 weights and activations (W8A8): GEMMs at the FP8 rate
   int32_t kv_bytes = 2;          // bytes per KV element: 2 = bf16 (kv_cache_dtype auto), 1 = fp8
   int32_t activation_bytes = 2;  // hidden states between layers and ranks: bf16
+  // CUDA graphs (vLLM's default): an iteration's kernels replay without the host issuing each
+  // one, so it lasts at least its kernels' floors (KernelModel::kernel_floor_s); eager: at least
+  // the host's issue time per kernel (KernelModel::host_seconds_per_kernel).
+  bool cuda_graphs = true;
   double memory_utilization = 0.9;  // gpu_memory_utilization: share of HBM the engine may use
   int64_t token_budget = 8192;      // max_num_batched_tokens (V1, OpenAI server default)
   int32_t max_seqs = 256;           // max_num_seqs: sequences in one iteration
@@ -86,14 +90,21 @@ struct IterationCost {
   double compute_s = 0;    // matmul and attention FLOPs at the measured GEMM share of the peak
   double allreduce_s = 0;  // two TP all-reduces per layer, in sequence with the compute
   double handoff_s = 0;    // pp - 1 stage hand-offs of the hidden states
+  double launch_s = 0;     // the kernels' floor: kernels x (kernel floor, or host issue if eager)
   int32_t allreduces = 0;
-  double total_s = 0;  // max(memory, compute) + allreduce + handoff
+  double total_s = 0;  // max(memory, compute, launch) + allreduce + handoff
 };
 
 // The share of a MoE layer's routed experts that `tokens` tokens touch, each choosing k of E
 // experts uniformly and independently: 1 - (1 - k/E)^tokens (the expected distinct experts of
 // tokens draws). 1 when the model has no experts' choice to make.
 double RoutedExpertsTouched(const TransformerSpec& model, double tokens);
+
+// Kernels one decoder layer launches in an engine's forward: input norm, QKV GEMM, rotary
+// embedding, KV-cache write, attention, output GEMM, post-attention norm, gate-and-up GEMM,
+// activation, down GEMM (vLLM's LlamaDecoderLayer, its fused ops counted once); the two TP
+// all-reduces are costed apart.
+inline constexpr int32_t kKernelsPerLayer = 10;
 
 // The roofline of one iteration (every stage in turn: the replica's latency per iteration).
 IterationCost IterationSeconds(const ReplicaModel& replica, const IterationWork& work);

@@ -263,6 +263,27 @@ TEST(ServeStepTest, Fp8WeightsAndKvHalveTheBytes) {
   EXPECT_FALSE(ApplyDtypes("bf16", "fp4", fp4).ok());
 }
 
+// The kernels' floor: Llama-3-70B's 80 layers launch 80 x 10 kernels per iteration. With CUDA
+// graphs each lasts at least the 5 us kernel floor (4 ms in all), under a one-token decode's
+// 6.5 ms of weight streaming; eager, the host issues each in 10 us (8 ms), which then binds.
+TEST(ServeStepTest, EagerLaunchesBindASmallDecode) {
+  const ReplicaModel graphs = Replica(Llama3_70b(), "h100", {.tp = 8, .pp = 1, .replicas = 1});
+  EngineOptions eager_options;
+  eager_options.cuda_graphs = false;
+  const ReplicaModel eager =
+      Replica(Llama3_70b(), "h100", {.tp = 8, .pp = 1, .replicas = 1}, eager_options);
+  const IterationWork one{
+      .new_tokens = 1, .sequences = 1, .context_tokens = 0, .attention_pairs = 1};
+  const IterationCost fast = IterationSeconds(graphs, one);
+  const IterationCost slow = IterationSeconds(eager, one);
+  EXPECT_NEAR(fast.launch_s, 80 * 10 * 5e-6, 1e-15);
+  EXPECT_NEAR(slow.launch_s, 80 * 10 * 10e-6, 1e-15);
+  EXPECT_GT(fast.memory_s, fast.launch_s);
+  EXPECT_NEAR(fast.total_s, fast.memory_s + fast.allreduce_s, 1e-15);
+  EXPECT_GT(slow.launch_s, slow.memory_s);
+  EXPECT_NEAR(slow.total_s, slow.launch_s + slow.allreduce_s, 1e-15);
+}
+
 TEST(ServeStepTest, BadLayoutsAreErrors) {
   auto heads = BuildReplicaModel(Llama3_70b(), Preset("h100"), {.tp = 3}, {});
   ASSERT_FALSE(heads.ok());

@@ -313,6 +313,11 @@ CLI::App* AddServePlanCommand(CLI::App& app, ServePlanSpec& plan) {
   command->add_option("--weight-dtype", plan.weight_dtype, "bf16 (default) | fp8 | int8 | fp4")
       ->type_name("T");
   command->add_option("--kv-dtype", plan.kv_dtype, "bf16 (default) | fp8")->type_name("T");
+  command
+      ->add_option("--svg", plan.svg_path,
+                   "write the rates tried and their Pareto front (GPU-seconds per request vs P90 "
+                   "TPOT) to FILE")
+      ->type_name("FILE");
   command->add_flag("--json", plan.json, "print one JSON object");
   command->footer(ServePlanHelpFooter());
   return command;
@@ -619,6 +624,11 @@ int RunCli(int argc, const char* const* argv, std::ostream& out, std::ostream& e
   }
   if (*bench && &err == &std::cerr && isatty(STDERR_FILENO) == 1) {
     bench_flags.progress = [&err](const std::string& line) {
+      err << "\r" << line << "\033[K" << std::flush;
+    };
+  }
+  if (*serve_plan && &err == &std::cerr && isatty(STDERR_FILENO) == 1) {
+    serve_plan_spec.progress = [&err](const std::string& line) {
       err << "\r" << line << "\033[K" << std::flush;
     };
   }

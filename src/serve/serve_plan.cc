@@ -8,6 +8,7 @@
 
 #include "core/units.h"
 #include "report/json_writer.h"
+#include "report/svg_plot.h"
 
 namespace stagecraft {
 namespace {
@@ -48,6 +49,7 @@ Result<PercentileSlo> ParsePercentileSlo(const std::string& text) {
 }
 
 struct Probe {
+  double rate_rps = 0;  // per replica
   bool meets = false;
   double ttft_p90_s = 0;
   double tpot_p90_s = 0;
@@ -59,6 +61,7 @@ Result<Probe> ProbeRate(const ReplicaModel& replica, Workload workload, double r
   auto stats = SimulateServing(replica, workload, Routing::kRoundRobin, Slo{});
   if (!stats.ok()) return stats.error();
   Probe probe;
+  probe.rate_rps = rate_rps;
   probe.ttft_p90_s = stats.value().ttft_s.p90;
   probe.tpot_p90_s = stats.value().tpot_s.p90;
   probe.meets = probe.ttft_p90_s <= slo.ttft_p90_s && probe.tpot_p90_s <= slo.tpot_p90_s;
@@ -69,9 +72,14 @@ Result<Probe> ProbeRate(const ReplicaModel& replica, Workload workload, double r
 // (`lowest` then holds that probe).
 Result<std::optional<std::pair<double, Probe>>> HighestRate(const ReplicaModel& replica,
                                                             const Workload& workload,
-                                                            const PercentileSlo& slo,
-                                                            Probe& lowest) {
-  auto first = ProbeRate(replica, workload, kLowestRateRps, slo);
+                                                            const PercentileSlo& slo, Probe& lowest,
+                                                            std::vector<Probe>& trail) {
+  const auto probe_at = [&](double rate) {
+    auto probe = ProbeRate(replica, workload, rate, slo);
+    if (probe.ok()) trail.push_back(probe.value());
+    return probe;
+  };
+  auto first = probe_at(kLowestRateRps);
   if (!first.ok()) return first.error();
   lowest = first.value();
   if (!lowest.meets) return std::optional<std::pair<double, Probe>>();
@@ -79,7 +87,7 @@ Result<std::optional<std::pair<double, Probe>>> HighestRate(const ReplicaModel& 
   Probe good_probe = lowest;
   double bad = 0;
   for (int step = 0; step < kDoublings && bad == 0; ++step) {
-    auto probe = ProbeRate(replica, workload, good * 2, slo);
+    auto probe = probe_at(good * 2);
     if (!probe.ok()) return probe.error();
     if (!probe.value().meets) {
       bad = good * 2;
@@ -90,7 +98,7 @@ Result<std::optional<std::pair<double, Probe>>> HighestRate(const ReplicaModel& 
   }
   for (int step = 0; step < kBisections && bad > 0; ++step) {
     const double middle = (good + bad) / 2;
-    auto probe = ProbeRate(replica, workload, middle, slo);
+    auto probe = probe_at(middle);
     if (!probe.ok()) return probe.error();
     if (probe.value().meets) {
       good = middle;
@@ -113,6 +121,46 @@ std::string RejectionReason(const Error& error) {
     return "a request exceeds the KV cache";
   }
   return "other";
+}
+
+// One layout: sized, its highest rate searched; a plan, or a rejection counted.
+Status EvaluateLayout(const TransformerSpec& model, const ClusterSpec& cluster,
+                      const EngineOptions& engine, const Workload& workload,
+                      const PercentileSlo& slo, const ServeShape& one, int32_t gpus,
+                      ServePlanResult& result) {
+  auto replica = BuildReplicaModel(model, cluster, one, engine);
+  if (!replica.ok()) {
+    ++result.rejections[RejectionReason(replica.error())];
+    return Status::Ok();
+  }
+  Probe lowest;
+  std::vector<Probe> trail;
+  auto highest = HighestRate(replica.value(), workload, slo, lowest, trail);
+  if (!highest.ok()) {
+    ++result.rejections[RejectionReason(highest.error())];
+    return Status::Ok();
+  }
+  result.best_ttft_p90_s = std::min(result.best_ttft_p90_s, lowest.ttft_p90_s);
+  result.best_tpot_p90_s = std::min(result.best_tpot_p90_s, lowest.tpot_p90_s);
+  if (!highest.value()) {
+    ++result.rejections["misses the SLO at the lowest rate"];
+    return Status::Ok();
+  }
+  ServePlan plan;
+  plan.shape = {.tp = one.tp, .pp = one.pp, .replicas = gpus / (one.tp * one.pp)};
+  plan.rate_rps = highest.value()->first * plan.shape.replicas;
+  plan.goodput_rps_per_gpu = plan.rate_rps / static_cast<double>(plan.shape.gpus());
+  plan.ttft_p90_s = highest.value()->second.ttft_p90_s;
+  plan.tpot_p90_s = highest.value()->second.tpot_p90_s;
+  plan.kv_capacity_tokens = replica.value().kv_capacity_tokens;
+  for (const Probe& probe : trail) {
+    plan.probes.push_back({.rate_rps = probe.rate_rps * plan.shape.replicas,
+                           .ttft_p90_s = probe.ttft_p90_s,
+                           .tpot_p90_s = probe.tpot_p90_s,
+                           .meets = probe.meets});
+  }
+  result.plans.push_back(std::move(plan));
+  return Status::Ok();
 }
 
 }  // namespace
@@ -160,37 +208,21 @@ Result<ServePlanResult> PlanServing(const ServePlanSpec& spec) {
   result.label = run.value().label;
   result.best_ttft_p90_s = std::numeric_limits<double>::infinity();
   result.best_tpot_p90_s = std::numeric_limits<double>::infinity();
+  std::vector<ServeShape> layouts;
   for (int32_t tp = 1; tp <= std::min(spec.gpus, config.cluster.devices_per_node); ++tp) {
-    for (int32_t pp = 1; tp * pp <= spec.gpus; ++pp) {
-      ++result.candidates;
-      const ServeShape one{.tp = tp, .pp = pp, .replicas = 1};
-      auto replica = BuildReplicaModel(model, config.cluster, one, engine);
-      if (!replica.ok()) {
-        ++result.rejections[RejectionReason(replica.error())];
-        continue;
-      }
-      Probe lowest;
-      auto highest = HighestRate(replica.value(), workload, slo.value(), lowest);
-      if (!highest.ok()) {
-        ++result.rejections[RejectionReason(highest.error())];
-        continue;
-      }
-      result.best_ttft_p90_s = std::min(result.best_ttft_p90_s, lowest.ttft_p90_s);
-      result.best_tpot_p90_s = std::min(result.best_tpot_p90_s, lowest.tpot_p90_s);
-      if (!highest.value()) {
-        ++result.rejections["misses the SLO at the lowest rate"];
-        continue;
-      }
-      ServePlan plan;
-      plan.shape = {.tp = tp, .pp = pp, .replicas = spec.gpus / (tp * pp)};
-      plan.rate_rps = highest.value()->first * plan.shape.replicas;
-      plan.goodput_rps_per_gpu = plan.rate_rps / static_cast<double>(plan.shape.gpus());
-      plan.ttft_p90_s = highest.value()->second.ttft_p90_s;
-      plan.tpot_p90_s = highest.value()->second.tpot_p90_s;
-      plan.kv_capacity_tokens = replica.value().kv_capacity_tokens;
-      result.plans.push_back(plan);
-    }
+    for (int32_t pp = 1; tp * pp <= spec.gpus; ++pp) layouts.push_back({.tp = tp, .pp = pp});
   }
+  result.candidates = static_cast<int64_t>(layouts.size());
+  for (size_t index = 0; index < layouts.size(); ++index) {
+    const ServeShape& one = layouts[index];
+    if (spec.progress) {
+      spec.progress("[" + std::to_string(index + 1) + "/" + std::to_string(layouts.size()) +
+                    "] tp " + std::to_string(one.tp) + " x pp " + std::to_string(one.pp));
+    }
+    STAGECRAFT_RETURN_IF_ERROR(EvaluateLayout(model, config.cluster, engine, workload, slo.value(),
+                                              one, spec.gpus, result));
+  }
+  if (spec.progress) spec.progress("");
   std::stable_sort(result.plans.begin(), result.plans.end(),
                    [](const ServePlan& a, const ServePlan& b) {
                      return a.goodput_rps_per_gpu > b.goodput_rps_per_gpu;
@@ -266,10 +298,39 @@ std::string FormatPlanJson(const ServePlanSpec& spec, const ServePlanResult& res
 
 }  // namespace
 
+std::string FormatServePlanSvg(const ServePlanResult& result) {
+  std::vector<Series> series;
+  for (const ServePlan& plan : result.plans) {
+    Series one;
+    one.name = "tp " + std::to_string(plan.shape.tp) + " x pp " + std::to_string(plan.shape.pp) +
+               " x " + std::to_string(plan.shape.replicas);
+    one.data = {{"tp", std::to_string(plan.shape.tp)}, {"pp", std::to_string(plan.shape.pp)}};
+    const double gpus = static_cast<double>(plan.shape.gpus());
+    for (const RateProbe& probe : plan.probes) {
+      one.points.push_back({.x = probe.tpot_p90_s * 1e3,
+                            .y = gpus / probe.rate_rps,
+                            .label = FormatFixed(probe.rate_rps, 3) + " rps",
+                            .over = !probe.meets});
+    }
+    series.push_back(std::move(one));
+  }
+  PlotOptions options;
+  options.title = "serve-plan: " + result.model + " (lower is better on both axes)";
+  options.x_label = "P90 TPOT (ms)";
+  options.y_label = "GPU-seconds per request";
+  options.log2_y = true;
+  options.over_legend = "misses the SLO";
+  return FormatScatterPlot(series, options);
+}
+
 Status RunServePlan(const ServePlanSpec& spec, Transcript& transcript) {
   auto result = PlanServing(spec);
   if (!result.ok()) return result.error();
   const ServePlanResult& plan = result.value();
+  if (!spec.svg_path.empty()) {
+    const Status saved = spec.run.files.write(spec.svg_path, FormatServePlanSvg(plan));
+    if (!saved.ok()) return Error{"--svg: " + saved.error().message};
+  }
   transcript.out() << (spec.json ? FormatPlanJson(spec, plan)
                                  : FormatPlanText(spec, plan.label, plan));
   if (!plan.plans.empty()) return Status::Ok();

@@ -9,6 +9,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <string>
 #include <vector>
@@ -32,7 +33,18 @@ struct ServePlanSpec {
   int32_t top = 10;                   // --top plans shown
   std::string weight_dtype = "bf16";  // --weight-dtype bf16 | fp8 | int8 | fp4
   std::string kv_dtype = "bf16";      // --kv-dtype bf16 | fp8
+  std::string svg_path;               // --svg FILE: the probes and their Pareto front
   bool json = false;                  // --json
+  // Told "[done/total] tp T x pp P" before each layout and "" at the end; unset = quiet.
+  std::function<void(const std::string& line)> progress;
+};
+
+// One simulated rate of a layout (all its replicas) and what it gave.
+struct RateProbe {
+  double rate_rps = 0;
+  double ttft_p90_s = 0;
+  double tpot_p90_s = 0;
+  bool meets = false;
 };
 
 struct ServePlan {
@@ -42,6 +54,7 @@ struct ServePlan {
   double ttft_p90_s = 0;           // at that rate
   double tpot_p90_s = 0;
   int64_t kv_capacity_tokens = 0;
+  std::vector<RateProbe> probes;  // every rate tried, in order
 };
 
 struct ServePlanResult {
@@ -58,5 +71,10 @@ struct ServePlanResult {
 
 Result<ServePlanResult> PlanServing(const ServePlanSpec& spec);
 Status RunServePlan(const ServePlanSpec& spec, Transcript& transcript);
+
+// The probes of every plan as a scatter (x: P90 TPOT in ms, y: GPU-seconds per request, the
+// inverse of the rate per GPU; lower is better on both), probes over the SLO crossed out, and
+// the Pareto front of the rest: throughput per GPU against latency.
+std::string FormatServePlanSvg(const ServePlanResult& result);
 
 }  // namespace stagecraft

@@ -2,6 +2,8 @@
 
 #include <gtest/gtest.h>
 
+#include "report/svg_plot.h"
+
 namespace stagecraft {
 namespace {
 
@@ -66,6 +68,27 @@ TEST(ServePlanTest, PlansMeetTheSloAndAreRankedByGoodputPerGpu) {
     EXPECT_LE(stats.value().tpot_s.p90, 0.04);
     EXPECT_DOUBLE_EQ(stats.value().tpot_s.p90, best.tpot_p90_s);
   }
+}
+
+// The Pareto front of the SVG holds only probes within the SLO (crossed-out ones are never on
+// it), and every plan's probes include its chosen rate.
+TEST(ServePlanTest, ParetoFrontHoldsOnlyProbesWithinTheSlo) {
+  auto result = PlanServing(Spec("ttft_p90=0.4s,tpot_p90=40ms"));
+  ASSERT_TRUE(result.ok());
+  std::vector<Series> series;
+  for (const ServePlan& plan : result.value().plans) {
+    Series one;
+    bool chosen = false;
+    for (const RateProbe& probe : plan.probes) {
+      one.points.push_back(
+          {.x = probe.tpot_p90_s, .y = 1 / probe.rate_rps, .label = "", .over = !probe.meets});
+      chosen = chosen || (probe.meets && probe.rate_rps == plan.rate_rps);
+    }
+    EXPECT_TRUE(chosen);
+    series.push_back(one);
+  }
+  for (const PlotPoint& point : ParetoFront(series)) EXPECT_LE(point.x, 0.04);
+  EXPECT_NE(FormatServePlanSvg(result.value()).find("misses the SLO"), std::string::npos);
 }
 
 TEST(ServePlanTest, AnUnreachableTpotIsInfeasibleAndNamed) {

@@ -63,10 +63,11 @@ const char* ServeHelpFooter() {
 
 const char* ServePlanHelpFooter() {
   return "Every tp (dividing the heads, within a node) x pp (dividing the layers) that fits the\n"
-         "GPUs, its replicas filling them, colocated prefill and decode; each layout's highest\n"
-         "rate meeting both P90 bounds found by simulation (doubling, then bisection), ranked by\n"
-         "that rate per GPU (doc/serving.md). Exit status 1 when no layout meets the SLO; the\n"
-         "message names the binding bound.";
+         "GPUs, its replicas filling them, colocated (each layout's highest rate meeting both\n"
+         "P90 bounds, found by simulation: doubling, then bisection) and disaggregated (prefill-\n"
+         "and decode-only instances, each phase's rate simulated, the best split of the GPUs),\n"
+         "ranked by that rate per GPU (doc/serving.md). Exit status 1 when no layout meets the\n"
+         "SLO; the message names the binding bound.";
 }
 
 }  // namespace stagecraft

@@ -105,7 +105,12 @@ class ServingModel {
     Push(queue, request);
   }
 
-  void Push(EventQueue& queue, const Request& request) {
+  void Push(EventQueue& queue, Request request) {
+    if (workload_.prefilled) {
+      request.computed = request.prompt;
+      request.generated = 1;
+      request.first_token_ns = request.arrival_ns;
+    }
     requests_.push_back(request);
     queue.Push(Time::Nanoseconds(request.arrival_ns), kArrival,
                static_cast<uint32_t>(requests_.size() - 1));

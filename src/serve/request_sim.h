@@ -49,6 +49,9 @@ struct Workload {
   // otherwise gamma gaps of shape 1/cv^2 and the same mean (above 1: bursts), as DistServe's
   // and AlpaServe's workloads draw them.
   double arrival_cv = 1.0;
+  // Requests arrive with their prompt's KV cache and first token (a decode-only instance of a
+  // prefill/decode pair, DistServe): they need the prompt's blocks and decode from there.
+  bool prefilled = false;
   int64_t requests = 1000;      // requests simulated
   LengthDist prompt{512, 512};  // prompt tokens
   LengthDist output{64, 64};    // output tokens (the first comes from the prefill)

@@ -9,6 +9,7 @@
 #include "core/units.h"
 #include "report/json_writer.h"
 #include "report/svg_plot.h"
+#include "serve/disaggregation.h"
 
 namespace stagecraft {
 namespace {
@@ -123,6 +124,72 @@ std::string RejectionReason(const Error& error) {
   return "other";
 }
 
+// A prompt's KV from the prefill instance's GPUs to the decode instance's, every GPU sending
+// its shard at once: over NVLink when the pair shares a node, else over the NIC.
+double KvTransferSeconds(const ReplicaModel& replica, int64_t prompt_tokens) {
+  const bool same_node = 2 * replica.shape.gpus_per_replica() <= replica.cluster.devices_per_node;
+  const LinkSpec& link = same_node ? replica.cluster.intra_node : replica.cluster.inter_node;
+  const double bytes = static_cast<double>(prompt_tokens) * replica.kv_bytes_per_token_per_gpu;
+  return static_cast<double>(link.latency.ns()) * 1e-9 +
+         (link.bandwidth_bytes_per_s > 0 ? bytes / link.bandwidth_bytes_per_s : 0);
+}
+
+// DistServe's placement on one instance layout: the prefill-only rate within the TTFT bound
+// (less the KV transfer), the decode-only rate within the TPOT bound, each found by simulation,
+// then the split of the GPUs into prefill and decode instances with the most requests per GPU
+// (disaggregation.h's arithmetic). A plan, or a rejection counted.
+Status EvaluateDisaggregated(const ReplicaModel& replica, const Workload& workload,
+                             const PercentileSlo& slo, int32_t gpus, ServePlanResult& result) {
+  const int64_t instances = gpus / replica.shape.gpus_per_replica();
+  if (instances < 2 || workload.output.high < 2) {
+    ++result.rejections["disaggregated: fewer than two instances, or one output token"];
+    return Status::Ok();
+  }
+  const double transfer_s = KvTransferSeconds(replica, workload.prompt.high);
+  const double unbounded = std::numeric_limits<double>::infinity();
+  Workload prefill = workload;
+  prefill.output = {1, 1};
+  Workload decode = workload;
+  decode.prefilled = true;
+  Probe lowest;
+  std::vector<Probe> trail;
+  auto prefill_rate =
+      HighestRate(replica, prefill, {slo.ttft_p90_s - transfer_s, unbounded}, lowest, trail);
+  if (!prefill_rate.ok()) return prefill_rate.error();
+  auto decode_rate = HighestRate(replica, decode, {unbounded, slo.tpot_p90_s}, lowest, trail);
+  if (!decode_rate.ok()) return decode_rate.error();
+  if (!prefill_rate.value() || !decode_rate.value()) {
+    ++result.rejections["disaggregated: a phase misses the SLO at the lowest rate"];
+    return Status::Ok();
+  }
+  const double prefill_rps = prefill_rate.value()->first;
+  const double decode_rps = decode_rate.value()->first;
+  ServePlan best;
+  for (int64_t prefills = 1; prefills < instances; ++prefills) {
+    for (int64_t decodes = 1; prefills + decodes <= instances; ++decodes) {
+      const DisaggregatedUnit unit{.prefill_instances = prefills,
+                                   .decode_instances = decodes,
+                                   .gpus_per_instance = replica.shape.gpus_per_replica()};
+      const double per_gpu = DisaggregatedRatePerGpu(unit, prefill_rps, decode_rps);
+      if (per_gpu <= best.goodput_rps_per_gpu) continue;
+      best.goodput_rps_per_gpu = per_gpu;
+      best.rate_rps = DisaggregatedRate(unit, prefill_rps, decode_rps);
+      best.prefill_instances = prefills;
+      best.decode_instances = decodes;
+    }
+  }
+  best.disaggregated = true;
+  best.kv_transfer_s = transfer_s;
+  best.shape = {.tp = replica.shape.tp,
+                .pp = replica.shape.pp,
+                .replicas = static_cast<int32_t>(best.prefill_instances + best.decode_instances)};
+  best.ttft_p90_s = prefill_rate.value()->second.ttft_p90_s + transfer_s;
+  best.tpot_p90_s = decode_rate.value()->second.tpot_p90_s;
+  best.kv_capacity_tokens = replica.kv_capacity_tokens;
+  result.plans.push_back(std::move(best));
+  return Status::Ok();
+}
+
 // One layout: sized, its highest rate searched; a plan, or a rejection counted.
 Status EvaluateLayout(const TransformerSpec& model, const ClusterSpec& cluster,
                       const EngineOptions& engine, const Workload& workload,
@@ -131,8 +198,10 @@ Status EvaluateLayout(const TransformerSpec& model, const ClusterSpec& cluster,
   auto replica = BuildReplicaModel(model, cluster, one, engine);
   if (!replica.ok()) {
     ++result.rejections[RejectionReason(replica.error())];
+    ++result.rejections["disaggregated: " + RejectionReason(replica.error())];
     return Status::Ok();
   }
+  STAGECRAFT_RETURN_IF_ERROR(EvaluateDisaggregated(replica.value(), workload, slo, gpus, result));
   Probe lowest;
   std::vector<Probe> trail;
   auto highest = HighestRate(replica.value(), workload, slo, lowest, trail);
@@ -212,7 +281,7 @@ Result<ServePlanResult> PlanServing(const ServePlanSpec& spec) {
   for (int32_t tp = 1; tp <= std::min(spec.gpus, config.cluster.devices_per_node); ++tp) {
     for (int32_t pp = 1; tp * pp <= spec.gpus; ++pp) layouts.push_back({.tp = tp, .pp = pp});
   }
-  result.candidates = static_cast<int64_t>(layouts.size());
+  result.candidates = 2 * static_cast<int64_t>(layouts.size());  // colocated, disaggregated
   for (size_t index = 0; index < layouts.size(); ++index) {
     const ServeShape& one = layouts[index];
     if (spec.progress) {
@@ -242,14 +311,17 @@ std::string FormatPlanText(const ServePlanSpec& spec, const std::string& label,
   out << "  candidates " << result.candidates << ", feasible and meeting the SLO "
       << result.plans.size() << "; each probe " << spec.requests << " requests, seed " << spec.seed
       << "\n\n";
-  out << "  rank  tp x pp  replicas  gpus   rate_rps  goodput/gpu  ttft_p90_ms  tpot_p90_ms  "
+  out << "  rank  tp x pp  placement  gpus   rate_rps  goodput/gpu  ttft_p90_ms  tpot_p90_ms  "
          "kv_tokens\n";
   const size_t shown = std::min<size_t>(result.plans.size(), static_cast<size_t>(spec.top));
   for (size_t rank = 0; rank < shown; ++rank) {
     const ServePlan& plan = result.plans[rank];
     out << PadLeft(std::to_string(rank + 1), 6)
         << PadLeft(std::to_string(plan.shape.tp) + " x " + std::to_string(plan.shape.pp), 9)
-        << PadLeft(std::to_string(plan.shape.replicas), 10)
+        << PadLeft(plan.disaggregated ? std::to_string(plan.prefill_instances) + "P+" +
+                                            std::to_string(plan.decode_instances) + "D"
+                                      : std::to_string(plan.shape.replicas) + " colo",
+                   11)
         << PadLeft(std::to_string(plan.shape.gpus()), 6)
         << PadLeft(FormatFixed(plan.rate_rps, 3), 11)
         << PadLeft(FormatFixed(plan.goodput_rps_per_gpu, 4), 13)
@@ -279,9 +351,9 @@ std::string FormatPlanJson(const ServePlanSpec& spec, const ServePlanResult& res
     json.Key("tp").Int(plan.shape.tp);
     json.Key("pp").Int(plan.shape.pp);
     json.Key("replicas").Int(plan.shape.replicas);
-    json.Key("placement").String("colocated");
-    json.Key("prefill_instances").Int(0);
-    json.Key("decode_instances").Int(0);
+    json.Key("placement").String(plan.disaggregated ? "disaggregated" : "colocated");
+    json.Key("prefill_instances").Int(plan.prefill_instances);
+    json.Key("decode_instances").Int(plan.decode_instances);
     json.Key("rate_rps").Fixed(plan.rate_rps, 3);
     json.Key("goodput_rps_per_gpu").Fixed(plan.goodput_rps_per_gpu, 4);
     json.Key("ttft_p90_ms").Fixed(plan.ttft_p90_s * 1e3, 3);
@@ -301,6 +373,7 @@ std::string FormatPlanJson(const ServePlanSpec& spec, const ServePlanResult& res
 std::string FormatServePlanSvg(const ServePlanResult& result) {
   std::vector<Series> series;
   for (const ServePlan& plan : result.plans) {
+    if (plan.probes.empty()) continue;  // disaggregated: its phases' rates are not one point
     Series one;
     one.name = "tp " + std::to_string(plan.shape.tp) + " x pp " + std::to_string(plan.shape.pp) +
                " x " + std::to_string(plan.shape.replicas);

@@ -1,11 +1,12 @@
-// `stagecraft serve-plan` (doc/serving.md): which colocated serving layout of a transformer on N
-// GPUs serves the most requests per second per GPU while the P90 TTFT and the P90 TPOT stay
-// within their SLOs. Every tp (dividing the heads, within a node) x pp (dividing the layers)
-// with tp x pp <= N is a candidate, its replicas filling N; each feasible one gets the highest
-// rate that meets both SLOs (doubling, then bisection, each probe a request simulation of one
+// `stagecraft serve-plan` (doc/serving.md): which serving layout of a transformer on N GPUs
+// serves the most requests per second per GPU while the P90 TTFT and the P90 TPOT stay within
+// their SLOs. Every tp (dividing the heads, within a node) x pp (dividing the layers) with
+// tp x pp <= N is a candidate twice: colocated, its replicas filling N, with the highest rate
+// that meets both SLOs (doubling, then bisection, each probe a request simulation of one
 // replica at its share of the rate: random routing splits a Poisson stream into Poisson
-// streams). Rejections are counted by reason. Not searched yet: prefill/decode disaggregation,
-// EP, token budgets.
+// streams); and disaggregated (DistServe), its instances split into prefill-only and
+// decode-only ones, each phase's rate simulated apart. Rejections are counted by reason. Not
+// searched yet: EP, token budgets.
 #pragma once
 
 #include <cstdint>
@@ -48,6 +49,12 @@ struct RateProbe {
 };
 
 struct ServePlan {
+  // Colocated: `shape.replicas` replicas each prefill and decode. Disaggregated (DistServe):
+  // prefill_instances + decode_instances instances of tp x pp GPUs (shape.replicas, their sum).
+  bool disaggregated = false;
+  int64_t prefill_instances = 0;
+  int64_t decode_instances = 0;
+  double kv_transfer_s = 0;  // disaggregated: a prompt's KV from prefill to decode GPUs
   ServeShape shape;
   double rate_rps = 0;             // the highest rate meeting both SLOs, all replicas
   double goodput_rps_per_gpu = 0;  // rate / GPUs used

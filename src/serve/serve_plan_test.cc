@@ -54,6 +54,7 @@ TEST(ServePlanTest, PlansMeetTheSloAndAreRankedByGoodputPerGpu) {
   auto cluster = ResolveRun(spec.run);
   ASSERT_TRUE(cluster.ok());
   for (const ServePlan& best : plan.plans) {
+    if (best.disaggregated) continue;  // DisaggregatedPlansSplitTheGpus
     ServeShape one = best.shape;
     one.replicas = 1;
     auto replica = BuildReplicaModel(cluster.value().config.model.transformer,
@@ -77,6 +78,7 @@ TEST(ServePlanTest, ParetoFrontHoldsOnlyProbesWithinTheSlo) {
   ASSERT_TRUE(result.ok());
   std::vector<Series> series;
   for (const ServePlan& plan : result.value().plans) {
+    if (plan.disaggregated) continue;
     Series one;
     bool chosen = false;
     for (const RateProbe& probe : plan.probes) {
@@ -89,6 +91,27 @@ TEST(ServePlanTest, ParetoFrontHoldsOnlyProbesWithinTheSlo) {
   }
   for (const PlotPoint& point : ParetoFront(series)) EXPECT_LE(point.x, 0.04);
   EXPECT_NE(FormatServePlanSvg(result.value()).find("misses the SLO"), std::string::npos);
+}
+
+// A disaggregated plan splits whole instances into prefill and decode, serves the slower
+// phase's rate, and keeps the KV transfer inside the TTFT bound.
+TEST(ServePlanTest, DisaggregatedPlansSplitTheGpus) {
+  auto result = PlanServing(Spec("ttft_p90=0.4s,tpot_p90=40ms"));
+  ASSERT_TRUE(result.ok());
+  int disaggregated = 0;
+  for (const ServePlan& plan : result.value().plans) {
+    if (!plan.disaggregated) continue;
+    ++disaggregated;
+    EXPECT_GE(plan.prefill_instances, 1);
+    EXPECT_GE(plan.decode_instances, 1);
+    EXPECT_EQ(plan.shape.replicas, plan.prefill_instances + plan.decode_instances);
+    EXPECT_LE(plan.shape.gpus(), 8);
+    EXPECT_NEAR(plan.goodput_rps_per_gpu * plan.shape.gpus(), plan.rate_rps, 1e-9);
+    EXPECT_LE(plan.ttft_p90_s, 0.4);
+    EXPECT_LE(plan.tpot_p90_s, 0.04);
+    EXPECT_GT(plan.kv_transfer_s, 0.0);
+  }
+  EXPECT_GT(disaggregated, 0);
 }
 
 TEST(ServePlanTest, AnUnreachableTpotIsInfeasibleAndNamed) {

@@ -236,6 +236,34 @@ TEST(RequestSimTest, IterationRecordsAccountForEveryToken) {
   EXPECT_EQ(decode, outputs);
 }
 
+// A decode-only instance (DistServe): a request arrives with its prompt's KV and first token,
+// holds the prompt's blocks from admission and decodes the other output - 1 tokens, one
+// iteration each, each reading the prompt's KV and what it has generated.
+TEST(RequestSimTest, PrefilledRequestsOnlyDecode) {
+  const ReplicaModel replica = Replica(1);
+  Workload workload;
+  workload.requests = 1;
+  workload.prompt = {1000, 1000};
+  workload.output = {4, 4};
+  workload.prefilled = true;
+  std::vector<IterationRecord> records;
+  auto stats = SimulateServing(replica, workload, Routing::kRoundRobin, Slo{}, &records);
+  ASSERT_TRUE(stats.ok());
+  EXPECT_EQ(stats.value().iterations, 3);
+  EXPECT_EQ(stats.value().ttft_s.mean, 0.0);
+  EXPECT_EQ(records.front().prefill_tokens, 0);
+  EXPECT_EQ(records.front().kv_blocks, (1001 + 15) / 16);
+  double decode_s = 0;
+  for (const double context : {1000.0, 1001.0, 1002.0}) {
+    decode_s += IterationSeconds(replica, {.new_tokens = 1,
+                                           .sequences = 1,
+                                           .context_tokens = context,
+                                           .attention_pairs = context + 1})
+                    .total_s;
+  }
+  EXPECT_NEAR(stats.value().e2e_s.mean, decode_s, 3e-9);
+}
+
 TEST(RequestSimTest, ARequestLongerThanTheCacheIsAnError) {
   ReplicaModel replica = Replica(1);
   replica.kv_capacity_tokens = 1024;

@@ -242,9 +242,12 @@ CLI::App* AddServeCommand(CLI::App& app, ServeSpec& serve) {
       command->add_option(row.flag, run.*row.field, row.help)->type_name(row.type_name);
     }
   }
-  command->add_option("--tp", serve.tp, "tensor-parallel GPUs per stage (default: parallel.tp, else 1)")
+  command
+      ->add_option("--tp", serve.tp,
+                   "tensor-parallel GPUs per stage (default: parallel.tp, else 1)")
       ->type_name("T");
-  command->add_option("--pp", serve.pp, "pipeline stages per replica (default: parallel.pp, else 1)")
+  command
+      ->add_option("--pp", serve.pp, "pipeline stages per replica (default: parallel.pp, else 1)")
       ->type_name("P");
   command->add_option("--replicas", serve.replicas, "replicas behind the router (default 1)")
       ->type_name("R");

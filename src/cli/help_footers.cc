@@ -54,11 +54,11 @@ const char* PlanHelpFooter() {
 }
 
 const char* ServeHelpFooter() {
-  return "One serving layout (tp x pp GPUs per replica, replicas behind the router) under Poisson\n"
-         "arrivals: the KV cache per token and per replica, each engine iteration's roofline\n"
-         "(weights and KV reads against compute, TP all-reduces, PP hand-offs) and a request-level\n"
-         "simulation with continuous batching, chunked prefill and preemption (doc/serving.md).\n"
-         "Exit status 1 when the model does not fit the replica.";
+  return "One serving layout (tp x pp GPUs per replica, replicas behind the router) under\n"
+         "Poisson arrivals: the KV cache per token and per replica, each engine iteration's\n"
+         "roofline (weights and KV reads against compute, TP all-reduces, PP hand-offs) and a\n"
+         "request-level simulation with continuous batching, chunked prefill and preemption\n"
+         "(doc/serving.md). Exit status 1 when the model does not fit the replica.";
 }
 
 const char* ServePlanHelpFooter() {

@@ -11,6 +11,7 @@ const char* MemoryHelpFooter();    // stagecraft memory --help: the table's colu
 const char* ValidateHelpFooter();  // stagecraft validate --help: the error measure
 const char* PlanHelpFooter();      // stagecraft plan --help: the search and the table
 const char* ServeHelpFooter();     // stagecraft serve --help: what one serving run models
-const char* ServePlanHelpFooter();  // stagecraft serve-plan --help: the search
+// stagecraft serve-plan --help: the search
+const char* ServePlanHelpFooter();
 
 }  // namespace stagecraft

@@ -12,6 +12,8 @@
 #include "fault/goodput.h"
 #include "plan/plan.h"
 #include "run/commands.h"
+#include "serve/serve.h"
+#include "serve/serve_plan.h"
 #include "core/suggest.h"
 
 namespace stagecraft {
@@ -154,9 +156,9 @@ CLI::App* AddBenchCommand(CLI::App& app, RunSpec& flags, BenchSpec& bench_flags)
   return bench;
 }
 
-const std::vector<std::string> kCommands = {"simulate",        "check", "derive",     "list",
-                                            "bench-schedules", "comm",  "memory",     "multimodal",
-                                            "validate",        "plan",  "checkpoint", "goodput"};
+const std::vector<std::string> kCommands = {
+    "simulate", "check",    "derive",  "list",  "bench-schedules", "comm",      "memory",
+    "multimodal", "validate", "plan", "checkpoint", "goodput", "serve", "serve-plan"};
 
 CLI::App* AddCommCommand(CLI::App& app, CommSpec& flags) {
   CLI::App* comm = app.add_subcommand(
@@ -290,6 +292,104 @@ CLI::App* AddGoodputCommand(CLI::App& app, GoodputSpec& spec) {
       ->type_name("FILE");
   command->add_flag("--json", spec.json, "print one JSON object");
   command->footer(GoodputHelpFooter());
+  return command;
+}
+
+// `serve`: the model and cluster flags of a run, the serving layout and the workload.
+CLI::App* AddServeCommand(CLI::App& app, ServeSpec& serve) {
+  CLI::App* command = app.add_subcommand(
+      "serve", "simulate serving a model: KV cache, step costs, requests through replicas");
+  RunSpec& run = serve.run;
+  command->add_option("config", run.config_path,
+                      "YAML config with the model and cluster (doc/config.md); none = the "
+                      "bundled example");
+  for (const RunOverride& row : RunOverrides()) {
+    const std::string flag = row.flag;
+    if (flag == "--hf-config" || flag == "--cluster") {
+      command->add_option(row.flag, run.*row.field, row.help)->type_name(row.type_name);
+    }
+  }
+  command
+      ->add_option("--tp", serve.tp,
+                   "tensor-parallel GPUs per stage (default: parallel.tp, else 1)")
+      ->type_name("T");
+  command
+      ->add_option("--pp", serve.pp, "pipeline stages per replica (default: parallel.pp, else 1)")
+      ->type_name("P");
+  command->add_option("--replicas", serve.replicas, "replicas behind the router (default 1)")
+      ->type_name("R");
+  command->add_option("--rate", serve.rate_rps, "Poisson arrivals per second (default 1)")
+      ->type_name("RPS");
+  command
+      ->add_option("--arrival-cv", serve.arrival_cv,
+                   "arrival gaps' coefficient of variation: 1 Poisson (default), else gamma")
+      ->type_name("CV");
+  command->add_option("--requests", serve.requests, "requests simulated (default 1000)")
+      ->type_name("N");
+  command->add_option("--seed", serve.seed, "seed of arrivals and lengths (default 1)")
+      ->type_name("S");
+  command->add_option("--prompt-tokens", serve.prompt_tokens, "N or A-B uniform (default 512)")
+      ->type_name("LEN");
+  command->add_option("--output-tokens", serve.output_tokens, "N or A-B uniform (default 64)")
+      ->type_name("LEN");
+  command->add_option("--routing", serve.routing, "round-robin (default) | least-outstanding")
+      ->type_name("R");
+  command->add_option("--slo", serve.slo, "per-request bounds (default ttft=0.4s,tpot=40ms)")
+      ->type_name("SLO");
+  command->add_option("--weight-dtype", serve.weight_dtype, "bf16 (default) | fp8 | int8 | fp4")
+      ->type_name("T");
+  command->add_option("--kv-dtype", serve.kv_dtype, "bf16 (default) | fp8")->type_name("T");
+  command->add_flag("--eager", serve.eager,
+                    "no CUDA graphs: an iteration lasts at least the host's issue of its kernels");
+  command->add_option("--trace", serve.trace_path, "write a Chrome trace of the batches to FILE")
+      ->type_name("FILE");
+  command
+      ->add_option("--request-trace", serve.request_trace,
+                   "the requests from a CSV of arrival_s,prompt_tokens,output_tokens (instead of "
+                   "--rate, --requests and the lengths)")
+      ->type_name("FILE");
+  command->add_flag("--json", serve.json, "print one JSON object");
+  command->footer(ServeHelpFooter());
+  return command;
+}
+
+// `serve-plan`: the model and cluster flags of a run, the GPUs, the SLO and the workload.
+CLI::App* AddServePlanCommand(CLI::App& app, ServePlanSpec& plan) {
+  CLI::App* command = app.add_subcommand(
+      "serve-plan", "choose the serving layout: the most requests per GPU within the SLO");
+  RunSpec& run = plan.run;
+  command->add_option("config", run.config_path,
+                      "YAML config with the model and cluster (doc/config.md); none = the "
+                      "bundled example");
+  for (const RunOverride& row : RunOverrides()) {
+    const std::string flag = row.flag;
+    if (flag == "--hf-config" || flag == "--cluster") {
+      command->add_option(row.flag, run.*row.field, row.help)->type_name(row.type_name);
+    }
+  }
+  command->add_option("--gpus", plan.gpus, "the GPUs N the replicas fill (required)")
+      ->type_name("N");
+  command->add_option("--slo", plan.slo, "P90 bounds, e.g. ttft_p90=0.4s,tpot_p90=40ms (required)")
+      ->type_name("SLO");
+  command->add_option("--prompt-tokens", plan.prompt_tokens, "N or A-B uniform (default 512)")
+      ->type_name("LEN");
+  command->add_option("--output-tokens", plan.output_tokens, "N or A-B uniform (default 64)")
+      ->type_name("LEN");
+  command->add_option("--requests", plan.requests, "requests per rate probe (default 400)")
+      ->type_name("N");
+  command->add_option("--seed", plan.seed, "seed of arrivals and lengths (default 1)")
+      ->type_name("S");
+  command->add_option("--top", plan.top, "plans shown (default 10)")->type_name("K");
+  command->add_option("--weight-dtype", plan.weight_dtype, "bf16 (default) | fp8 | int8 | fp4")
+      ->type_name("T");
+  command->add_option("--kv-dtype", plan.kv_dtype, "bf16 (default) | fp8")->type_name("T");
+  command
+      ->add_option("--svg", plan.svg_path,
+                   "write the rates tried and their Pareto front (GPU-seconds per request vs P90 "
+                   "TPOT) to FILE")
+      ->type_name("FILE");
+  command->add_flag("--json", plan.json, "print one JSON object");
+  command->footer(ServePlanHelpFooter());
   return command;
 }
 
@@ -563,8 +663,12 @@ int RunCli(int argc, const char* const* argv, std::ostream& out, std::ostream& e
   CLI::App* checkpoint = AddCheckpointCommand(app, checkpoint_spec);
   GoodputSpec goodput_spec;
   CLI::App* goodput = AddGoodputCommand(app, goodput_spec);
+  ServeSpec serve_spec;
+  CLI::App* serve = AddServeCommand(app, serve_spec);
+  ServePlanSpec serve_plan_spec;
+  CLI::App* serve_plan = AddServePlanCommand(app, serve_plan_spec);
   for (CLI::App* command : {simulate, check, derive, list, bench, comm, memory, multimodal,
-                            validate, plan, checkpoint, goodput}) {
+                            validate, plan, checkpoint, goodput, serve, serve_plan}) {
     command->allow_extras();
   }
 
@@ -597,6 +701,11 @@ int RunCli(int argc, const char* const* argv, std::ostream& out, std::ostream& e
       err << "\r" << line << "\033[K" << std::flush;
     };
   }
+  if (*serve_plan && &err == &std::cerr && isatty(STDERR_FILENO) == 1) {
+    serve_plan_spec.progress = [&err](const std::string& line) {
+      err << "\r" << line << "\033[K" << std::flush;
+    };
+  }
   Transcript transcript;
   if (*plan) {
     const Status status =
@@ -611,6 +720,8 @@ int RunCli(int argc, const char* const* argv, std::ostream& out, std::ostream& e
     const Status status = RunGoodput(goodput_spec, transcript);
     return Finish(transcript, status, out, err);
   }
+  if (*serve) return Finish(transcript, RunServe(serve_spec, transcript), out, err);
+  if (*serve_plan) return Finish(transcript, RunServePlan(serve_plan_spec, transcript), out, err);
   const Status status = *simulate   ? RunSimulate(flags, output, transcript)
                         : *check    ? RunCheck(flags, transcript)
                         : *derive   ? RunDerive(flags, derive_json, transcript)

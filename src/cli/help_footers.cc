@@ -73,4 +73,21 @@ const char* GoodputHelpFooter() {
          "doc/fault-tolerance.md has the models and definitions.";
 }
 
+const char* ServeHelpFooter() {
+  return "One serving layout (tp x pp GPUs per replica, replicas behind the router) under\n"
+         "Poisson arrivals: the KV cache per token and per replica, each engine iteration's\n"
+         "roofline (weights and KV reads against compute, TP all-reduces, PP hand-offs) and a\n"
+         "request-level simulation with continuous batching, chunked prefill and preemption\n"
+         "(doc/serving.md). Exit status 1 when the model does not fit the replica.";
+}
+
+const char* ServePlanHelpFooter() {
+  return "Every tp (dividing the heads, within a node) x pp (dividing the layers) that fits the\n"
+         "GPUs, its replicas filling them, colocated (each layout's highest rate meeting both\n"
+         "P90 bounds, found by simulation: doubling, then bisection) and disaggregated (prefill-\n"
+         "and decode-only instances, each phase's rate simulated, the best split of the GPUs),\n"
+         "ranked by that rate per GPU (doc/serving.md). Exit status 1 when no layout meets the\n"
+         "SLO; the message names the binding bound.";
+}
+
 }  // namespace stagecraft

@@ -12,5 +12,8 @@ const char* ValidateHelpFooter();  // stagecraft validate --help: the error meas
 const char* PlanHelpFooter();      // stagecraft plan --help: the search and the table
 const char* CheckpointHelpFooter();  // stagecraft checkpoint --help: the manifest's columns
 const char* GoodputHelpFooter();     // stagecraft goodput --help: the models and their sources
+const char* ServeHelpFooter();     // stagecraft serve --help: what one serving run models
+// stagecraft serve-plan --help: the search
+const char* ServePlanHelpFooter();
 
 }  // namespace stagecraft

@@ -355,7 +355,8 @@ std::string SeriesGroup(const Frame& frame, const Series& series, size_t index,
 
 // One entry per series, then (scatter plots) the Pareto front's.
 std::string Legend(const Frame& frame, const std::vector<Series>& series,
-                   const std::vector<SeriesStyle>& styles, bool line, bool pareto, bool any_over) {
+                   const std::vector<SeriesStyle>& styles, bool line, bool pareto, bool any_over,
+                   const std::string& over_text) {
   std::string svg = "<g class=\"legend\">\n";
   const double x = frame.right + 20.0;
   double y = frame.top + 6.0;
@@ -386,7 +387,7 @@ std::string Legend(const Frame& frame, const std::vector<Series>& series,
   }
   if (any_over) {
     svg += "<g class=\"legend-over\">\n" + OverCross(x + 12.0, y) + "<text x=\"" + Px(x + 32.0) +
-           "\" y=\"" + Px(y + 4.0) + "\">does not fit (OVER)</text>\n</g>\n";
+           "\" y=\"" + Px(y + 4.0) + "\">" + XmlEscape(over_text) + "</text>\n</g>\n";
   }
   return svg + "</g>\n";
 }
@@ -427,7 +428,8 @@ std::string Plot(const std::vector<Series>& series, const PlotOptions& options, 
     return std::any_of(one.points.begin(), one.points.end(),
                        [](const PlotPoint& point) { return point.over; });
   });
-  return svg + Legend(frame, series, styles, line, !line, any_over) + "</svg>\n";
+  return svg + Legend(frame, series, styles, line, !line, any_over, options.over_legend) +
+         "</svg>\n";
 }
 
 }  // namespace

@@ -39,6 +39,8 @@ struct PlotOptions {
   bool log2_y = false;
   int width_px = 760;   // whole image, legend included
   int height_px = 480;  // whole image
+  // The legend's text for the crossed-out points.
+  std::string over_legend = "does not fit (OVER)";
   bool operator==(const PlotOptions&) const = default;
 };
 

@@ -1,0 +1,493 @@
+#include "serve/request_sim.h"
+
+#include <algorithm>
+#include <charconv>
+#include <cmath>
+#include <cstdlib>
+#include <deque>
+#include <vector>
+
+#include "core/event_queue.h"
+#include "serve/splitmix.h"
+
+namespace stagecraft {
+namespace {
+
+constexpr uint32_t kArrival = 0;
+constexpr uint32_t kIterationEnd = 1;
+// The most requests one run simulates: 10^7 (a few GB of state at most; the bench runs 10^5).
+constexpr int64_t kMaxRequests = 10'000'000;
+// The longest prompt or output accepted: 2^24 tokens.
+constexpr int64_t kMaxTokens = int64_t{1} << 24;
+
+struct Request {
+  int64_t arrival_ns = 0;
+  int64_t prompt = 0;
+  int64_t output = 0;
+  int64_t computed = 0;   // tokens whose KV is cached
+  int64_t generated = 0;  // output tokens produced
+  int64_t blocks = 0;     // KV blocks held
+  int64_t scheduled = 0;  // tokens scheduled in the running iteration
+  int64_t first_scheduled_ns = -1;
+  int64_t first_token_ns = -1;
+  int64_t finish_ns = -1;
+  int64_t pending() const { return prompt + generated - computed; }
+};
+
+struct Replica {
+  std::deque<int32_t> waiting;
+  std::vector<int32_t> running;  // in admission order
+  std::vector<int32_t> batch;    // scheduled in the iteration in flight
+  int64_t free_blocks = 0;
+  int64_t outstanding = 0;  // routed and not finished
+  bool busy = false;
+};
+
+class ServingModel {
+ public:
+  ServingModel(const ReplicaModel& replica, const Workload& workload, Routing routing,
+               std::vector<IterationRecord>* records)
+      : model_(replica),
+        workload_(workload),
+        routing_(routing),
+        rng_(workload.seed),
+        records_(records) {
+    capacity_blocks_ = replica.kv_capacity_tokens / replica.engine.block_tokens;
+    replicas_.resize(static_cast<size_t>(replica.shape.replicas));
+    for (Replica& r : replicas_) r.free_blocks = capacity_blocks_;
+    requests_.reserve(static_cast<size_t>(workload.requests));
+  }
+
+  void Start(EventQueue& queue) { ScheduleArrival(queue, 0); }
+
+  void OnEvent(const Event& event, EventQueue& queue) {
+    Advance(event.time.ns());
+    if (event.kind == kArrival) {
+      OnArrival(static_cast<int32_t>(event.target), queue);
+    } else {
+      OnIterationEnd(static_cast<int32_t>(event.target), queue);
+    }
+  }
+
+  const std::vector<Request>& requests() const { return requests_; }
+  int64_t iterations() const { return iterations_; }
+  int64_t preemptions() const { return preemptions_; }
+  int64_t in_system_integral_ns() const { return in_system_integral_ns_; }
+  double kv_block_ns() const { return kv_block_ns_; }
+  double kv_peak() const { return kv_peak_; }
+  int64_t capacity_blocks() const { return capacity_blocks_; }
+
+ private:
+  int64_t Draw(const LengthDist& dist) {
+    return dist.low == dist.high ? dist.low : rng_.NextInRange(dist.low, dist.high);
+  }
+
+  void ScheduleArrival(EventQueue& queue, int64_t after_ns) {
+    if (!workload_.trace.empty()) {
+      if (requests_.size() >= workload_.trace.size()) return;
+      const TraceRequest& traced = workload_.trace[requests_.size()];
+      Request request;
+      request.arrival_ns = traced.arrival_ns;
+      request.prompt = traced.prompt;
+      request.output = traced.output;
+      Push(queue, request);
+      return;
+    }
+    if (static_cast<int64_t>(requests_.size()) >= workload_.requests) return;
+    Request request;
+    const double mean_gap_s = 1.0 / workload_.rate_rps;
+    const double cv = workload_.arrival_cv;
+    const double gap_s = cv == 1.0 ? rng_.NextExponential(mean_gap_s)
+                                   : rng_.NextGamma(1.0 / (cv * cv), mean_gap_s * cv * cv);
+    request.arrival_ns = after_ns + std::llround(gap_s * 1e9);
+    request.prompt = Draw(workload_.prompt);
+    request.output = Draw(workload_.output);
+    Push(queue, request);
+  }
+
+  void Push(EventQueue& queue, Request request) {
+    if (workload_.prefilled) {
+      request.computed = request.prompt;
+      request.generated = 1;
+      request.first_token_ns = request.arrival_ns;
+    }
+    requests_.push_back(request);
+    queue.Push(Time::Nanoseconds(request.arrival_ns), kArrival,
+               static_cast<uint32_t>(requests_.size() - 1));
+  }
+
+  // Time moves to `now`: the integrals of requests in the system and of KV blocks in use.
+  void Advance(int64_t now) {
+    const int64_t elapsed = now - now_ns_;
+    in_system_integral_ns_ += in_system_ * elapsed;
+    kv_block_ns_ += static_cast<double>(used_blocks_) * static_cast<double>(elapsed);
+    now_ns_ = now;
+  }
+
+  int32_t Route() {
+    const int32_t count = static_cast<int32_t>(replicas_.size());
+    if (routing_ == Routing::kRoundRobin) return next_round_robin_++ % count;
+    int32_t best = 0;
+    for (int32_t index = 1; index < count; ++index) {
+      if (replicas_[index].outstanding < replicas_[best].outstanding) best = index;
+    }
+    return best;
+  }
+
+  void OnArrival(int32_t id, EventQueue& queue) {
+    ++in_system_;
+    const int32_t target = Route();
+    Replica& replica = replicas_[target];
+    replica.waiting.push_back(id);
+    ++replica.outstanding;
+    ScheduleArrival(queue, requests_[id].arrival_ns);
+    if (!replica.busy) StartIteration(target, queue);
+  }
+
+  int64_t BlocksFor(int64_t tokens) const {
+    const int64_t block = model_.engine.block_tokens;
+    return (tokens + block - 1) / block;
+  }
+
+  void Release(Replica& replica, Request& request) {
+    replica.free_blocks += request.blocks;
+    used_blocks_ -= request.blocks;
+    request.blocks = 0;
+  }
+
+  void Grow(Replica& replica, Request& request, int64_t blocks) {
+    replica.free_blocks -= blocks;
+    used_blocks_ += blocks;
+    request.blocks += blocks;
+    kv_peak_ = std::max(kv_peak_, static_cast<double>(used_blocks_));
+  }
+
+  // vLLM's recompute preemption: the request drops its KV and returns to the queue's front.
+  void Preempt(Replica& replica) {
+    const int32_t victim = replica.running.back();
+    replica.running.pop_back();
+    Request& request = requests_[victim];
+    Release(replica, request);
+    request.computed = 0;
+    request.scheduled = 0;
+    replica.waiting.push_front(victim);
+    ++preemptions_;
+  }
+
+  // The running requests first, in admission order; a request short of blocks preempts from
+  // the back of the list (itself last).
+  void ScheduleRunning(Replica& replica, int64_t& budget) {
+    for (size_t slot = 0; slot < replica.running.size() && budget > 0; ++slot) {
+      Request& request = requests_[replica.running[slot]];
+      const int64_t tokens = std::min(request.pending(), budget);
+      const int64_t need = BlocksFor(request.computed + tokens) - request.blocks;
+      while (need > replica.free_blocks && replica.running.size() > slot + 1) Preempt(replica);
+      if (need > replica.free_blocks) {
+        Preempt(replica);
+        break;
+      }
+      Grow(replica, request, need);
+      request.scheduled = tokens;
+      budget -= tokens;
+      replica.batch.push_back(replica.running[slot]);
+    }
+  }
+
+  void AdmitWaiting(Replica& replica, int64_t& budget) {
+    while (!replica.waiting.empty() && budget > 0 &&
+           static_cast<int64_t>(replica.running.size()) < model_.engine.max_seqs) {
+      const int32_t id = replica.waiting.front();
+      Request& request = requests_[id];
+      const int64_t tokens = std::min(request.pending(), budget);
+      const int64_t need = BlocksFor(request.computed + tokens) - request.blocks;
+      if (need > replica.free_blocks) break;
+      replica.waiting.pop_front();
+      Grow(replica, request, need);
+      request.scheduled = tokens;
+      if (request.first_scheduled_ns < 0) request.first_scheduled_ns = now_ns_;
+      budget -= tokens;
+      replica.running.push_back(id);
+      replica.batch.push_back(id);
+    }
+  }
+
+  void StartIteration(int32_t index, EventQueue& queue) {
+    Replica& replica = replicas_[index];
+    replica.batch.clear();
+    int64_t budget = model_.engine.token_budget;
+    ScheduleRunning(replica, budget);
+    AdmitWaiting(replica, budget);
+    if (replica.batch.empty()) {
+      replica.busy = false;
+      return;
+    }
+    IterationWork work;
+    for (int32_t id : replica.batch) {
+      const Request& request = requests_[id];
+      const double tokens = static_cast<double>(request.scheduled);
+      const double context = static_cast<double>(request.computed);
+      work.new_tokens += tokens;
+      work.context_tokens += context;
+      work.attention_pairs += tokens * context + tokens * (tokens + 1) / 2;
+      if (request.scheduled == request.pending()) work.sequences += 1;
+    }
+    const double seconds = IterationSeconds(model_, work).total_s;
+    const int64_t duration = std::max<int64_t>(1, std::llround(seconds * 1e9));
+    replica.busy = true;
+    ++iterations_;
+    if (records_ != nullptr) Record(index, duration);
+    queue.Push(Time::Nanoseconds(now_ns_ + duration), kIterationEnd, static_cast<uint32_t>(index));
+  }
+
+  void Record(int32_t index, int64_t duration) {
+    const Replica& replica = replicas_[index];
+    IterationRecord record;
+    record.replica = index;
+    record.start_ns = now_ns_;
+    record.end_ns = now_ns_ + duration;
+    record.kv_blocks = capacity_blocks_ - replica.free_blocks;
+    for (int32_t id : replica.batch) {
+      const Request& request = requests_[id];
+      const bool decode = request.generated > 0 && request.pending() == 1;
+      (decode ? record.decode_tokens : record.prefill_tokens) += request.scheduled;
+    }
+    records_->push_back(record);
+  }
+
+  void OnIterationEnd(int32_t index, EventQueue& queue) {
+    Replica& replica = replicas_[index];
+    for (int32_t id : replica.batch) {
+      Request& request = requests_[id];
+      request.computed += request.scheduled;
+      request.scheduled = 0;
+      if (request.pending() != 0) continue;  // a prefill chunk short of the end
+      ++request.generated;
+      if (request.first_token_ns < 0) request.first_token_ns = now_ns_;
+      if (request.generated < request.output) continue;
+      request.finish_ns = now_ns_;
+      Release(replica, request);
+      replica.running.erase(std::find(replica.running.begin(), replica.running.end(), id));
+      --replica.outstanding;
+      --in_system_;
+    }
+    replica.batch.clear();
+    StartIteration(index, queue);
+  }
+
+  const ReplicaModel& model_;
+  const Workload& workload_;
+  Routing routing_;
+  SplitMix64 rng_;
+  std::vector<IterationRecord>* records_;
+  std::vector<Request> requests_;
+  std::vector<Replica> replicas_;
+  int64_t capacity_blocks_ = 0;
+  int64_t now_ns_ = 0;
+  int64_t in_system_ = 0;
+  int64_t in_system_integral_ns_ = 0;
+  int64_t used_blocks_ = 0;
+  double kv_block_ns_ = 0;
+  double kv_peak_ = 0;
+  int32_t next_round_robin_ = 0;
+  int64_t iterations_ = 0;
+  int64_t preemptions_ = 0;
+};
+
+// Nearest rank: the smallest value with at least p of the sample at or below it.
+Percentiles Summarize(std::vector<double> values) {
+  Percentiles result;
+  if (values.empty()) return result;
+  std::sort(values.begin(), values.end());
+  const auto rank = [&](double p) {
+    const double position = std::ceil(p * static_cast<double>(values.size()));
+    return values[static_cast<size_t>(std::max(1.0, position)) - 1];
+  };
+  result.p50 = rank(0.50);
+  result.p90 = rank(0.90);
+  result.p99 = rank(0.99);
+  double sum = 0;
+  for (double value : values) sum += value;
+  result.mean = sum / static_cast<double>(values.size());
+  return result;
+}
+
+Status CheckTraceFits(const ReplicaModel& replica, const Workload& workload) {
+  for (size_t index = 0; index < workload.trace.size(); ++index) {
+    const TraceRequest& request = workload.trace[index];
+    if (request.prompt + request.output > replica.kv_capacity_tokens) {
+      return Error{"serve: trace request " + std::to_string(index + 1) + " of " +
+                   std::to_string(request.prompt) + " + " + std::to_string(request.output) +
+                   " tokens does not fit a replica's KV cache of " +
+                   std::to_string(replica.kv_capacity_tokens) + " tokens (expected shorter " +
+                   "requests, or more GPUs per replica)"};
+    }
+  }
+  if (workload.trace.size() > static_cast<size_t>(kMaxRequests)) {
+    return Error{"serve: the trace has more than " + std::to_string(kMaxRequests) + " requests"};
+  }
+  return Status::Ok();
+}
+
+Status CheckWorkload(const ReplicaModel& replica, const Workload& workload) {
+  if (!workload.trace.empty()) return CheckTraceFits(replica, workload);
+  if (!(workload.rate_rps > 0) || !std::isfinite(workload.rate_rps)) {
+    return Error{"--rate: the arrival rate must be a positive number of requests per second"};
+  }
+  if (!(workload.arrival_cv > 0) || workload.arrival_cv > 100) {
+    return Error{
+        "--arrival-cv: the arrivals' coefficient of variation must be in (0, 100] (1 "
+        "= Poisson, above 1 bursty)"};
+  }
+  if (workload.requests < 1 || workload.requests > kMaxRequests) {
+    return Error{"--requests " + std::to_string(workload.requests) + ": expected 1 to " +
+                 std::to_string(kMaxRequests)};
+  }
+  const int64_t longest = workload.prompt.high + workload.output.high;
+  if (longest > replica.kv_capacity_tokens) {
+    return Error{"serve: a request of " + std::to_string(workload.prompt.high) + " + " +
+                 std::to_string(workload.output.high) + " tokens does not fit a replica's KV " +
+                 "cache of " + std::to_string(replica.kv_capacity_tokens) + " tokens (expected " +
+                 "shorter --prompt-tokens/--output-tokens, or more GPUs per replica)"};
+  }
+  return Status::Ok();
+}
+
+bool ParseCount(std::string_view part, int64_t& value) {
+  const auto [end, error] = std::from_chars(part.data(), part.data() + part.size(), value);
+  return error == std::errc() && end == part.data() + part.size() && value >= 1 &&
+         value <= kMaxTokens;
+}
+
+}  // namespace
+
+Result<std::vector<TraceRequest>> ParseRequestTrace(std::string_view text,
+                                                    const std::string& source) {
+  std::vector<TraceRequest> requests;
+  int64_t line_number = 0;
+  int64_t last_ns = 0;
+  size_t start = 0;
+  while (start < text.size()) {
+    const size_t newline = std::min(text.find('\n', start), text.size());
+    std::string_view line = text.substr(start, newline - start);
+    start = newline + 1;
+    ++line_number;
+    if (!line.empty() && line.back() == '\r') line.remove_suffix(1);
+    if (line.empty() || line.front() == '#') continue;
+    if (requests.empty() && line == "arrival_s,prompt_tokens,output_tokens") continue;
+    const std::string where = source + ":" + std::to_string(line_number) + ": ";
+    const size_t first = line.find(',');
+    const size_t second = first == std::string_view::npos ? first : line.find(',', first + 1);
+    TraceRequest request;
+    double arrival_s = -1;
+    bool ok = second != std::string_view::npos;
+    if (ok) {
+      const std::string arrival(line.substr(0, first));
+      char* end = nullptr;
+      arrival_s = std::strtod(arrival.c_str(), &end);
+      ok = !arrival.empty() && end == arrival.c_str() + arrival.size() && arrival_s >= 0 &&
+           arrival_s <= 1e9 &&
+           ParseCount(line.substr(first + 1, second - first - 1), request.prompt) &&
+           ParseCount(line.substr(second + 1), request.output);
+    }
+    if (!ok) {
+      return Error{where + "expected arrival_s,prompt_tokens,output_tokens (seconds >= 0, " +
+                   "token counts 1 to " + std::to_string(kMaxTokens) +
+                   "), e.g. 0.25,512,64; got '" + std::string(line) + "'"};
+    }
+    request.arrival_ns = std::llround(arrival_s * 1e9);
+    if (request.arrival_ns < last_ns) {
+      return Error{where + "arrival " + std::string(line.substr(0, first)) +
+                   " s is before the previous request's (expected the requests in arrival order)"};
+    }
+    last_ns = request.arrival_ns;
+    requests.push_back(request);
+  }
+  if (requests.empty()) {
+    return Error{source +
+                 ": no requests (expected lines of arrival_s,prompt_tokens,output_tokens)"};
+  }
+  return requests;
+}
+
+Result<LengthDist> ParseLengthDist(std::string_view text, const char* flag) {
+  const auto parse = [](std::string_view part, int64_t& value) {
+    const auto [end, error] = std::from_chars(part.data(), part.data() + part.size(), value);
+    return error == std::errc() && end == part.data() + part.size() && value >= 1 &&
+           value <= kMaxTokens;
+  };
+  LengthDist dist;
+  const size_t dash = text.find('-');
+  const bool ok = dash == std::string_view::npos
+                      ? parse(text, dist.low) && parse(text, dist.high)
+                      : parse(text.substr(0, dash), dist.low) &&
+                            parse(text.substr(dash + 1), dist.high) && dist.low <= dist.high;
+  if (!ok) {
+    return Error{std::string(flag) + " '" + std::string(text) + "': expected a token count N or " +
+                 "a uniform range A-B (A <= B), each 1 to " + std::to_string(kMaxTokens) +
+                 ", e.g. 512 or 256-1024"};
+  }
+  return dist;
+}
+
+std::string FormatLengthDist(const LengthDist& dist) {
+  return dist.low == dist.high ? std::to_string(dist.low)
+                               : std::to_string(dist.low) + "-" + std::to_string(dist.high);
+}
+
+const char* RoutingName(Routing routing) {
+  return routing == Routing::kRoundRobin ? "round-robin" : "least-outstanding";
+}
+
+Result<ServeStats> SimulateServing(const ReplicaModel& replica, const Workload& workload,
+                                   Routing routing, const Slo& slo,
+                                   std::vector<IterationRecord>* iterations) {
+  STAGECRAFT_RETURN_IF_ERROR(CheckWorkload(replica, workload));
+  ServingModel model(replica, workload, routing, iterations);
+  EventQueue queue;
+  model.Start(queue);
+  const Time end = RunEvents(queue, model);
+  const std::vector<Request>& requests = model.requests();
+  ServeStats stats;
+  stats.requests = static_cast<int64_t>(requests.size());
+  const int64_t start_ns = requests.front().arrival_ns;
+  stats.span_s = static_cast<double>(end.ns() - start_ns) * 1e-9;
+  std::vector<double> ttft, tpot, e2e, queued;
+  int64_t good = 0;
+  double output_tokens = 0;
+  for (const Request& request : requests) {
+    const double first = static_cast<double>(request.first_token_ns - request.arrival_ns) * 1e-9;
+    const double total = static_cast<double>(request.finish_ns - request.arrival_ns) * 1e-9;
+    ttft.push_back(first);
+    e2e.push_back(total);
+    queued.push_back(static_cast<double>(request.first_scheduled_ns - request.arrival_ns) * 1e-9);
+    stats.e2e_sum_ns += request.finish_ns - request.arrival_ns;
+    output_tokens += static_cast<double>(request.output);
+    double per_token = 0;
+    if (request.output > 1) {
+      per_token = static_cast<double>(request.finish_ns - request.first_token_ns) * 1e-9 /
+                  static_cast<double>(request.output - 1);
+      tpot.push_back(per_token);
+    }
+    if (first <= slo.ttft_s && per_token <= slo.tpot_s) ++good;
+  }
+  stats.ttft_s = Summarize(std::move(ttft));
+  stats.tpot_s = Summarize(std::move(tpot));
+  stats.e2e_s = Summarize(std::move(e2e));
+  stats.queue_s = Summarize(std::move(queued));
+  const double span = std::max(stats.span_s, 1e-9);
+  stats.throughput_rps = static_cast<double>(stats.requests) / span;
+  stats.output_tokens_per_s = output_tokens / span;
+  stats.slo_attainment = static_cast<double>(good) / static_cast<double>(stats.requests);
+  stats.goodput_rps = static_cast<double>(good) / span;
+  stats.goodput_rps_per_gpu = stats.goodput_rps / static_cast<double>(replica.shape.gpus());
+  stats.iterations = model.iterations();
+  stats.preemptions = model.preemptions();
+  stats.in_system_integral_ns = model.in_system_integral_ns();
+  stats.mean_in_system = static_cast<double>(stats.in_system_integral_ns) * 1e-9 / span;
+  const double all_blocks = static_cast<double>(model.capacity_blocks()) * replica.shape.replicas;
+  stats.kv_utilization_mean = model.kv_block_ns() / (span * 1e9) / all_blocks;
+  stats.kv_utilization_peak = model.kv_peak() / all_blocks;
+  return stats;
+}
+
+}  // namespace stagecraft

@@ -1,0 +1,117 @@
+// The request-level discrete-event simulator behind `stagecraft serve` (doc/serving.md):
+// requests arrive (Poisson, from a seeded SplitMix64), a router sends each to a replica (round
+// robin or least outstanding requests), and each replica runs an engine loop as vLLM's V1
+// scheduler does: every iteration first advances the running requests (decodes, and the rest of
+// chunked prefills) within the token budget, preempting the latest admitted request when the
+// paged KV cache has no free block (recompute: it returns to the front of the queue), then
+// admits waiting requests while the budget, max_seqs and the free blocks allow. An iteration's
+// time is the step-cost roofline of its work (step_cost.h). Deterministic given the seed.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "core/result.h"
+#include "serve/step_cost.h"
+
+namespace stagecraft {
+
+// Tokens per request: fixed (low == high) or uniform in [low, high].
+struct LengthDist {
+  int64_t low = 0;
+  int64_t high = 0;
+  bool operator==(const LengthDist&) const = default;
+};
+// "512" or "256-1024"; errors name `flag`.
+Result<LengthDist> ParseLengthDist(std::string_view text, const char* flag);
+std::string FormatLengthDist(const LengthDist& dist);  // "512", "256-1024"
+
+// One request of a trace file: when it arrives and its lengths.
+struct TraceRequest {
+  int64_t arrival_ns = 0;
+  int64_t prompt = 0;
+  int64_t output = 0;
+  bool operator==(const TraceRequest&) const = default;
+};
+// A request trace as CSV: one request per line, `arrival_s,prompt_tokens,output_tokens`
+// (arrival in seconds from the start, not decreasing; lengths 1 to 2^24), an optional header
+// line of those three names, `#` comment lines. Errors name `source:line`.
+Result<std::vector<TraceRequest>> ParseRequestTrace(std::string_view text,
+                                                    const std::string& source);
+
+struct Workload {
+  // When not empty, these requests in this order; the rate, count, lengths and seed are unused.
+  std::vector<TraceRequest> trace;
+  double rate_rps = 1.0;  // arrivals at the router, requests per second
+  // Coefficient of variation of the gaps between arrivals: 1 = Poisson (exponential gaps);
+  // otherwise gamma gaps of shape 1/cv^2 and the same mean (above 1: bursts), as DistServe's
+  // and AlpaServe's workloads draw them.
+  double arrival_cv = 1.0;
+  // Requests arrive with their prompt's KV cache and first token (a decode-only instance of a
+  // prefill/decode pair, DistServe): they need the prompt's blocks and decode from there.
+  bool prefilled = false;
+  int64_t requests = 1000;      // requests simulated
+  LengthDist prompt{512, 512};  // prompt tokens
+  LengthDist output{64, 64};    // output tokens (the first comes from the prefill)
+  uint64_t seed = 1;            // SplitMix64 seed of arrivals and lengths
+};
+
+enum class Routing : uint8_t { kRoundRobin, kLeastOutstanding };
+const char* RoutingName(Routing routing);  // "round-robin", "least-outstanding"
+
+// A request meets the SLO when its TTFT and its TPOT are both within these.
+struct Slo {
+  double ttft_s = 0.4;   // DistServe Fig. 1: P90 TTFT 0.4 s
+  double tpot_s = 0.04;  // DistServe Fig. 1: P90 TPOT 0.04 s
+};
+
+struct Percentiles {
+  double p50 = 0;
+  double p90 = 0;
+  double p99 = 0;
+  double mean = 0;
+};
+
+// One engine iteration of one replica, for the Chrome trace of the batches.
+struct IterationRecord {
+  int32_t replica = 0;
+  int64_t start_ns = 0;
+  int64_t end_ns = 0;
+  int64_t prefill_tokens = 0;  // prompt (or recompute) tokens of the batch
+  int64_t decode_tokens = 0;   // one per decoding sequence
+  int64_t kv_blocks = 0;       // the replica's blocks in use during the iteration
+};
+
+struct ServeStats {
+  int64_t requests = 0;
+  double span_s = 0;          // first arrival to last completion
+  double throughput_rps = 0;  // requests / span
+  double output_tokens_per_s = 0;
+  Percentiles ttft_s;         // arrival to first token
+  Percentiles tpot_s;         // (finish - first token) / (output - 1), output > 1 only
+  Percentiles e2e_s;          // arrival to last token
+  Percentiles queue_s;        // arrival to the first iteration that schedules it
+  double slo_attainment = 0;  // share of requests meeting both SLOs
+  double goodput_rps = 0;     // requests meeting both SLOs / span
+  double goodput_rps_per_gpu = 0;
+  int64_t iterations = 0;
+  int64_t preemptions = 0;
+  double kv_utilization_mean = 0;  // time-weighted share of the replicas' KV blocks in use
+  double kv_utilization_peak = 0;
+  // Little's law, measured: the time-average of requests in the system (the integral of their
+  // count over the span, / span) and the sum of every request's time in the system, in ns.
+  double mean_in_system = 0;
+  int64_t in_system_integral_ns = 0;
+  int64_t e2e_sum_ns = 0;
+};
+
+// Bad input: a request longer than a replica's KV capacity (it could never run), an empty
+// workload, a rate or lengths out of range.
+// `iterations`, when given, receives every iteration in start order.
+Result<ServeStats> SimulateServing(const ReplicaModel& replica, const Workload& workload,
+                                   Routing routing, const Slo& slo,
+                                   std::vector<IterationRecord>* iterations = nullptr);
+
+}  // namespace stagecraft

@@ -1,0 +1,258 @@
+#include "serve/serve.h"
+
+#include <algorithm>
+#include <sstream>
+
+#include "core/units.h"
+#include "report/json_writer.h"
+
+namespace stagecraft {
+namespace {
+
+Result<Routing> ParseRouting(const std::string& text) {
+  if (text == "round-robin") return Routing::kRoundRobin;
+  if (text == "least-outstanding") return Routing::kLeastOutstanding;
+  return Error{"--routing '" + text + "': expected round-robin or least-outstanding"};
+}
+
+// The decode step of the largest batch of the workload's longest requests that the replica's
+// KV cache (and max_seqs) holds.
+struct DecodePoint {
+  int64_t batch = 0;
+  int64_t context = 0;
+  IterationCost cost;
+};
+DecodePoint LargestDecode(const ReplicaModel& replica, const Workload& workload) {
+  DecodePoint point;
+  point.context = workload.trace.empty() ? workload.prompt.high + workload.output.high : 0;
+  for (const TraceRequest& request : workload.trace) {
+    point.context = std::max(point.context, request.prompt + request.output);
+  }
+  point.batch = std::min<int64_t>(replica.engine.max_seqs,
+                                  replica.kv_capacity_tokens / std::max<int64_t>(1, point.context));
+  IterationWork work;
+  work.new_tokens = static_cast<double>(point.batch);
+  work.sequences = work.new_tokens;
+  work.context_tokens = work.new_tokens * static_cast<double>(point.context);
+  work.attention_pairs = work.context_tokens + work.new_tokens;
+  point.cost = IterationSeconds(replica, work);
+  return point;
+}
+
+std::string Ms(double seconds) { return FormatFixed(seconds * 1e3, 3); }
+
+void WritePercentiles(JsonWriter& json, const char* key, const Percentiles& values) {
+  json.Key(key).BeginObject();
+  json.Key("p50").Fixed(values.p50 * 1e3, 3);
+  json.Key("p90").Fixed(values.p90 * 1e3, 3);
+  json.Key("p99").Fixed(values.p99 * 1e3, 3);
+  json.Key("mean").Fixed(values.mean * 1e3, 3);
+  json.EndObject();
+}
+
+std::string FormatJson(const std::string& model, const ReplicaModel& replica,
+                       const Workload& workload, const DecodePoint& decode,
+                       const ServeStats& stats) {
+  JsonWriter json(/*pretty=*/true);
+  json.BeginObject();
+  json.Key("model").String(model);
+  json.Key("device").String(replica.cluster.device);
+  json.Key("tp").Int(replica.shape.tp);
+  json.Key("pp").Int(replica.shape.pp);
+  json.Key("replicas").Int(replica.shape.replicas);
+  json.Key("gpus").Int(replica.shape.gpus());
+  json.Key("attention").String(AttentionKindName(replica.kv.attention));
+  json.Key("kv_bytes_per_token").Fixed(replica.kv.total(), 0);
+  json.Key("kv_bytes_per_token_per_gpu").Fixed(replica.kv_bytes_per_token_per_gpu, 0);
+  json.Key("weight_bytes_per_gpu").Fixed(replica.weight_bytes_per_gpu, 0);
+  json.Key("weight_bytes_per_parameter").Fixed(replica.engine.weight_bytes, 1);
+  json.Key("kv_bytes_per_element").Int(replica.engine.kv_bytes);
+  json.Key("kv_capacity_tokens").Int(replica.kv_capacity_tokens);
+  json.Key("decode_batch").Int(decode.batch);
+  json.Key("decode_context").Int(decode.context);
+  json.Key("decode_step_ms").Fixed(decode.cost.total_s * 1e3, 3);
+  json.Key("requests").Int(stats.requests);
+  json.Key("rate_rps").Fixed(workload.rate_rps, 3);
+  json.Key("seed").Int(static_cast<int64_t>(workload.seed));
+  WritePercentiles(json, "ttft_ms", stats.ttft_s);
+  WritePercentiles(json, "tpot_ms", stats.tpot_s);
+  WritePercentiles(json, "e2e_ms", stats.e2e_s);
+  json.Key("throughput_rps").Fixed(stats.throughput_rps, 3);
+  json.Key("output_tokens_per_s").Fixed(stats.output_tokens_per_s, 1);
+  json.Key("slo_attainment").Fixed(stats.slo_attainment, 4);
+  json.Key("goodput_rps").Fixed(stats.goodput_rps, 3);
+  json.Key("goodput_rps_per_gpu").Fixed(stats.goodput_rps_per_gpu, 4);
+  json.Key("iterations").Int(stats.iterations);
+  json.Key("preemptions").Int(stats.preemptions);
+  json.Key("kv_utilization_mean").Fixed(stats.kv_utilization_mean, 4);
+  json.Key("kv_utilization_peak").Fixed(stats.kv_utilization_peak, 4);
+  json.EndObject();
+  return json.text() + "\n";
+}
+
+std::string FormatText(const std::string& label, const std::string& model,
+                       const ReplicaModel& replica, const Workload& workload, Routing routing,
+                       const Slo& slo, const DecodePoint& decode, const ServeStats& stats) {
+  std::ostringstream out;
+  out << "stagecraft serve: " << label << "\n";
+  out << "  model " << model << " on " << replica.cluster.device << ": "
+      << DescribeShape(replica.shape) << "\n";
+  out << "  KV cache: " << AttentionKindName(replica.kv.attention) << ", "
+      << FormatFixed(replica.kv.total(), 0) << " B per token, "
+      << FormatFixed(replica.kv_bytes_per_token_per_gpu, 0) << " B of it per GPU ("
+      << (replica.engine.kv_bytes == 1 ? "fp8" : "bf16")
+      << (replica.kv_replicated ? ", replicated across TP ranks)" : ")") << "\n";
+  out << "  per GPU: weights " << FormatGib(replica.weight_bytes_per_gpu) << " GiB ("
+      << FormatFixed(replica.engine.weight_bytes, 1) << " B per parameter), activations "
+      << FormatGib(replica.activation_bytes_per_gpu) << " GiB, reserve "
+      << FormatGib(replica.reserve_bytes_per_gpu) << " GiB, KV "
+      << FormatGib(replica.kv_budget_bytes_per_gpu) << " GiB (of "
+      << FormatFixed(replica.engine.memory_utilization * 100, 0) << "% of "
+      << FormatGib(static_cast<double>(replica.cluster.hbm_bytes)) << " GiB)\n";
+  out << "  KV capacity per replica: " << replica.kv_capacity_tokens << " tokens ("
+      << replica.kv_capacity_tokens / replica.engine.block_tokens << " blocks of "
+      << replica.engine.block_tokens << ")\n";
+  out << "  decode step at batch " << decode.batch << ", context " << decode.context << ": "
+      << Ms(decode.cost.total_s) << " ms (memory " << Ms(decode.cost.memory_s) << ", compute "
+      << Ms(decode.cost.compute_s) << ", launch " << Ms(decode.cost.launch_s) << ", "
+      << decode.cost.allreduces << " all-reduces " << Ms(decode.cost.allreduce_s) << ", hand-offs "
+      << Ms(decode.cost.handoff_s) << ")\n";
+  out << "  workload: " << stats.requests << " requests, ";
+  if (workload.trace.empty()) {
+    out << (workload.arrival_cv == 1.0 ? std::string("Poisson ")
+                                       : "gamma (cv " + FormatFixed(workload.arrival_cv, 2) + ") ")
+        << FormatFixed(workload.rate_rps, 3) << " rps, prompt " << FormatLengthDist(workload.prompt)
+        << ", output " << FormatLengthDist(workload.output) << " tokens, seed " << workload.seed;
+  } else {
+    out << "from the request trace";
+  }
+  out << ", " << RoutingName(routing) << "\n\n";
+  out << "  latency (ms)      p50          p90          p99         mean\n";
+  const auto row = [&out](const char* name, const Percentiles& values) {
+    out << "  " << PadRight(name, 8) << PadLeft(Ms(values.p50), 13) << PadLeft(Ms(values.p90), 13)
+        << PadLeft(Ms(values.p99), 13) << PadLeft(Ms(values.mean), 13) << "\n";
+  };
+  row("ttft", stats.ttft_s);
+  row("tpot", stats.tpot_s);
+  row("e2e", stats.e2e_s);
+  out << "\n  throughput " << FormatFixed(stats.throughput_rps, 3) << " rps, "
+      << FormatFixed(stats.output_tokens_per_s, 1) << " output tokens/s\n";
+  out << "  SLO ttft <= " << Ms(slo.ttft_s) << " ms and tpot <= " << Ms(slo.tpot_s)
+      << " ms: " << FormatFixed(stats.slo_attainment * 100, 2) << "% of requests; goodput "
+      << FormatFixed(stats.goodput_rps, 3) << " rps, " << FormatFixed(stats.goodput_rps_per_gpu, 4)
+      << " rps per GPU\n";
+  out << "  iterations " << stats.iterations << ", preemptions " << stats.preemptions
+      << ", KV use mean " << FormatFixed(stats.kv_utilization_mean * 100, 1) << "% peak "
+      << FormatFixed(stats.kv_utilization_peak * 100, 1) << "%\n";
+  return out.str();
+}
+
+}  // namespace
+
+std::string FormatServeTrace(const std::vector<IterationRecord>& iterations, int32_t replicas) {
+  JsonWriter json(/*pretty=*/false);
+  const auto micros = [](int64_t ns) { return FormatFixed(static_cast<double>(ns) / 1e3, 3); };
+  json.BeginObject().Key("displayTimeUnit").String("ms").Key("traceEvents").BeginArray();
+  for (int32_t replica = 0; replica < replicas; ++replica) {
+    json.BeginObject().Key("name").String("process_name").Key("ph").String("M");
+    json.Key("pid").Int(replica).Key("args").BeginObject();
+    json.Key("name").String("replica " + std::to_string(replica)).EndObject().EndObject();
+  }
+  for (const IterationRecord& record : iterations) {
+    json.BeginObject().Key("name").String("iteration").Key("ph").String("X");
+    json.Key("pid").Int(record.replica).Key("tid").Int(0);
+    json.Key("ts").Raw(micros(record.start_ns));
+    json.Key("dur").Raw(micros(record.end_ns - record.start_ns));
+    json.Key("args").BeginObject().Key("prefill_tokens").Int(record.prefill_tokens);
+    json.Key("decode_tokens").Int(record.decode_tokens).EndObject().EndObject();
+    json.BeginObject().Key("name").String("kv_blocks").Key("ph").String("C");
+    json.Key("pid").Int(record.replica).Key("ts").Raw(micros(record.start_ns));
+    json.Key("args").BeginObject().Key("used").Int(record.kv_blocks).EndObject().EndObject();
+  }
+  json.EndArray().EndObject();
+  return json.text() + "\n";
+}
+
+Result<Slo> ParseSlo(const std::string& text) {
+  Slo slo;
+  bool ttft = false;
+  bool tpot = false;
+  std::istringstream parts(text);
+  std::string part;
+  while (std::getline(parts, part, ',')) {
+    const size_t equals = part.find('=');
+    const std::string key = part.substr(0, equals);
+    auto value = equals == std::string::npos ? Result<Time>(Error{"no value"})
+                                             : ParseDuration(part.substr(equals + 1));
+    if ((key != "ttft" && key != "tpot") || !value.ok() || value.value().ns() <= 0) {
+      return Error{"--slo '" + text + "': expected ttft=DURATION,tpot=DURATION with positive " +
+                   "durations, e.g. ttft=0.4s,tpot=40ms"};
+    }
+    (key == "ttft" ? slo.ttft_s : slo.tpot_s) = static_cast<double>(value.value().ns()) * 1e-9;
+    (key == "ttft" ? ttft : tpot) = true;
+  }
+  if (!ttft || !tpot) {
+    return Error{"--slo '" + text + "': expected both ttft and tpot, e.g. ttft=0.4s,tpot=40ms"};
+  }
+  return slo;
+}
+
+Status RunServe(const ServeSpec& spec, Transcript& transcript) {
+  auto run = ResolveRun(spec.run);
+  if (!run.ok()) return run.error();
+  const Config& config = run.value().config;
+  ServeShape shape;
+  // The config's parallel.tp and parallel.pp when it writes them; else one GPU, one stage.
+  const auto& written = run.value().locations.by_path;
+  shape.tp = spec.tp.value_or(written.count("parallel.tp") ? config.parallel.tp : 1);
+  shape.pp = spec.pp.value_or(written.count("parallel.pp") ? config.parallel.pp : 1);
+  shape.replicas = spec.replicas;
+  Workload workload;
+  workload.rate_rps = spec.rate_rps;
+  workload.arrival_cv = spec.arrival_cv;
+  workload.requests = spec.requests;
+  workload.seed = spec.seed;
+  auto prompt = ParseLengthDist(spec.prompt_tokens, "--prompt-tokens");
+  if (!prompt.ok()) return prompt.error();
+  auto output = ParseLengthDist(spec.output_tokens, "--output-tokens");
+  if (!output.ok()) return output.error();
+  workload.prompt = prompt.value();
+  workload.output = output.value();
+  if (!spec.request_trace.empty()) {
+    auto text = spec.run.files.read(spec.request_trace);
+    if (!text.ok()) return Error{"--request-trace: " + text.error().message};
+    const size_t slash = spec.request_trace.find_last_of('/');
+    auto trace = ParseRequestTrace(text.value(), slash == std::string::npos
+                                                     ? spec.request_trace
+                                                     : spec.request_trace.substr(slash + 1));
+    if (!trace.ok()) return trace.error();
+    workload.trace = std::move(trace).value();
+  }
+  auto routing = ParseRouting(spec.routing);
+  if (!routing.ok()) return routing.error();
+  auto slo = ParseSlo(spec.slo);
+  if (!slo.ok()) return slo.error();
+  EngineOptions engine;
+  STAGECRAFT_RETURN_IF_ERROR(ApplyDtypes(spec.weight_dtype, spec.kv_dtype, engine));
+  engine.cuda_graphs = !spec.eager;
+  auto replica = BuildReplicaModel(config.model.transformer, config.cluster, shape, engine);
+  if (!replica.ok()) return replica.error();
+  std::vector<IterationRecord> iterations;
+  auto stats = SimulateServing(replica.value(), workload, routing.value(), slo.value(),
+                               spec.trace_path.empty() ? nullptr : &iterations);
+  if (!stats.ok()) return stats.error();
+  if (!spec.trace_path.empty()) {
+    const Status saved = spec.run.files.write(
+        spec.trace_path, FormatServeTrace(iterations, replica.value().shape.replicas));
+    if (!saved.ok()) return Error{"--trace: " + saved.error().message};
+  }
+  const DecodePoint decode = LargestDecode(replica.value(), workload);
+  transcript.out() << (spec.json ? FormatJson(config.model.name, replica.value(), workload, decode,
+                                              stats.value())
+                                 : FormatText(run.value().label, config.model.name, replica.value(),
+                                              workload, routing.value(), slo.value(), decode,
+                                              stats.value()));
+  return Status::Ok();
+}
+
+}  // namespace stagecraft

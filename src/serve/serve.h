@@ -1,0 +1,50 @@
+// `stagecraft serve` as a library call (doc/serving.md): one serving configuration of a
+// transformer (tp x pp GPUs per replica, replicas behind a router) under a Poisson workload,
+// sized by the step-cost model (step_cost.h) and run through the request simulator
+// (request_sim.h). Entry file of the serve module.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "core/result.h"
+#include "run/run_setup.h"
+#include "run/transcript.h"
+#include "serve/request_sim.h"
+#include "serve/step_cost.h"
+
+namespace stagecraft {
+
+struct ServeSpec {
+  RunSpec run;                        // CONFIG, --hf-config, --cluster (the model and the devices)
+  std::optional<int32_t> tp;          // --tp T; unset = the config's parallel.tp, else 1
+  std::optional<int32_t> pp;          // --pp P; unset = the config's parallel.pp, else 1
+  int32_t replicas = 1;               // --replicas R
+  double rate_rps = 1.0;              // --rate RPS at the router
+  double arrival_cv = 1.0;            // --arrival-cv CV: 1 = Poisson, else gamma gaps
+  int64_t requests = 1000;            // --requests N
+  uint64_t seed = 1;                  // --seed S
+  std::string prompt_tokens = "512";  // --prompt-tokens N or A-B
+  std::string output_tokens = "64";   // --output-tokens N or A-B
+  std::string routing = "round-robin";      // --routing round-robin | least-outstanding
+  std::string slo = "ttft=0.4s,tpot=40ms";  // --slo
+  std::string weight_dtype = "bf16";        // --weight-dtype bf16 | fp8 | int8 | fp4
+  std::string kv_dtype = "bf16";            // --kv-dtype bf16 | fp8
+  std::string trace_path;                   // --trace FILE: Chrome trace of the batches
+  std::string request_trace;                // --request-trace FILE: the requests, as CSV
+  bool eager = false;                       // --eager: no CUDA graphs (host issues each kernel)
+  bool json = false;                        // --json
+};
+
+// "ttft=0.4s,tpot=40ms": each request's bound on its TTFT and on its TPOT (errors name --slo).
+Result<Slo> ParseSlo(const std::string& text);
+
+Status RunServe(const ServeSpec& spec, Transcript& transcript);
+
+// The Chrome / Perfetto trace of the batches: one process per replica, one complete event per
+// iteration with its prefill and decode tokens, and a counter track of the KV blocks in use.
+std::string FormatServeTrace(const std::vector<IterationRecord>& iterations, int32_t replicas);
+
+}  // namespace stagecraft

@@ -1,0 +1,434 @@
+#include "serve/serve_plan.h"
+
+#include <algorithm>
+#include <cmath>
+#include <limits>
+#include <optional>
+#include <sstream>
+
+#include "core/units.h"
+#include "report/json_writer.h"
+#include "report/svg_plot.h"
+#include "serve/disaggregation.h"
+
+namespace stagecraft {
+namespace {
+
+// The lowest per-replica rate a probe tries; below it a layout "meets no rate".
+constexpr double kLowestRateRps = 0.05;
+constexpr int kDoublings = 16;  // up to 0.05 x 2^16 = 3277 rps per replica
+constexpr int kBisections = 8;  // the rate to 1/256 of the last doubling step
+
+struct PercentileSlo {
+  double ttft_p90_s = 0;
+  double tpot_p90_s = 0;
+};
+
+Result<PercentileSlo> ParsePercentileSlo(const std::string& text) {
+  PercentileSlo slo;
+  bool ttft = false;
+  bool tpot = false;
+  std::istringstream parts(text);
+  std::string part;
+  const std::string expected =
+      "expected ttft_p90=DURATION,tpot_p90=DURATION with positive durations, e.g. "
+      "--slo ttft_p90=0.4s,tpot_p90=40ms";
+  while (std::getline(parts, part, ',')) {
+    const size_t equals = part.find('=');
+    const std::string key = part.substr(0, equals);
+    auto value = equals == std::string::npos ? Result<Time>(Error{"no value"})
+                                             : ParseDuration(part.substr(equals + 1));
+    if ((key != "ttft_p90" && key != "tpot_p90") || !value.ok() || value.value().ns() <= 0) {
+      return Error{"--slo '" + text + "': " + expected};
+    }
+    const double seconds = static_cast<double>(value.value().ns()) * 1e-9;
+    (key == "ttft_p90" ? slo.ttft_p90_s : slo.tpot_p90_s) = seconds;
+    (key == "ttft_p90" ? ttft : tpot) = true;
+  }
+  if (!ttft || !tpot) return Error{"--slo '" + text + "': " + expected};
+  return slo;
+}
+
+struct Probe {
+  double rate_rps = 0;  // per replica
+  bool meets = false;
+  double ttft_p90_s = 0;
+  double tpot_p90_s = 0;
+};
+
+Result<Probe> ProbeRate(const ReplicaModel& replica, Workload workload, double rate_rps,
+                        const PercentileSlo& slo) {
+  workload.rate_rps = rate_rps;
+  auto stats = SimulateServing(replica, workload, Routing::kRoundRobin, Slo{});
+  if (!stats.ok()) return stats.error();
+  Probe probe;
+  probe.rate_rps = rate_rps;
+  probe.ttft_p90_s = stats.value().ttft_s.p90;
+  probe.tpot_p90_s = stats.value().tpot_s.p90;
+  probe.meets = probe.ttft_p90_s <= slo.ttft_p90_s && probe.tpot_p90_s <= slo.tpot_p90_s;
+  return probe;
+}
+
+// The highest per-replica rate meeting the SLO; nothing when even the lowest rate fails
+// (`lowest` then holds that probe).
+Result<std::optional<std::pair<double, Probe>>> HighestRate(const ReplicaModel& replica,
+                                                            const Workload& workload,
+                                                            const PercentileSlo& slo, Probe& lowest,
+                                                            std::vector<Probe>& trail) {
+  const auto probe_at = [&](double rate) {
+    auto probe = ProbeRate(replica, workload, rate, slo);
+    if (probe.ok()) trail.push_back(probe.value());
+    return probe;
+  };
+  auto first = probe_at(kLowestRateRps);
+  if (!first.ok()) return first.error();
+  lowest = first.value();
+  if (!lowest.meets) return std::optional<std::pair<double, Probe>>();
+  double good = kLowestRateRps;
+  Probe good_probe = lowest;
+  double bad = 0;
+  for (int step = 0; step < kDoublings && bad == 0; ++step) {
+    auto probe = probe_at(good * 2);
+    if (!probe.ok()) return probe.error();
+    if (!probe.value().meets) {
+      bad = good * 2;
+    } else {
+      good *= 2;
+      good_probe = probe.value();
+    }
+  }
+  for (int step = 0; step < kBisections && bad > 0; ++step) {
+    const double middle = (good + bad) / 2;
+    auto probe = probe_at(middle);
+    if (!probe.ok()) return probe.error();
+    if (probe.value().meets) {
+      good = middle;
+      good_probe = probe.value();
+    } else {
+      bad = middle;
+    }
+  }
+  return std::optional<std::pair<double, Probe>>(std::make_pair(good, good_probe));
+}
+
+std::string RejectionReason(const Error& error) {
+  if (error.kind == ErrorKind::kInfeasible) return "weights leave no KV block";
+  if (error.message.find("attention heads") != std::string::npos)
+    return "tp does not divide the heads";
+  if (error.message.find("KV heads") != std::string::npos) return "tp and the KV heads";
+  if (error.message.find("layers evenly") != std::string::npos)
+    return "pp does not divide the layers";
+  if (error.message.find("does not fit a replica") != std::string::npos) {
+    return "a request exceeds the KV cache";
+  }
+  return "other";
+}
+
+// A prompt's KV from the prefill instance's GPUs to the decode instance's, every GPU sending
+// its shard at once: over NVLink when the pair shares a node, else over the NIC.
+double KvTransferSeconds(const ReplicaModel& replica, int64_t prompt_tokens) {
+  const bool same_node = 2 * replica.shape.gpus_per_replica() <= replica.cluster.devices_per_node;
+  const LinkSpec& link = same_node ? replica.cluster.intra_node : replica.cluster.inter_node;
+  const double bytes = static_cast<double>(prompt_tokens) * replica.kv_bytes_per_token_per_gpu;
+  return static_cast<double>(link.latency.ns()) * 1e-9 +
+         (link.bandwidth_bytes_per_s > 0 ? bytes / link.bandwidth_bytes_per_s : 0);
+}
+
+// DistServe's placement on one instance layout: the prefill-only rate within the TTFT bound
+// (less the KV transfer), the decode-only rate within the TPOT bound, each found by simulation,
+// then the split of the GPUs into prefill and decode instances with the most requests per GPU
+// (disaggregation.h's arithmetic). A plan, or a rejection counted.
+Status EvaluateDisaggregated(const ReplicaModel& replica, const Workload& workload,
+                             const PercentileSlo& slo, int32_t gpus, ServePlanResult& result) {
+  const int64_t instances = gpus / replica.shape.gpus_per_replica();
+  if (instances < 2 || workload.output.high < 2) {
+    ++result.rejections["disaggregated: fewer than two instances, or one output token"];
+    return Status::Ok();
+  }
+  const double transfer_s = KvTransferSeconds(replica, workload.prompt.high);
+  const double unbounded = std::numeric_limits<double>::infinity();
+  Workload prefill = workload;
+  prefill.output = {1, 1};
+  Workload decode = workload;
+  decode.prefilled = true;
+  Probe lowest;
+  std::vector<Probe> trail;
+  auto prefill_rate =
+      HighestRate(replica, prefill, {slo.ttft_p90_s - transfer_s, unbounded}, lowest, trail);
+  if (!prefill_rate.ok()) return prefill_rate.error();
+  auto decode_rate = HighestRate(replica, decode, {unbounded, slo.tpot_p90_s}, lowest, trail);
+  if (!decode_rate.ok()) return decode_rate.error();
+  if (!prefill_rate.value() || !decode_rate.value()) {
+    ++result.rejections["disaggregated: a phase misses the SLO at the lowest rate"];
+    return Status::Ok();
+  }
+  const double prefill_rps = prefill_rate.value()->first;
+  const double decode_rps = decode_rate.value()->first;
+  ServePlan best;
+  for (int64_t prefills = 1; prefills < instances; ++prefills) {
+    for (int64_t decodes = 1; prefills + decodes <= instances; ++decodes) {
+      const DisaggregatedUnit unit{.prefill_instances = prefills,
+                                   .decode_instances = decodes,
+                                   .gpus_per_instance = replica.shape.gpus_per_replica()};
+      const double per_gpu = DisaggregatedRatePerGpu(unit, prefill_rps, decode_rps);
+      if (per_gpu <= best.goodput_rps_per_gpu) continue;
+      best.goodput_rps_per_gpu = per_gpu;
+      best.rate_rps = DisaggregatedRate(unit, prefill_rps, decode_rps);
+      best.prefill_instances = prefills;
+      best.decode_instances = decodes;
+    }
+  }
+  best.disaggregated = true;
+  best.kv_transfer_s = transfer_s;
+  best.shape = {.tp = replica.shape.tp,
+                .pp = replica.shape.pp,
+                .replicas = static_cast<int32_t>(best.prefill_instances + best.decode_instances)};
+  best.ttft_p90_s = prefill_rate.value()->second.ttft_p90_s + transfer_s;
+  best.tpot_p90_s = decode_rate.value()->second.tpot_p90_s;
+  best.kv_capacity_tokens = replica.kv_capacity_tokens;
+  result.plans.push_back(std::move(best));
+  return Status::Ok();
+}
+
+// One layout: sized, its highest rate searched; a plan, or a rejection counted.
+Status EvaluateLayout(const TransformerSpec& model, const ClusterSpec& cluster,
+                      const EngineOptions& engine, const Workload& workload,
+                      const PercentileSlo& slo, const ServeShape& one, int32_t gpus,
+                      ServePlanResult& result) {
+  auto replica = BuildReplicaModel(model, cluster, one, engine);
+  if (!replica.ok()) {
+    ++result.rejections[RejectionReason(replica.error())];
+    ++result.rejections["disaggregated: " + RejectionReason(replica.error())];
+    return Status::Ok();
+  }
+  STAGECRAFT_RETURN_IF_ERROR(EvaluateDisaggregated(replica.value(), workload, slo, gpus, result));
+  Probe lowest;
+  std::vector<Probe> trail;
+  auto highest = HighestRate(replica.value(), workload, slo, lowest, trail);
+  if (!highest.ok()) {
+    ++result.rejections[RejectionReason(highest.error())];
+    return Status::Ok();
+  }
+  result.best_ttft_p90_s = std::min(result.best_ttft_p90_s, lowest.ttft_p90_s);
+  result.best_tpot_p90_s = std::min(result.best_tpot_p90_s, lowest.tpot_p90_s);
+  if (!highest.value()) {
+    ++result.rejections["misses the SLO at the lowest rate"];
+    return Status::Ok();
+  }
+  ServePlan plan;
+  plan.shape = {.tp = one.tp, .pp = one.pp, .replicas = gpus / (one.tp * one.pp)};
+  plan.rate_rps = highest.value()->first * plan.shape.replicas;
+  plan.goodput_rps_per_gpu = plan.rate_rps / static_cast<double>(plan.shape.gpus());
+  plan.ttft_p90_s = highest.value()->second.ttft_p90_s;
+  plan.tpot_p90_s = highest.value()->second.tpot_p90_s;
+  plan.kv_capacity_tokens = replica.value().kv_capacity_tokens;
+  for (const Probe& probe : trail) {
+    plan.probes.push_back({.rate_rps = probe.rate_rps * plan.shape.replicas,
+                           .ttft_p90_s = probe.ttft_p90_s,
+                           .tpot_p90_s = probe.tpot_p90_s,
+                           .meets = probe.meets});
+  }
+  result.plans.push_back(std::move(plan));
+  return Status::Ok();
+}
+
+}  // namespace
+
+Result<ServePlanResult> PlanServing(const ServePlanSpec& spec) {
+  if (spec.gpus < 1)
+    return Error{"serve-plan: --gpus N is required (the GPUs to fill, e.g. --gpus 8)"};
+  if (spec.slo.empty()) {
+    return Error{"serve-plan: --slo is required (e.g. --slo ttft_p90=0.4s,tpot_p90=40ms)"};
+  }
+  if (spec.top < 1) return Error{"--top: must be at least 1, got " + std::to_string(spec.top)};
+  auto slo = ParsePercentileSlo(spec.slo);
+  if (!slo.ok()) return slo.error();
+  auto prompt = ParseLengthDist(spec.prompt_tokens, "--prompt-tokens");
+  if (!prompt.ok()) return prompt.error();
+  auto output = ParseLengthDist(spec.output_tokens, "--output-tokens");
+  if (!output.ok()) return output.error();
+  EngineOptions engine;
+  STAGECRAFT_RETURN_IF_ERROR(ApplyDtypes(spec.weight_dtype, spec.kv_dtype, engine));
+  auto run = ResolveRun(spec.run);
+  if (!run.ok()) return run.error();
+  const Config& config = run.value().config;
+  const TransformerSpec& model = config.model.transformer;
+  if (!config.model.is_transformer()) {
+    return Error{
+        "serve-plan: the model is not a transformer (expected model.type: transformer "
+        "with its dimensions, or --hf-config FILE)"};
+  }
+  if (spec.gpus > config.cluster.num_devices()) {
+    return Error{"serve-plan: --gpus " + std::to_string(spec.gpus) +
+                 " is more than the "
+                 "cluster's " +
+                 std::to_string(config.cluster.num_devices()) +
+                 " GPUs; give a larger --cluster, e.g. " + config.cluster.device + "x" +
+                 std::to_string((spec.gpus + config.cluster.devices_per_node - 1) /
+                                config.cluster.devices_per_node)};
+  }
+  Workload workload;
+  workload.requests = spec.requests;
+  workload.seed = spec.seed;
+  workload.prompt = prompt.value();
+  workload.output = output.value();
+  ServePlanResult result;
+  result.model = config.model.name;
+  result.label = run.value().label;
+  result.best_ttft_p90_s = std::numeric_limits<double>::infinity();
+  result.best_tpot_p90_s = std::numeric_limits<double>::infinity();
+  std::vector<ServeShape> layouts;
+  for (int32_t tp = 1; tp <= std::min(spec.gpus, config.cluster.devices_per_node); ++tp) {
+    for (int32_t pp = 1; tp * pp <= spec.gpus; ++pp) layouts.push_back({.tp = tp, .pp = pp});
+  }
+  result.candidates = 2 * static_cast<int64_t>(layouts.size());  // colocated, disaggregated
+  for (size_t index = 0; index < layouts.size(); ++index) {
+    const ServeShape& one = layouts[index];
+    if (spec.progress) {
+      spec.progress("[" + std::to_string(index + 1) + "/" + std::to_string(layouts.size()) +
+                    "] tp " + std::to_string(one.tp) + " x pp " + std::to_string(one.pp));
+    }
+    STAGECRAFT_RETURN_IF_ERROR(EvaluateLayout(model, config.cluster, engine, workload, slo.value(),
+                                              one, spec.gpus, result));
+  }
+  if (spec.progress) spec.progress("");
+  std::stable_sort(result.plans.begin(), result.plans.end(),
+                   [](const ServePlan& a, const ServePlan& b) {
+                     return a.goodput_rps_per_gpu > b.goodput_rps_per_gpu;
+                   });
+  return result;
+}
+
+namespace {
+
+std::string FormatPlanText(const ServePlanSpec& spec, const std::string& label,
+                           const ServePlanResult& result) {
+  std::ostringstream out;
+  out << "stagecraft serve-plan: " << label << "\n";
+  out << "  model " << result.model << " on " << spec.gpus << (spec.gpus == 1 ? " GPU" : " GPUs")
+      << ", SLO " << spec.slo << ", prompt " << spec.prompt_tokens << ", output "
+      << spec.output_tokens << " tokens\n";
+  out << "  candidates " << result.candidates << ", feasible and meeting the SLO "
+      << result.plans.size() << "; each probe " << spec.requests << " requests, seed " << spec.seed
+      << "\n\n";
+  out << "  rank  tp x pp  placement  gpus   rate_rps  goodput/gpu  ttft_p90_ms  tpot_p90_ms  "
+         "kv_tokens\n";
+  const size_t shown = std::min<size_t>(result.plans.size(), static_cast<size_t>(spec.top));
+  for (size_t rank = 0; rank < shown; ++rank) {
+    const ServePlan& plan = result.plans[rank];
+    out << PadLeft(std::to_string(rank + 1), 6)
+        << PadLeft(std::to_string(plan.shape.tp) + " x " + std::to_string(plan.shape.pp), 9)
+        << PadLeft(plan.disaggregated ? std::to_string(plan.prefill_instances) + "P+" +
+                                            std::to_string(plan.decode_instances) + "D"
+                                      : std::to_string(plan.shape.replicas) + " colo",
+                   11)
+        << PadLeft(std::to_string(plan.shape.gpus()), 6)
+        << PadLeft(FormatFixed(plan.rate_rps, 3), 11)
+        << PadLeft(FormatFixed(plan.goodput_rps_per_gpu, 4), 13)
+        << PadLeft(FormatFixed(plan.ttft_p90_s * 1e3, 3), 13)
+        << PadLeft(FormatFixed(plan.tpot_p90_s * 1e3, 3), 13)
+        << PadLeft(std::to_string(plan.kv_capacity_tokens), 11) << "\n";
+  }
+  if (result.plans.empty()) out << "  (no layout meets the SLO)\n";
+  out << "\n  rejected (candidates by reason):\n";
+  if (result.rejections.empty()) out << "  (none)\n";
+  for (const auto& [reason, count] : result.rejections) {
+    out << PadLeft(std::to_string(count), 9) << "  " << reason << "\n";
+  }
+  return out.str();
+}
+
+std::string FormatPlanJson(const ServePlanSpec& spec, const ServePlanResult& result) {
+  JsonWriter json(/*pretty=*/true);
+  json.BeginObject();
+  json.Key("model").String(result.model);
+  json.Key("gpus").Int(spec.gpus);
+  json.Key("candidates").Int(result.candidates);
+  json.Key("plans").BeginArray();
+  for (size_t rank = 0; rank < std::min<size_t>(result.plans.size(), spec.top); ++rank) {
+    const ServePlan& plan = result.plans[rank];
+    json.BeginObject();
+    json.Key("tp").Int(plan.shape.tp);
+    json.Key("pp").Int(plan.shape.pp);
+    json.Key("replicas").Int(plan.shape.replicas);
+    json.Key("placement").String(plan.disaggregated ? "disaggregated" : "colocated");
+    json.Key("prefill_instances").Int(plan.prefill_instances);
+    json.Key("decode_instances").Int(plan.decode_instances);
+    json.Key("rate_rps").Fixed(plan.rate_rps, 3);
+    json.Key("goodput_rps_per_gpu").Fixed(plan.goodput_rps_per_gpu, 4);
+    json.Key("ttft_p90_ms").Fixed(plan.ttft_p90_s * 1e3, 3);
+    json.Key("tpot_p90_ms").Fixed(plan.tpot_p90_s * 1e3, 3);
+    json.EndObject();
+  }
+  json.EndArray();
+  json.Key("rejections").BeginObject();
+  for (const auto& [reason, count] : result.rejections) json.Key(reason).Int(count);
+  json.EndObject();
+  json.EndObject();
+  return json.text() + "\n";
+}
+
+}  // namespace
+
+std::string FormatServePlanSvg(const ServePlanResult& result) {
+  std::vector<Series> series;
+  for (const ServePlan& plan : result.plans) {
+    if (plan.probes.empty()) continue;  // disaggregated: its phases' rates are not one point
+    Series one;
+    one.name = "tp " + std::to_string(plan.shape.tp) + " x pp " + std::to_string(plan.shape.pp) +
+               " x " + std::to_string(plan.shape.replicas);
+    one.data = {{"tp", std::to_string(plan.shape.tp)}, {"pp", std::to_string(plan.shape.pp)}};
+    const double gpus = static_cast<double>(plan.shape.gpus());
+    for (const RateProbe& probe : plan.probes) {
+      one.points.push_back({.x = probe.tpot_p90_s * 1e3,
+                            .y = gpus / probe.rate_rps,
+                            .label = FormatFixed(probe.rate_rps, 3) + " rps",
+                            .over = !probe.meets});
+    }
+    series.push_back(std::move(one));
+  }
+  PlotOptions options;
+  options.title = "serve-plan: " + result.model + " (lower is better on both axes)";
+  options.x_label = "P90 TPOT (ms)";
+  options.y_label = "GPU-seconds per request";
+  options.log2_y = true;
+  options.over_legend = "misses the SLO";
+  return FormatScatterPlot(series, options);
+}
+
+Status RunServePlan(const ServePlanSpec& spec, Transcript& transcript) {
+  auto result = PlanServing(spec);
+  if (!result.ok()) return result.error();
+  const ServePlanResult& plan = result.value();
+  if (!spec.svg_path.empty()) {
+    const Status saved = spec.run.files.write(spec.svg_path, FormatServePlanSvg(plan));
+    if (!saved.ok()) return Error{"--svg: " + saved.error().message};
+  }
+  transcript.out() << (spec.json ? FormatPlanJson(spec, plan)
+                                 : FormatPlanText(spec, plan.label, plan));
+  if (!plan.plans.empty()) return Status::Ok();
+  if (!std::isfinite(plan.best_ttft_p90_s)) {
+    return MakeError(ErrorKind::kInfeasible,
+                     "serve-plan: no layout of " + plan.model + " on " + std::to_string(spec.gpus) +
+                         " GPUs holds the model and a request (the rejections above say why: "
+                         "more GPUs or a device with more memory)");
+  }
+  std::string binds;
+  auto slo = ParsePercentileSlo(spec.slo);
+  if (plan.best_ttft_p90_s > slo.value().ttft_p90_s) {
+    binds += "ttft_p90: the lowest any layout reaches is " +
+             FormatFixed(plan.best_ttft_p90_s * 1e3, 3) + " ms";
+  }
+  if (plan.best_tpot_p90_s > slo.value().tpot_p90_s) {
+    binds += std::string(binds.empty() ? "" : "; ") +
+             "tpot_p90: the lowest any layout reaches is " +
+             FormatFixed(plan.best_tpot_p90_s * 1e3, 3) + " ms";
+  }
+  if (binds.empty()) binds = "ttft_p90 and tpot_p90 together (neither alone)";
+  return MakeError(ErrorKind::kInfeasible,
+                   "serve-plan: no layout meets the SLO " + spec.slo + " even at " +
+                       FormatFixed(kLowestRateRps, 2) + " rps per replica; binding: " + binds +
+                       " (a looser SLO, shorter requests, or faster devices)");
+}
+
+}  // namespace stagecraft

@@ -1,0 +1,87 @@
+// `stagecraft serve-plan` (doc/serving.md): which serving layout of a transformer on N GPUs
+// serves the most requests per second per GPU while the P90 TTFT and the P90 TPOT stay within
+// their SLOs. Every tp (dividing the heads, within a node) x pp (dividing the layers) with
+// tp x pp <= N is a candidate twice: colocated, its replicas filling N, with the highest rate
+// that meets both SLOs (doubling, then bisection, each probe a request simulation of one
+// replica at its share of the rate: random routing splits a Poisson stream into Poisson
+// streams); and disaggregated (DistServe), its instances split into prefill-only and
+// decode-only ones, each phase's rate simulated apart. Rejections are counted by reason. Not
+// searched yet: EP, token budgets.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <map>
+#include <string>
+#include <vector>
+
+#include "core/result.h"
+#include "run/run_setup.h"
+#include "run/transcript.h"
+#include "serve/request_sim.h"
+#include "serve/step_cost.h"
+
+namespace stagecraft {
+
+struct ServePlanSpec {
+  RunSpec run;                        // CONFIG, --hf-config, --cluster
+  int32_t gpus = 0;                   // --gpus N (required)
+  std::string slo;                    // --slo ttft_p90=0.4s,tpot_p90=40ms (required)
+  std::string prompt_tokens = "512";  // --prompt-tokens
+  std::string output_tokens = "64";   // --output-tokens
+  int64_t requests = 400;             // --requests per probe
+  uint64_t seed = 1;                  // --seed
+  int32_t top = 10;                   // --top plans shown
+  std::string weight_dtype = "bf16";  // --weight-dtype bf16 | fp8 | int8 | fp4
+  std::string kv_dtype = "bf16";      // --kv-dtype bf16 | fp8
+  std::string svg_path;               // --svg FILE: the probes and their Pareto front
+  bool json = false;                  // --json
+  // Told "[done/total] tp T x pp P" before each layout and "" at the end; unset = quiet.
+  std::function<void(const std::string& line)> progress;
+};
+
+// One simulated rate of a layout (all its replicas) and what it gave.
+struct RateProbe {
+  double rate_rps = 0;
+  double ttft_p90_s = 0;
+  double tpot_p90_s = 0;
+  bool meets = false;
+};
+
+struct ServePlan {
+  // Colocated: `shape.replicas` replicas each prefill and decode. Disaggregated (DistServe):
+  // prefill_instances + decode_instances instances of tp x pp GPUs (shape.replicas, their sum).
+  bool disaggregated = false;
+  int64_t prefill_instances = 0;
+  int64_t decode_instances = 0;
+  double kv_transfer_s = 0;  // disaggregated: a prompt's KV from prefill to decode GPUs
+  ServeShape shape;
+  double rate_rps = 0;             // the highest rate meeting both SLOs, all replicas
+  double goodput_rps_per_gpu = 0;  // rate / GPUs used
+  double ttft_p90_s = 0;           // at that rate
+  double tpot_p90_s = 0;
+  int64_t kv_capacity_tokens = 0;
+  std::vector<RateProbe> probes;  // every rate tried, in order
+};
+
+struct ServePlanResult {
+  std::string model;
+  std::string label;  // what was read: "file.yaml"
+  int64_t candidates = 0;
+  std::vector<ServePlan> plans;               // best first
+  std::map<std::string, int64_t> rejections;  // reason -> candidates
+  // For an SLO no layout meets: the lowest P90 TTFT and TPOT any feasible layout reached at
+  // the lowest rate tried, and the layouts they came from.
+  double best_ttft_p90_s = 0;
+  double best_tpot_p90_s = 0;
+};
+
+Result<ServePlanResult> PlanServing(const ServePlanSpec& spec);
+Status RunServePlan(const ServePlanSpec& spec, Transcript& transcript);
+
+// The probes of every plan as a scatter (x: P90 TPOT in ms, y: GPU-seconds per request, the
+// inverse of the rate per GPU; lower is better on both), probes over the SLO crossed out, and
+// the Pareto front of the rest: throughput per GPU against latency.
+std::string FormatServePlanSvg(const ServePlanResult& result);
+
+}  // namespace stagecraft

@@ -1,0 +1,274 @@
+#include "serve/step_cost.h"
+
+#include <algorithm>
+#include <cmath>
+#include <numeric>
+
+#include "comm/collective.h"
+#include "core/units.h"
+
+namespace stagecraft {
+namespace {
+
+std::string Num(int64_t value) { return std::to_string(value); }
+
+// Tensor parallelism splits the query heads (Megatron's column-parallel QKV) and, for
+// MHA/GQA/MQA, the KV heads; with more ranks than KV heads each rank keeps one head and the
+// heads are replicated tp/g times (vLLM's QKVParallelLinear: num_kv_head_replicas).
+Status CheckHeads(const TransformerSpec& model, const ServeShape& shape) {
+  const int64_t tp = shape.tp;
+  if (model.heads % tp != 0) {
+    return Error{"--tp " + Num(tp) + ": tensor parallelism must divide the " + Num(model.heads) +
+                 " attention heads (expected a divisor of " + Num(model.heads) + ", e.g. " +
+                 Num(std::gcd(model.heads, int64_t{8})) + ")"};
+  }
+  if (model.mla()) return Status::Ok();
+  const int64_t kv_heads = model.kv_heads_or_heads();
+  if (kv_heads % tp != 0 && tp % kv_heads != 0) {
+    return Error{"--tp " + Num(tp) + ": the " + Num(kv_heads) +
+                 " KV heads can neither be split nor replicated evenly (expected tp dividing " +
+                 Num(kv_heads) + " or a multiple of it)"};
+  }
+  return Status::Ok();
+}
+
+Status CheckShape(const TransformerSpec& model, const ClusterSpec& cluster,
+                  const ServeShape& shape) {
+  if (shape.tp < 1 || shape.pp < 1 || shape.replicas < 1) {
+    return Error{"serve: --tp, --pp and --replicas must be at least 1 (got tp " + Num(shape.tp) +
+                 ", pp " + Num(shape.pp) + ", replicas " + Num(shape.replicas) + ")"};
+  }
+  if (shape.tp > cluster.devices_per_node) {
+    return Error{"--tp " + Num(shape.tp) + ": tensor parallelism stays inside a node of " +
+                 Num(cluster.devices_per_node) + " GPUs (expected at most " +
+                 Num(cluster.devices_per_node) + "; use --pp for more GPUs per replica)"};
+  }
+  if (model.layers % shape.pp != 0) {
+    return Error{"--pp " + Num(shape.pp) + ": the stages must split the " + Num(model.layers) +
+                 " layers evenly (expected a divisor of " + Num(model.layers) + ")"};
+  }
+  if (shape.gpus() > cluster.num_devices()) {
+    return Error{"serve: " + DescribeShape(shape) + " needs more GPUs than the cluster's " +
+                 Num(cluster.num_devices()) +
+                 " (expected replicas x tp x pp <= " + Num(cluster.num_devices()) +
+                 "; a larger --cluster DEVICExNODES, or fewer "
+                 "--replicas)"};
+  }
+  if (cluster.hbm_bytes <= 0 || cluster.hbm_bytes_per_s <= 0) {
+    return Error{
+        "serve: the cluster has no device memory size or bandwidth (expected a preset: "
+        "cluster.preset or --cluster, e.g. h100; stagecraft list presets)"};
+  }
+  return CheckHeads(model, shape);
+}
+
+// The forward workspace the engine profiles at the token budget (vLLM's profile run): the
+// residual stream and its normed copy (2h per token), the MLP's gate-and-up output (2f/tp) and
+// the logits of the sampled sequences in fp32 (V/tp), all in the weights' dtype otherwise.
+double ActivationBytes(const TransformerSpec& model, const ServeShape& shape,
+                       const EngineOptions& engine) {
+  const double ffn = model.moe()
+                         ? static_cast<double>(model.expert_ffn) *
+                               static_cast<double>(model.experts_per_token + model.shared_experts)
+                         : static_cast<double>(model.ffn_or_default());
+  const double per_token =
+      (2.0 * static_cast<double>(model.hidden) + 2.0 * ffn / shape.tp) * engine.activation_bytes;
+  const double logits =
+      static_cast<double>(engine.max_seqs) * static_cast<double>(model.vocab) / shape.tp * 4.0;
+  return static_cast<double>(engine.token_budget) * per_token + logits;
+}
+
+void SizeKv(ReplicaModel& replica) {
+  const TransformerSpec& model = replica.model;
+  const double layers_per_stage = static_cast<double>(model.layers) / replica.shape.pp;
+  if (model.mla()) {
+    // MLA's latent is shared by all heads: every TP rank keeps the whole of it (vLLM's MLA
+    // backends replicate the latent cache across TP ranks).
+    replica.kv_replicated = replica.shape.tp > 1;
+    replica.kv_bytes_per_token_per_gpu = replica.kv.total() / replica.shape.pp;
+    return;
+  }
+  const int64_t kv_heads = model.kv_heads_or_heads();
+  replica.kv_heads_per_gpu = std::max<int64_t>(1, kv_heads / replica.shape.tp);
+  replica.kv_replicated = replica.shape.tp > kv_heads;
+  replica.kv_bytes_per_token_per_gpu = 2.0 * static_cast<double>(replica.kv_heads_per_gpu) *
+                                       static_cast<double>(model.head_dim_or_default()) *
+                                       layers_per_stage * replica.engine.kv_bytes;
+}
+
+void SizeRoofline(ReplicaModel& replica) {
+  const TransformerSpec& model = replica.model;
+  const double tp = replica.shape.tp;
+  const double vocab_rows = static_cast<double>(model.vocab) * static_cast<double>(model.hidden);
+  // The input embedding is a lookup (a few rows read); the head is a GEMM over all of it.
+  const double embedding = EmbeddingParams(model, 0);
+  replica.head_params = vocab_rows;
+  replica.weight_read_bytes =
+      (TransformerParams(model, 0) - (model.tied_embeddings ? 0.0 : embedding)) *
+      replica.engine.weight_bytes / tp;
+  // A decode batch touches only the routed experts its tokens are sent to (RoutedExpertsTouched).
+  const double moe_layers = model.moe() ? model.layers - model.dense_layers : 0;
+  replica.routed_expert_bytes =
+      moe_layers * RoutedExpertParams(model) * replica.engine.weight_bytes / tp;
+  replica.weight_read_bytes -= replica.routed_expert_bytes;
+  replica.matmul_params =
+      ActiveParams(model, 0) - embedding - (model.tied_embeddings ? 0.0 : vocab_rows);
+  // Per layer, a query against one key and value: QK^T and PV, 2 FLOPs per multiply-add, per
+  // head; MLA in its absorbed form attends over the latent (d_c + d_R for QK, d_c for PV).
+  const double qk = model.mla() ? static_cast<double>(model.kv_lora_rank + model.qk_rope_dim)
+                                : static_cast<double>(model.head_dim_or_default());
+  const double v = model.mla() ? static_cast<double>(model.kv_lora_rank)
+                               : static_cast<double>(model.head_dim_or_default());
+  replica.attention_flops_per_pair =
+      2.0 * static_cast<double>(model.heads) * (qk + v) * model.layers;
+}
+
+}  // namespace
+
+Status ApplyDtypes(const std::string& weight_dtype, const std::string& kv_dtype,
+                   EngineOptions& engine) {
+  struct Format {
+    const char* name;
+    double bytes;
+    bool fp8;
+  };
+  static constexpr Format kWeights[] = {
+      {"bf16", 2, false}, {"fp8", 1, true}, {"int8", 1, false}, {"fp4", 0.5, false}};
+  const Format* weights = nullptr;
+  for (const Format& format : kWeights) {
+    if (weight_dtype == format.name) weights = &format;
+  }
+  if (weights == nullptr) {
+    return Error{"--weight-dtype '" + weight_dtype + "': expected bf16, fp8, int8 or fp4"};
+  }
+  if (kv_dtype != "bf16" && kv_dtype != "fp8") {
+    return Error{"--kv-dtype '" + kv_dtype + "': expected bf16 or fp8"};
+  }
+  engine.weight_bytes = weights->bytes;
+  engine.fp8_compute = weights->fp8;
+  engine.kv_bytes = kv_dtype == "fp8" ? 1 : 2;
+  return Status::Ok();
+}
+
+std::string DescribeShape(const ServeShape& shape) {
+  return "tp " + Num(shape.tp) + " x pp " + Num(shape.pp) + ", " + Num(shape.replicas) +
+         (shape.replicas == 1 ? " replica (" : " replicas (") + Num(shape.gpus()) +
+         (shape.gpus() == 1 ? " GPU)" : " GPUs)");
+}
+
+Result<ReplicaModel> BuildReplicaModel(const TransformerSpec& model, const ClusterSpec& cluster,
+                                       const ServeShape& shape, const EngineOptions& engine) {
+  if (model.layers <= 0) {
+    return Error{
+        "serve: the model is not a transformer (expected model.type: transformer with "
+        "its dimensions, or --hf-config FILE)"};
+  }
+  STAGECRAFT_RETURN_IF_ERROR(CheckShape(model, cluster, shape));
+  ReplicaModel replica;
+  replica.model = model;
+  replica.cluster = cluster;
+  replica.shape = shape;
+  replica.engine = engine;
+  replica.kv = TransformerKvCachePerToken(model, engine.kv_bytes);
+  SizeKv(replica);
+  SizeRoofline(replica);
+  // The fullest GPU: its stage's layers and the embedding (first stage) or the head (last);
+  // with one stage, both (the head counted once when tied). Vocabulary-parallel under TP.
+  const double embedding = EmbeddingParams(model, 0);
+  const double head = model.tied_embeddings ? 0.0 : embedding;
+  const double layers = TransformerParams(model, 0) - embedding - head;
+  const double ends = shape.pp == 1 ? embedding + head : embedding;
+  replica.weight_bytes_per_gpu = (layers / shape.pp + ends) / shape.tp * engine.weight_bytes;
+  replica.activation_bytes_per_gpu = ActivationBytes(model, shape, engine);
+  replica.reserve_bytes_per_gpu = static_cast<double>(cluster.memory_reserve_bytes);
+  replica.kv_budget_bytes_per_gpu =
+      static_cast<double>(cluster.hbm_bytes) * engine.memory_utilization -
+      replica.weight_bytes_per_gpu - replica.activation_bytes_per_gpu -
+      replica.reserve_bytes_per_gpu;
+  const double block_bytes = replica.kv_bytes_per_token_per_gpu * engine.block_tokens;
+  const double blocks = std::floor(replica.kv_budget_bytes_per_gpu / block_bytes);
+  if (blocks < 1) {
+    return MakeError(
+        ErrorKind::kInfeasible,
+        "serve: " + DescribeShape(shape) + " cannot hold the model: per GPU " +
+            FormatGib(replica.weight_bytes_per_gpu) + " GiB of weights + " +
+            FormatGib(replica.activation_bytes_per_gpu) + " GiB of activations + " +
+            FormatGib(replica.reserve_bytes_per_gpu) + " GiB reserved leave no room for one KV " +
+            "block within " + FormatFixed(engine.memory_utilization * 100, 0) + "% of " +
+            FormatGib(static_cast<double>(cluster.hbm_bytes)) + " GiB" +
+            " (expected more GPUs per replica: a larger --tp or --pp, or a device with more "
+            "memory)");
+  }
+  replica.kv_capacity_tokens = static_cast<int64_t>(blocks) * engine.block_tokens;
+  return replica;
+}
+
+double TpAllReduceSeconds(const ClusterSpec& cluster, int32_t tp, double bytes) {
+  if (tp <= 1 || bytes <= 0) return 0;
+  if (tp > cluster.devices_per_node) {
+    return static_cast<double>(
+               RingTime(cluster, Collective::kAllReduce, tp, cluster.devices_per_node, bytes)
+                   .ns()) *
+           1e-9;
+  }
+  const double alpha = static_cast<double>(cluster.intra_node.latency.ns()) * 1e-9;
+  const double beta = cluster.intra_node.bandwidth_bytes_per_s;
+  const double n = tp;
+  const double one_stage = alpha + (beta > 0 ? (n - 1) * bytes / beta : 0);
+  const double two_stage = 2 * alpha + (beta > 0 ? 2 * (n - 1) / n * bytes / beta : 0);
+  return std::min(one_stage, two_stage);
+}
+
+double RoutedExpertsTouched(const TransformerSpec& model, double tokens) {
+  if (!model.moe() || model.experts_per_token >= model.experts) return 1.0;
+  const double miss =
+      1.0 - static_cast<double>(model.experts_per_token) / static_cast<double>(model.experts);
+  return 1.0 - std::pow(miss, std::max(0.0, tokens));
+}
+
+IterationCost IterationSeconds(const ReplicaModel& replica, const IterationWork& work) {
+  IterationCost cost;
+  if (work.new_tokens <= 0) return cost;
+  const DeviceRates rates = replica.cluster.rates();
+  const double tp = replica.shape.tp;
+  const double kv_read =
+      work.context_tokens * replica.kv_bytes_per_token_per_gpu * replica.shape.pp;
+  const double weights =
+      replica.weight_read_bytes +
+      replica.routed_expert_bytes * RoutedExpertsTouched(replica.model, work.new_tokens);
+  cost.memory_s = MemoryBoundSeconds(rates, weights + kv_read);
+  const double matmul_flops =
+      (2.0 * replica.matmul_params * work.new_tokens + 2.0 * replica.head_params * work.sequences) /
+      tp;
+  const double attention_flops = replica.attention_flops_per_pair * work.attention_pairs / tp;
+  const double bf16_rate = rates.bf16_flops_per_s * rates.kernels.gemm_efficiency;
+  const bool fp8 = replica.engine.fp8_compute && rates.fp8_flops_per_s > 0;
+  const double fp8_share = rates.kernels.fp8_gemm_efficiency > 0 ? rates.kernels.fp8_gemm_efficiency
+                                                                 : rates.kernels.gemm_efficiency;
+  const double matmul_rate = fp8 ? rates.fp8_flops_per_s * fp8_share : bf16_rate;
+  cost.compute_s = matmul_flops / matmul_rate + attention_flops / bf16_rate;
+  const double hidden_bytes =
+      work.new_tokens * static_cast<double>(replica.model.hidden) * replica.engine.activation_bytes;
+  if (replica.shape.tp > 1) {
+    cost.allreduces = 2 * replica.model.layers;  // after attention and after the MLP
+    cost.allreduce_s =
+        cost.allreduces * TpAllReduceSeconds(replica.cluster, replica.shape.tp, hidden_bytes);
+  }
+  if (replica.shape.pp > 1) {
+    const bool crosses_nodes = replica.shape.gpus_per_replica() > replica.cluster.devices_per_node;
+    const LinkSpec& link = crosses_nodes ? replica.cluster.inter_node : replica.cluster.intra_node;
+    const double bytes = hidden_bytes / tp;  // each TP rank sends its slice (sequence-split)
+    const double one = static_cast<double>(link.latency.ns()) * 1e-9 +
+                       (link.bandwidth_bytes_per_s > 0 ? bytes / link.bandwidth_bytes_per_s : 0);
+    cost.handoff_s = (replica.shape.pp - 1) * one;
+  }
+  const KernelModel& kernels = replica.cluster.kernels;
+  cost.launch_s =
+      static_cast<double>(replica.model.layers) * kKernelsPerLayer *
+      (replica.engine.cuda_graphs ? kernels.kernel_floor_s : kernels.host_seconds_per_kernel);
+  cost.total_s =
+      std::max({cost.memory_s, cost.compute_s, cost.launch_s}) + cost.allreduce_s + cost.handoff_s;
+  return cost;
+}
+
+}  // namespace stagecraft

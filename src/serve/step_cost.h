@@ -1,0 +1,121 @@
+// The cost of serving a transformer on one replica of tp x pp GPUs (doc/serving.md): how much of
+// each GPU the weights, the activations and the KV cache take, how many tokens of KV cache the
+// replica holds, and how long one engine iteration (a batch of prefill chunks and decode tokens)
+// takes on the kernel model's roofline, with the tensor-parallel all-reduces and the pipeline
+// hand-offs on top. The request simulator (request_sim.h) asks it for every iteration.
+#pragma once
+
+#include <cstdint>
+#include <string>
+
+#include "core/result.h"
+#include "hardware/cluster_spec.h"
+#include "model/kv_cache.h"
+#include "model/transformer.h"
+
+namespace stagecraft {
+
+// How the replicas are laid out.
+struct ServeShape {
+  int32_t tp = 1;        // tensor-parallel GPUs per stage (heads and MLP columns split)
+  int32_t pp = 1;        // pipeline stages per replica (layers split evenly)
+  int32_t replicas = 1;  // independent copies behind the router
+  int32_t gpus_per_replica() const { return tp * pp; }
+  int64_t gpus() const { return int64_t{gpus_per_replica()} * replicas; }
+};
+
+// The engine's settings; defaults are vLLM's (vllm/engine/arg_utils.py, EngineArgs).
+struct EngineOptions {
+  double weight_bytes = 2;       // bytes per weight: 2 bf16, 1 fp8/int8, 0.5 fp4 (scales ignored)
+  bool fp8_compute = false;      // FP8 weights and activations (W8A8): GEMMs at the FP8 rate
+  int32_t kv_bytes = 2;          // bytes per KV element: 2 = bf16 (kv_cache_dtype auto), 1 = fp8
+  int32_t activation_bytes = 2;  // hidden states between layers and ranks: bf16
+  // CUDA graphs (vLLM's default): an iteration's kernels replay without the host issuing each
+  // one, so it lasts at least its kernels' floors (KernelModel::kernel_floor_s); eager: at least
+  // the host's issue time per kernel (KernelModel::host_seconds_per_kernel).
+  bool cuda_graphs = true;
+  double memory_utilization = 0.9;  // gpu_memory_utilization: share of HBM the engine may use
+  int64_t token_budget = 8192;      // max_num_batched_tokens (V1, OpenAI server default)
+  int32_t max_seqs = 256;           // max_num_seqs: sequences in one iteration
+  int32_t block_tokens = 16;        // block_size: tokens per paged KV block
+};
+
+// What one replica holds and can hold. Bytes are per GPU (the fullest GPU of the replica).
+struct ReplicaModel {
+  TransformerSpec model;
+  ClusterSpec cluster;
+  ServeShape shape;
+  EngineOptions engine;
+  KvCachePerToken kv;                     // one token's KV cache, whole model, unsharded
+  int64_t kv_heads_per_gpu = 0;           // MHA/GQA/MQA: KV heads a GPU keeps (0 for MLA)
+  bool kv_replicated = false;             // TP above the KV heads (or MLA): copies across TP ranks
+  double kv_bytes_per_token_per_gpu = 0;  // one token's KV on one GPU (its stage's layers)
+  double weight_bytes_per_gpu = 0;        // the fullest stage: its layers + embedding or head
+  double activation_bytes_per_gpu = 0;    // the engine's forward workspace at the token budget
+  double reserve_bytes_per_gpu = 0;       // CUDA context, NCCL buffers (cluster's reserve)
+  double kv_budget_bytes_per_gpu = 0;     // HBM x utilization - weights - activations - reserve
+  int64_t kv_capacity_tokens = 0;         // per replica: whole blocks of the KV budget
+  // For the roofline (per tensor-parallel rank, all stages of the replica in turn):
+  double weight_read_bytes = 0;    // weights streamed per iteration (the input embedding excluded),
+                                   // the routed experts apart
+  double routed_expert_bytes = 0;  // all routed experts' weights (MoE), streamed as touched
+  double matmul_params = 0;        // parameters a token multiplies (active experts only), no head
+  double head_params = 0;          // the output projection (one logit row per sequence)
+  double attention_flops_per_pair = 0;  // all layers: a query against one cached key and value
+};
+
+// --weight-dtype bf16|fp8|int8|fp4 and --kv-dtype bf16|fp8 into `engine`: fp8 weights run
+// W8A8 at the FP8 rate (vLLM's fp8 quantization on Hopper), int8 and fp4 are weight-only
+// (dequantized into bf16 GEMMs); an fp8 KV cache stores one byte per element (vLLM's
+// kv_cache_dtype fp8).
+Status ApplyDtypes(const std::string& weight_dtype, const std::string& kv_dtype,
+                   EngineOptions& engine);
+
+// Checks the layout against the model (heads and KV heads divide or are divided by tp, pp
+// divides the layers, the cluster is a preset with HBM) and sizes the replica. Bad input: the
+// flag and what would work; a replica whose weights leave no room for one KV block: kInfeasible.
+Result<ReplicaModel> BuildReplicaModel(const TransformerSpec& model, const ClusterSpec& cluster,
+                                       const ServeShape& shape, const EngineOptions& engine);
+
+// One engine iteration's work on a replica.
+struct IterationWork {
+  double new_tokens = 0;       // tokens computed: prefill chunk tokens + one per decoding sequence
+  double sequences = 0;        // sequences that emit a logit (decodes, and prefills that finish)
+  double context_tokens = 0;   // cached tokens whose KV is read (every sequence's prior context)
+  double attention_pairs = 0;  // query-key pairs: each new token against the keys it attends to
+};
+
+struct IterationCost {
+  double memory_s = 0;     // weights + KV read at the achieved HBM bandwidth (MemoryBoundSeconds)
+  double compute_s = 0;    // matmul and attention FLOPs at the measured GEMM share of the peak
+  double allreduce_s = 0;  // two TP all-reduces per layer, in sequence with the compute
+  double handoff_s = 0;    // pp - 1 stage hand-offs of the hidden states
+  double launch_s = 0;     // the kernels' floor: kernels x (kernel floor, or host issue if eager)
+  int32_t allreduces = 0;
+  double total_s = 0;  // max(memory, compute, launch) + allreduce + handoff
+};
+
+// The share of a MoE layer's routed experts that `tokens` tokens touch, each choosing k of E
+// experts uniformly and independently: 1 - (1 - k/E)^tokens (the expected distinct experts of
+// tokens draws). 1 when the model has no experts' choice to make.
+double RoutedExpertsTouched(const TransformerSpec& model, double tokens);
+
+// Kernels one decoder layer launches in an engine's forward: input norm, QKV GEMM, rotary
+// embedding, KV-cache write, attention, output GEMM, post-attention norm, gate-and-up GEMM,
+// activation, down GEMM (vLLM's LlamaDecoderLayer, its fused ops counted once); the two TP
+// all-reduces are costed apart.
+inline constexpr int32_t kKernelsPerLayer = 10;
+
+// The roofline of one iteration (every stage in turn: the replica's latency per iteration).
+IterationCost IterationSeconds(const ReplicaModel& replica, const IterationWork& work);
+
+// One TP all-reduce of `bytes` over `tp` GPUs of a node as the engines run small ones: vLLM's
+// custom all-reduce (csrc/custom_all_reduce.cuh: one-stage, every rank reading every peer's
+// buffer, alpha + (n-1)S/beta; two-stage, reduce-scatter then all-gather, 2 alpha + 2(n-1)/n
+// S/beta), the faster of the two; a group across nodes takes NCCL's ring (comm/collective.h).
+double TpAllReduceSeconds(const ClusterSpec& cluster, int32_t tp, double bytes);
+
+// "tp 8 x pp 1, 1 replica (8 GPUs)".
+std::string DescribeShape(const ServeShape& shape);
+
+}  // namespace stagecraft

@@ -19,15 +19,9 @@ int Main(int argc, char** argv) {
     std::fprintf(stderr, "usage: plan_published ENGINE CONFIG...\n");
     return 2;
   }
-  Engine engine = Engine::kMegatron;
-  bool known = false;
-  for (const auto& [name, value] : EngineChoices()) {
-    if (name == argv[1]) {
-      engine = value;
-      known = true;
-    }
-  }
-  if (!known || engine == Engine::kAny) {
+  const auto parsed = ParseEngine(argv[1], "ENGINE");
+  const Engine engine = parsed.ok() ? parsed.value() : Engine::kAny;
+  if (engine == Engine::kAny) {
     std::fprintf(stderr, "plan_published: ENGINE is megatron, torchtitan or deepspeed\n");
     return 2;
   }
@@ -95,8 +89,7 @@ int Main(int argc, char** argv) {
     std::printf("%-16s %6d  %-34s %12.1f %12.1f %8s  %s%s\n", name.c_str(), p.world_size(),
                 layout.c_str(), published_ms, best_ms, rank.c_str(),
                 plans.empty() ? "(none fits)" : plans.front().candidate.Describe().c_str(),
-                simulated.ok() && !simulated.value().info.memory.fits ? "  [published: OVER]"
-                                                                       : "");
+                simulated.ok() && !simulated.value().info.memory.fits ? "  [published: OVER]" : "");
   }
   return 0;
 }

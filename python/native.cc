@@ -163,8 +163,8 @@ Answer PyCheck(const std::string& path, const Text& text, const Overrides& overr
 }
 
 Answer PyPlan(const std::string& path, const std::optional<std::string>& text,
-            const std::map<std::string, std::string>& overrides, int32_t gpus,
-            int64_t global_batch, const std::string& engine, int32_t top) {
+              const std::map<std::string, std::string>& overrides, int32_t gpus,
+              int64_t global_batch, const std::string& engine, int32_t top) {
   Status status;
   PlanSpec spec;
   spec.run = SpecOf(path, text, overrides, status);
@@ -172,20 +172,9 @@ Answer PyPlan(const std::string& path, const std::optional<std::string>& text,
   spec.gpus = gpus;
   spec.global_batch = global_batch;
   spec.top = top;
-  bool known = false;
-  std::vector<std::string> names;
-  for (const auto& [name, value] : EngineChoices()) {
-    names.push_back(name);
-    if (name == engine) {
-      spec.engine = value;
-      known = true;
-    }
-  }
-  if (!known) {
-    return Finish(Transcript(), Error{"engine: unknown engine '" + engine + "'" +
-                                      DidYouMean(engine, names) + " (expected " +
-                                      JoinChoices(names) + ")"});
-  }
+  auto chosen = ParseEngine(engine, "engine");
+  if (!chosen.ok()) return Finish(Transcript(), chosen.error());
+  spec.engine = chosen.value();
   return RunReleased([&](Transcript& t) { return RunPlan(spec, /*json=*/true, t); });
 }
 
@@ -199,8 +188,10 @@ PYBIND11_MODULE(_native, module) {
              py::arg("overrides"), py::arg("schedule_csv"));
   module.def("schedule", &stagecraft::PySchedule, py::arg("path"), py::arg("text"),
              py::arg("overrides"));
-  module.def("derive", &stagecraft::PyDerive, py::arg("path"), py::arg("text"), py::arg("overrides"));
-  module.def("memory", &stagecraft::PyMemory, py::arg("path"), py::arg("text"), py::arg("overrides"));
+  module.def("derive", &stagecraft::PyDerive, py::arg("path"), py::arg("text"),
+             py::arg("overrides"));
+  module.def("memory", &stagecraft::PyMemory, py::arg("path"), py::arg("text"),
+             py::arg("overrides"));
   module.def("check", &stagecraft::PyCheck, py::arg("path"), py::arg("text"), py::arg("overrides"),
              py::arg("schedule_csv"));
   module.def("plan", &stagecraft::PyPlan, py::arg("path"), py::arg("text"), py::arg("overrides"),

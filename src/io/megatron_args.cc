@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "core/suggest.h"
+#include "schedule/partition.h"
 
 namespace stagecraft {
 
@@ -28,20 +29,43 @@ Result<Config> ReadMegatronArgs(const std::string& text, const std::string& sour
   std::istringstream lines(text);
   std::string line;
   int line_number = 0;
-  const std::vector<std::string> switches = {
-      "--group-query-attention",  "--swiglu", "--disable-bias-linear",
-      "--untie-embeddings-and-output-weights", "--mock-data", "--sequence-parallel",
-      "--use-distributed-optimizer", "--overlap-param-gather", "--overlap-grad-reduce", "--bf16",
-      "--use-flash-attn"};
-  const std::vector<std::string> valued = {
-      "--num-layers", "--hidden-size", "--num-attention-heads", "--num-query-groups",
-      "--kv-channels", "--ffn-hidden-size", "--num-experts", "--moe-router-topk",
-      "--moe-ffn-hidden-size", "--moe-shared-expert-intermediate-size", "--normalization",
-      "--position-embedding-type", "--seq-length", "--max-position-embeddings", "--tokenizer-type",
-      "--vocab-size", "--micro-batch-size", "--global-batch-size", "--tensor-model-parallel-size",
-      "--pipeline-model-parallel-size", "--num-layers-per-virtual-pipeline-stage",
-      "--context-parallel-size", "--expert-model-parallel-size", "--recompute-granularity",
-      "--recompute-method", "--recompute-num-layers"};
+  const std::vector<std::string> switches = {"--group-query-attention",
+                                             "--swiglu",
+                                             "--disable-bias-linear",
+                                             "--untie-embeddings-and-output-weights",
+                                             "--mock-data",
+                                             "--sequence-parallel",
+                                             "--use-distributed-optimizer",
+                                             "--overlap-param-gather",
+                                             "--overlap-grad-reduce",
+                                             "--bf16",
+                                             "--use-flash-attn"};
+  const std::vector<std::string> valued = {"--num-layers",
+                                           "--hidden-size",
+                                           "--num-attention-heads",
+                                           "--num-query-groups",
+                                           "--kv-channels",
+                                           "--ffn-hidden-size",
+                                           "--num-experts",
+                                           "--moe-router-topk",
+                                           "--moe-ffn-hidden-size",
+                                           "--moe-shared-expert-intermediate-size",
+                                           "--normalization",
+                                           "--position-embedding-type",
+                                           "--seq-length",
+                                           "--max-position-embeddings",
+                                           "--tokenizer-type",
+                                           "--vocab-size",
+                                           "--micro-batch-size",
+                                           "--global-batch-size",
+                                           "--tensor-model-parallel-size",
+                                           "--pipeline-model-parallel-size",
+                                           "--num-layers-per-virtual-pipeline-stage",
+                                           "--context-parallel-size",
+                                           "--expert-model-parallel-size",
+                                           "--recompute-granularity",
+                                           "--recompute-method",
+                                           "--recompute-num-layers"};
   while (std::getline(lines, line)) {
     ++line_number;
     const std::string where = source + ":" + std::to_string(line_number) + ": ";
@@ -52,7 +76,8 @@ Result<Config> ReadMegatronArgs(const std::string& text, const std::string& sour
     if (!(words >> flag) || flag[0] == '#') continue;
     words >> value;
     if (words >> extra) {
-      return Error{where + "'" + EscapeBytes(line) + "' holds more than one argument (expected "
+      return Error{where + "'" + EscapeBytes(line) +
+                   "' holds more than one argument (expected "
                    "one '--flag [value]' per line)"};
     }
     const bool is_switch = std::find(switches.begin(), switches.end(), flag) != switches.end();
@@ -74,8 +99,8 @@ Result<Config> ReadMegatronArgs(const std::string& text, const std::string& sour
       const auto [stop, error] = std::from_chars(value.data(), end, number);
       if (error != std::errc() || stop != end || number < low ||
           number > std::numeric_limits<int32_t>::max()) {
-        return Error{where + flag + " '" + EscapeBytes(value) + "' is not a whole number >= " +
-                     std::to_string(low)};
+        return Error{where + flag + " '" + EscapeBytes(value) +
+                     "' is not a whole number >= " + std::to_string(low)};
       }
       return Status::Ok();
     };
@@ -153,8 +178,9 @@ Result<Config> ReadMegatronArgs(const std::string& text, const std::string& sour
   if (!grouped) t.kv_heads = 0;
   if (t.shared_experts > 0) {
     if (t.expert_ffn == 0 || t.shared_experts % t.expert_ffn != 0) {
-      return Error{source + ": --moe-shared-expert-intermediate-size must be a multiple of "
-                            "--moe-ffn-hidden-size"};
+      return Error{source +
+                   ": --moe-shared-expert-intermediate-size must be a multiple of "
+                   "--moe-ffn-hidden-size"};
     }
     t.shared_experts /= t.expert_ffn;
   }
@@ -163,14 +189,13 @@ Result<Config> ReadMegatronArgs(const std::string& text, const std::string& sour
   if (layers_per_virtual_stage > 0) {
     if (t.layers % (int64_t{p.pp} * layers_per_virtual_stage) != 0) {
       return Error{source + ": --num-layers-per-virtual-pipeline-stage " +
-                   std::to_string(layers_per_virtual_stage) + " does not split " + std::to_string(t.layers) +
-                   " layers over " + std::to_string(p.pp) + " stages"};
+                   std::to_string(layers_per_virtual_stage) + " does not split " +
+                   std::to_string(t.layers) + " layers over " + std::to_string(p.pp) + " stages"};
     }
     p.vpp = static_cast<int32_t>(t.layers / (p.pp * layers_per_virtual_stage));
   }
-  const int64_t world = config.cluster.given
-                            ? int64_t{config.cluster.nodes} * config.cluster.devices_per_node
-                            : 0;
+  const int64_t world =
+      config.cluster.given ? int64_t{config.cluster.nodes} * config.cluster.devices_per_node : 0;
   const int64_t model_ranks = int64_t{p.tp} * p.pp * p.cp;
   if (world == 0 || world % model_ranks != 0) {
     return Error{source + ": tp x pp x cp = " + std::to_string(model_ranks) +
@@ -186,13 +211,9 @@ Result<Config> ReadMegatronArgs(const std::string& text, const std::string& sour
   p.microbatches = static_cast<int32_t>(global_batch / per_step);
   config.schedule.name = p.vpp > 1 ? "interleaved-1f1b" : "1f1b";
   config.schedule.group_size = 0;
-  // Megatron's even split of the decoders, the embedding with the first stage and the head with
-  // the last (as plan/plan.cc's candidates run).
-  const int32_t stages = p.pp * p.vpp;
+  // Megatron's default layout, as plan/plan.cc's candidates run.
   p.partition = PartitionMethod::kCounts;
-  p.layer_counts.assign(static_cast<size_t>(stages), t.layers / stages);
-  p.layer_counts.front() += 1;
-  p.layer_counts.back() += 1;
+  p.layer_counts = EvenTransformerCounts(t.layers, p.pp * p.vpp);
   return config;
 }
 

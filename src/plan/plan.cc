@@ -8,10 +8,12 @@
 #include <utility>
 
 #include "analysis/closed_form.h"
+#include "core/suggest.h"
 #include "memory/model_states.h"
 #include "plan/plan_rules.h"
 #include "report/summary.h"
 #include "run/simulate.h"
+#include "schedule/partition.h"
 
 namespace stagecraft {
 
@@ -32,6 +34,16 @@ const char* EngineName(Engine engine) {
   return "?";
 }
 
+Result<Engine> ParseEngine(const std::string& name, const std::string& flag) {
+  std::vector<std::string> names;
+  for (const auto& [known, value] : EngineChoices()) {
+    if (name == known) return value;
+    names.push_back(known);
+  }
+  return Error{flag + ": unknown engine '" + name + "'" + DidYouMean(name, names) + " (expected " +
+               JoinChoices(names) + ")"};
+}
+
 void Candidate::ApplyTo(Config& config) const {
   ParallelSpec& p = config.parallel;
   p.tp = tp;
@@ -46,24 +58,10 @@ void Candidate::ApplyTo(Config& config) const {
   config.model.micro_batch_size = micro_batch_size;
   config.schedule.name = schedule;
   config.schedule.group_size = 0;
-  // Megatron's even split of the decoders (the embedding with the first stage, the head with the
-  // last), as its default layout places them; where the stages do not divide the decoders
-  // (torchtitan), the stages between the first and the last take one more each, in order.
-  const int32_t stages = pp * vpp;
-  const int32_t decoders = config.model.transformer.layers;
+  // The engines' default split (schedule/partition.h).
   p.partition = PartitionMethod::kCounts;
   p.layout.clear();
-  p.layer_counts.assign(static_cast<size_t>(stages), decoders / std::max(1, stages));
-  std::vector<int32_t> order;  // the middle stages first; extra < stages, so each at most once
-  for (int32_t stage = 1; stage + 1 < stages; ++stage) order.push_back(stage);
-  order.push_back(0);
-  if (stages > 1) order.push_back(stages - 1);
-  const int32_t extra = decoders % std::max(1, stages);
-  for (int32_t index = 0; index < extra; ++index) {
-    ++p.layer_counts[static_cast<size_t>(order[static_cast<size_t>(index)])];
-  }
-  p.layer_counts.front() += 1;
-  p.layer_counts.back() += 1;
+  p.layer_counts = EvenTransformerCounts(config.model.transformer.layers, std::max(1, pp * vpp));
   p.placement = Placement::kLoop;
   const bool data_parallel = dp * cp > 1;
   p.sequence_parallel = tp > 1 && engine != Engine::kDeepSpeed;
@@ -92,11 +90,10 @@ void Candidate::ApplyTo(Config& config) const {
 
 std::string Candidate::Describe() const {
   return std::string(EngineName(engine)) + " tp " + std::to_string(tp) + " pp " +
-         std::to_string(pp) + " vpp " + std::to_string(vpp) + " dp " + std::to_string(dp) +
-         " cp " + std::to_string(cp) + " ep " + std::to_string(ep) + " mbs " +
-         std::to_string(micro_batch_size) + " m " + std::to_string(microbatches) + " " +
-         schedule + " recompute " + RecomputeName(recompute) + " zero " +
-         std::to_string(zero_stage);
+         std::to_string(pp) + " vpp " + std::to_string(vpp) + " dp " + std::to_string(dp) + " cp " +
+         std::to_string(cp) + " ep " + std::to_string(ep) + " mbs " +
+         std::to_string(micro_batch_size) + " m " + std::to_string(microbatches) + " " + schedule +
+         " recompute " + RecomputeName(recompute) + " zero " + std::to_string(zero_stage);
 }
 
 namespace {
@@ -105,23 +102,32 @@ namespace {
 // each op waits for, what follows the last backward, and the memory per device.
 struct Costed {
   bool ok = false;
-  Time forward;      // of one chunk, with its exposed TP / CP / EP collectives
-  Time backward;     // B = I + W, likewise
-  Time weight_grad;  // W
-  Time tail;         // after the pipeline: exposed DP reduction, optimizer step, first gather
-  double states = 0;                // model states of the fullest device
-  int64_t chunk_activations = 0;    // activations one chunk holds per microbatch (largest)
+  Time forward;       // of one chunk, with its exposed TP / CP / EP collectives
+  Time backward;      // B = I + W, likewise
+  Time weight_grad;   // W
+  Time tail;          // after the pipeline: exposed DP reduction, optimizer step, first gather
+  double states = 0;  // model states of the fullest device
+  int64_t chunk_activations = 0;  // activations one chunk holds per microbatch (largest)
   int64_t capacity = 0;
   int64_t reserve = 0;
 };
 
 // Everything but the schedule's order and the microbatch count changes the costs; the screen
 // prepares one representative per key.
-using CostKey = std::tuple<int, int32_t, int32_t, int32_t, int32_t, int32_t, int32_t, int32_t,
-                           int, int32_t, bool>;
+using CostKey = std::tuple<int, int32_t, int32_t, int32_t, int32_t, int32_t, int32_t, int32_t, int,
+                           int32_t, bool>;
 CostKey KeyOf(const Candidate& c) {
-  return {static_cast<int>(c.engine), c.tp, c.pp, c.dp, c.cp, c.ep, c.vpp, c.micro_batch_size,
-          static_cast<int>(c.recompute), c.zero_stage, c.schedule == "dualpipev"};
+  return {static_cast<int>(c.engine),
+          c.tp,
+          c.pp,
+          c.dp,
+          c.cp,
+          c.ep,
+          c.vpp,
+          c.micro_batch_size,
+          static_cast<int>(c.recompute),
+          c.zero_stage,
+          c.schedule == "dualpipev"};
 }
 
 Costed Cost(const PlanSpec& spec, const std::shared_ptr<const LoadedConfig>& base,
@@ -232,8 +238,9 @@ Result<PlanResult> PlanLayouts(const PlanSpec& spec) {
                  "searches dense and MoE transformers so far"};
   }
   if (!config.cluster.given) {
-    return Error{"plan: no cluster to plan for; give one (--cluster h100x8, or a cluster "
-                 "section; stagecraft list presets)"};
+    return Error{
+        "plan: no cluster to plan for; give one (--cluster h100x8, or a cluster "
+        "section; stagecraft list presets)"};
   }
   const int64_t devices = int64_t{config.cluster.nodes} * config.cluster.devices_per_node;
   if (spec.gpus > devices) {
@@ -344,18 +351,17 @@ Result<PlanResult> PlanLayouts(const PlanSpec& spec) {
     if (device_time > 0) {
       const BubbleSplit& split = o.metrics.bubble;
       plan.bubble_pipeline = static_cast<double>(split.pipeline.ns()) / device_time;
-      plan.bubble_exposed = static_cast<double>((split.exposed_collectives + split.exposed_p2p +
-                                                 split.exposed_state)
-                                                    .ns()) /
-                            device_time;
+      plan.bubble_exposed =
+          static_cast<double>(
+              (split.exposed_collectives + split.exposed_p2p + split.exposed_state).ns()) /
+          device_time;
     }
     plan.memory = memory;
     plans.push_back(plan);
   }
   if (spec.progress) spec.progress("");
-  std::stable_sort(plans.begin(), plans.end(), [](const PlannedLayout& a, const PlannedLayout& b) {
-    return a.step < b.step;
-  });
+  std::stable_sort(plans.begin(), plans.end(),
+                   [](const PlannedLayout& a, const PlannedLayout& b) { return a.step < b.step; });
   if (plans.size() > static_cast<size_t>(std::max(1, spec.top))) {
     plans.resize(static_cast<size_t>(std::max(1, spec.top)));
   }
@@ -368,10 +374,10 @@ Result<PlanResult> PlanLayouts(const PlanSpec& spec) {
           std::to_string(simulate) + " of " + std::to_string(fitting.size()),
       "memory: model states + activations at the schedule's peak + the framework reserve, "
       "against the device" +
-          (spec.headroom > 0 ? " less " + std::to_string(static_cast<int>(
-                                              std::lround(spec.headroom * 100))) +
-                                   "% headroom"
-                             : std::string(""))};
+          (spec.headroom > 0
+               ? " less " + std::to_string(static_cast<int>(std::lround(spec.headroom * 100))) +
+                     "% headroom"
+               : std::string(""))};
   return result;
 }
 

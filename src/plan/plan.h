@@ -28,6 +28,8 @@ enum class Engine : uint8_t { kMegatron, kTorchtitan, kDeepSpeed, kAny };
 // "megatron", "torchtitan", "deepspeed", "any".
 const std::vector<std::pair<std::string, Engine>>& EngineChoices();
 const char* EngineName(Engine engine);
+// An engine by name; an unknown one is bad input naming `flag`, with "did you mean".
+Result<Engine> ParseEngine(const std::string& name, const std::string& flag);
 
 struct PlanSpec {
   RunSpec run;                   // the model and the cluster (config, --hf-config, --cluster)

@@ -341,6 +341,20 @@ Result<Partition> PartitionStateAware(const std::vector<Time>& layer_costs,
   return SplitMinMax(StageCostModel(layer_costs, cut_costs), num_stages);
 }
 
+std::vector<int32_t> EvenTransformerCounts(int32_t decoders, int32_t stages) {
+  std::vector<int32_t> counts(static_cast<size_t>(stages), decoders / stages);
+  std::vector<int32_t> order;  // the middle stages first; extra < stages, so each at most once
+  for (int32_t stage = 1; stage + 1 < stages; ++stage) order.push_back(stage);
+  order.push_back(0);
+  if (stages > 1) order.push_back(stages - 1);
+  for (int32_t index = 0; index < decoders % stages; ++index) {
+    ++counts[static_cast<size_t>(order[static_cast<size_t>(index)])];
+  }
+  counts.front() += 1;  // the embedding
+  counts.back() += 1;   // the head
+  return counts;
+}
+
 Result<Partition> PartitionFromCounts(const std::vector<int32_t>& counts, int32_t num_layers) {
   if (counts.empty()) {
     return Error{"no layer counts given (expected one count per stage, summing to " +

@@ -41,6 +41,13 @@ Result<Partition> PartitionByCost(const std::vector<Time>& layer_costs, int32_t 
 Result<Partition> PartitionStateAware(const std::vector<Time>& layer_costs,
                                       const std::vector<Time>& cut_costs, int32_t num_stages);
 
+// The counts of a transformer's layer list (the embedding, `decoders` decoders, the head) over
+// `stages` stages: the decoders split evenly (Megatron-LM's default layout), the embedding with
+// the first stage and the head with the last. Where the stages do not divide the decoders
+// (torchtitan's splitter), the stages between the first and the last take one more each, in
+// order, then the first and the last. REQUIRES: stages >= 1.
+std::vector<int32_t> EvenTransformerCounts(int32_t decoders, int32_t stages);
+
 // Explicit layer counts per stage (each >= 1, summing to num_layers).
 Result<Partition> PartitionFromCounts(const std::vector<int32_t>& counts, int32_t num_layers);
 

@@ -4,6 +4,7 @@
 
 #include <CLI/CLI.hpp>
 #include <algorithm>
+#include <functional>
 #include <iostream>
 
 #include "analysis/metrics.h"
@@ -182,21 +183,31 @@ CLI::App* AddCommCommand(CLI::App& app, CommSpec& flags) {
   return comm;
 }
 
+// The commands that search or serve take a config with the model and cluster, and of the run
+// flags only the named ones (the rest are what they choose).
+void AddModelFlags(CLI::App& command, RunSpec& run, std::initializer_list<std::string> flags) {
+  command.add_option("config", run.config_path,
+                     "YAML config with the model and cluster (doc/config.md); none = the "
+                     "bundled example");
+  for (const RunOverride& row : RunOverrides()) {
+    if (std::find(flags.begin(), flags.end(), row.flag) != flags.end()) {
+      command.add_option(row.flag, run.*row.field, row.help)->type_name(row.type_name);
+    }
+  }
+}
+
+// On a terminal, a progress line redrawn in place ("" clears it); elsewhere none.
+std::function<void(const std::string&)> TerminalProgress(std::ostream& err) {
+  if (&err != &std::cerr || isatty(STDERR_FILENO) != 1) return nullptr;
+  return [&err](const std::string& line) { err << "\r" << line << "\033[K" << std::flush; };
+}
+
 // `plan`: the model and cluster flags of a run, the planner's own.
 CLI::App* AddPlanCommand(CLI::App& app, PlanSpec& plan, std::string& engine,
                          std::vector<std::string>& export_to, bool& json) {
   CLI::App* command = app.add_subcommand(
       "plan", "choose the layout: every engine-legal candidate screened, the best simulated");
-  RunSpec& run = plan.run;
-  command->add_option("config", run.config_path,
-                      "YAML config with the model and cluster (doc/config.md); none = the "
-                      "bundled example");
-  for (const RunOverride& row : RunOverrides()) {
-    const std::string flag = row.flag;
-    if (flag == "--hf-config" || flag == "--cluster" || flag == "--seq-len") {
-      command->add_option(row.flag, run.*row.field, row.help)->type_name(row.type_name);
-    }
-  }
+  AddModelFlags(*command, plan.run, {"--hf-config", "--cluster", "--seq-len"});
   command->add_option("--gpus", plan.gpus, "the GPUs N every layout fills (required)")
       ->type_name("N");
   command
@@ -299,16 +310,7 @@ CLI::App* AddGoodputCommand(CLI::App& app, GoodputSpec& spec) {
 CLI::App* AddServeCommand(CLI::App& app, ServeSpec& serve) {
   CLI::App* command = app.add_subcommand(
       "serve", "simulate serving a model: KV cache, step costs, requests through replicas");
-  RunSpec& run = serve.run;
-  command->add_option("config", run.config_path,
-                      "YAML config with the model and cluster (doc/config.md); none = the "
-                      "bundled example");
-  for (const RunOverride& row : RunOverrides()) {
-    const std::string flag = row.flag;
-    if (flag == "--hf-config" || flag == "--cluster") {
-      command->add_option(row.flag, run.*row.field, row.help)->type_name(row.type_name);
-    }
-  }
+  AddModelFlags(*command, serve.run, {"--hf-config", "--cluster"});
   command
       ->add_option("--tp", serve.tp,
                    "tensor-parallel GPUs per stage (default: parallel.tp, else 1)")
@@ -357,16 +359,7 @@ CLI::App* AddServeCommand(CLI::App& app, ServeSpec& serve) {
 CLI::App* AddServePlanCommand(CLI::App& app, ServePlanSpec& plan) {
   CLI::App* command = app.add_subcommand(
       "serve-plan", "choose the serving layout: the most requests per GPU within the SLO");
-  RunSpec& run = plan.run;
-  command->add_option("config", run.config_path,
-                      "YAML config with the model and cluster (doc/config.md); none = the "
-                      "bundled example");
-  for (const RunOverride& row : RunOverrides()) {
-    const std::string flag = row.flag;
-    if (flag == "--hf-config" || flag == "--cluster") {
-      command->add_option(row.flag, run.*row.field, row.help)->type_name(row.type_name);
-    }
-  }
+  AddModelFlags(*command, plan.run, {"--hf-config", "--cluster"});
   command->add_option("--gpus", plan.gpus, "the GPUs N the replicas fill (required)")
       ->type_name("N");
   command->add_option("--slo", plan.slo, "P90 bounds, e.g. ttft_p90=0.4s,tpot_p90=40ms (required)")
@@ -550,20 +543,11 @@ int DispatchMultimodal(const CLI::App& multimodal, MultimodalTablesSpec& flags, 
 Status RunPlanCommand(PlanSpec& spec, const std::string& engine,
                       const std::vector<std::string>& export_to, bool json, std::ostream& err,
                       Transcript& transcript) {
-  auto engine_named = [](const std::string& flag, const std::string& name) -> Result<Engine> {
-    std::vector<std::string> names;
-    for (const auto& [known, value] : EngineChoices()) {
-      if (name == known) return value;
-      names.push_back(known);
-    }
-    return Error{flag + ": unknown engine '" + name + "'" + DidYouMean(name, names) +
-                 " (expected " + JoinChoices(names) + ")"};
-  };
-  auto chosen = engine_named("--engine", engine);
+  auto chosen = ParseEngine(engine, "--engine");
   if (!chosen.ok()) return chosen.error();
   spec.engine = chosen.value();
   if (export_to.size() == 2) {
-    auto exported = engine_named("--export", export_to[0]);
+    auto exported = ParseEngine(export_to[0], "--export");
     if (!exported.ok()) return exported.error();
     spec.export_engine = exported.value();
     spec.export_dir = export_to[1];
@@ -574,11 +558,7 @@ Status RunPlanCommand(PlanSpec& spec, const std::string& engine,
   }
   if (spec.fixed_tp && *spec.fixed_tp < 1) return Error{"--tp: must be at least 1"};
   if (spec.max_pp && *spec.max_pp < 1) return Error{"--max-pp: must be at least 1"};
-  if (&err == &std::cerr && isatty(STDERR_FILENO) == 1) {
-    spec.progress = [&err](const std::string& line) {
-      err << "\r" << line << "\033[K" << std::flush;
-    };
-  }
+  spec.progress = TerminalProgress(err);
   return RunPlan(spec, json, transcript);
 }
 
@@ -696,16 +676,8 @@ int RunCli(int argc, const char* const* argv, std::ostream& out, std::ostream& e
   if (!chosen.front()->remaining().empty()) {
     return UsageError(ExtraArgumentsMessage(*chosen.front(), chosen.front()->remaining()), err);
   }
-  if (*bench && &err == &std::cerr && isatty(STDERR_FILENO) == 1) {
-    bench_flags.progress = [&err](const std::string& line) {
-      err << "\r" << line << "\033[K" << std::flush;
-    };
-  }
-  if (*serve_plan && &err == &std::cerr && isatty(STDERR_FILENO) == 1) {
-    serve_plan_spec.progress = [&err](const std::string& line) {
-      err << "\r" << line << "\033[K" << std::flush;
-    };
-  }
+  if (*bench) bench_flags.progress = TerminalProgress(err);
+  if (*serve_plan) serve_plan_spec.progress = TerminalProgress(err);
   Transcript transcript;
   if (*plan) {
     const Status status =

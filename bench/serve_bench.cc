@@ -6,30 +6,15 @@
 #include "hardware/presets.h"
 #include "serve/request_sim.h"
 #include "serve/step_cost.h"
+#include "testing/models.h"
 
 namespace stagecraft {
 namespace {
 
-TransformerSpec Llama3_70b() {
-  TransformerSpec spec;
-  spec.layers = 80;
-  spec.hidden = 8192;
-  spec.heads = 64;
-  spec.kv_heads = 8;
-  spec.ffn_hidden = 28672;
-  spec.vocab = 128256;
-  spec.swiglu = true;
-  spec.causal = true;
-  spec.tied_embeddings = false;
-  spec.bias = false;
-  spec.learned_positions = false;
-  return spec;
-}
-
 void BM_Serve100kRequests8Replicas(benchmark::State& state) {
   auto cluster = ClusterFromPreset("h100x8");
   auto replica =
-      BuildReplicaModel(Llama3_70b(), cluster.value(), {.tp = 8, .pp = 1, .replicas = 8}, {});
+      BuildReplicaModel(Llama3_70bSpec(), cluster.value(), {.tp = 8, .pp = 1, .replicas = 8}, {});
   if (!replica.ok()) {
     state.SkipWithError(replica.error().message.c_str());
     return;

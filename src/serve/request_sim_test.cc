@@ -6,31 +6,15 @@
 
 #include "hardware/presets.h"
 #include "serve/splitmix.h"
+#include "testing/models.h"
 
 namespace stagecraft {
 namespace {
 
-// Llama-3-70B (huggingface.co/meta-llama/Meta-Llama-3-70B config.json).
-TransformerSpec Llama3_70b() {
-  TransformerSpec spec;
-  spec.layers = 80;
-  spec.hidden = 8192;
-  spec.heads = 64;
-  spec.kv_heads = 8;
-  spec.ffn_hidden = 28672;
-  spec.vocab = 128256;
-  spec.swiglu = true;
-  spec.causal = true;
-  spec.tied_embeddings = false;
-  spec.bias = false;
-  spec.learned_positions = false;
-  return spec;
-}
-
 ReplicaModel Replica(int32_t replicas, EngineOptions engine = {}) {
   auto cluster = ClusterFromPreset("h100x2");
   EXPECT_TRUE(cluster.ok());
-  auto replica = BuildReplicaModel(Llama3_70b(), cluster.value(),
+  auto replica = BuildReplicaModel(Llama3_70bSpec(), cluster.value(),
                                    {.tp = 8, .pp = 1, .replicas = replicas}, engine);
   EXPECT_TRUE(replica.ok()) << replica.error().message;
   return replica.value();

@@ -5,27 +5,10 @@
 #include <cmath>
 
 #include "hardware/presets.h"
+#include "testing/models.h"
 
 namespace stagecraft {
 namespace {
-
-// Meta-Llama-3-70B config.json (huggingface.co/meta-llama/Meta-Llama-3-70B): 80 layers, hidden
-// 8192, 64 heads, 8 KV heads, SwiGLU 28672, vocab 128256, untied, RMSNorm, no biases.
-TransformerSpec Llama3_70b() {
-  TransformerSpec spec;
-  spec.layers = 80;
-  spec.hidden = 8192;
-  spec.heads = 64;
-  spec.kv_heads = 8;
-  spec.ffn_hidden = 28672;
-  spec.vocab = 128256;
-  spec.swiglu = true;
-  spec.causal = true;
-  spec.tied_embeddings = false;
-  spec.bias = false;
-  spec.learned_positions = false;
-  return spec;
-}
 
 ClusterSpec Preset(const char* name) {
   auto cluster = ClusterFromPreset(name);
@@ -60,14 +43,15 @@ TEST(ServeKvTest, Opt13bMhaIs800KbPerToken) {
 // Llama-3-70B, GQA: 2 (K, V) x 8 KV heads x 128 x 80 layers x 2 B = 327,680 B per token. Under
 // TP 8 each GPU keeps one KV head of every layer: 327,680 / 8 = 40,960 B.
 TEST(ServeKvTest, Llama3_70bGqaShardsByHeadsUnderTp) {
-  const ReplicaModel replica = Replica(Llama3_70b(), "h100", {.tp = 8, .pp = 1, .replicas = 1});
+  const ReplicaModel replica = Replica(Llama3_70bSpec(), "h100", {.tp = 8, .pp = 1, .replicas = 1});
   EXPECT_EQ(replica.kv.attention, AttentionKind::kGqa);
   EXPECT_EQ(replica.kv.total(), 327'680.0);
   EXPECT_EQ(replica.kv_heads_per_gpu, 1);
   EXPECT_FALSE(replica.kv_replicated);
   EXPECT_EQ(replica.kv_bytes_per_token_per_gpu, 327'680.0 / 8);
   // PP 2 over two nodes' worth of GPUs: each stage keeps half of the layers.
-  const ReplicaModel staged = Replica(Llama3_70b(), "h100x2", {.tp = 8, .pp = 2, .replicas = 1});
+  const ReplicaModel staged =
+      Replica(Llama3_70bSpec(), "h100x2", {.tp = 8, .pp = 2, .replicas = 1});
   EXPECT_EQ(staged.kv_bytes_per_token_per_gpu, 327'680.0 / 16);
   EXPECT_GT(staged.kv_capacity_tokens, 2 * replica.kv_capacity_tokens);
 }
@@ -75,7 +59,7 @@ TEST(ServeKvTest, Llama3_70bGqaShardsByHeadsUnderTp) {
 // TP above the KV heads: 4 KV heads on 8 ranks, one head per rank, each kept twice (vLLM's
 // num_kv_head_replicas = tp / g), so a GPU holds 1/4 of a token's KV, not 1/8.
 TEST(ServeKvTest, TpAboveKvHeadsReplicates) {
-  TransformerSpec spec = Llama3_70b();
+  TransformerSpec spec = Llama3_70bSpec();
   spec.kv_heads = 4;
   const ReplicaModel replica = Replica(spec, "h100", {.tp = 8, .pp = 1, .replicas = 1});
   EXPECT_TRUE(replica.kv_replicated);
@@ -142,7 +126,7 @@ TEST(ServeStepTest, MoeDecodeStreamsTheTouchedExperts) {
   EXPECT_DOUBLE_EQ(RoutedExpertsTouched(moe, 1), 8.0 / 256);
   EXPECT_DOUBLE_EQ(RoutedExpertsTouched(moe, 2), 1 - (248.0 / 256) * (248.0 / 256));
   EXPECT_DOUBLE_EQ(RoutedExpertsTouched(moe, 8192), 1.0);
-  EXPECT_EQ(RoutedExpertsTouched(Llama3_70b(), 1), 1.0);
+  EXPECT_EQ(RoutedExpertsTouched(Llama3_70bSpec(), 1), 1.0);
 }
 
 // Llama-3-70B parameters, counted by hand from the dimensions: a layer has QKV 8192 x (8192 +
@@ -167,8 +151,8 @@ constexpr double kParams = 80 * kLayer + 2 * kVocabRows + 8192;
 //            1,048,576 / 370e9 = 10.960 us (one-stage 22.8 us): 1.7536 ms.
 //   Step: 10.4900 + 1.7536 = 12.2436 ms.
 TEST(ServeStepTest, Llama3_70bDecodeOnH100Tp8MatchesTheHandCalculation) {
-  const ReplicaModel replica = Replica(Llama3_70b(), "h100", {.tp = 8, .pp = 1, .replicas = 1});
-  EXPECT_EQ(TransformerParams(Llama3_70b(), 0), kParams);
+  const ReplicaModel replica = Replica(Llama3_70bSpec(), "h100", {.tp = 8, .pp = 1, .replicas = 1});
+  EXPECT_EQ(TransformerParams(Llama3_70bSpec(), 0), kParams);
   IterationWork work;
   work.new_tokens = 64;
   work.sequences = 64;
@@ -200,7 +184,7 @@ TEST(ServeStepTest, Llama3_70bDecodeOnH100Tp8MatchesTheHandCalculation) {
 //   KV budget 51,811,796,992 B / (40,960 B x 16-token blocks) = 79,058 blocks = 1,264,928
 //   tokens = 308 slots of 4096 tokens (the largest batch at context 4096).
 TEST(ServeStepTest, Llama3_70bTp8KvCapacityIn4096TokenSlots) {
-  const ReplicaModel replica = Replica(Llama3_70b(), "h100", {.tp = 8, .pp = 1, .replicas = 1});
+  const ReplicaModel replica = Replica(Llama3_70bSpec(), "h100", {.tp = 8, .pp = 1, .replicas = 1});
   const double weights = kParams * 2 / 8;
   const double activations = 8192.0 * (2 * 8192 + 2.0 * 28672 / 8) * 2 + 256.0 * 128256 / 8 * 4;
   const double budget = 80e9 * 0.9 - weights - activations - 2.0 * (1 << 30);
@@ -214,8 +198,8 @@ TEST(ServeStepTest, Llama3_70bTp8KvCapacityIn4096TokenSlots) {
 }
 
 TEST(ServeStepTest, PipelineAddsHandOffsAndHalvesTheWeightsPerGpu) {
-  const ReplicaModel one = Replica(Llama3_70b(), "h100x2", {.tp = 8, .pp = 1, .replicas = 1});
-  const ReplicaModel two = Replica(Llama3_70b(), "h100x2", {.tp = 8, .pp = 2, .replicas = 1});
+  const ReplicaModel one = Replica(Llama3_70bSpec(), "h100x2", {.tp = 8, .pp = 1, .replicas = 1});
+  const ReplicaModel two = Replica(Llama3_70bSpec(), "h100x2", {.tp = 8, .pp = 2, .replicas = 1});
   EXPECT_LT(two.weight_bytes_per_gpu, 0.55 * one.weight_bytes_per_gpu);
   IterationWork work{
       .new_tokens = 8, .sequences = 8, .context_tokens = 8 * 1024.0, .attention_pairs = 8 * 1025.0};
@@ -233,8 +217,9 @@ TEST(ServeStepTest, PipelineAddsHandOffsAndHalvesTheWeightsPerGpu) {
 TEST(ServeStepTest, Fp8WeightsAndKvHalveTheBytes) {
   EngineOptions fp8;
   ASSERT_TRUE(ApplyDtypes("fp8", "fp8", fp8).ok());
-  const ReplicaModel bf16 = Replica(Llama3_70b(), "h100", {.tp = 8, .pp = 1, .replicas = 1});
-  const ReplicaModel small = Replica(Llama3_70b(), "h100", {.tp = 8, .pp = 1, .replicas = 1}, fp8);
+  const ReplicaModel bf16 = Replica(Llama3_70bSpec(), "h100", {.tp = 8, .pp = 1, .replicas = 1});
+  const ReplicaModel small =
+      Replica(Llama3_70bSpec(), "h100", {.tp = 8, .pp = 1, .replicas = 1}, fp8);
   EXPECT_EQ(small.kv.total(), 163'840.0);
   EXPECT_EQ(small.weight_read_bytes, bf16.weight_read_bytes / 2);
   EXPECT_GT(small.kv_capacity_tokens, 2 * bf16.kv_capacity_tokens);
@@ -252,7 +237,7 @@ TEST(ServeStepTest, Fp8WeightsAndKvHalveTheBytes) {
   EngineOptions int8;
   ASSERT_TRUE(ApplyDtypes("int8", "bf16", int8).ok());
   const ReplicaModel weight_only =
-      Replica(Llama3_70b(), "h100", {.tp = 8, .pp = 1, .replicas = 1}, int8);
+      Replica(Llama3_70bSpec(), "h100", {.tp = 8, .pp = 1, .replicas = 1}, int8);
   EXPECT_EQ(IterationSeconds(weight_only, prefill).compute_s,
             IterationSeconds(bf16, prefill).compute_s);
   EXPECT_EQ(weight_only.kv.total(), 327'680.0);
@@ -267,11 +252,11 @@ TEST(ServeStepTest, Fp8WeightsAndKvHalveTheBytes) {
 // graphs each lasts at least the 5 us kernel floor (4 ms in all), under a one-token decode's
 // 6.5 ms of weight streaming; eager, the host issues each in 10 us (8 ms), which then binds.
 TEST(ServeStepTest, EagerLaunchesBindASmallDecode) {
-  const ReplicaModel graphs = Replica(Llama3_70b(), "h100", {.tp = 8, .pp = 1, .replicas = 1});
+  const ReplicaModel graphs = Replica(Llama3_70bSpec(), "h100", {.tp = 8, .pp = 1, .replicas = 1});
   EngineOptions eager_options;
   eager_options.cuda_graphs = false;
   const ReplicaModel eager =
-      Replica(Llama3_70b(), "h100", {.tp = 8, .pp = 1, .replicas = 1}, eager_options);
+      Replica(Llama3_70bSpec(), "h100", {.tp = 8, .pp = 1, .replicas = 1}, eager_options);
   const IterationWork one{
       .new_tokens = 1, .sequences = 1, .context_tokens = 0, .attention_pairs = 1};
   const IterationCost fast = IterationSeconds(graphs, one);
@@ -285,17 +270,17 @@ TEST(ServeStepTest, EagerLaunchesBindASmallDecode) {
 }
 
 TEST(ServeStepTest, BadLayoutsAreErrors) {
-  auto heads = BuildReplicaModel(Llama3_70b(), Preset("h100"), {.tp = 3}, {});
+  auto heads = BuildReplicaModel(Llama3_70bSpec(), Preset("h100"), {.tp = 3}, {});
   ASSERT_FALSE(heads.ok());
   EXPECT_EQ(heads.error().kind, ErrorKind::kBadInput);
   EXPECT_NE(heads.error().message.find("must divide the 64 attention heads"), std::string::npos);
-  auto layers = BuildReplicaModel(Llama3_70b(), Preset("h100x3"), {.tp = 8, .pp = 3}, {});
+  auto layers = BuildReplicaModel(Llama3_70bSpec(), Preset("h100x3"), {.tp = 8, .pp = 3}, {});
   ASSERT_FALSE(layers.ok());
   EXPECT_NE(layers.error().message.find("80 layers"), std::string::npos);
-  auto one_gpu = BuildReplicaModel(Llama3_70b(), Preset("h100"), {.tp = 1}, {});
+  auto one_gpu = BuildReplicaModel(Llama3_70bSpec(), Preset("h100"), {.tp = 1}, {});
   ASSERT_FALSE(one_gpu.ok());
   EXPECT_EQ(one_gpu.error().kind, ErrorKind::kInfeasible);
-  auto too_many = BuildReplicaModel(Llama3_70b(), Preset("h100"), {.tp = 8, .replicas = 2}, {});
+  auto too_many = BuildReplicaModel(Llama3_70bSpec(), Preset("h100"), {.tp = 8, .replicas = 2}, {});
   ASSERT_FALSE(too_many.ok());
   EXPECT_EQ(too_many.error().kind, ErrorKind::kBadInput);
 }

@@ -1,0 +1,28 @@
+// Published model shapes the tests and benchmarks share (header-only; nothing here is linked
+// into the tool).
+#pragma once
+
+#include "model/transformer.h"
+
+namespace stagecraft {
+
+// Meta-Llama-3-70B's config.json (huggingface.co/meta-llama/Meta-Llama-3-70B): 80 layers, hidden
+// 8192, 64 query heads, 8 KV heads, SwiGLU 28672, vocab 128256, untied embeddings, RMSNorm and
+// no biases, RoPE; flash attention.
+inline TransformerSpec Llama3_70bSpec() {
+  TransformerSpec spec;
+  spec.layers = 80;
+  spec.hidden = 8192;
+  spec.heads = 64;
+  spec.kv_heads = 8;
+  spec.ffn_hidden = 28672;
+  spec.vocab = 128256;
+  spec.swiglu = true;
+  spec.causal = true;
+  spec.tied_embeddings = false;
+  spec.bias = false;
+  spec.learned_positions = false;
+  return spec;
+}
+
+}  // namespace stagecraft

@@ -237,6 +237,11 @@ CLI::App* AddPlanCommand(CLI::App& app, PlanSpec& plan, std::string& engine,
       ->expected(2)
       ->type_name("ENGINE DIR");
   command->add_flag("--json", json, "print one JSON object");
+  command
+      ->add_option("--report", plan.report_path,
+                   "write a self-contained HTML report (ranked plans, Pareto front, rejections) "
+                   "to FILE")
+      ->type_name("FILE");
   command->footer(PlanHelpFooter());
   return command;
 }
@@ -586,6 +591,11 @@ int RunCli(int argc, const char* const* argv, std::ostream& out, std::ostream& e
                      "configs with multimodal.vision: one row per vision-encoder placement "
                      "(colocated, decoupled, disaggregated, bubble-fill)");
   simulate->add_option("--trace", output.trace_path, "write a Chrome/Perfetto trace to FILE")
+      ->type_name("FILE");
+  simulate
+      ->add_option("--report", output.report_path,
+                   "write a self-contained HTML report (timeline, memory, bubble split, "
+                   "derivation) to FILE")
       ->type_name("FILE");
   simulate
       ->add_option("--write-schedule-csv", output.write_schedule_csv,

@@ -362,6 +362,7 @@ Result<PlanResult> PlanLayouts(const PlanSpec& spec) {
   if (spec.progress) spec.progress("");
   std::stable_sort(plans.begin(), plans.end(),
                    [](const PlannedLayout& a, const PlannedLayout& b) { return a.step < b.step; });
+  result.all_fitting = plans;
   if (plans.size() > static_cast<size_t>(std::max(1, spec.top))) {
     plans.resize(static_cast<size_t>(std::max(1, spec.top)));
   }

@@ -45,6 +45,7 @@ struct PlanSpec {
   // through run.files into DIR (which must exist); the plan is searched under that engine.
   std::optional<Engine> export_engine;
   std::string export_dir;
+  std::string report_path;  // --report FILE.html: the plan's HTML report; "" = none
   // Told "[done/total] ..." during the exact simulations and "" at the end; unset = quiet.
   std::function<void(const std::string& line)> progress;
 };
@@ -91,6 +92,7 @@ struct PlanResult {
   int64_t simulated = 0;      // candidates simulated exactly
   std::map<std::string, int64_t> rejected;  // reason -> count (rules, memory)
   std::vector<PlannedLayout> plans;         // fitting plans, fastest first (at most `top`)
+  std::vector<PlannedLayout> all_fitting;   // every fitting simulated plan, fastest first
   std::vector<std::string> assumptions;     // what the figures rest on
   Config config;                            // the model and cluster planned for
 };
@@ -105,6 +107,9 @@ Result<PlanResult> PlanLayouts(const PlanSpec& spec);
 // peak_memory_bytes, fits).
 std::string FormatPlanTable(const PlanResult& result);
 std::string FormatPlanJson(const PlanResult& result);
+// The HTML report (report/html.h): the ranked table, the Pareto front of step time against peak
+// memory over every fitting simulated plan, the rejections by reason, what the figures rest on.
+std::string PlanReportHtml(const PlanResult& result);
 
 // `stagecraft plan`: the table (or JSON) into the transcript; no fitting layout is kInfeasible.
 Status RunPlan(const PlanSpec& spec, bool json, Transcript& transcript);

@@ -7,7 +7,9 @@
 #include "core/units.h"
 #include "plan/export.h"
 #include "plan/plan.h"
+#include "report/html.h"
 #include "report/json_writer.h"
+#include "report/svg_plot.h"
 
 namespace stagecraft {
 namespace {
@@ -25,7 +27,77 @@ std::string Layout(const Candidate& c) {
          std::to_string(c.cp) + "x" + std::to_string(c.ep);
 }
 
+std::string FitsWord(const MemoryInfo& memory) {
+  return !memory.capacity_known ? "?" : memory.fits ? "yes" : "OVER";
+}
+
 }  // namespace
+
+std::string PlanReportHtml(const PlanResult& result) {
+  HtmlPage page("stagecraft plan: " + result.label, result.model + " on " + result.cluster);
+  std::vector<std::vector<std::string>> rows;
+  std::vector<std::string> classes;
+  int rank = 0;
+  for (const PlannedLayout& plan : result.plans) {
+    const Candidate& c = plan.candidate;
+    rows.push_back({std::to_string(++rank), EngineName(c.engine), Layout(c), std::to_string(c.vpp),
+                    std::to_string(c.micro_batch_size), std::to_string(c.microbatches), c.schedule,
+                    RecomputeName(c.recompute), std::to_string(c.zero_stage), FormatMs(plan.step),
+                    FormatFixed(plan.tokens_per_s, 0), FormatFixed(plan.mfu, 3),
+                    FormatFixed(plan.bubble_pipeline, 3), FormatFixed(plan.bubble_exposed, 3),
+                    FormatGib(plan.memory.peak_bytes), FitsWord(plan.memory)});
+    classes.push_back(plan.memory.capacity_known && !plan.memory.fits ? "over" : "");
+  }
+  std::string ranked = HtmlFacts({{"candidates asked", std::to_string(result.candidates)},
+                                  {"screened (the rules allow them)", std::to_string(result.screened)},
+                                  {"simulated exactly", std::to_string(result.simulated)},
+                                  {"fitting after simulation", std::to_string(result.all_fitting.size())}});
+  ranked += result.plans.empty()
+                ? "<p>No layout fits; the rejections say why.</p>"
+                : HtmlTable({"rank", "engine", "tp x pp x dp x cp x ep", "vpp", "mbs", "m",
+                             "schedule", "recompute", "zero", "step (ms)", "tokens/s", "mfu",
+                             "bubble", "exposed", "memory (GiB)", "fits"},
+                            rows, classes);
+  page.Add({"plans", "Ranked plans", ranked});
+
+  // One series per schedule, so the front says which schedules reach it.
+  std::map<std::string, Series> by_schedule;
+  for (const PlannedLayout& plan : result.all_fitting) {
+    Series& series = by_schedule[plan.candidate.schedule];
+    series.name = plan.candidate.schedule;
+    series.data = {{"schedule", plan.candidate.schedule}};
+    series.points.push_back(PlotPoint{plan.memory.peak_bytes / 1073741824.0, plan.step.ms() / 1000,
+                                      plan.candidate.Describe() + ": " + FormatMs(plan.step) +
+                                          " ms, " + FormatGib(plan.memory.peak_bytes) + " GiB",
+                                      false});
+  }
+  std::vector<Series> series;
+  for (auto& [name, one] : by_schedule) series.push_back(std::move(one));
+  std::string front = "<p class=\"note\">Every fitting plan simulated exactly: its step time "
+                      "against the fullest device's memory; the dashed line joins the plans no "
+                      "other beats on both.</p>";
+  front += series.empty() ? "<p>No fitting plan to draw.</p>"
+                          : FormatScatterPlot(series, PlotOptions{"Step time vs peak memory",
+                                                                  "peak memory per device (GiB)",
+                                                                  "step (s)"});
+  page.Add({"pareto", "Pareto front", front});
+
+  std::vector<std::vector<std::string>> rejected;
+  for (const auto& [reason, count] : ByCount(result.rejected)) {
+    rejected.push_back({reason, std::to_string(count)});
+  }
+  page.Add({"rejections", "Rejections by reason",
+            rejected.empty() ? "<p>None.</p>" : HtmlTable({"reason", "candidates"}, rejected)});
+  std::string rests = "<ul>";
+  for (const std::string& assumption : result.assumptions) {
+    rests += "<li>" + XmlEscape(assumption) + "</li>";
+  }
+  rests += "</ul><p class=\"note\">bubble: the pipeline's share of device time; exposed: "
+           "collectives, p2p and shared state left exposed (doc/metrics.md); zero: 1 = "
+           "Megatron's distributed optimizer, 3 = FSDP.</p>";
+  page.Add({"assumptions", "What the figures rest on", rests});
+  return page.Render();
+}
 
 std::string FormatPlanTable(const PlanResult& result) {
   std::string text = "stagecraft plan: " + result.label + "\n";
@@ -52,7 +124,7 @@ std::string FormatPlanTable(const PlanResult& result) {
             PadLeft(FormatFixed(plan.mfu, 3), 8) + PadLeft(FormatFixed(plan.bubble_pipeline, 3), 8) +
             PadLeft(FormatFixed(plan.bubble_exposed, 3), 9) +
             PadLeft(FormatGib(plan.memory.peak_bytes) + " GiB", 16) +
-            PadLeft(!plan.memory.capacity_known ? "?" : plan.memory.fits ? "yes" : "OVER", 6) +
+            PadLeft(FitsWord(plan.memory), 6) +
             "\n";
   }
   if (result.plans.empty()) text += "  (no layout fits)\n";
@@ -139,6 +211,10 @@ Status RunPlan(const PlanSpec& given, bool json, Transcript& transcript) {
   }
   auto result = PlanLayouts(spec);
   if (!result.ok()) return result.error();
+  if (!spec.report_path.empty()) {
+    STAGECRAFT_RETURN_IF_ERROR(
+        spec.run.files.write(spec.report_path, PlanReportHtml(result.value())));
+  }
   transcript.out() << (json ? FormatPlanJson(result.value()) : FormatPlanTable(result.value()));
   if (!result.value().plans.empty() && spec.export_engine) {
     const PlannedLayout& best = result.value().plans.front();

@@ -103,35 +103,6 @@ void WriteStages(JsonWriter& json, const RunInfo& run) {
   json.EndArray();
 }
 
-// "fits: rank 0 peaks at 61.20 of 80.00 GiB (...)", "OVER: ...", or no capacity to check.
-std::string FormatMemoryVerdict(const MemoryInfo& memory) {
-  std::string parts =
-      (memory.states_known ? "model states " + FormatGib(memory.state_bytes) + " + " : std::string()) +
-      "activations and shared state " + FormatGib(static_cast<double>(memory.transient_bytes)) +
-      (memory.reserve_bytes > 0
-           ? " + reserve " + FormatGib(static_cast<double>(memory.reserve_bytes))
-           : std::string()) +
-      "; GiB = 2^30 B";
-  const std::string rank = "rank " + std::to_string(memory.rank);
-  if (!memory.capacity_known && memory.peak_bytes <= 0) {
-    return "not known: no device memory and nothing sized (give model.activation_bytes, and a "
-           "cluster preset for the capacity)";
-  }
-  if (!memory.capacity_known) {
-    return "capacity unknown (" +
-           std::string(memory.reserve_bytes > 0 ? "set cluster.device.memory"
-                                                : "no cluster") +
-           "): " + rank + " peaks at " + FormatGib(memory.peak_bytes) + " GiB (" + parts + ")";
-  }
-  const std::string capacity = FormatGib(static_cast<double>(memory.capacity_bytes));
-  if (memory.fits) {
-    return "fits: " + rank + " peaks at " + FormatGib(memory.peak_bytes) + " of " + capacity +
-           " GiB (" + parts + ")";
-  }
-  return "OVER: " + rank + " needs " + FormatGib(memory.peak_bytes) + " GiB but a device has " +
-         capacity + " GiB (" + parts + ")";
-}
-
 void WriteMemoryVerdict(JsonWriter& json, const MemoryInfo& memory) {
   json.Key("memory").BeginObject();
   if (memory.capacity_known) {
@@ -259,6 +230,35 @@ void WriteMultimodal(JsonWriter& json, const MultimodalInfo& info) {
 }
 
 }  // namespace
+
+std::string FormatMemoryVerdict(const MemoryInfo& memory) {
+  std::string parts =
+      (memory.states_known ? "model states " + FormatGib(memory.state_bytes) + " + " : std::string()) +
+      "activations and shared state " + FormatGib(static_cast<double>(memory.transient_bytes)) +
+      (memory.reserve_bytes > 0
+           ? " + reserve " + FormatGib(static_cast<double>(memory.reserve_bytes))
+           : std::string()) +
+      "; GiB = 2^30 B";
+  const std::string rank = "rank " + std::to_string(memory.rank);
+  if (!memory.capacity_known && memory.peak_bytes <= 0) {
+    return "not known: no device memory and nothing sized (give model.activation_bytes, and a "
+           "cluster preset for the capacity)";
+  }
+  if (!memory.capacity_known) {
+    return "capacity unknown (" +
+           std::string(memory.reserve_bytes > 0 ? "set cluster.device.memory"
+                                                : "no cluster") +
+           "): " + rank + " peaks at " + FormatGib(memory.peak_bytes) + " GiB (" + parts + ")";
+  }
+  const std::string capacity = FormatGib(static_cast<double>(memory.capacity_bytes));
+  if (memory.fits) {
+    return "fits: " + rank + " peaks at " + FormatGib(memory.peak_bytes) + " of " + capacity +
+           " GiB (" + parts + ")";
+  }
+  return "OVER: " + rank + " needs " + FormatGib(memory.peak_bytes) + " GiB but a device has " +
+         capacity + " GiB (" + parts + ")";
+}
+
 
 Throughput ThroughputOf(const RunInfo& run, const Metrics& metrics) {
   Throughput result;

@@ -19,6 +19,10 @@ struct Throughput {
 };
 Throughput ThroughputOf(const RunInfo& run, const Metrics& metrics);
 
+// The memory verdict as one line: "fits: rank 0 peaks at 61.20 of 80.00 GiB (...)", "OVER: ...",
+// or why it is not known.
+std::string FormatMemoryVerdict(const MemoryInfo& memory);
+
 // A few header lines, the headline metrics, then one row per rank.
 std::string FormatSummary(const RunInfo& run, const Metrics& metrics);
 

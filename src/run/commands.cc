@@ -15,6 +15,7 @@
 #include "lower/layer_pipeline.h"
 #include "model/layer_costs.h"
 #include "report/chrome_trace.h"
+#include "run/html_report.h"
 #include "report/json_writer.h"
 #include "report/summary.h"
 #include "report/timeline.h"
@@ -53,6 +54,9 @@ Status RunSimulate(const RunSpec& flags, const OutputSpec& output, Transcript& t
   if (output.trace_path && output.trace_path->empty()) {
     return Error{"--trace: needs a file name (e.g. --trace trace.json)"};
   }
+  if (output.report_path && output.report_path->empty()) {
+    return Error{"--report: needs a file name (e.g. --report run.html)"};
+  }
   RunOutcome simulated;
   STAGECRAFT_RETURN_IF_ERROR(SimulateRun(run.value(), simulated, err));
   if (output.trace_path) {
@@ -60,6 +64,11 @@ Status RunSimulate(const RunSpec& flags, const OutputSpec& output, Transcript& t
         run.value().schedule, run.value().stage_costs, simulated.graph, simulated.trace);
     const Status written = flags.files.write(
         *output.trace_path, FormatChromeTrace(simulated.graph, simulated.trace, &memory));
+    if (!written.ok()) return written.error();
+  }
+  if (output.report_path) {
+    const Status written =
+        flags.files.write(*output.report_path, SimulateReportHtml(flags, run.value(), simulated));
     if (!written.ok()) return written.error();
   }
   const RunInfo& info = simulated.info;

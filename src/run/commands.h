@@ -22,6 +22,7 @@ struct OutputSpec {
   bool json = false;               // --json
   bool timeline = false;           // --timeline
   std::optional<std::string> trace_path;  // --trace FILE (unset: no trace)
+  std::optional<std::string> report_path;  // --report FILE.html (unset: no report)
   std::string write_schedule_csv;  // --write-schedule-csv FILE
   bool compare_policies = false;   // --compare-policies
   bool compare_vision = false;     // --compare-vision

@@ -306,6 +306,10 @@ CLI::App* AddGoodputCommand(CLI::App& app, GoodputSpec& spec) {
   command->add_flag("--what-if", spec.what_if, "a table: failure rate x sync or async save");
   command->add_option("--plot", spec.plot_path, "write an SVG of waste vs the interval to FILE")
       ->type_name("FILE");
+  command
+      ->add_option("--report", spec.report_path,
+                   "write a self-contained HTML report (goodput vs the interval, what-if) to FILE")
+      ->type_name("FILE");
   command->add_flag("--json", spec.json, "print one JSON object");
   command->footer(GoodputHelpFooter());
   return command;
@@ -349,6 +353,11 @@ CLI::App* AddServeCommand(CLI::App& app, ServeSpec& serve) {
   command->add_flag("--eager", serve.eager,
                     "no CUDA graphs: an iteration lasts at least the host's issue of its kernels");
   command->add_option("--trace", serve.trace_path, "write a Chrome trace of the batches to FILE")
+      ->type_name("FILE");
+  command
+      ->add_option("--report", serve.report_path,
+                   "write a self-contained HTML report (latency CDFs against the SLO, KV cache "
+                   "over time) to FILE")
       ->type_name("FILE");
   command
       ->add_option("--request-trace", serve.request_trace,

@@ -52,6 +52,7 @@ struct GoodputSpec {
   bool sync_save = false;              // --sync-save: with --storage, the write blocks too
   bool what_if = false;                // --what-if: the rate x save table
   std::string plot_path;       // --plot FILE: SVG of the waste against the interval; "" = none
+  std::string report_path;     // --report FILE.html: the HTML report; "" = none
   Files files = LocalFiles();  // the CONFIG is read, --plot written
 };
 

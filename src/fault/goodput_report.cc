@@ -1,9 +1,11 @@
 // `stagecraft goodput` as text and as JSON (fault/goodput.h).
 #include <ostream>
+#include <sstream>
 
 #include "core/units.h"
 #include "fault/goodput.h"
 #include "fault/what_if.h"
+#include "report/html.h"
 #include "report/json_writer.h"
 
 namespace stagecraft {
@@ -161,11 +163,52 @@ void WriteText(const GoodputResult& result, std::ostream& out) {
   }
 }
 
+
+
+// The HTML report: the verdict, goodput and waste against the interval, the what-if table
+// and the answer as text (what it rests on).
+std::string GoodputReportHtml(const GoodputResult& result) {
+  std::ostringstream text;
+  WriteText(result, text);
+  HtmlPage page("stagecraft goodput: " + std::to_string(result.gpus) + " GPUs",
+                std::to_string(result.nodes) + " nodes of " + std::to_string(result.gpus_per_node) +
+                    " GPUs, MTTF " + FormatFixed(result.mttf_s / 3600.0, 3) + " h");
+  std::string summary = HtmlFacts({
+      {"ETTR at the interval", FormatFixed(result.ettr, 4) + " at " +
+                                   FormatFixed(result.interval_s, 1) + " s" +
+                                   (result.interval_given ? " (--interval)" : " (the optimum)")},
+      {"intervals", "Young " + FormatFixed(result.young_s, 1) + " s, Daly first-order " +
+                        FormatFixed(result.daly_first_s, 1) + " s, Daly higher-order " +
+                        FormatFixed(result.daly_higher_s, 1) + " s, exact optimum " +
+                        FormatFixed(result.optimal_s, 1) + " s"},
+      {"wall time lost to", "checkpoints " + FormatFixed(result.shares.checkpoint, 4) +
+                                ", restarts " + FormatFixed(result.shares.restart, 4) +
+                                ", lost work " + FormatFixed(result.shares.lost_work, 4)},
+      {"run", FormatFixed(result.days, 1) + " days of training take " +
+                  FormatFixed(result.wall_days, 2) + " days, " +
+                  FormatFixed(result.failures, 1) + " failures expected"},
+  });
+  page.Add({"summary", "Summary", summary});
+  page.Add({"goodput", "Goodput against the checkpoint interval",
+            "<p class=\"note\">The exact model's share of wall time that trains (ETTR) at each "
+            "interval, and its complement on log axes, with the optimum marked.</p>" +
+                FormatGoodputPlot(result) + FormatIntervalPlot(result)});
+  page.Add({"what-if", "What if the failure rate or the save changes",
+            HtmlPre(FormatWhatIfTable(result))});
+  page.Add({"assumptions", "What the figures rest on",
+            "<p class=\"note\">The answer as `stagecraft goodput` prints it.</p>" +
+                HtmlPre(text.str())});
+  return page.Render();
+}
+
 }  // namespace
 
 Status RunGoodput(const GoodputSpec& spec, Transcript& transcript) {
   auto result = ComputeGoodput(spec);
   if (!result.ok()) return result.error();
+  if (!spec.report_path.empty()) {
+    STAGECRAFT_RETURN_IF_ERROR(spec.files.write(spec.report_path, GoodputReportHtml(result.value())));
+  }
   if (spec.json) {
     if (spec.what_if) return Error{"--what-if: a table for the text output; drop --json"};
     WriteJson(result.value(), transcript.out());

@@ -38,28 +38,52 @@ std::string FormatWhatIfTable(const GoodputResult& result) {
   return out.str();
 }
 
-std::string FormatIntervalPlot(const GoodputResult& result) {
+namespace {
+
+// The exact model's curve from the shortest allowed interval to 16 times the optimum, as the
+// wasted share (1 - ETTR) or as the goodput (ETTR), and the optimum as a point of its own.
+std::vector<Series> IntervalSeries(const GoodputResult& result, bool as_goodput) {
   const CheckpointCosts& costs = result.costs;
   const double shortest = std::max({costs.blocking_s, costs.persist_s, result.optimal_s / 16.0});
   const double longest = result.optimal_s * 16.0;
+  const auto value = [&](double tau) {
+    const double ettr = ExactEttr(tau, costs, result.mttf_s);
+    return as_goodput ? ettr : 1.0 - ettr;
+  };
   constexpr int kPoints = 41;
-  Series curve{"1 - ETTR (exact model)", {}, {{"kind", "curve"}}};
+  Series curve{as_goodput ? "ETTR (exact model)" : "1 - ETTR (exact model)", {}, {{"kind", "curve"}}};
   for (int point = 0; point < kPoints; ++point) {
     const double tau = shortest * std::pow(longest / shortest, point / (kPoints - 1.0));
-    const double waste = 1.0 - ExactEttr(tau, costs, result.mttf_s);
     curve.points.push_back(PlotPoint{
-        tau, waste, "interval " + FormatFixed(tau, 1) + " s: ETTR " + FormatFixed(1 - waste, 4)});
+        tau, value(tau),
+        "interval " + FormatFixed(tau, 1) + " s: ETTR " + FormatFixed(ExactEttr(tau, costs, result.mttf_s), 4)});
   }
-  const double best = 1.0 - ExactEttr(result.optimal_s, costs, result.mttf_s);
-  Series optimum{"optimum " + FormatFixed(result.optimal_s, 1) + " s",
-                 {PlotPoint{result.optimal_s, best,
-                            "optimum " + FormatFixed(result.optimal_s, 1) + " s: ETTR " +
-                                FormatFixed(1 - best, 4)}},
+  const std::string optimum_label = "optimum " + FormatFixed(result.optimal_s, 1) + " s";
+  Series optimum{optimum_label,
+                 {PlotPoint{result.optimal_s, value(result.optimal_s),
+                            optimum_label + ": ETTR " +
+                                FormatFixed(ExactEttr(result.optimal_s, costs, result.mttf_s), 4)}},
                  {{"kind", "optimum"}}};
-  PlotOptions options{"Wasted share vs checkpoint interval (" + std::to_string(result.gpus) +
-                          " GPUs, MTTF " + FormatFixed(result.mttf_s / 3600.0, 2) + " h)",
-                      "checkpoint interval, s (log2 scale)", "1 - ETTR (log2 scale)", true, true};
-  return FormatLinePlot({curve, optimum}, options);
+  return {curve, optimum};
+}
+
+std::string PlotTitle(const char* what, const GoodputResult& result) {
+  return std::string(what) + " vs checkpoint interval (" + std::to_string(result.gpus) +
+         " GPUs, MTTF " + FormatFixed(result.mttf_s / 3600.0, 2) + " h)";
+}
+
+}  // namespace
+
+std::string FormatIntervalPlot(const GoodputResult& result) {
+  PlotOptions options{PlotTitle("Wasted share", result), "checkpoint interval, s (log2 scale)",
+                      "1 - ETTR (log2 scale)", true, true};
+  return FormatLinePlot(IntervalSeries(result, /*as_goodput=*/false), options);
+}
+
+std::string FormatGoodputPlot(const GoodputResult& result) {
+  PlotOptions options{PlotTitle("Goodput (ETTR)", result), "checkpoint interval, s (log2 scale)",
+                      "ETTR: share of wall time that trains", true, false};
+  return FormatLinePlot(IntervalSeries(result, /*as_goodput=*/true), options);
 }
 
 }  // namespace stagecraft

@@ -18,4 +18,7 @@ std::string FormatWhatIfTable(const GoodputResult& result);
 // the shortest allowed interval to 16 times the optimum, with the optimum as a marked point.
 std::string FormatIntervalPlot(const GoodputResult& result);
 
+// The goodput (ETTR, linear axis) against the interval (log2 axis), with the optimum marked.
+std::string FormatGoodputPlot(const GoodputResult& result);
+
 }  // namespace stagecraft

@@ -294,10 +294,10 @@ class ServingModel {
 };
 
 // Nearest rank: the smallest value with at least p of the sample at or below it.
-Percentiles Summarize(std::vector<double> values) {
+// REQUIRES: `values` ascending.
+Percentiles Summarize(const std::vector<double>& values) {
   Percentiles result;
   if (values.empty()) return result;
-  std::sort(values.begin(), values.end());
   const auto rank = [&](double p) {
     const double position = std::ceil(p * static_cast<double>(values.size()));
     return values[static_cast<size_t>(std::max(1.0, position)) - 1];
@@ -470,10 +470,16 @@ Result<ServeStats> SimulateServing(const ReplicaModel& replica, const Workload& 
     }
     if (first <= slo.ttft_s && per_token <= slo.tpot_s) ++good;
   }
-  stats.ttft_s = Summarize(std::move(ttft));
-  stats.tpot_s = Summarize(std::move(tpot));
-  stats.e2e_s = Summarize(std::move(e2e));
-  stats.queue_s = Summarize(std::move(queued));
+  for (std::vector<double>* values : {&ttft, &tpot, &e2e, &queued}) {
+    std::sort(values->begin(), values->end());
+  }
+  stats.ttft_s = Summarize(ttft);
+  stats.tpot_s = Summarize(tpot);
+  stats.e2e_s = Summarize(e2e);
+  stats.ttft_sorted_s = std::move(ttft);
+  stats.tpot_sorted_s = std::move(tpot);
+  stats.e2e_sorted_s = std::move(e2e);
+  stats.queue_s = Summarize(queued);
   const double span = std::max(stats.span_s, 1e-9);
   stats.throughput_rps = static_cast<double>(stats.requests) / span;
   stats.output_tokens_per_s = output_tokens / span;

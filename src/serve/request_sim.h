@@ -105,6 +105,10 @@ struct ServeStats {
   double mean_in_system = 0;
   int64_t in_system_integral_ns = 0;
   int64_t e2e_sum_ns = 0;
+  // Every request's latencies, ascending (the report's CDFs); TPOT for output > 1 only.
+  std::vector<double> ttft_sorted_s;
+  std::vector<double> tpot_sorted_s;
+  std::vector<double> e2e_sorted_s;
 };
 
 // Bad input: a request longer than a replica's KV capacity (it could never run), an empty

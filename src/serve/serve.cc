@@ -5,6 +5,7 @@
 
 #include "core/units.h"
 #include "report/json_writer.h"
+#include "serve/serve_report.h"
 
 namespace stagecraft {
 namespace {
@@ -238,8 +239,9 @@ Status RunServe(const ServeSpec& spec, Transcript& transcript) {
   auto replica = BuildReplicaModel(config.model.transformer, config.cluster, shape, engine);
   if (!replica.ok()) return replica.error();
   std::vector<IterationRecord> iterations;
+  const bool keep_iterations = !spec.trace_path.empty() || !spec.report_path.empty();
   auto stats = SimulateServing(replica.value(), workload, routing.value(), slo.value(),
-                               spec.trace_path.empty() ? nullptr : &iterations);
+                               keep_iterations ? &iterations : nullptr);
   if (!stats.ok()) return stats.error();
   if (!spec.trace_path.empty()) {
     const Status saved = spec.run.files.write(
@@ -247,11 +249,17 @@ Status RunServe(const ServeSpec& spec, Transcript& transcript) {
     if (!saved.ok()) return Error{"--trace: " + saved.error().message};
   }
   const DecodePoint decode = LargestDecode(replica.value(), workload);
+  const std::string text = FormatText(run.value().label, config.model.name, replica.value(),
+                                      workload, routing.value(), slo.value(), decode, stats.value());
+  if (!spec.report_path.empty()) {
+    const Status saved = spec.run.files.write(
+        spec.report_path, ServeReportHtml(run.value().label, config.model.name, replica.value(), slo.value(),
+                                          stats.value(), iterations, text));
+    if (!saved.ok()) return Error{"--report: " + saved.error().message};
+  }
   transcript.out() << (spec.json ? FormatJson(config.model.name, replica.value(), workload, decode,
                                               stats.value())
-                                 : FormatText(run.value().label, config.model.name, replica.value(),
-                                              workload, routing.value(), slo.value(), decode,
-                                              stats.value()));
+                                 : text);
   return Status::Ok();
 }
 

@@ -33,6 +33,7 @@ struct ServeSpec {
   std::string weight_dtype = "bf16";        // --weight-dtype bf16 | fp8 | int8 | fp4
   std::string kv_dtype = "bf16";            // --kv-dtype bf16 | fp8
   std::string trace_path;                   // --trace FILE: Chrome trace of the batches
+  std::string report_path;                  // --report FILE.html: the HTML report
   std::string request_trace;                // --request-trace FILE: the requests, as CSV
   bool eager = false;                       // --eager: no CUDA graphs (host issues each kernel)
   bool json = false;                        // --json

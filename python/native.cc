@@ -7,6 +7,8 @@
 #include <pybind11/pybind11.h>
 #include <pybind11/stl.h>
 
+#include <charconv>
+#include <functional>
 #include <map>
 #include <optional>
 #include <string>
@@ -14,9 +16,12 @@
 #include <vector>
 
 #include "core/suggest.h"
+#include "core/units.h"
+#include "fault/goodput.h"
 #include "plan/plan.h"
 #include "run/commands.h"
 #include "schedule/schedule_csv.h"
+#include "serve/serve.h"
 
 namespace py = pybind11;
 
@@ -136,10 +141,11 @@ Answer PySchedule(const std::string& path, const Text& text, const Overrides& ov
 }
 
 Answer PySimulate(const std::string& path, const Text& text, const Overrides& overrides,
-                  const Text& schedule_csv) {
-  return OnSpec(path, text, overrides, schedule_csv, [](const RunSpec& spec, Transcript& t) {
+                  const Text& schedule_csv, const Text& report) {
+  return OnSpec(path, text, overrides, schedule_csv, [&](const RunSpec& spec, Transcript& t) {
     OutputSpec output;
     output.json = true;
+    output.report_path = report;
     return RunSimulate(spec, output, t);
   });
 }
@@ -164,7 +170,7 @@ Answer PyCheck(const std::string& path, const Text& text, const Overrides& overr
 
 Answer PyPlan(const std::string& path, const std::optional<std::string>& text,
               const std::map<std::string, std::string>& overrides, int32_t gpus,
-              int64_t global_batch, const std::string& engine, int32_t top) {
+              int64_t global_batch, const std::string& engine, int32_t top, const Text& report) {
   Status status;
   PlanSpec spec;
   spec.run = SpecOf(path, text, overrides, status);
@@ -175,7 +181,183 @@ Answer PyPlan(const std::string& path, const std::optional<std::string>& text,
   auto chosen = ParseEngine(engine, "engine");
   if (!chosen.ok()) return Finish(Transcript(), chosen.error());
   spec.engine = chosen.value();
+  spec.report_path = report.value_or("");
   return RunReleased([&](Transcript& t) { return RunPlan(spec, /*json=*/true, t); });
+}
+
+// A command's own options by their flag's name without dashes (`rate`, `prompt_tokens`), each
+// setting one field of its spec from the text the flag would take; "did you mean" otherwise.
+template <typename Spec>
+struct Option {
+  const char* name;
+  std::function<Status(const std::string& value, Spec& spec)> set;
+};
+
+template <typename Spec>
+Status SetOption(const std::vector<Option<Spec>>& options, const std::string& name,
+                 const std::string& value, Spec& spec, bool& known) {
+  for (const Option<Spec>& option : options) {
+    if (name == option.name) {
+      known = true;
+      return option.set(value, spec);
+    }
+  }
+  known = false;
+  return Status::Ok();
+}
+
+template <typename Spec>
+std::vector<std::string> OptionNames(const std::vector<Option<Spec>>& options) {
+  std::vector<std::string> names;
+  for (const Option<Spec>& option : options) names.push_back(option.name);
+  return names;
+}
+
+// Whole numbers and reals as their flags take them; errors name the option.
+template <typename Number>
+Result<Number> ParseNumber(const char* name, const std::string& value) {
+  Number number{};
+  const char* end = value.data() + value.size();
+  const auto [at, error] = std::from_chars(value.data(), end, number);
+  if (value.empty() || error != std::errc() || at != end) {
+    return Error{std::string(name) + "='" + value + "': expected a number"};
+  }
+  return number;
+}
+
+template <typename T>
+struct Unwrapped {
+  using type = T;
+};
+template <typename T>
+struct Unwrapped<std::optional<T>> {
+  using type = T;
+};
+
+// A number field, or an optional one (set when given).
+template <typename Spec, typename Field>
+Option<Spec> NumberOption(const char* name, Field Spec::*field) {
+  return {name, [name, field](const std::string& value, Spec& spec) -> Status {
+            auto number = ParseNumber<typename Unwrapped<Field>::type>(name, value);
+            if (!number.ok()) return number.error();
+            spec.*field = number.value();
+            return Status::Ok();
+          }};
+}
+
+template <typename Spec, typename Field>
+Option<Spec> TextOption(const char* name, Field Spec::*field) {
+  return {name, [field](const std::string& value, Spec& spec) -> Status {
+            spec.*field = value;
+            return Status::Ok();
+          }};
+}
+
+template <typename Spec>
+Option<Spec> FlagOption(const char* name, bool Spec::*field) {
+  return {name, [name, field](const std::string& value, Spec& spec) -> Status {
+            if (value != "true" && value != "false") {
+              return Error{std::string(name) + "='" + value + "': expected True or False"};
+            }
+            spec.*field = value == "true";
+            return Status::Ok();
+          }};
+}
+
+// serve's flags (serve/serve.h); the rest of the names are run overrides (cluster=, hf_config=).
+const std::vector<Option<ServeSpec>>& ServeOptions() {
+  static const std::vector<Option<ServeSpec>> options = {
+      NumberOption("tp", &ServeSpec::tp),
+      NumberOption("pp", &ServeSpec::pp),
+      NumberOption("replicas", &ServeSpec::replicas),
+      NumberOption("rate", &ServeSpec::rate_rps),
+      NumberOption("arrival_cv", &ServeSpec::arrival_cv),
+      NumberOption("requests", &ServeSpec::requests),
+      NumberOption("seed", &ServeSpec::seed),
+      TextOption("prompt_tokens", &ServeSpec::prompt_tokens),
+      TextOption("output_tokens", &ServeSpec::output_tokens),
+      TextOption("routing", &ServeSpec::routing),
+      TextOption("slo", &ServeSpec::slo),
+      TextOption("weight_dtype", &ServeSpec::weight_dtype),
+      TextOption("kv_dtype", &ServeSpec::kv_dtype),
+      TextOption("request_trace", &ServeSpec::request_trace),
+      FlagOption("eager", &ServeSpec::eager),
+  };
+  return options;
+}
+
+Answer PyServe(const std::string& path, const Text& text, const Overrides& options,
+               const Text& report) {
+  ServeSpec spec;
+  Overrides overrides;
+  for (const auto& [name, value] : options) {
+    bool known = false;
+    const Status set = SetOption(ServeOptions(), name, value, spec, known);
+    if (!set.ok()) return Finish(Transcript(), set);
+    if (!known) overrides[name] = value;
+  }
+  Status status;
+  spec.run = SpecOf(path, text, overrides, status);
+  if (!status.ok()) {
+    std::vector<std::string> names = OptionNames(ServeOptions());
+    status = Error{status.error().message + "; serve's own options: " + JoinChoices(names)};
+    return Finish(Transcript(), status);
+  }
+  spec.json = true;
+  spec.report_path = report.value_or("");
+  return RunReleased([&](Transcript& t) { return RunServe(spec, t); });
+}
+
+// goodput's flags (fault/goodput.h): every one is text the command parses itself.
+const std::vector<Option<GoodputSpec>>& GoodputOptions() {
+  static const std::vector<Option<GoodputSpec>> options = {
+      TextOption("gpus", &GoodputSpec::gpus),
+      TextOption("gpus_per_node", &GoodputSpec::gpus_per_node),
+      TextOption("failures_per_1000_node_days", &GoodputSpec::failures_per_1000_node_days),
+      TextOption("mtbf_hours", &GoodputSpec::mtbf_hours),
+      TextOption("failure_trace", &GoodputSpec::failure_trace),
+      TextOption("failure_preset", &GoodputSpec::failure_preset),
+      TextOption("checkpoint_blocking", &GoodputSpec::checkpoint_blocking),
+      TextOption("checkpoint_persist", &GoodputSpec::checkpoint_persist),
+      TextOption("restart", &GoodputSpec::restart),
+      TextOption("detection", &GoodputSpec::detection),
+      TextOption("reschedule", &GoodputSpec::reschedule),
+      TextOption("init", &GoodputSpec::init),
+      TextOption("load", &GoodputSpec::load),
+      TextOption("warmup", &GoodputSpec::warmup),
+      TextOption("interval", &GoodputSpec::interval),
+      TextOption("tokens", &GoodputSpec::tokens),
+      TextOption("days", &GoodputSpec::days),
+      TextOption("monte_carlo", &GoodputSpec::monte_carlo),
+      TextOption("seed", &GoodputSpec::seed),
+      TextOption("weibull_shape", &GoodputSpec::weibull_shape),
+      TextOption("spares", &GoodputSpec::spares),
+      TextOption("repair_time", &GoodputSpec::repair_time),
+      TextOption("correlated", &GoodputSpec::correlated),
+      TextOption("fp16_overflow_probability", &GoodputSpec::fp16_overflow),
+      TextOption("storage", &GoodputSpec::storage),
+      FlagOption("sync_save", &GoodputSpec::sync_save),
+  };
+  return options;
+}
+
+Answer PyGoodput(const std::string& path, const Overrides& options, const Text& report) {
+  GoodputSpec spec;
+  spec.config_path = path;
+  for (const auto& [name, value] : options) {
+    bool known = false;
+    const Status set = SetOption(GoodputOptions(), name, value, spec, known);
+    if (!set.ok()) return Finish(Transcript(), set);
+    if (!known) {
+      const std::vector<std::string> names = OptionNames(GoodputOptions());
+      return Finish(Transcript(), Error{"unknown option '" + name + "'" + DidYouMean(name, names) +
+                                        " (goodput's options are its flags' names, e.g. "
+                                        "checkpoint_blocking='0.6s')"});
+    }
+  }
+  spec.json = true;
+  spec.report_path = report.value_or("");
+  return RunReleased([&](Transcript& t) { return RunGoodput(spec, t); });
 }
 
 }  // namespace
@@ -185,7 +367,7 @@ PYBIND11_MODULE(_native, module) {
   module.doc() = "stagecraft's run library (use the stagecraft package, not this module)";
   using stagecraft::Answer;
   module.def("simulate", &stagecraft::PySimulate, py::arg("path"), py::arg("text"),
-             py::arg("overrides"), py::arg("schedule_csv"));
+             py::arg("overrides"), py::arg("schedule_csv"), py::arg("report"));
   module.def("schedule", &stagecraft::PySchedule, py::arg("path"), py::arg("text"),
              py::arg("overrides"));
   module.def("derive", &stagecraft::PyDerive, py::arg("path"), py::arg("text"),
@@ -195,5 +377,10 @@ PYBIND11_MODULE(_native, module) {
   module.def("check", &stagecraft::PyCheck, py::arg("path"), py::arg("text"), py::arg("overrides"),
              py::arg("schedule_csv"));
   module.def("plan", &stagecraft::PyPlan, py::arg("path"), py::arg("text"), py::arg("overrides"),
-             py::arg("gpus"), py::arg("global_batch"), py::arg("engine"), py::arg("top"));
+             py::arg("gpus"), py::arg("global_batch"), py::arg("engine"), py::arg("top"),
+             py::arg("report"));
+  module.def("serve", &stagecraft::PyServe, py::arg("path"), py::arg("text"), py::arg("options"),
+             py::arg("report"));
+  module.def("goodput", &stagecraft::PyGoodput, py::arg("path"), py::arg("options"),
+             py::arg("report"));
 }

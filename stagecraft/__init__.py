@@ -1,4 +1,5 @@
-"""stagecraft from Python: simulate, check, derive, memory and plan through the run library.
+"""stagecraft from Python: simulate, check, derive, memory, plan, serve and goodput through the
+run library.
 
     import stagecraft
     r = stagecraft.simulate("examples/deepseek-v4.1-flash.yaml", pp=8)
@@ -8,7 +9,8 @@ A config is a path, `text=` (YAML) or `config=` (a dict). Overrides are the run 
 (`pp=8`, `micro_batch_size=2`, `recompute="full"`) or config keys (`**{"parallel.tp": 4}`).
 Results carry the field names of the command's `--json` object (doc/json.md); `.to_dict()`
 gives the plain dict. Errors raise StagecraftError with `kind` ("bad_input", "infeasible",
-"violation", "deadlock"), `file`, `line` and `message`. The native half (_native) is built by
+"violation", "deadlock"), `file`, `line` and `message`. simulate, plan, serve and goodput take
+`report="run.html"` to write the HTML report as `--report` does. The native half (_native) is built by
 the README's set-up (build*/python/); STAGECRAFT_PYTHON_DIR names another folder.
 """
 
@@ -19,22 +21,29 @@ import os
 import re
 import sys
 
-__all__ = ["simulate", "check", "derive", "memory", "plan", "schedule", "StagecraftError",
-           "Result"]
+__all__ = ["simulate", "check", "derive", "memory", "plan", "serve", "goodput", "schedule",
+           "StagecraftError", "Result"]
 
 
 def _load_native():
     here = os.path.dirname(os.path.abspath(__file__))
     root = os.path.dirname(here)
     folders = [os.environ["STAGECRAFT_PYTHON_DIR"]] if os.environ.get("STAGECRAFT_PYTHON_DIR") else []
-    folders += [os.path.join(root, name, "python") for name in ("build", "build-test")]
-    for folder in folders:
+    built = [os.path.join(root, name, "python") for name in ("build", "build-test")]
+    folders += built
+    # The named folder first; else the most recently built of the set-up's two builds.
+    candidates = []
+    for rank, folder in enumerate(folders):
         for path in sorted(glob.glob(os.path.join(folder, "_native*.so"))):
-            spec = importlib.util.spec_from_file_location("stagecraft._native", path)
-            module = importlib.util.module_from_spec(spec)
-            spec.loader.exec_module(module)
-            sys.modules["stagecraft._native"] = module
-            return module
+            recency = -os.path.getmtime(path) if folder in built else float("-inf")
+            candidates.append((recency, rank, path))
+    if candidates:
+        path = min(candidates)[2]
+        spec = importlib.util.spec_from_file_location("stagecraft._native", path)
+        module = importlib.util.module_from_spec(spec)
+        spec.loader.exec_module(module)
+        sys.modules["stagecraft._native"] = module
+        return module
     raise ImportError(
         "stagecraft: the native module is not built; run the README's set-up "
         "(./scripts/test.sh) or set STAGECRAFT_PYTHON_DIR to the folder holding _native*.so "
@@ -99,6 +108,10 @@ def _answer(result, as_json=True):
     return Result(json.loads(answer)) if as_json else answer
 
 
+def _path(report):
+    return None if report is None else os.fspath(report)
+
+
 def _csv(schedule):
     """A schedule as torch.distributed.pipelining's CSV: text, or a list of ranks' action lists."""
     if schedule is None or isinstance(schedule, str):
@@ -113,11 +126,12 @@ def schedule(path=None, *, text=None, config=None, **overrides):
     return [line.split(",") if line else [] for line in csv.splitlines()]
 
 
-def simulate(path=None, *, text=None, config=None, schedule=None, **overrides):
+def simulate(path=None, *, text=None, config=None, schedule=None, report=None, **overrides):
     """`stagecraft simulate --json`: the run's metrics, memory verdict and assumptions; with
-    `schedule` (rank lists or CSV text) that order instead of the generator's."""
+    `schedule` (rank lists or CSV text) that order instead of the generator's; with `report` a
+    path, the HTML report written there (`--report`)."""
     return _answer(_native.simulate(*_source(path, text, config), _overrides(overrides),
-                                    _csv(schedule)))
+                                    _csv(schedule), _path(report)))
 
 
 def derive(path=None, *, text=None, config=None, **overrides):
@@ -137,7 +151,25 @@ def check(path=None, *, text=None, config=None, schedule=None, **overrides):
 
 
 def plan(path=None, *, gpus, global_batch_size, engine="any", top=10, text=None, config=None,
-         **overrides):
-    """`stagecraft plan --json`: candidates, rejections by reason, the plans best first."""
+         report=None, **overrides):
+    """`stagecraft plan --json`: candidates, rejections by reason, the plans best first; with
+    `report` a path, the HTML report written there."""
     return _answer(_native.plan(*_source(path, text, config), _overrides(overrides), int(gpus),
-                                int(global_batch_size), engine, int(top)))
+                                int(global_batch_size), engine, int(top), _path(report)))
+
+
+def serve(path=None, *, text=None, config=None, report=None, **options):
+    """`stagecraft serve --json`: the KV cache, the decode step and the request-level latencies.
+    Options are serve's flags by name (tp=8, rate=2, requests=500, slo="ttft=0.4s,tpot=40ms",
+    prompt_tokens="128-1024", routing="least-outstanding", eager=True, ...); other names are the
+    model's overrides as for simulate (cluster="h100", hf_config=...)."""
+    return _answer(_native.serve(*_source(path, text, config), _overrides(options),
+                                 _path(report)))
+
+
+def goodput(path=None, *, report=None, **options):
+    """`stagecraft goodput --json`: the checkpoint interval, ETTR and goodput under failures.
+    Options are goodput's flags by name (gpus=16384, checkpoint_blocking="0.6s",
+    checkpoint_persist="51s", restart="189s", monte_carlo=1000, ...); `path` is the optional
+    config whose layout gives the GPUs (and, with storage=, the checkpoint's size)."""
+    return _answer(_native.goodput(path or "", _overrides(options), _path(report)))

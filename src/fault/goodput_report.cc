@@ -207,7 +207,8 @@ Status RunGoodput(const GoodputSpec& spec, Transcript& transcript) {
   auto result = ComputeGoodput(spec);
   if (!result.ok()) return result.error();
   if (!spec.report_path.empty()) {
-    STAGECRAFT_RETURN_IF_ERROR(spec.files.write(spec.report_path, GoodputReportHtml(result.value())));
+    const Status written = spec.files.write(spec.report_path, GoodputReportHtml(result.value()));
+    if (!written.ok()) return Error{"--report: " + written.error().message};
   }
   if (spec.json) {
     if (spec.what_if) return Error{"--what-if: a table for the text output; drop --json"};

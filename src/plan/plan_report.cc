@@ -212,8 +212,8 @@ Status RunPlan(const PlanSpec& given, bool json, Transcript& transcript) {
   auto result = PlanLayouts(spec);
   if (!result.ok()) return result.error();
   if (!spec.report_path.empty()) {
-    STAGECRAFT_RETURN_IF_ERROR(
-        spec.run.files.write(spec.report_path, PlanReportHtml(result.value())));
+    const Status written = spec.run.files.write(spec.report_path, PlanReportHtml(result.value()));
+    if (!written.ok()) return Error{"--report: " + written.error().message};
   }
   transcript.out() << (json ? FormatPlanJson(result.value()) : FormatPlanTable(result.value()));
   if (!result.value().plans.empty() && spec.export_engine) {

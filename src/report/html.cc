@@ -238,6 +238,8 @@ constexpr const char* kScript = R"js(
   }
   function start() {
     Array.prototype.forEach.call(document.querySelectorAll('.timeline'), setup);
+    // Milliseconds from the start of navigation until the page is drawn and ready.
+    document.body.setAttribute('data-open-ms', performance.now().toFixed(1));
     document.body.setAttribute('data-ready', '1');
   }
   if (document.readyState === 'loading') document.addEventListener('DOMContentLoaded', start);

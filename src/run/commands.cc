@@ -69,7 +69,7 @@ Status RunSimulate(const RunSpec& flags, const OutputSpec& output, Transcript& t
   if (output.report_path) {
     const Status written =
         flags.files.write(*output.report_path, SimulateReportHtml(flags, run.value(), simulated));
-    if (!written.ok()) return written.error();
+    if (!written.ok()) return Error{"--report: " + written.error().message};
   }
   const RunInfo& info = simulated.info;
   for (const std::string& warning : simulated.warnings) {

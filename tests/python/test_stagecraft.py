@@ -115,3 +115,61 @@ def test_a_schedule_edited_in_python():
     with pytest.raises(stagecraft.StagecraftError) as error:
         stagecraft.check(path, pp=2, microbatches=2, schedule=broken)
     assert error.value.kind in ("violation", "deadlock")
+
+
+@pytest.mark.parametrize("example", ["examples/llama3-70b-serve.yaml", "examples/opt-13b-serve.yaml"])
+def test_serve_equals_the_cli(example):
+    os.chdir(ROOT)
+    ours = stagecraft.serve(example, rate=2, requests=200, slo="ttft=0.5s,tpot=50ms",
+                            prompt_tokens="128-1024")
+    theirs = cli_json("serve", example, "--rate", "2", "--requests", "200", "--slo",
+                      "ttft=0.5s,tpot=50ms", "--prompt-tokens", "128-1024")
+    assert ours.to_dict() == theirs
+    # A model override next to serve's own options, as on the command line.
+    assert (stagecraft.serve(example, requests=50, cluster="h200").to_dict()
+            == cli_json("serve", example, "--requests", "50", "--cluster", "h200"))
+
+
+def test_serve_errors_name_the_option():
+    os.chdir(ROOT)
+    with pytest.raises(stagecraft.StagecraftError) as error:
+        stagecraft.serve("examples/llama3-70b-serve.yaml", rate="fast")
+    assert error.value.kind == "bad_input"
+    assert "rate='fast': expected a number" in error.value.message
+    with pytest.raises(stagecraft.StagecraftError) as error:
+        stagecraft.serve("examples/llama3-70b-serve.yaml", replicaz=2)
+    assert "unknown override 'replicaz'" in error.value.message
+    assert "replicas" in error.value.message
+
+
+def test_goodput_equals_the_cli():
+    ours = stagecraft.goodput(gpus=16384, checkpoint_blocking="0.6s", checkpoint_persist="51s",
+                              restart="189s", monte_carlo=200)
+    theirs = cli_json("goodput", "--gpus", "16384", "--checkpoint-blocking", "0.6s",
+                      "--checkpoint-persist", "51s", "--restart", "189s", "--monte-carlo", "200")
+    assert ours.to_dict() == theirs
+    with pytest.raises(stagecraft.StagecraftError) as error:
+        stagecraft.goodput(gpus=64, checkpoint_blocking="1s", restrat="60s")
+    assert error.value.kind == "bad_input"
+    assert "did you mean 'restart'" in error.value.message
+
+
+def test_reports_from_python(tmp_path):
+    os.chdir(ROOT)
+    written = {
+        "simulate": lambda path: stagecraft.simulate("examples/pipeline-1f1b.yaml", report=path),
+        "plan": lambda path: stagecraft.plan(hf_config="tests/golden/data/hf/llama-3-8b.json",
+                                             cluster="h100", gpus=8, global_batch_size=64,
+                                             seq_len=8192, engine="megatron", top=3, report=path),
+        "serve": lambda path: stagecraft.serve("examples/llama3-70b-serve.yaml", requests=50,
+                                               report=path),
+        "goodput": lambda path: stagecraft.goodput(gpus=1024, checkpoint_blocking="2s",
+                                                   restart="120s", report=path),
+    }
+    for command, write in written.items():
+        path = tmp_path / (command + ".html")
+        write(path)
+        text = path.read_text()
+        assert text.startswith("<!DOCTYPE html>"), command
+        assert '<section id="assumptions">' in text, command
+        assert text.rstrip().endswith("</html>"), command

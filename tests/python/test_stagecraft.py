@@ -173,3 +173,21 @@ def test_reports_from_python(tmp_path):
         assert text.startswith("<!DOCTYPE html>"), command
         assert '<section id="assumptions">' in text, command
         assert text.rstrip().endswith("</html>"), command
+
+
+def test_unknown_schedule_and_deadlock_raise_with_their_kind():
+    os.chdir(ROOT)
+    # The generator by its config key (`schedule=` is the action lists handed in).
+    with pytest.raises(stagecraft.StagecraftError) as unknown:
+        stagecraft.simulate("examples/uniform-study.yaml", **{"schedule.name": "1f1c"})
+    assert unknown.value.kind == "bad_input"
+    assert "did you mean '1f1b'" in unknown.value.message
+    # Rank 1 runs 1F1 before 1F0: under rendezvous point-to-point a deadlock, whose exception
+    # carries the wait-for cycle (tests/golden/check/rendezvous-deadlock.test).
+    with open("tests/golden/data/rendezvous-deadlock.csv") as csv:
+        ranks = [line.strip().split(",") for line in csv if line.strip()]
+    with pytest.raises(stagecraft.StagecraftError) as deadlock:
+        stagecraft.simulate("tests/golden/data/uniform.yaml", schedule=ranks, p2p="rendezvous")
+    assert deadlock.value.kind == "deadlock"
+    assert "wait-for cycle:" in deadlock.value.message
+    assert "rank 1 1F1 waits for activation transfer 0F1 -> 1F1" in deadlock.value.message

@@ -3,9 +3,9 @@
 // code (0, 1 or 2) without a crash or sanitizer report.
 //
 // To keep each run short and the file system untouched, inputs are skipped (not run) when they
-// name a flag that writes a file (--trace, --csv, --svg-prefix, --write-schedule-csv) or hold a
-// number above 64 (a pipeline of 10^5 ranks is valid and takes seconds: the size limits have
-// their own golden tests). scripts/fuzz.sh runs it in tests/golden/errors, so '../data/...'
+// name a flag that writes a file (--trace, --csv, --svg-prefix, --write-schedule-csv, --report,
+// plan's --export, goodput's --plot) or hold a number above 64 (a pipeline of 10^5 ranks is
+// valid and takes seconds: the size limits have their own golden tests). scripts/fuzz.sh runs it in tests/golden/errors, so '../data/...'
 // paths of the seed corpus resolve.
 #include <cctype>
 #include <cstddef>
@@ -20,7 +20,8 @@
 namespace {
 
 bool Skipped(const std::string& argument) {
-  for (const char* writer : {"--trace", "--csv", "--svg", "--write"}) {
+  for (const char* writer :
+       {"--trace", "--csv", "--svg", "--write", "--report", "--export", "--plot"}) {
     if (argument.find(writer) != std::string::npos) return true;
   }
   int64_t number = 0;

@@ -238,6 +238,11 @@ CLI::App* AddPlanCommand(CLI::App& app, PlanSpec& plan, std::string& engine,
       ->type_name("ENGINE DIR");
   command->add_flag("--json", json, "print one JSON object");
   command
+      ->add_option("--jobs", plan.jobs,
+                   "threads that prepare and simulate candidates (default 1; under mpirun the "
+                   "processes split the work instead)")
+      ->type_name("N");
+  command
       ->add_option("--report", plan.report_path,
                    "write a self-contained HTML report (ranked plans, Pareto front, rejections) "
                    "to FILE")

@@ -11,6 +11,7 @@
 #include "core/suggest.h"
 #include "memory/model_states.h"
 #include "plan/plan_rules.h"
+#include "plan/work_split.h"
 #include "report/summary.h"
 #include "run/simulate.h"
 #include "schedule/partition.h"
@@ -213,6 +214,15 @@ std::string ClusterText(const ClusterSpec& cluster) {
 }  // namespace
 
 Result<PlanResult> PlanLayouts(const PlanSpec& spec) {
+  std::unique_ptr<WorkSplit> threads;
+  if (spec.split == nullptr) {
+    if (spec.jobs < 1 || spec.jobs > 1024) {
+      return Error{"plan: --jobs must be between 1 and 1024 (threads), got " +
+                   std::to_string(spec.jobs)};
+    }
+    threads = ThreadSplit(spec.jobs);
+  }
+  WorkSplit& split = spec.split != nullptr ? *spec.split : *threads;
   if (spec.gpus < 1) {
     return Error{"plan: --gpus N is required (the world size every layout fills, e.g. --gpus 64)"};
   }
@@ -275,12 +285,28 @@ Result<PlanResult> PlanLayouts(const PlanSpec& spec) {
     Time step;
   };
   std::vector<Screened> fitting;
-  std::map<CostKey, Costed> costs;
+  // One representative per cost key, prepared by the workers; the screen then reads them in the
+  // candidates' order, so the answer does not depend on how the work was split.
+  std::map<CostKey, size_t> key_index;
+  std::vector<size_t> representatives;  // a candidate index per key, in first-seen order
+  for (size_t index = 0; index < enumeration.legal.size(); ++index) {
+    if (key_index.try_emplace(KeyOf(enumeration.legal[index]), representatives.size()).second) {
+      representatives.push_back(index);
+    }
+  }
+  const std::vector<std::string> costed_bytes = split.Map(
+      representatives.size(),
+      [&](size_t key) {
+        const Costed costed = Cost(spec, base, enumeration.legal[representatives[key]]);
+        return ByteWriter().Put(costed).Take();
+      },
+      nullptr);
+  std::vector<Costed> costs;
+  costs.reserve(costed_bytes.size());
+  for (const std::string& bytes : costed_bytes) costs.push_back(ByteReader(bytes).Get<Costed>());
   for (size_t index = 0; index < enumeration.legal.size(); ++index) {
     const Candidate& c = enumeration.legal[index];
-    auto [slot, fresh] = costs.try_emplace(KeyOf(c));
-    if (fresh) slot->second = Cost(spec, base, c);
-    const Costed& costed = slot->second;
+    const Costed& costed = costs[key_index.at(KeyOf(c))];
     if (!costed.ok) {
       ++result.rejected["refused when prepared (stagecraft simulate says why)"];
       continue;
@@ -313,50 +339,61 @@ Result<PlanResult> PlanLayouts(const PlanSpec& spec) {
 
   // The exact simulation of the best of the screen, through the run library.
   const size_t simulate = std::min(fitting.size(), static_cast<size_t>(std::max(1, spec.simulate)));
+  const std::vector<std::string> simulated = split.Map(
+      simulate,
+      [&](size_t rank) {
+        const Candidate& c = enumeration.legal[fitting[rank].index];
+        RunSpec run = spec.run;
+        run.loaded = base;
+        run.edit = [&c](Config& edited) {
+          c.ApplyTo(edited);
+          return Status::Ok();
+        };
+        auto outcome = SimulateSpec(run);
+        ByteWriter bytes;
+        bytes.Put<uint8_t>(outcome.ok() ? 1 : 0);
+        if (!outcome.ok()) return bytes.Take();
+        const RunOutcome& o = outcome.value();
+        const Throughput rate = ThroughputOf(o.info, o.metrics);
+        const double device_time = static_cast<double>(o.metrics.makespan.ns()) *
+                                   static_cast<double>(std::max<size_t>(1, o.metrics.ranks.size()));
+        const BubbleSplit& split_time = o.metrics.bubble;
+        const Time exposed =
+            split_time.exposed_collectives + split_time.exposed_p2p + split_time.exposed_state;
+        bytes.Put(o.metrics.makespan).Put(rate.tokens_per_s).Put(rate.mfu).Put(rate.tflops_per_gpu);
+        bytes.Put(device_time > 0 ? static_cast<double>(split_time.pipeline.ns()) / device_time : 0.0);
+        bytes.Put(device_time > 0 ? static_cast<double>(exposed.ns()) / device_time : 0.0);
+        bytes.Put(o.info.memory);
+        return bytes.Take();
+      },
+      [&](size_t taken) {
+        if (!spec.progress || taken == 0) return;
+        spec.progress("[" + std::to_string(taken) + "/" + std::to_string(simulate) +
+                      "] simulating " + enumeration.legal[fitting[taken - 1].index].Describe());
+      });
   std::vector<PlannedLayout> plans;
   for (size_t rank = 0; rank < simulate; ++rank) {
-    if (spec.progress) {
-      spec.progress("[" + std::to_string(rank + 1) + "/" + std::to_string(simulate) +
-                    "] simulating " + enumeration.legal[fitting[rank].index].Describe());
-    }
-    const Candidate& c = enumeration.legal[fitting[rank].index];
-    RunSpec run = spec.run;
-    run.loaded = base;
-    run.edit = [&c](Config& edited) {
-      c.ApplyTo(edited);
-      return Status::Ok();
-    };
     ++result.simulated;
-    auto outcome = SimulateSpec(run);
-    if (!outcome.ok()) {
+    ByteReader bytes(simulated[rank]);
+    if (bytes.Get<uint8_t>() == 0) {
       ++result.rejected["failed in simulation"];
       continue;
     }
-    const RunOutcome& o = outcome.value();
-    const MemoryInfo& memory = o.info.memory;
-    if (memory.capacity_known && memory.peak_bytes > Budget(spec, memory.capacity_bytes)) {
+    PlannedLayout plan;
+    plan.candidate = enumeration.legal[fitting[rank].index];
+    plan.screen_step = fitting[rank].step;
+    plan.step = bytes.Get<Time>();
+    plan.tokens_per_s = bytes.Get<double>();
+    plan.mfu = bytes.Get<double>();
+    plan.tflops_per_gpu = bytes.Get<double>();
+    plan.bubble_pipeline = bytes.Get<double>();
+    plan.bubble_exposed = bytes.Get<double>();
+    plan.memory = bytes.Get<MemoryInfo>();
+    if (plan.memory.capacity_known &&
+        plan.memory.peak_bytes > Budget(spec, plan.memory.capacity_bytes)) {
       ++result.rejected["over memory (simulated)"];
       continue;
     }
-    PlannedLayout plan;
-    plan.candidate = c;
-    plan.screen_step = fitting[rank].step;
-    plan.step = o.metrics.makespan;
-    const Throughput rate = ThroughputOf(o.info, o.metrics);
-    plan.tokens_per_s = rate.tokens_per_s;
-    plan.mfu = rate.mfu;
-    plan.tflops_per_gpu = rate.tflops_per_gpu;
-    const double device_time =
-        static_cast<double>(o.metrics.makespan.ns()) * std::max<size_t>(1, o.metrics.ranks.size());
-    if (device_time > 0) {
-      const BubbleSplit& split = o.metrics.bubble;
-      plan.bubble_pipeline = static_cast<double>(split.pipeline.ns()) / device_time;
-      plan.bubble_exposed =
-          static_cast<double>(
-              (split.exposed_collectives + split.exposed_p2p + split.exposed_state).ns()) /
-          device_time;
-    }
-    plan.memory = memory;
     plans.push_back(plan);
   }
   if (spec.progress) spec.progress("");

@@ -31,6 +31,8 @@ const char* EngineName(Engine engine);
 // An engine by name; an unknown one is bad input naming `flag`, with "did you mean".
 Result<Engine> ParseEngine(const std::string& name, const std::string& flag);
 
+class WorkSplit;  // plan/work_split.h
+
 struct PlanSpec {
   RunSpec run;                   // the model and the cluster (config, --hf-config, --cluster)
   int32_t gpus = 0;              // N: the world size every candidate fills exactly
@@ -46,6 +48,8 @@ struct PlanSpec {
   std::optional<Engine> export_engine;
   std::string export_dir;
   std::string report_path;  // --report FILE.html: the plan's HTML report; "" = none
+  int32_t jobs = 1;            // --jobs N: threads that prepare and simulate candidates
+  WorkSplit* split = nullptr;  // where the work runs (an MPI job's); unset = `jobs` threads
   // Told "[done/total] ..." during the exact simulations and "" at the end; unset = quiet.
   std::function<void(const std::string& line)> progress;
 };

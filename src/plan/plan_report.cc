@@ -7,6 +7,7 @@
 #include "core/units.h"
 #include "plan/export.h"
 #include "plan/plan.h"
+#include "plan/work_split.h"
 #include "report/html.h"
 #include "report/json_writer.h"
 #include "report/svg_plot.h"
@@ -208,6 +209,16 @@ Status RunPlan(const PlanSpec& given, bool json, Transcript& transcript) {
                    "--engine or give the same one)"};
     }
     if (spec.export_dir.empty()) return Error{"--export: needs a folder (--export ENGINE DIR)"};
+  }
+  // Under mpirun the processes split the work; only rank 0 answers (the others stay quiet,
+  // their exit code the same).
+  auto mpi = MpiSplitFromEnvironment();
+  if (!mpi.ok()) return mpi.error();
+  if (mpi.value()) spec.split = mpi.value().get();
+  if (spec.split != nullptr && !spec.split->prints()) {
+    auto quiet = PlanLayouts(spec);
+    if (!quiet.ok()) return MakeError(quiet.error().kind, "");
+    return quiet.value().plans.empty() ? MakeError(ErrorKind::kInfeasible, "") : Status::Ok();
   }
   auto result = PlanLayouts(spec);
   if (!result.ok()) return result.error();

@@ -365,6 +365,7 @@ void BM_PlanLlama70b64(benchmark::State& state) {
   spec.gpus = 64;
   spec.global_batch = 512;
   spec.simulate = static_cast<int32_t>(state.range(0));
+  spec.jobs = static_cast<int32_t>(state.range(1));  // threads (plan --jobs)
   int64_t candidates = 0;
   for (auto _ : state) {
     auto result = PlanLayouts(spec);
@@ -377,7 +378,13 @@ void BM_PlanLlama70b64(benchmark::State& state) {
   }
   state.counters["candidates"] = static_cast<double>(candidates);
 }
-BENCHMARK(BM_PlanLlama70b64)->Arg(1)->Arg(50)->Unit(benchmark::kMillisecond);
+// Args: the candidates simulated exactly, the threads.
+BENCHMARK(BM_PlanLlama70b64)
+    ->Args({1, 1})
+    ->Args({50, 1})
+    ->Args({50, 2})
+    ->UseRealTime()
+    ->Unit(benchmark::kMillisecond);
 
 }  // namespace
 }  // namespace stagecraft

@@ -131,19 +131,25 @@ CostKey KeyOf(const Candidate& c) {
           c.schedule == "dualpipev"};
 }
 
+// The planner's run of `candidate`: the loaded config with the candidate's layout applied.
+RunSpec RunOf(const PlanSpec& spec, const std::shared_ptr<const LoadedConfig>& base,
+              const Candidate& candidate) {
+  RunSpec run = spec.run;
+  run.loaded = base;
+  run.edit = [candidate](Config& config) {
+    candidate.ApplyTo(config);
+    return Status::Ok();
+  };
+  return run;
+}
+
 Costed Cost(const PlanSpec& spec, const std::shared_ptr<const LoadedConfig>& base,
             const Candidate& candidate) {
   Candidate probe = candidate;  // a short run of the same layout
   const bool v_shape = candidate.schedule == "dualpipev";
   probe.schedule = v_shape ? "dualpipev" : candidate.vpp > 1 ? "interleaved-1f1b" : "1f1b";
   probe.microbatches = candidate.pp == 1 ? 1 : v_shape ? 2 * candidate.pp : candidate.pp;
-  RunSpec run = spec.run;
-  run.loaded = base;
-  run.edit = [&probe](Config& config) {
-    probe.ApplyTo(config);
-    return Status::Ok();
-  };
-  auto prepared = PrepareRun(run);
+  auto prepared = PrepareRun(RunOf(spec, base, probe));
   Costed costed;
   if (!prepared.ok()) return costed;
   const PreparedRun& r = prepared.value();
@@ -342,14 +348,7 @@ Result<PlanResult> PlanLayouts(const PlanSpec& spec) {
   const std::vector<std::string> simulated = split.Map(
       simulate,
       [&](size_t rank) {
-        const Candidate& c = enumeration.legal[fitting[rank].index];
-        RunSpec run = spec.run;
-        run.loaded = base;
-        run.edit = [&c](Config& edited) {
-          c.ApplyTo(edited);
-          return Status::Ok();
-        };
-        auto outcome = SimulateSpec(run);
+        auto outcome = SimulateSpec(RunOf(spec, base, enumeration.legal[fitting[rank].index]));
         ByteWriter bytes;
         bytes.Put<uint8_t>(outcome.ok() ? 1 : 0);
         if (!outcome.ok()) return bytes.Take();

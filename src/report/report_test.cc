@@ -18,6 +18,7 @@
 #include "report/summary.h"
 #include "report/timeline.h"
 #include "schedule/generator.h"
+#include "testing/interleaved_run.h"
 
 namespace stagecraft {
 namespace {
@@ -26,43 +27,11 @@ using nlohmann::json;
 
 Time Ns(int64_t ns) { return Time::Nanoseconds(ns); }
 
-struct Simulated {
-  Schedule schedule;
-  std::vector<StageCost> costs;
-  TaskGraph graph;
-  Trace trace;
-  Metrics metrics;
-  RunInfo info;
-};
+using Simulated = InterleavedRun;
 
-// Interleaved 1F1B, p = 4, v = 2, m = 4, F = 2 ms, I = 3 ms, W = 1 ms per rank, 50 us per
-// transfer; activations of 1 MiB.
 Simulated SimulateInterleaved() {
-  Simulated run;
-  run.schedule = GenerateInterleavedOneFOneB({4, 2, 4, 0}).value();
-  ModelSpec model;
-  model.forward = Ns(2'000'000);
-  model.input_grad = Ns(3'000'000);
-  model.weight_grad = Ns(1'000'000);
-  model.activation_bytes = 1 << 20;
-  model.p2p_bytes = 4096;
-  run.costs = UniformStageCosts(model, 8, 2);
-  LowerOptions options;
-  options.cost_p2p = Ns(50'000);
-  run.graph = Lower(run.schedule, run.costs, options).value();
-  run.trace = Simulate(run.graph);
+  Simulated run = SimulateInterleavedRun();
   EXPECT_FALSE(run.trace.deadlock.has_value());
-  run.metrics = ComputeMetrics(run.schedule, run.costs, run.graph, run.trace);
-  run.info.config = "runs/\"pp4\".yaml";
-  run.info.model = "uniform";
-  run.info.schedule = "interleaved-1f1b";
-  run.info.pp = 4;
-  run.info.vpp = 2;
-  run.info.microbatches = 4;
-  run.info.cost_p2p = options.cost_p2p;
-  run.info.forward = model.forward;
-  run.info.input_grad = model.input_grad;
-  run.info.weight_grad = model.weight_grad;
   return run;
 }
 

@@ -277,6 +277,8 @@ const std::vector<Option<ServeSpec>>& ServeOptions() {
       TextOption("prompt_tokens", &ServeSpec::prompt_tokens),
       TextOption("output_tokens", &ServeSpec::output_tokens),
       TextOption("routing", &ServeSpec::routing),
+      NumberOption("prefix_groups", &ServeSpec::prefix_groups),
+      NumberOption("prefix_tokens", &ServeSpec::prefix_tokens),
       TextOption("slo", &ServeSpec::slo),
       TextOption("weight_dtype", &ServeSpec::weight_dtype),
       TextOption("kv_dtype", &ServeSpec::kv_dtype),

@@ -348,8 +348,18 @@ CLI::App* AddServeCommand(CLI::App& app, ServeSpec& serve) {
       ->type_name("LEN");
   command->add_option("--output-tokens", serve.output_tokens, "N or A-B uniform (default 64)")
       ->type_name("LEN");
-  command->add_option("--routing", serve.routing, "round-robin (default) | least-outstanding")
+  command
+      ->add_option("--routing", serve.routing,
+                   "round-robin (default) | least-outstanding | kv-aware (cached prefixes)")
       ->type_name("R");
+  command
+      ->add_option("--prefix-groups", serve.prefix_groups,
+                   "requests share one of G prompt prefixes, cached per replica (default 0)")
+      ->type_name("G");
+  command
+      ->add_option("--prefix-tokens", serve.prefix_tokens,
+                   "tokens of each shared prefix, before the request's own --prompt-tokens")
+      ->type_name("P");
   command->add_option("--slo", serve.slo, "per-request bounds (default ttft=0.4s,tpot=40ms)")
       ->type_name("SLO");
   command->add_option("--weight-dtype", serve.weight_dtype, "bf16 (default) | fp8 | int8 | fp4")

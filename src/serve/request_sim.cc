@@ -5,6 +5,7 @@
 #include <cmath>
 #include <cstdlib>
 #include <deque>
+#include <map>
 #include <vector>
 
 #include "core/event_queue.h"
@@ -27,6 +28,8 @@ struct Request {
   int64_t computed = 0;   // tokens whose KV is cached
   int64_t generated = 0;  // output tokens produced
   int64_t blocks = 0;     // KV blocks held
+  int64_t group = -1;     // its shared prefix's group; -1 = none
+  int64_t prefix_blocks = 0;  // cached prefix blocks it reads (its replica's, shared)
   int64_t scheduled = 0;  // tokens scheduled in the running iteration
   int64_t first_scheduled_ns = -1;
   int64_t first_token_ns = -1;
@@ -34,7 +37,16 @@ struct Request {
   int64_t pending() const { return prompt + generated - computed; }
 };
 
+// A prefix a replica has cached: its whole blocks, the running requests reading it, and when it
+// was last used (eviction order).
+struct CachedPrefix {
+  int64_t blocks = 0;
+  int64_t readers = 0;
+  int64_t last_use_ns = 0;
+};
+
 struct Replica {
+  std::map<int64_t, CachedPrefix> prefixes;  // by group
   std::deque<int32_t> waiting;
   std::vector<int32_t> running;  // in admission order
   std::vector<int32_t> batch;    // scheduled in the iteration in flight
@@ -76,6 +88,7 @@ class ServingModel {
   double kv_block_ns() const { return kv_block_ns_; }
   double kv_peak() const { return kv_peak_; }
   int64_t capacity_blocks() const { return capacity_blocks_; }
+  int64_t prefix_hit_tokens() const { return prefix_hit_tokens_; }
 
  private:
   int64_t Draw(const LengthDist& dist) {
@@ -102,6 +115,10 @@ class ServingModel {
     request.arrival_ns = after_ns + std::llround(gap_s * 1e9);
     request.prompt = Draw(workload_.prompt);
     request.output = Draw(workload_.output);
+    if (workload_.prefix_groups > 0) {
+      request.group = rng_.NextInRange(0, workload_.prefix_groups - 1);
+      request.prompt += workload_.prefix_tokens;
+    }
     Push(queue, request);
   }
 
@@ -124,19 +141,48 @@ class ServingModel {
     now_ns_ = now;
   }
 
-  int32_t Route() {
-    const int32_t count = static_cast<int32_t>(replicas_.size());
-    if (routing_ == Routing::kRoundRobin) return next_round_robin_++ % count;
-    int32_t best = 0;
-    for (int32_t index = 1; index < count; ++index) {
-      if (replicas_[index].outstanding < replicas_[best].outstanding) best = index;
+  // The least loaded replica among those `eligible` accepts (the first of equals).
+  template <typename Eligible>
+  int32_t LeastOutstanding(Eligible eligible) const {
+    int32_t best = -1;
+    for (int32_t index = 0; index < static_cast<int32_t>(replicas_.size()); ++index) {
+      if (!eligible(index)) continue;
+      if (best < 0 || replicas_[index].outstanding < replicas_[best].outstanding) best = index;
     }
     return best;
   }
 
+  int32_t Route(const Request& request) {
+    const int32_t count = static_cast<int32_t>(replicas_.size());
+    const auto any = [](int32_t) { return true; };
+    if (routing_ == Routing::kRoundRobin) return next_round_robin_++ % count;
+    if (routing_ == Routing::kLeastOutstanding || request.group < 0) return LeastOutstanding(any);
+    // kKvAware (request_sim.h): SGLang's router thresholds.
+    int64_t least = replicas_[0].outstanding;
+    int64_t most = least;
+    for (const Replica& replica : replicas_) {
+      least = std::min(least, replica.outstanding);
+      most = std::max(most, replica.outstanding);
+    }
+    const bool imbalanced = most - least > 64 && static_cast<double>(most) > 1.5 * static_cast<double>(least);
+    const double match = static_cast<double>(CachedPrefixTokens()) / static_cast<double>(request.prompt);
+    if (!imbalanced && match > 0.3) {
+      const int32_t holder = LeastOutstanding(
+          [&](int32_t index) { return replicas_[index].prefixes.count(request.group) > 0; });
+      if (holder >= 0) return holder;
+    }
+    return LeastOutstanding(any);
+  }
+
+  // The tokens of a prefix a cache holds: its whole blocks.
+  int64_t CachedPrefixTokens() const {
+    const int64_t block = model_.engine.block_tokens;
+    return workload_.prefix_tokens / block * block;
+  }
+
   void OnArrival(int32_t id, EventQueue& queue) {
     ++in_system_;
-    const int32_t target = Route();
+    const int32_t target = Route(requests_[id]);
     Replica& replica = replicas_[target];
     replica.waiting.push_back(id);
     ++replica.outstanding;
@@ -153,6 +199,62 @@ class ServingModel {
     replica.free_blocks += request.blocks;
     used_blocks_ -= request.blocks;
     request.blocks = 0;
+    if (request.prefix_blocks > 0) {
+      CachedPrefix& prefix = replica.prefixes.at(request.group);
+      --prefix.readers;
+      prefix.last_use_ns = now_ns_;
+      request.prefix_blocks = 0;
+    }
+  }
+
+  // Frees cached prefixes no running request reads, least recently used first (the lowest
+  // group of equals), until `need` blocks are free or none is left to evict.
+  void EvictFor(Replica& replica, int64_t need) {
+    while (need > replica.free_blocks) {
+      auto victim = replica.prefixes.end();
+      for (auto it = replica.prefixes.begin(); it != replica.prefixes.end(); ++it) {
+        if (it->second.readers > 0) continue;
+        if (victim == replica.prefixes.end() || it->second.last_use_ns < victim->second.last_use_ns) {
+          victim = it;
+        }
+      }
+      if (victim == replica.prefixes.end()) return;
+      replica.free_blocks += victim->second.blocks;
+      used_blocks_ -= victim->second.blocks;
+      replica.prefixes.erase(victim);
+    }
+  }
+
+  // A request starting its prompt on a replica that holds its prefix reads the cached blocks
+  // instead of computing them.
+  void ReadCachedPrefix(Replica& replica, Request& request) {
+    if (request.group < 0 || request.computed > 0 || request.prefix_blocks > 0) return;
+    auto cached = replica.prefixes.find(request.group);
+    if (cached == replica.prefixes.end()) return;
+    ++cached->second.readers;
+    cached->second.last_use_ns = now_ns_;
+    request.prefix_blocks = cached->second.blocks;
+    request.computed = cached->second.blocks * model_.engine.block_tokens;
+    prefix_hit_tokens_ += request.computed;
+  }
+
+  // A request whose prompt has passed its prefix hands the prefix's whole blocks to its
+  // replica's cache, unless the replica caches that group already.
+  void CachePrefix(Replica& replica, Request& request) {
+    if (request.group < 0 || request.prefix_blocks > 0) return;
+    const int64_t blocks = CachedPrefixTokens() / model_.engine.block_tokens;
+    if (blocks == 0 || request.computed < blocks * model_.engine.block_tokens ||
+        replica.prefixes.count(request.group) > 0) {
+      return;
+    }
+    replica.prefixes[request.group] = CachedPrefix{blocks, 1, now_ns_};
+    request.blocks -= blocks;
+    request.prefix_blocks = blocks;
+  }
+
+  // Blocks a request still needs for `tokens` more (its cached prefix's are shared).
+  int64_t Need(const Request& request, int64_t tokens) const {
+    return BlocksFor(request.computed + tokens) - request.blocks - request.prefix_blocks;
   }
 
   void Grow(Replica& replica, Request& request, int64_t blocks) {
@@ -180,7 +282,8 @@ class ServingModel {
     for (size_t slot = 0; slot < replica.running.size() && budget > 0; ++slot) {
       Request& request = requests_[replica.running[slot]];
       const int64_t tokens = std::min(request.pending(), budget);
-      const int64_t need = BlocksFor(request.computed + tokens) - request.blocks;
+      const int64_t need = Need(request, tokens);
+      EvictFor(replica, need);
       while (need > replica.free_blocks && replica.running.size() > slot + 1) Preempt(replica);
       if (need > replica.free_blocks) {
         Preempt(replica);
@@ -198,8 +301,10 @@ class ServingModel {
            static_cast<int64_t>(replica.running.size()) < model_.engine.max_seqs) {
       const int32_t id = replica.waiting.front();
       Request& request = requests_[id];
+      ReadCachedPrefix(replica, request);
       const int64_t tokens = std::min(request.pending(), budget);
-      const int64_t need = BlocksFor(request.computed + tokens) - request.blocks;
+      const int64_t need = Need(request, tokens);
+      EvictFor(replica, need);
       if (need > replica.free_blocks) break;
       replica.waiting.pop_front();
       Grow(replica, request, need);
@@ -260,6 +365,7 @@ class ServingModel {
       Request& request = requests_[id];
       request.computed += request.scheduled;
       request.scheduled = 0;
+      CachePrefix(replica, request);
       if (request.pending() != 0) continue;  // a prefill chunk short of the end
       ++request.generated;
       if (request.first_token_ns < 0) request.first_token_ns = now_ns_;
@@ -291,6 +397,7 @@ class ServingModel {
   int32_t next_round_robin_ = 0;
   int64_t iterations_ = 0;
   int64_t preemptions_ = 0;
+  int64_t prefix_hit_tokens_ = 0;
 };
 
 // Nearest rank: the smallest value with at least p of the sample at or below it.
@@ -329,6 +436,24 @@ Status CheckTraceFits(const ReplicaModel& replica, const Workload& workload) {
 }
 
 Status CheckWorkload(const ReplicaModel& replica, const Workload& workload) {
+  if (workload.prefix_groups < 0 || workload.prefix_groups > 1'000'000) {
+    return Error{"--prefix-groups " + std::to_string(workload.prefix_groups) +
+                 ": expected 0 (no shared prefixes) to 1000000"};
+  }
+  if (workload.prefix_groups > 0 &&
+      (workload.prefix_tokens < 1 || workload.prefix_tokens > kMaxTokens)) {
+    return Error{"--prefix-tokens " + std::to_string(workload.prefix_tokens) +
+                 ": expected 1 to " + std::to_string(kMaxTokens) +
+                 " tokens of shared prefix with --prefix-groups"};
+  }
+  if (workload.prefix_groups == 0 && workload.prefix_tokens != 0) {
+    return Error{"--prefix-tokens needs --prefix-groups G (how many distinct prefixes the "
+                 "requests share)"};
+  }
+  if (!workload.trace.empty() && workload.prefix_groups > 0) {
+    return Error{"--prefix-groups: not with --request-trace (a trace's rows carry no prefix); "
+                 "drop one"};
+  }
   if (!workload.trace.empty()) return CheckTraceFits(replica, workload);
   if (!(workload.rate_rps > 0) || !std::isfinite(workload.rate_rps)) {
     return Error{"--rate: the arrival rate must be a positive number of requests per second"};
@@ -342,9 +467,10 @@ Status CheckWorkload(const ReplicaModel& replica, const Workload& workload) {
     return Error{"--requests " + std::to_string(workload.requests) + ": expected 1 to " +
                  std::to_string(kMaxRequests)};
   }
-  const int64_t longest = workload.prompt.high + workload.output.high;
+  const int64_t prompt = workload.prompt.high + workload.prefix_tokens;
+  const int64_t longest = prompt + workload.output.high;
   if (longest > replica.kv_capacity_tokens) {
-    return Error{"serve: a request of " + std::to_string(workload.prompt.high) + " + " +
+    return Error{"serve: a request of " + std::to_string(prompt) + " + " +
                  std::to_string(workload.output.high) + " tokens does not fit a replica's KV " +
                  "cache of " + std::to_string(replica.kv_capacity_tokens) + " tokens (expected " +
                  "shorter --prompt-tokens/--output-tokens, or more GPUs per replica)"};
@@ -435,7 +561,15 @@ std::string FormatLengthDist(const LengthDist& dist) {
 }
 
 const char* RoutingName(Routing routing) {
-  return routing == Routing::kRoundRobin ? "round-robin" : "least-outstanding";
+  switch (routing) {
+    case Routing::kRoundRobin:
+      return "round-robin";
+    case Routing::kLeastOutstanding:
+      return "least-outstanding";
+    case Routing::kKvAware:
+      return "kv-aware";
+  }
+  return "?";
 }
 
 Result<ServeStats> SimulateServing(const ReplicaModel& replica, const Workload& workload,
@@ -454,7 +588,9 @@ Result<ServeStats> SimulateServing(const ReplicaModel& replica, const Workload& 
   std::vector<double> ttft, tpot, e2e, queued;
   int64_t good = 0;
   double output_tokens = 0;
+  double prompt_tokens = 0;
   for (const Request& request : requests) {
+    prompt_tokens += static_cast<double>(request.prompt);
     const double first = static_cast<double>(request.first_token_ns - request.arrival_ns) * 1e-9;
     const double total = static_cast<double>(request.finish_ns - request.arrival_ns) * 1e-9;
     ttft.push_back(first);
@@ -493,6 +629,8 @@ Result<ServeStats> SimulateServing(const ReplicaModel& replica, const Workload& 
   const double all_blocks = static_cast<double>(model.capacity_blocks()) * replica.shape.replicas;
   stats.kv_utilization_mean = model.kv_block_ns() / (span * 1e9) / all_blocks;
   stats.kv_utilization_peak = model.kv_peak() / all_blocks;
+  stats.prefix_hit_rate =
+      prompt_tokens > 0 ? static_cast<double>(model.prefix_hit_tokens()) / prompt_tokens : 0;
   return stats;
 }
 

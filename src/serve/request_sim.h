@@ -56,10 +56,24 @@ struct Workload {
   LengthDist prompt{512, 512};  // prompt tokens
   LengthDist output{64, 64};    // output tokens (the first comes from the prefill)
   uint64_t seed = 1;            // SplitMix64 seed of arrivals and lengths
+  // Shared prompt prefixes (system prompts, few-shot templates): each request draws one of
+  // `prefix_groups` groups (0 = none) and its prompt is the group's `prefix_tokens` followed by
+  // its own `prompt` tokens. A replica keeps the full KV blocks of a prefix it has computed
+  // (vLLM's automatic prefix caching: only whole blocks are shared) and a later request of the
+  // group skips their prefill; unused cached prefixes are evicted, least recently used first,
+  // when blocks run short.
+  int64_t prefix_groups = 0;
+  int64_t prefix_tokens = 0;
 };
 
-enum class Routing : uint8_t { kRoundRobin, kLeastOutstanding };
-const char* RoutingName(Routing routing);  // "round-robin", "least-outstanding"
+// kKvAware: the cache-aware policy of SGLang's router (its model gateway's defaults: cache
+// threshold 0.3, balance thresholds 64 requests absolute and 1.5 relative): when the load is
+// imbalanced (the busiest replica's outstanding requests exceed the idlest's by more than 64
+// and by more than 1.5 times) the least loaded replica; else the least loaded of the replicas
+// holding the request's prefix, when it covers more than 0.3 of the prompt; else the least
+// loaded.
+enum class Routing : uint8_t { kRoundRobin, kLeastOutstanding, kKvAware };
+const char* RoutingName(Routing routing);  // "round-robin", "least-outstanding", "kv-aware"
 
 // A request meets the SLO when its TTFT and its TPOT are both within these.
 struct Slo {
@@ -105,6 +119,9 @@ struct ServeStats {
   double mean_in_system = 0;
   int64_t in_system_integral_ns = 0;
   int64_t e2e_sum_ns = 0;
+  // Shared prefixes: prompt tokens whose KV came from a replica's prefix cache, over all
+  // prompt tokens (0 without prefix groups).
+  double prefix_hit_rate = 0;
   // Every request's latencies, ascending (the report's CDFs); TPOT for output > 1 only.
   std::vector<double> ttft_sorted_s;
   std::vector<double> tpot_sorted_s;

@@ -183,6 +183,102 @@ TEST(RequestSimTest, LeastOutstandingBeatsRoundRobinOnUnevenRequests) {
   EXPECT_GT(least.goodput_rps_per_gpu, 0.0);
 }
 
+// One prefix group on one replica, requests far apart: the first computes the 1,000-token
+// prefix and caches its 62 whole blocks (992 tokens; vLLM shares whole blocks only); every later
+// request reads them. So the prompt tokens read from the cache are exactly 49 x 992 of
+// 50 x (1,000 + 100), and a cached request's TTFT is below the first's.
+TEST(RequestSimTest, ASharedPrefixIsComputedOnceAndReadAfter) {
+  const ReplicaModel replica = Replica(1);
+  Workload workload;
+  workload.rate_rps = 0.5;
+  workload.requests = 50;
+  workload.prompt = {100, 100};
+  workload.output = {8, 8};
+  workload.prefix_groups = 1;
+  workload.prefix_tokens = 1000;
+  std::vector<IterationRecord> iterations;
+  auto stats = SimulateServing(replica, workload, Routing::kRoundRobin, Slo{}, &iterations);
+  ASSERT_TRUE(stats.ok()) << stats.error().message;
+  ExpectLittlesLaw(stats.value());
+  EXPECT_DOUBLE_EQ(stats.value().prefix_hit_rate, 49.0 * 992 / (50.0 * 1100));
+  // Prefill tokens computed: the first prompt whole, then 1,100 - 992 = 108 per request.
+  int64_t prefilled = 0;
+  for (const IterationRecord& record : iterations) prefilled += record.prefill_tokens;
+  EXPECT_EQ(prefilled, 1100 + 49 * 108);
+  EXPECT_LT(stats.value().ttft_sorted_s.front(), stats.value().ttft_sorted_s.back());
+}
+
+// Without prefix groups nothing is cached and the run is the one it was before (the same draws).
+TEST(RequestSimTest, NoPrefixGroupsNoCache) {
+  const ReplicaModel replica = Replica(2);
+  Workload workload;
+  workload.rate_rps = 10;
+  workload.requests = 300;
+  const ServeStats plain = Simulate(replica, workload, Routing::kKvAware);
+  const ServeStats least = Simulate(replica, workload, Routing::kLeastOutstanding);
+  EXPECT_EQ(plain.prefix_hit_rate, 0.0);
+  // A request without a prefix is routed by load alone.
+  EXPECT_EQ(plain.ttft_sorted_s, least.ttft_sorted_s);
+}
+
+// Many prefixes, more than one replica's cache holds (512 x 4,096 tokens against about
+// 1,260,000 per TP 8 replica): round robin spreads every group over every replica and keeps
+// evicting, the KV-aware router sends a group where it is cached. Its hit rate and TTFT are
+// better, and the cache never holds more blocks than the replica has.
+TEST(RequestSimTest, KvAwareRoutingFindsTheCachedPrefix) {
+  auto cluster = ClusterFromPreset("h100x4");
+  ASSERT_TRUE(cluster.ok());
+  auto built = BuildReplicaModel(Llama3_70bSpec(), cluster.value(),
+                                 {.tp = 8, .pp = 1, .replicas = 4}, EngineOptions{});
+  ASSERT_TRUE(built.ok()) << built.error().message;
+  const ReplicaModel& replica = built.value();
+  Workload workload;
+  workload.rate_rps = 20;
+  workload.requests = 2000;
+  workload.prompt = {64, 256};
+  workload.output = {16, 16};
+  workload.prefix_groups = 512;
+  workload.prefix_tokens = 4096;
+  const ServeStats round_robin = Simulate(replica, workload, Routing::kRoundRobin);
+  const ServeStats kv_aware = Simulate(replica, workload, Routing::kKvAware);
+  EXPECT_GT(kv_aware.prefix_hit_rate, round_robin.prefix_hit_rate + 0.2);
+  EXPECT_LT(kv_aware.ttft_s.p90, round_robin.ttft_s.p90);
+  EXPECT_LE(kv_aware.kv_utilization_peak, 1.0);
+  EXPECT_LE(round_robin.kv_utilization_peak, 1.0);
+}
+
+// A cache too small for two prefixes at once: the unused one is evicted for the next (least
+// recently used first) and every request still finishes.
+TEST(RequestSimTest, EvictsUnusedPrefixesWhenBlocksRunShort) {
+  ReplicaModel replica = Replica(1);
+  replica.kv_capacity_tokens = 3072;
+  Workload workload;
+  workload.rate_rps = 5;
+  workload.requests = 200;
+  workload.prompt = {32, 64};
+  workload.output = {8, 8};
+  workload.prefix_groups = 3;
+  workload.prefix_tokens = 1024;
+  const ServeStats stats = Simulate(replica, workload);
+  EXPECT_EQ(stats.requests, 200);
+  EXPECT_GT(stats.prefix_hit_rate, 0.0);
+  EXPECT_LE(stats.kv_utilization_peak, 1.0);
+}
+
+// Prefix arguments are checked before the run.
+TEST(RequestSimTest, PrefixArgumentsAreChecked) {
+  const ReplicaModel replica = Replica(1);
+  Workload workload;
+  workload.prefix_tokens = 100;
+  auto stats = SimulateServing(replica, workload, Routing::kKvAware, Slo{});
+  ASSERT_FALSE(stats.ok());
+  EXPECT_NE(stats.error().message.find("--prefix-tokens needs --prefix-groups"), std::string::npos);
+  workload.prefix_groups = -1;
+  stats = SimulateServing(replica, workload, Routing::kKvAware, Slo{});
+  ASSERT_FALSE(stats.ok());
+  EXPECT_NE(stats.error().message.find("--prefix-groups -1"), std::string::npos);
+}
+
 // The iteration records behind the Chrome trace: one per iteration, a replica's never
 // overlapping, and without preemption every prompt token prefilled once and every output token
 // but the first (the prefill's) decoded once.

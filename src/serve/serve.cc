@@ -11,9 +11,10 @@ namespace stagecraft {
 namespace {
 
 Result<Routing> ParseRouting(const std::string& text) {
-  if (text == "round-robin") return Routing::kRoundRobin;
-  if (text == "least-outstanding") return Routing::kLeastOutstanding;
-  return Error{"--routing '" + text + "': expected round-robin or least-outstanding"};
+  for (Routing routing : {Routing::kRoundRobin, Routing::kLeastOutstanding, Routing::kKvAware}) {
+    if (text == RoutingName(routing)) return routing;
+  }
+  return Error{"--routing '" + text + "': expected round-robin, least-outstanding or kv-aware"};
 }
 
 // The decode step of the largest batch of the workload's longest requests that the replica's
@@ -87,6 +88,11 @@ std::string FormatJson(const std::string& model, const ReplicaModel& replica,
   json.Key("preemptions").Int(stats.preemptions);
   json.Key("kv_utilization_mean").Fixed(stats.kv_utilization_mean, 4);
   json.Key("kv_utilization_peak").Fixed(stats.kv_utilization_peak, 4);
+  if (workload.prefix_groups > 0) {
+    json.Key("prefix_groups").Int(workload.prefix_groups);
+    json.Key("prefix_tokens").Int(workload.prefix_tokens);
+    json.Key("prefix_cache_hit_rate").Fixed(stats.prefix_hit_rate, 4);
+  }
   json.EndObject();
   return json.text() + "\n";
 }
@@ -124,6 +130,10 @@ std::string FormatText(const std::string& label, const std::string& model,
                                        : "gamma (cv " + FormatFixed(workload.arrival_cv, 2) + ") ")
         << FormatFixed(workload.rate_rps, 3) << " rps, prompt " << FormatLengthDist(workload.prompt)
         << ", output " << FormatLengthDist(workload.output) << " tokens, seed " << workload.seed;
+    if (workload.prefix_groups > 0) {
+      out << ", each prompt after one of " << workload.prefix_groups << " shared prefixes of "
+          << workload.prefix_tokens << " tokens";
+    }
   } else {
     out << "from the request trace";
   }
@@ -145,6 +155,10 @@ std::string FormatText(const std::string& label, const std::string& model,
   out << "  iterations " << stats.iterations << ", preemptions " << stats.preemptions
       << ", KV use mean " << FormatFixed(stats.kv_utilization_mean * 100, 1) << "% peak "
       << FormatFixed(stats.kv_utilization_peak * 100, 1) << "%\n";
+  if (workload.prefix_groups > 0) {
+    out << "  prefix cache: " << FormatFixed(stats.prefix_hit_rate * 100, 1)
+        << "% of prompt tokens read from a replica's cached prefix\n";
+  }
   return out.str();
 }
 
@@ -213,6 +227,8 @@ Status RunServe(const ServeSpec& spec, Transcript& transcript) {
   workload.arrival_cv = spec.arrival_cv;
   workload.requests = spec.requests;
   workload.seed = spec.seed;
+  workload.prefix_groups = spec.prefix_groups;
+  workload.prefix_tokens = spec.prefix_tokens;
   auto prompt = ParseLengthDist(spec.prompt_tokens, "--prompt-tokens");
   if (!prompt.ok()) return prompt.error();
   auto output = ParseLengthDist(spec.output_tokens, "--output-tokens");

@@ -28,7 +28,9 @@ struct ServeSpec {
   uint64_t seed = 1;                  // --seed S
   std::string prompt_tokens = "512";  // --prompt-tokens N or A-B
   std::string output_tokens = "64";   // --output-tokens N or A-B
-  std::string routing = "round-robin";      // --routing round-robin | least-outstanding
+  std::string routing = "round-robin";      // --routing round-robin | least-outstanding | kv-aware
+  int64_t prefix_groups = 0;                // --prefix-groups G: shared prompt prefixes (0 none)
+  int64_t prefix_tokens = 0;                // --prefix-tokens P: each one's length
   std::string slo = "ttft=0.4s,tpot=40ms";  // --slo
   std::string weight_dtype = "bf16";        // --weight-dtype bf16 | fp8 | int8 | fp4
   std::string kv_dtype = "bf16";            // --kv-dtype bf16 | fp8

@@ -105,10 +105,23 @@ Status SettleBatch(const YAML::Node& root, const std::string& source, int64_t dp
                  ": either train_batch_size or train_micro_batch_size_per_gpu needs to be given "
                  "(DeepSpeed's runtime/config.py)"};
   }
+  auto indivisible = [&](int64_t per_step, const std::string& what) {
+    return Error{Where(source, root["train_batch_size"]) + "train_batch_size " +
+                 std::to_string(train) + " is not a multiple of " + what + " = " +
+                 std::to_string(per_step) + " (DeepSpeed's runtime/config.py)"};
+  };
   if (train > 0 && micro > 0 && accumulation == 0) {
+    if (train % (micro * dp) != 0) {
+      return indivisible(micro * dp, "train_micro_batch_size_per_gpu x " + std::to_string(dp) +
+                                         " data-parallel ranks");
+    }
     accumulation = train / (micro * dp);
   } else if (train > 0 && micro == 0) {
     if (accumulation == 0) accumulation = 1;
+    if (train % (accumulation * dp) != 0) {
+      return indivisible(accumulation * dp, "gradient_accumulation_steps x " +
+                                                std::to_string(dp) + " data-parallel ranks");
+    }
     micro = train / (accumulation * dp);
   } else if (train == 0) {
     if (accumulation == 0) accumulation = 1;

@@ -34,7 +34,7 @@ TEST(TomlTest, ReadsTheSubsetTorchtitanWrites) {
   const TomlTable* training = document.Find("training");
   ASSERT_NE(training, nullptr);
   EXPECT_EQ(training->keys[0].second.integer, 1024);
-  EXPECT_EQ(training->keys[0].second.line, 9);
+  EXPECT_EQ(training->keys[0].second.line, 10);
   EXPECT_EQ(training->keys[1].second.kind, TomlValue::Kind::kFloat);
   EXPECT_DOUBLE_EQ(training->keys[1].second.number, 3e-4);
   EXPECT_EQ(training->keys[2].second.integer, -1);

@@ -85,7 +85,8 @@ class TableValues {
   Error Fail(const std::string& key, const std::string& message) const {
     const TomlValue* value = Find(key);
     const int32_t line = value != nullptr ? value->line : (table_ != nullptr ? table_->line : 0);
-    return Error{source_ + ":" + std::to_string(line) + ": [" + name_ + "] " + key + " " + message};
+    const std::string where = line > 0 ? source_ + ":" + std::to_string(line) : source_;
+    return Error{where + ": [" + name_ + "] " + key + " " + message};
   }
 
   Result<std::optional<int64_t>> Int(const std::string& key, int64_t low) const {
@@ -312,10 +313,20 @@ Result<Layout> ReadLayout(const TableValues& p, int64_t world, int32_t seq_len) 
     return p.Fail("data_parallel_shard_degree", "= 0 (expected -1, the ranks left over, or >= 1)");
   }
   const int64_t others = l.replicate * l.cp * l.tp * l.pp;
-  if (l.shard < 0) l.shard = world / others;
-  if (l.shard < 1 || l.replicate * l.shard * l.cp * l.tp * l.pp != world) {
+  if (l.shard < 0) {
+    if (world % others != 0) {
+      return p.Fail("data_parallel_shard_degree",
+                    "-1 takes the ranks left over, but replicate x cp x tp x pp = " +
+                        std::to_string(others) + " does not divide the cluster's " +
+                        std::to_string(world) +
+                        " GPUs (torchtitan's parallel_dims.py; give --cluster DEVICExNODES with "
+                        "the run's nodes, or other degrees)");
+    }
+    l.shard = world / others;
+  }
+  if (l.replicate * l.shard * l.cp * l.tp * l.pp != world) {
     return p.Fail("data_parallel_shard_degree",
-                  "x replicate x cp x tp x pp = " + std::to_string(std::max<int64_t>(l.shard, 0) * others) +
+                  "x replicate x cp x tp x pp = " + std::to_string(l.shard * others) +
                       " is not the cluster's " + std::to_string(world) +
                       " GPUs (torchtitan's parallel_dims.py asserts it equals WORLD_SIZE; give "
                       "--cluster DEVICExNODES with the run's nodes)");
@@ -488,7 +499,8 @@ Result<Recompute> ReadRecompute(const TableValues& ac) {
   if (o == "op") return Recompute::kSelectiveOp;
   if (o == "1") return Recompute::kFull;
   return ac.Fail(option ? "selective_ac_option" : "mode",
-                 std::string(option ? "" : "'selective' with torchtitan's default option ") +
+                 std::string(option ? "" : mode ? "'selective' with torchtitan's default option "
+                                                : "absent: torchtitan's default 'selective' with option ") +
                      "'" + EscapeBytes(o) +
                      "' (every Nth layer checkpointed) is not read (expected selective_ac_option "
                      "'op', or mode 'full' or 'none')");

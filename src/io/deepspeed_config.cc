@@ -1,5 +1,6 @@
-// DeepSpeed's rules, ported (deepspeedai/DeepSpeed):
-//   deepspeed/runtime/config.py, DeepSpeedConfig._configure_train_batch_size and
+// DeepSpeed's rules, ported (deepspeedai/DeepSpeed; config.py read at 3a890ec57fb7, pipe/engine.py
+// at e787c16394e5):
+//   deepspeed/runtime/config.py, DeepSpeedConfig._set_batch_related_parameters and
 //     _batch_assertion: of train_batch_size, train_micro_batch_size_per_gpu and
 //     gradient_accumulation_steps any two give the third (one alone: no accumulation), and
 //     train_batch_size = micro batch x accumulation x the data-parallel ranks;
@@ -57,6 +58,17 @@ const std::vector<std::string>& TopLevelKeys() {
       "pipeline",
       "data_types",
       "dump_state",
+      "compile",
+      "checkpoint",
+      "aio",
+      "elasticity",
+      "sparse_attention",
+      "data_efficiency",
+      "autotuning",
+      "dataloader_drop_last",
+      "timers",
+      "tensor_parallel",
+      "weight_quantization",
   };
   return kKeys;
 }
@@ -89,8 +101,8 @@ Result<bool> Enabled(const YAML::Node& root, const char* section, const std::str
 }
 
 // The batch sizes as DeepSpeed settles them: {train, micro, accumulation}.
-Status SettleBatch(const YAML::Node& root, const std::string& source, int64_t dp,
-                   int64_t& train, int64_t& micro, int64_t& accumulation) {
+Status SettleBatch(const YAML::Node& root, const std::string& source, int64_t dp, int64_t& train,
+                   int64_t& micro, int64_t& accumulation) {
   auto t = Count(root, "train_batch_size", 1, source);
   if (!t.ok()) return t.error();
   auto m = Count(root, "train_micro_batch_size_per_gpu", 1, source);
@@ -119,15 +131,17 @@ Status SettleBatch(const YAML::Node& root, const std::string& source, int64_t dp
   } else if (train > 0 && micro == 0) {
     if (accumulation == 0) accumulation = 1;
     if (train % (accumulation * dp) != 0) {
-      return indivisible(accumulation * dp, "gradient_accumulation_steps x " +
-                                                std::to_string(dp) + " data-parallel ranks");
+      return indivisible(accumulation * dp, "gradient_accumulation_steps x " + std::to_string(dp) +
+                                                " data-parallel ranks");
     }
     micro = train / (accumulation * dp);
   } else if (train == 0) {
     if (accumulation == 0) accumulation = 1;
     train = micro * accumulation * dp;
   }
-  if (micro < 1 || accumulation < 1 || train != micro * accumulation * dp) {
+  // micro x dp <= 2^30 x the GPUs: no overflow; the division keeps accumulation out of it.
+  if (micro < 1 || accumulation < 1 || train % (micro * dp) != 0 ||
+      train / (micro * dp) != accumulation) {
     return Error{Where(source, root["train_batch_size"]) + "train_batch_size " +
                  std::to_string(train) + " is not train_micro_batch_size_per_gpu " +
                  std::to_string(micro) + " x gradient_accumulation_steps " +
@@ -192,8 +206,8 @@ Result<Config> ReadDeepSpeedConfig(const std::string& json, const std::string& j
   auto parsed = ParseJson(json, json_source);
   if (!parsed.ok()) return parsed.error();
   const YAML::Node& root = parsed.value();
-  auto config_or = ReadMegatronArgs(args, args_source, std::move(base),
-                                    MegatronDialect::kMegatronDeepSpeed);
+  auto config_or =
+      ReadMegatronArgs(args, args_source, std::move(base), MegatronDialect::kMegatronDeepSpeed);
   if (!config_or.ok()) return config_or.error();
   Config config = std::move(config_or).value();
   ParallelSpec& p = config.parallel;

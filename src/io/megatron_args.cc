@@ -32,42 +32,42 @@ Result<Config> ReadMegatronArgs(const std::string& text, const std::string& sour
   std::string line;
   int line_number = 0;
   const std::vector<std::string> megatron_switches = {"--group-query-attention",
-                                             "--swiglu",
-                                             "--disable-bias-linear",
-                                             "--untie-embeddings-and-output-weights",
-                                             "--mock-data",
-                                             "--sequence-parallel",
-                                             "--use-distributed-optimizer",
-                                             "--overlap-param-gather",
-                                             "--overlap-grad-reduce",
-                                             "--bf16",
-                                             "--use-flash-attn"};
+                                                      "--swiglu",
+                                                      "--disable-bias-linear",
+                                                      "--untie-embeddings-and-output-weights",
+                                                      "--mock-data",
+                                                      "--sequence-parallel",
+                                                      "--use-distributed-optimizer",
+                                                      "--overlap-param-gather",
+                                                      "--overlap-grad-reduce",
+                                                      "--bf16",
+                                                      "--use-flash-attn"};
   const std::vector<std::string> megatron_valued = {"--num-layers",
-                                           "--hidden-size",
-                                           "--num-attention-heads",
-                                           "--num-query-groups",
-                                           "--kv-channels",
-                                           "--ffn-hidden-size",
-                                           "--num-experts",
-                                           "--moe-router-topk",
-                                           "--moe-ffn-hidden-size",
-                                           "--moe-shared-expert-intermediate-size",
-                                           "--normalization",
-                                           "--position-embedding-type",
-                                           "--seq-length",
-                                           "--max-position-embeddings",
-                                           "--tokenizer-type",
-                                           "--vocab-size",
-                                           "--micro-batch-size",
-                                           "--global-batch-size",
-                                           "--tensor-model-parallel-size",
-                                           "--pipeline-model-parallel-size",
-                                           "--num-layers-per-virtual-pipeline-stage",
-                                           "--context-parallel-size",
-                                           "--expert-model-parallel-size",
-                                           "--recompute-granularity",
-                                           "--recompute-method",
-                                           "--recompute-num-layers"};
+                                                    "--hidden-size",
+                                                    "--num-attention-heads",
+                                                    "--num-query-groups",
+                                                    "--kv-channels",
+                                                    "--ffn-hidden-size",
+                                                    "--num-experts",
+                                                    "--moe-router-topk",
+                                                    "--moe-ffn-hidden-size",
+                                                    "--moe-shared-expert-intermediate-size",
+                                                    "--normalization",
+                                                    "--position-embedding-type",
+                                                    "--seq-length",
+                                                    "--max-position-embeddings",
+                                                    "--tokenizer-type",
+                                                    "--vocab-size",
+                                                    "--micro-batch-size",
+                                                    "--global-batch-size",
+                                                    "--tensor-model-parallel-size",
+                                                    "--pipeline-model-parallel-size",
+                                                    "--num-layers-per-virtual-pipeline-stage",
+                                                    "--context-parallel-size",
+                                                    "--expert-model-parallel-size",
+                                                    "--recompute-granularity",
+                                                    "--recompute-method",
+                                                    "--recompute-num-layers"};
   const std::vector<std::string> megatron_only = {
       "--use-distributed-optimizer", "--overlap-param-gather", "--overlap-grad-reduce",
       "--context-parallel-size", "--num-layers-per-virtual-pipeline-stage"};
@@ -107,8 +107,8 @@ Result<Config> ReadMegatronArgs(const std::string& text, const std::string& sour
     if (!is_switch && !is_valued) {
       std::vector<std::string> known = switches;
       known.insert(known.end(), valued.begin(), valued.end());
-      const bool elsewhere =
-          deepspeed && std::find(megatron_only.begin(), megatron_only.end(), flag) != megatron_only.end();
+      const bool elsewhere = deepspeed && std::find(megatron_only.begin(), megatron_only.end(),
+                                                    flag) != megatron_only.end();
       return Error{where + "unknown " + engine + " argument '" + EscapeBytes(flag) + "'" +
                    (elsewhere ? " (Megatron-LM's; DeepSpeed's pipeline engine has no interleaving, "
                                 "context parallelism or distributed optimizer: ZeRO is "
@@ -206,7 +206,8 @@ Result<Config> ReadMegatronArgs(const std::string& text, const std::string& sour
   if (t.layers == 0 || t.hidden == 0 || t.heads == 0 || t.vocab == 0 || global_batch == 0) {
     return Error{source +
                  ": needs --num-layers, --hidden-size, --num-attention-heads, --vocab-size and "
-                 "--global-batch-size (the arguments `plan --export " + exporter + "` writes)"};
+                 "--global-batch-size (the arguments `plan --export " +
+                 exporter + "` writes)"};
   }
   if (!grouped) t.kv_heads = 0;
   if (t.shared_experts > 0) {

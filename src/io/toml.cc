@@ -123,7 +123,8 @@ class TomlParser {
   }
 
   Status ParseKeyValue(TomlTable& table) {
-    if (Peek() == '"' || Peek() == '\'') return Fail("quoted keys are not read (expected a bare key)");
+    if (Peek() == '"' || Peek() == '\'')
+      return Fail("quoted keys are not read (expected a bare key)");
     std::string key;
     const int32_t key_line = line_;
     while (IsBareKeyChar(Peek())) key += text_[pos_++];
@@ -209,8 +210,9 @@ class TomlParser {
       }
     } else {
       const size_t dot = digits.find('.');
-      const bool digit_around_dot = dot == std::string::npos ||
-                                    (dot > 0 && IsDigit(digits[dot - 1]) && IsDigit(digits[dot + 1]));
+      const bool digit_around_dot =
+          dot == std::string::npos ||
+          (dot > 0 && IsDigit(digits[dot - 1]) && IsDigit(digits[dot + 1]));
       char* stop = nullptr;
       value.number = std::strtod(begin, &stop);
       if (digit_around_dot && stop == end && begin != end && IsDigit(digits.back())) {
@@ -243,13 +245,27 @@ class TomlParser {
       const char escape = Peek();
       ++pos_;
       switch (escape) {
-        case '"': out += '"'; break;
-        case '\\': out += '\\'; break;
-        case 'n': out += '\n'; break;
-        case 't': out += '\t'; break;
-        case 'r': out += '\r'; break;
-        case 'b': out += '\b'; break;
-        case 'f': out += '\f'; break;
+        case '"':
+          out += '"';
+          break;
+        case '\\':
+          out += '\\';
+          break;
+        case 'n':
+          out += '\n';
+          break;
+        case 't':
+          out += '\t';
+          break;
+        case 'r':
+          out += '\r';
+          break;
+        case 'b':
+          out += '\b';
+          break;
+        case 'f':
+          out += '\f';
+          break;
         case 'u':
         case 'U': {
           const size_t length = escape == 'u' ? 4 : 8;
@@ -322,11 +338,16 @@ class TomlParser {
 
 const char* TomlKindName(TomlValue::Kind kind) {
   switch (kind) {
-    case TomlValue::Kind::kString: return "a string";
-    case TomlValue::Kind::kInteger: return "an integer";
-    case TomlValue::Kind::kFloat: return "a float";
-    case TomlValue::Kind::kBool: return "a boolean";
-    case TomlValue::Kind::kStringArray: return "an array of strings";
+    case TomlValue::Kind::kString:
+      return "a string";
+    case TomlValue::Kind::kInteger:
+      return "an integer";
+    case TomlValue::Kind::kFloat:
+      return "a float";
+    case TomlValue::Kind::kBool:
+      return "a boolean";
+    case TomlValue::Kind::kStringArray:
+      return "an array of strings";
   }
   return "a value";
 }

@@ -32,8 +32,8 @@ struct TomlValue {
 const char* TomlKindName(TomlValue::Kind kind);
 
 struct TomlTable {
-  std::string name;  // "" for the keys before the first header
-  int32_t line = 0;  // the header's line (0 for the root)
+  std::string name;                                     // "" for the keys before the first header
+  int32_t line = 0;                                     // the header's line (0 for the root)
   std::vector<std::pair<std::string, TomlValue>> keys;  // in the file's order
   bool operator==(const TomlTable&) const = default;
 };

@@ -47,15 +47,22 @@ TEST(TomlTest, ErrorsNameLineAndColumn) {
       {"[a]\nx = 1\nx = 2\n", "t.toml:3:5: key 'x' given twice in [a] (first on line 2)"},
       {"[a]\n[a]\n", "t.toml:2:4: table [a] defined twice (first on line 1)"},
       {"[a]\nx = \"open\n", "t.toml:2:10: unterminated string (expected a closing \")"},
-      {"[a]\nx = {y = 1}\n", "t.toml:2:5: inline tables are not read (expected a string, number or boolean)"},
+      {"[a]\nx = {y = 1}\n",
+       "t.toml:2:5: inline tables are not read (expected a string, number or boolean)"},
       {"[a]\nx = 1979-05-27\n",
-       "t.toml:2:5: '1979-05-27' is not a value stagecraft reads (expected a \"string\", an integer, "
+       "t.toml:2:5: '1979-05-27' is not a value stagecraft reads (expected a \"string\", an "
+       "integer, "
        "a float, true, false or an array of strings; dates are not read)"},
-      {"[a]\nx = 1 2\n", "t.toml:2:7: unexpected '2' (expected the end of the line or a # comment)"},
-      {"[[a]]\n", "t.toml:1:2: arrays of tables ([[name]]) are not read (expected a [table] header)"},
-      {"[a]\nx.y = 1\n", "t.toml:2:2: dotted keys are not read (expected a bare key; use a [table])"},
-      {"[a]\nx = [1, 2]\n", "t.toml:2:6: arrays of strings only are read (expected a \"string\" or ']')"},
-      {"[a]\nx = 99999999999999999999\n", "t.toml:2:5: integer '99999999999999999999' is out of range (64-bit)"},
+      {"[a]\nx = 1 2\n",
+       "t.toml:2:7: unexpected '2' (expected the end of the line or a # comment)"},
+      {"[[a]]\n",
+       "t.toml:1:2: arrays of tables ([[name]]) are not read (expected a [table] header)"},
+      {"[a]\nx.y = 1\n",
+       "t.toml:2:2: dotted keys are not read (expected a bare key; use a [table])"},
+      {"[a]\nx = [1, 2]\n",
+       "t.toml:2:6: arrays of strings only are read (expected a \"string\" or ']')"},
+      {"[a]\nx = 99999999999999999999\n",
+       "t.toml:2:5: integer '99999999999999999999' is out of range (64-bit)"},
       {"[a]\nx = 1__0\n", "t.toml:2:5: '1__0': '_' must sit between two digits"},
   };
   for (const auto& [text, message] : cases) {

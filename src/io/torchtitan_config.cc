@@ -6,7 +6,8 @@
 //   torchtitan/distributed/parallel_dims.py, ParallelDims._validate: dp_shard -1 takes the ranks
 //     left over; dp_replicate x dp_shard x cp x tp x pp = WORLD_SIZE; with ep > 1 (etp = tp) ep
 //     divisible by cp and dividing dp_shard x cp; seq_len_divisor: seq_len divisible by tp x 2cp;
-//   torchtitan/distributed/pipeline_parallel.py (pipeline_llm, fb3b230e2a050885057a1a02f167658b0cb6c5ac):
+//   torchtitan/distributed/pipeline_parallel.py (pipeline_llm,
+//   fb3b230e2a050885057a1a02f167658b0cb6c5ac):
 //     with pipeline_parallel_layers_per_stage, ceil((layers + first_stage_less_layers +
 //     last_stage_less_layers) / layers_per_stage) stages, a multiple of pp, one per rank for the
 //     single-stage schedules (1F1B, GPipe) and at least two for the others; without it, one or
@@ -37,20 +38,31 @@ const std::vector<std::pair<std::string, std::vector<std::string>>>& ReadTables(
        {"name", "flavor", "tokenizer_path", "hf_assets_path", "converters",
         "print_after_conversion"}},
       {"training",
-       {"dataset", "dataset_path", "local_batch_size", "batch_size", "global_batch_size",
-        "seq_len", "max_norm", "steps", "enable_cpu_offload", "mixed_precision_param",
+       {"dataset", "dataset_path", "local_batch_size", "batch_size", "global_batch_size", "seq_len",
+        "max_norm", "steps", "enable_cpu_offload", "mixed_precision_param",
         "mixed_precision_reduce", "compile", "gc_freq", "gc_debug", "seed", "deterministic",
         "warmup_steps"}},
       {"parallelism",
-       {"data_parallel_replicate_degree", "data_parallel_shard_degree",
-        "fsdp_reshard_after_forward", "tensor_parallel_degree", "disable_loss_parallel",
-        "enable_loss_parallel", "enable_async_tensor_parallel", "enable_compiled_autograd",
-        "pipeline_parallel_degree", "pipeline_parallel_split_points",
-        "pipeline_parallel_layers_per_stage", "pipeline_parallel_first_stage_less_layers",
-        "pipeline_parallel_last_stage_less_layers", "pipeline_parallel_schedule",
-        "pipeline_parallel_schedule_csv", "pipeline_parallel_microbatch_size",
-        "pipeline_parallel_microbatches", "context_parallel_degree",
-        "context_parallel_rotate_method", "expert_parallel_degree",
+       {"data_parallel_replicate_degree",
+        "data_parallel_shard_degree",
+        "fsdp_reshard_after_forward",
+        "tensor_parallel_degree",
+        "disable_loss_parallel",
+        "enable_loss_parallel",
+        "enable_async_tensor_parallel",
+        "enable_compiled_autograd",
+        "pipeline_parallel_degree",
+        "pipeline_parallel_split_points",
+        "pipeline_parallel_layers_per_stage",
+        "pipeline_parallel_first_stage_less_layers",
+        "pipeline_parallel_last_stage_less_layers",
+        "pipeline_parallel_schedule",
+        "pipeline_parallel_schedule_csv",
+        "pipeline_parallel_microbatch_size",
+        "pipeline_parallel_microbatches",
+        "context_parallel_degree",
+        "context_parallel_rotate_method",
+        "expert_parallel_degree",
         "expert_tensor_parallel_degree"}},
       {"activation_checkpoint",
        {"mode", "selective_ac_option", "per_op_sac_force_recompute_mm_shapes_by_fqns"}},
@@ -62,9 +74,10 @@ const std::vector<std::pair<std::string, std::vector<std::string>>>& ReadTables(
 // Tables torchtitan has whose keys change nothing stagecraft simulates (read, not checked).
 const std::vector<std::string>& IgnoredTables() {
   static const std::vector<std::string> kTables = {
-      "job",        "profiling", "metrics",           "optimizer",       "lr_scheduler",
-      "checkpoint", "float8",    "mx",                "comm",            "memory_estimation",
-      "fault_tolerance", "experimental", "validation", "quantize",     "float8_linear"};
+      "job",          "profiling",         "metrics",         "optimizer",
+      "lr_scheduler", "checkpoint",        "float8",          "mx",
+      "comm",         "memory_estimation", "fault_tolerance", "experimental",
+      "validation",   "quantize",          "float8_linear"};
   return kTables;
 }
 
@@ -115,7 +128,8 @@ class TableValues {
     const TomlValue* value = Find(key);
     if (value == nullptr) return std::optional<bool>();
     if (value->kind != TomlValue::Kind::kBool) {
-      return Fail(key, std::string("is ") + TomlKindName(value->kind) + " (expected true or false)");
+      return Fail(key,
+                  std::string("is ") + TomlKindName(value->kind) + " (expected true or false)");
     }
     return std::optional<bool>(value->boolean);
   }
@@ -127,8 +141,8 @@ class TableValues {
     if (value == nullptr) return names;
     if (value->kind == TomlValue::Kind::kStringArray) return value->strings;
     if (value->kind != TomlValue::Kind::kString) {
-      return Fail(key, std::string("is ") + TomlKindName(value->kind) +
-                           " (expected an array of strings)");
+      return Fail(
+          key, std::string("is ") + TomlKindName(value->kind) + " (expected an array of strings)");
     }
     std::string name;
     for (char c : value->text + ",") {
@@ -148,8 +162,8 @@ class TableValues {
   std::string name_;
 };
 
-#define STAGECRAFT_ASSIGN_OR_RETURN(lhs, expr) \
-  auto lhs##_result = (expr);                  \
+#define STAGECRAFT_ASSIGN_OR_RETURN(lhs, expr)         \
+  auto lhs##_result = (expr);                          \
   if (!lhs##_result.ok()) return lhs##_result.error(); \
   auto lhs = std::move(lhs##_result).value()
 
@@ -241,8 +255,9 @@ Status ReadModel(const TomlDocument& document, const std::string& source, bool m
   }
   if (model_given) {
     if (!model.is_transformer()) {
-      return Error{source + ": the model given is not a transformer (expected --hf-config FILE "
-                            "or a config with model.type: transformer)"};
+      return Error{source +
+                   ": the model given is not a transformer (expected --hf-config FILE "
+                   "or a config with model.type: transformer)"};
     }
     if (flavor == nullptr) return Status::Ok();
     const TransformerSpec& t = model.transformer;
@@ -312,15 +327,26 @@ Result<Layout> ReadLayout(const TableValues& p, int64_t world, int32_t seq_len) 
   if (l.shard == 0) {
     return p.Fail("data_parallel_shard_degree", "= 0 (expected -1, the ranks left over, or >= 1)");
   }
-  const int64_t others = l.replicate * l.cp * l.tp * l.pp;
-  if (l.shard < 0) {
-    if (world % others != 0) {
+  int64_t others = 1;
+  for (const int64_t degree : {l.replicate, l.cp, l.tp, l.pp}) {
+    others *= degree;  // each degree <= 2^30 and the product so far <= world: no overflow
+    if (others > world) {
       return p.Fail("data_parallel_shard_degree",
-                    "-1 takes the ranks left over, but replicate x cp x tp x pp = " +
-                        std::to_string(others) + " does not divide the cluster's " +
-                        std::to_string(world) +
+                    "has no ranks left: replicate " + std::to_string(l.replicate) + " x cp " +
+                        std::to_string(l.cp) + " x tp " + std::to_string(l.tp) + " x pp " +
+                        std::to_string(l.pp) + " exceed the cluster's " + std::to_string(world) +
                         " GPUs (torchtitan's parallel_dims.py; give --cluster DEVICExNODES with "
                         "the run's nodes, or other degrees)");
+    }
+  }
+  if (l.shard < 0) {
+    if (world % others != 0) {
+      return p.Fail(
+          "data_parallel_shard_degree",
+          "-1 takes the ranks left over, but replicate x cp x tp x pp = " + std::to_string(others) +
+              " does not divide the cluster's " + std::to_string(world) +
+              " GPUs (torchtitan's parallel_dims.py; give --cluster DEVICExNODES with "
+              "the run's nodes, or other degrees)");
     }
     l.shard = world / others;
   }
@@ -331,10 +357,10 @@ Result<Layout> ReadLayout(const TableValues& p, int64_t world, int32_t seq_len) 
                       " GPUs (torchtitan's parallel_dims.py asserts it equals WORLD_SIZE; give "
                       "--cluster DEVICExNODES with the run's nodes)");
   }
-  if (l.replicate > 1 && l.shard > 1) {
+  if (l.replicate > 1 && l.shard * l.cp > 1) {
     return p.Fail("data_parallel_replicate_degree",
-                  "with data_parallel_shard_degree > 1 is HSDP, which stagecraft does not read "
-                  "yet (expected one of the two at 1)");
+                  "with data_parallel_shard_degree x context_parallel_degree > 1 is HSDP, which "
+                  "stagecraft does not read yet (expected replicate 1, or shard and cp 1: DDP)");
   }
   if (l.ep > 1 && (etp.value_or(1) != 1 && etp.value_or(1) != l.tp)) {
     return p.Fail("expert_tensor_parallel_degree", "must be 1 or the tp degree (parallel_dims.py)");
@@ -358,33 +384,27 @@ Result<Layout> ReadLayout(const TableValues& p, int64_t world, int32_t seq_len) 
 struct ScheduleName {
   const char* torchtitan;
   const char* stagecraft;
-  bool single_stage;
+  bool single_stage;  // PipelineScheduleSingle: one stage per rank
+  bool v_shaped;      // two stages per rank in a V
 };
 
 const std::vector<ScheduleName>& Schedules() {
   static const std::vector<ScheduleName> kSchedules = {
-      {"1F1B", "1f1b", true},
-      {"GPipe", "gpipe", true},
-      {"Interleaved1F1B", "interleaved-1f1b", false},
-      {"LoopedBFS", "looped-bfs", false},
-      {"DualPipeV", "dualpipev", false},
-      {"ZBVZeroBubble", "zb-v", false},
+      {"1F1B", "1f1b", true, false},
+      {"GPipe", "gpipe", true, false},
+      {"Interleaved1F1B", "interleaved-1f1b", false, false},
+      {"LoopedBFS", "looped-bfs", false, false},
+      {"DualPipeV", "dualpipev", false, true},
+      {"ZBVZeroBubble", "zb-v", false, true},
   };
   return kSchedules;
 }
 
-// The schedule, its stages per rank and the microbatches; fills the parallel spec.
-Status ReadPipeline(const TableValues& p, const TransformerSpec& t, int64_t local_batch,
-                    int64_t accumulation, ParallelSpec& parallel, ModelSpec& model,
-                    ScheduleSpec& schedule) {
+// The schedule by torchtitan's name; split points and schedule CSVs are refused.
+Result<const ScheduleName*> ReadSchedule(const TableValues& p) {
   STAGECRAFT_ASSIGN_OR_RETURN(name, p.String("pipeline_parallel_schedule"));
   STAGECRAFT_ASSIGN_OR_RETURN(split_points, p.Names("pipeline_parallel_split_points"));
   STAGECRAFT_ASSIGN_OR_RETURN(csv, p.String("pipeline_parallel_schedule_csv"));
-  STAGECRAFT_ASSIGN_OR_RETURN(per_stage, p.Int("pipeline_parallel_layers_per_stage", 1));
-  STAGECRAFT_ASSIGN_OR_RETURN(first_less, p.Int("pipeline_parallel_first_stage_less_layers", 0));
-  STAGECRAFT_ASSIGN_OR_RETURN(last_less, p.Int("pipeline_parallel_last_stage_less_layers", 0));
-  STAGECRAFT_ASSIGN_OR_RETURN(microbatch_size, p.Int("pipeline_parallel_microbatch_size", 1));
-  STAGECRAFT_ASSIGN_OR_RETURN(microbatches, p.Int("pipeline_parallel_microbatches", 1));
   if (!split_points.empty()) {
     return p.Fail("pipeline_parallel_split_points",
                   "are not read (expected pipeline_parallel_layers_per_stage, or none: "
@@ -395,59 +415,78 @@ Status ReadPipeline(const TableValues& p, const TransformerSpec& t, int64_t loca
                   "is not read here (expected none; simulate the CSV with --schedule-csv)");
   }
   const std::string wanted = name.value_or("1F1B");
-  const ScheduleName* found = nullptr;
   std::vector<std::string> names;
-  for (const ScheduleName& s : Schedules()) {
-    names.push_back(s.torchtitan);
-    if (wanted == s.torchtitan) found = &s;
+  for (const ScheduleName& schedule : Schedules()) {
+    if (wanted == schedule.torchtitan) return &schedule;
+    names.push_back(schedule.torchtitan);
   }
-  if (found == nullptr) {
-    return p.Fail("pipeline_parallel_schedule", "'" + EscapeBytes(wanted) + "' is not read" +
-                                                    DidYouMean(wanted, names) + " (expected " +
-                                                    JoinChoices(names) + ")");
-  }
-  const int64_t pp = parallel.pp;
-  int64_t per_rank = found->single_stage ? 1 : 2;
+  return p.Fail("pipeline_parallel_schedule", "'" + EscapeBytes(wanted) + "' is not read" +
+                                                  DidYouMean(wanted, names) + " (expected " +
+                                                  JoinChoices(names) + ")");
+}
+
+// Stages per rank as torchtitan's pipeline_llm counts them.
+Result<int64_t> StagesPerRank(const TableValues& p, int32_t layers, int64_t pp,
+                              const ScheduleName& schedule) {
+  STAGECRAFT_ASSIGN_OR_RETURN(per_stage, p.Int("pipeline_parallel_layers_per_stage", 1));
+  STAGECRAFT_ASSIGN_OR_RETURN(first_less, p.Int("pipeline_parallel_first_stage_less_layers", 0));
+  STAGECRAFT_ASSIGN_OR_RETURN(last_less, p.Int("pipeline_parallel_last_stage_less_layers", 0));
+  int64_t per_rank = schedule.single_stage ? 1 : 2;
   if (per_stage) {
-    const int64_t weighted = t.layers + first_less.value_or(1) + last_less.value_or(1);
-    const int64_t stages = (weighted + *per_stage - 1) / *per_stage;
-    if (stages % pp != 0 || (found->single_stage ? stages != pp : stages < 2 * pp)) {
+    const int64_t first = first_less.value_or(1);
+    const int64_t last = last_less.value_or(1);
+    const int64_t stages = (layers + first + last + *per_stage - 1) / *per_stage;
+    if (stages % pp != 0 || (schedule.single_stage ? stages != pp : stages < 2 * pp)) {
       return p.Fail("pipeline_parallel_layers_per_stage",
                     "= " + std::to_string(*per_stage) + " makes " + std::to_string(stages) +
-                        " stages of (" + std::to_string(t.layers) + " layers + " +
-                        std::to_string(first_less.value_or(1)) + " + " +
-                        std::to_string(last_less.value_or(1)) +
+                        " stages of (" + std::to_string(layers) + " layers + " +
+                        std::to_string(first) + " + " + std::to_string(last) +
                         ") (expected a multiple of pp " + std::to_string(pp) + ", " +
-                        (found->single_stage ? "one" : "at least two") + " per rank for " +
-                        found->torchtitan + "; torchtitan's pipeline_parallel.py)");
+                        (schedule.single_stage ? "one" : "at least two") + " per rank for " +
+                        schedule.torchtitan + "; torchtitan's pipeline_parallel.py)");
     }
     per_rank = stages / pp;
   }
-  if (found->torchtitan == std::string("DualPipeV") || found->torchtitan == std::string("ZBVZeroBubble")) {
-    if (per_rank != 2) {
-      return p.Fail("pipeline_parallel_schedule", std::string(found->torchtitan) +
-                                                      " runs two stages per rank in a V (expected "
-                                                      "pipeline_parallel_layers_per_stage for 2 x pp stages)");
-    }
+  if (schedule.v_shaped && per_rank != 2) {
+    return p.Fail("pipeline_parallel_schedule",
+                  std::string(schedule.torchtitan) +
+                      " runs two stages per rank in a V (expected "
+                      "pipeline_parallel_layers_per_stage for 2 x pp stages)");
   }
-  if (t.layers < pp * per_rank) {
-    return p.Fail("pipeline_parallel_degree", "x stages per rank = " + std::to_string(pp * per_rank) +
-                                                  " stages for " + std::to_string(t.layers) +
-                                                  " layers (expected at most one stage per layer)");
+  if (layers < pp * per_rank) {
+    return p.Fail("pipeline_parallel_degree",
+                  "x stages per rank = " + std::to_string(pp * per_rank) + " stages for " +
+                      std::to_string(layers) + " layers (expected at most one stage per layer)");
   }
-  int64_t mbs = microbatch_size.value_or(1);
-  if (microbatches) {
-    if (microbatch_size) {
-      return p.Fail("pipeline_parallel_microbatches",
-                    "and pipeline_parallel_microbatch_size both given (expected one of them)");
-    }
-    if (local_batch % *microbatches != 0) {
-      return p.Fail("pipeline_parallel_microbatches",
-                    "= " + std::to_string(*microbatches) + " does not divide the local batch " +
-                        std::to_string(local_batch));
-    }
-    mbs = local_batch / *microbatches;
+  return per_rank;
+}
+
+// The microbatch size: pipeline_parallel_microbatch_size, or the local batch over the older
+// pipeline_parallel_microbatches.
+Result<int64_t> MicrobatchSize(const TableValues& p, int64_t local_batch) {
+  STAGECRAFT_ASSIGN_OR_RETURN(microbatch_size, p.Int("pipeline_parallel_microbatch_size", 1));
+  STAGECRAFT_ASSIGN_OR_RETURN(microbatches, p.Int("pipeline_parallel_microbatches", 1));
+  if (!microbatches) return microbatch_size.value_or(1);
+  if (microbatch_size) {
+    return p.Fail("pipeline_parallel_microbatches",
+                  "and pipeline_parallel_microbatch_size both given (expected one of them)");
   }
+  if (local_batch % *microbatches != 0) {
+    return p.Fail("pipeline_parallel_microbatches", "= " + std::to_string(*microbatches) +
+                                                        " does not divide the local batch " +
+                                                        std::to_string(local_batch));
+  }
+  return local_batch / *microbatches;
+}
+
+// The schedule, its stages per rank and the microbatches; fills the parallel spec.
+Status ReadPipeline(const TableValues& p, const TransformerSpec& t, int64_t local_batch,
+                    int64_t accumulation, ParallelSpec& parallel, ModelSpec& model,
+                    ScheduleSpec& schedule) {
+  STAGECRAFT_ASSIGN_OR_RETURN(found, ReadSchedule(p));
+  const int64_t pp = parallel.pp;
+  STAGECRAFT_ASSIGN_OR_RETURN(per_rank, StagesPerRank(p, t.layers, pp, *found));
+  STAGECRAFT_ASSIGN_OR_RETURN(mbs, MicrobatchSize(p, local_batch));
   if (local_batch % mbs != 0) {
     return p.Fail("pipeline_parallel_microbatch_size",
                   "= " + std::to_string(mbs) + " does not divide the local batch " +
@@ -461,16 +500,16 @@ Status ReadPipeline(const TableValues& p, const TransformerSpec& t, int64_t loca
                       ") runs one pipeline flush per step, which stagecraft does not read yet "
                       "(expected local_batch_size = global_batch_size / dp)");
   }
-  if (!found->single_stage && found->torchtitan != std::string("DualPipeV") &&
-      found->torchtitan != std::string("ZBVZeroBubble") && n % pp != 0) {
+  if (!found->single_stage && !found->v_shaped && n % pp != 0) {
     return p.Fail("pipeline_parallel_microbatch_size",
                   "gives " + std::to_string(n) + " microbatches, not a multiple of pp " +
                       std::to_string(pp) + " (torch's looped schedules require it)");
   }
   if (found->torchtitan == std::string("DualPipeV") && n < 2 * pp) {
     return p.Fail("pipeline_parallel_microbatch_size",
-                  "gives " + std::to_string(n) + " microbatches (DualPipeV needs at least 2 x pp = " +
-                      std::to_string(2 * pp) + ")");
+                  "gives " + std::to_string(n) +
+                      " microbatches (DualPipeV needs at least 2 x pp = " + std::to_string(2 * pp) +
+                      ")");
   }
   if (n < pp) {
     return p.Fail("pipeline_parallel_microbatch_size",
@@ -499,93 +538,18 @@ Result<Recompute> ReadRecompute(const TableValues& ac) {
   if (o == "op") return Recompute::kSelectiveOp;
   if (o == "1") return Recompute::kFull;
   return ac.Fail(option ? "selective_ac_option" : "mode",
-                 std::string(option ? "" : mode ? "'selective' with torchtitan's default option "
-                                                : "absent: torchtitan's default 'selective' with option ") +
+                 std::string(option ? ""
+                             : mode ? "'selective' with torchtitan's default option "
+                                    : "absent: torchtitan's default 'selective' with option ") +
                      "'" + EscapeBytes(o) +
                      "' (every Nth layer checkpointed) is not read (expected selective_ac_option "
                      "'op', or mode 'full' or 'none')");
 }
 
-}  // namespace
-
-std::string Llama3FlavorOf(const TransformerSpec& t) {
-  for (const Flavor& flavor : Llama3Flavors()) {
-    if (t.layers == flavor.layers && t.hidden == flavor.dim && t.heads == flavor.heads &&
-        t.kv_heads_or_heads() == flavor.kv_heads && t.ffn_or_default() == FlavorFfn(flavor) &&
-        t.vocab == kLlama3Vocab && !t.moe() && !t.mla()) {
-      return flavor.name;
-    }
-  }
-  return "";
-}
-
-Result<Config> ReadTorchtitanConfig(const std::string& text, const std::string& source, Config base,
-                                    bool model_given) {
-  auto parsed = ParseToml(text, source);
-  if (!parsed.ok()) return parsed.error();
-  const TomlDocument& document = parsed.value();
-  STAGECRAFT_RETURN_IF_ERROR(CheckTables(document, source));
-  Config config = std::move(base);
-  const TableValues model = Table(document, source, "model");
-  const TableValues training = Table(document, source, "training");
-  const TableValues parallelism = Table(document, source, "parallelism");
-  const TableValues ac = Table(document, source, "activation_checkpoint");
-  const TableValues compile = Table(document, source, "compile");
-  STAGECRAFT_RETURN_IF_ERROR(ReadModel(document, source, model_given, config.model));
-  const TransformerSpec& t = config.model.transformer;
-  STAGECRAFT_ASSIGN_OR_RETURN(seq_len, training.Int("seq_len", 1));
-  config.model.seq_len = static_cast<int32_t>(seq_len.value_or(2048));
-  if (!config.cluster.given) {
-    return Error{source + ": torchtitan's layout fills the cluster's GPUs (WORLD_SIZE); give "
-                          "--cluster DEVICExNODES with the run's nodes"};
-  }
-  const int64_t world = int64_t{config.cluster.nodes} * config.cluster.devices_per_node;
-  STAGECRAFT_ASSIGN_OR_RETURN(layout, ReadLayout(parallelism, world, config.model.seq_len));
-  STAGECRAFT_ASSIGN_OR_RETURN(local_batch, training.Int("local_batch_size", 1));
-  STAGECRAFT_ASSIGN_OR_RETURN(old_batch, training.Int("batch_size", 1));
-  STAGECRAFT_ASSIGN_OR_RETURN(global_batch, training.Int("global_batch_size", -1));
-  if (local_batch && old_batch) {
-    return training.Fail("batch_size", "and local_batch_size both given (expected local_batch_size)");
-  }
-  const int64_t local = local_batch.value_or(old_batch.value_or(8));
-  const int64_t dp = layout.replicate * layout.shard;
-  const int64_t global = global_batch.value_or(-1) < 0 ? local * dp : *global_batch;
-  if (global == 0 || global % (local * dp) != 0) {
-    return training.Fail("global_batch_size",
-                         "= " + std::to_string(global) + " is not a multiple of local_batch_size x dp = " +
-                             std::to_string(local * dp) + " (torchtitan's train.py asserts it)");
-  }
-  const int64_t accumulation = global / (local * dp);
-  ParallelSpec& p = config.parallel;
-  p.tp = static_cast<int32_t>(layout.tp);
-  p.pp = static_cast<int32_t>(layout.pp);
-  p.cp = static_cast<int32_t>(layout.cp);
-  p.ep = static_cast<int32_t>(layout.ep);
-  p.dp = static_cast<int32_t>(dp);
-  config.schedule.name = "1f1b";
-  config.schedule.group_size = 0;
-  p.vpp = 1;
-  if (p.pp > 1) {
-    STAGECRAFT_RETURN_IF_ERROR(
-        ReadPipeline(parallelism, t, local, accumulation, p, config.model, config.schedule));
-  } else {
-    config.model.micro_batch_size = static_cast<int32_t>(local);
-    p.microbatches = static_cast<int32_t>(accumulation);
-  }
-  STAGECRAFT_ASSIGN_OR_RETURN(recompute, ReadRecompute(ac));
-  p.recompute = recompute;
-  p.recompute_num_layers = 0;
-  // The layout as the planner's torchtitan candidates run it (plan/plan.cc, Candidate::ApplyTo).
-  p.partition = PartitionMethod::kCounts;
-  p.layout.clear();
-  p.layer_counts = EvenTransformerCounts(t.layers, p.pp * p.vpp);
-  p.placement = Placement::kLoop;
-  p.sequence_parallel = p.tp > 1;  // torchtitan's TP always shards the sequence
-  p.distributed_optimizer = false;
-  p.overlap_grad_reduce = false;
-  p.overlap_param_gather = false;
-  p.grad_buckets = GradBuckets::kNone;
-  p.zero_stage = layout.shard * layout.cp > 1 ? 3 : 0;  // FSDP2 over dp_shard x cp
+// FSDP's resharding, compile (fused kernels), async TP, float8; what is not modelled is an error.
+Status ReadEngineOptions(const TableValues& model, const TableValues& training,
+                         const TableValues& parallelism, const TableValues& compile,
+                         ParallelSpec& p) {
   STAGECRAFT_ASSIGN_OR_RETURN(reshard, parallelism.String("fsdp_reshard_after_forward"));
   const std::string r = reshard.value_or("default");
   if (r != "default" && r != "always" && r != "never") {
@@ -624,6 +588,93 @@ Result<Config> ReadTorchtitanConfig(const std::string& text, const std::string& 
   if (offload.value_or(false)) {
     return training.Fail("enable_cpu_offload", "is not modelled (expected false)");
   }
+  return Status::Ok();
+}
+
+}  // namespace
+
+std::string Llama3FlavorOf(const TransformerSpec& t) {
+  for (const Flavor& flavor : Llama3Flavors()) {
+    if (t.layers == flavor.layers && t.hidden == flavor.dim && t.heads == flavor.heads &&
+        t.kv_heads_or_heads() == flavor.kv_heads && t.ffn_or_default() == FlavorFfn(flavor) &&
+        t.vocab == kLlama3Vocab && !t.moe() && !t.mla()) {
+      return flavor.name;
+    }
+  }
+  return "";
+}
+
+Result<Config> ReadTorchtitanConfig(const std::string& text, const std::string& source, Config base,
+                                    bool model_given) {
+  auto parsed = ParseToml(text, source);
+  if (!parsed.ok()) return parsed.error();
+  const TomlDocument& document = parsed.value();
+  STAGECRAFT_RETURN_IF_ERROR(CheckTables(document, source));
+  Config config = std::move(base);
+  const TableValues model = Table(document, source, "model");
+  const TableValues training = Table(document, source, "training");
+  const TableValues parallelism = Table(document, source, "parallelism");
+  const TableValues ac = Table(document, source, "activation_checkpoint");
+  const TableValues compile = Table(document, source, "compile");
+  STAGECRAFT_RETURN_IF_ERROR(ReadModel(document, source, model_given, config.model));
+  const TransformerSpec& t = config.model.transformer;
+  STAGECRAFT_ASSIGN_OR_RETURN(seq_len, training.Int("seq_len", 1));
+  config.model.seq_len = static_cast<int32_t>(seq_len.value_or(2048));
+  if (!config.cluster.given) {
+    return Error{source +
+                 ": torchtitan's layout fills the cluster's GPUs (WORLD_SIZE); give "
+                 "--cluster DEVICExNODES with the run's nodes"};
+  }
+  const int64_t world = int64_t{config.cluster.nodes} * config.cluster.devices_per_node;
+  STAGECRAFT_ASSIGN_OR_RETURN(layout, ReadLayout(parallelism, world, config.model.seq_len));
+  STAGECRAFT_ASSIGN_OR_RETURN(local_batch, training.Int("local_batch_size", 1));
+  STAGECRAFT_ASSIGN_OR_RETURN(old_batch, training.Int("batch_size", 1));
+  STAGECRAFT_ASSIGN_OR_RETURN(global_batch, training.Int("global_batch_size", -1));
+  if (local_batch && old_batch) {
+    return training.Fail("batch_size",
+                         "and local_batch_size both given (expected local_batch_size)");
+  }
+  const int64_t local = local_batch.value_or(old_batch.value_or(8));
+  const int64_t dp = layout.replicate * layout.shard;
+  const int64_t global = global_batch.value_or(-1) < 0 ? local * dp : *global_batch;
+  if (global == 0 || global % (local * dp) != 0) {
+    return training.Fail("global_batch_size", "= " + std::to_string(global) +
+                                                  " is not a multiple of local_batch_size x dp = " +
+                                                  std::to_string(local * dp) +
+                                                  " (torchtitan's train.py asserts it)");
+  }
+  const int64_t accumulation = global / (local * dp);
+  ParallelSpec& p = config.parallel;
+  p.tp = static_cast<int32_t>(layout.tp);
+  p.pp = static_cast<int32_t>(layout.pp);
+  p.cp = static_cast<int32_t>(layout.cp);
+  p.ep = static_cast<int32_t>(layout.ep);
+  p.dp = static_cast<int32_t>(dp);
+  config.schedule.name = "1f1b";
+  config.schedule.group_size = 0;
+  p.vpp = 1;
+  if (p.pp > 1) {
+    STAGECRAFT_RETURN_IF_ERROR(
+        ReadPipeline(parallelism, t, local, accumulation, p, config.model, config.schedule));
+  } else {
+    config.model.micro_batch_size = static_cast<int32_t>(local);
+    p.microbatches = static_cast<int32_t>(accumulation);
+  }
+  STAGECRAFT_ASSIGN_OR_RETURN(recompute, ReadRecompute(ac));
+  p.recompute = recompute;
+  p.recompute_num_layers = 0;
+  // The layout as the planner's torchtitan candidates run it (plan/plan.cc, Candidate::ApplyTo).
+  p.partition = PartitionMethod::kCounts;
+  p.layout.clear();
+  p.layer_counts = EvenTransformerCounts(t.layers, p.pp * p.vpp);
+  p.placement = Placement::kLoop;
+  p.sequence_parallel = p.tp > 1;  // torchtitan's TP always shards the sequence
+  p.distributed_optimizer = false;
+  p.overlap_grad_reduce = false;
+  p.overlap_param_gather = false;
+  p.grad_buckets = GradBuckets::kNone;
+  p.zero_stage = layout.shard * layout.cp > 1 ? 3 : 0;  // FSDP2 over dp_shard x cp
+  STAGECRAFT_RETURN_IF_ERROR(ReadEngineOptions(model, training, parallelism, compile, p));
   config.model.name = config.model.name.empty() ? source : config.model.name;
   return config;
 }

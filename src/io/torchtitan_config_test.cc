@@ -68,5 +68,27 @@ TEST(TorchtitanConfigTest, LayersPerStageCountsTheEmbeddingAndHead) {
   EXPECT_FALSE(even.ok());  // a second [parallelism] table
 }
 
+// DDP (replicate only) keeps the parameters whole; HSDP (replicate and shard) is refused.
+TEST(TorchtitanConfigTest, ReplicateIsDdpAndHsdpIsRefused) {
+  const std::string head =
+      "[model]\nflavor = \"8B\"\n[training]\nlocal_batch_size = 2\nseq_len = 4096\n"
+      "[activation_checkpoint]\nmode = \"none\"\n[parallelism]\n"
+      "data_parallel_replicate_degree = 8\n";
+  auto ddp =
+      ReadTorchtitanConfig(head + "data_parallel_shard_degree = 1\n", "t.toml", Cluster(1), false);
+  ASSERT_TRUE(ddp.ok()) << ddp.error().message;
+  EXPECT_EQ(ddp.value().parallel.dp, 8);
+  EXPECT_EQ(ddp.value().parallel.zero_stage, 0);
+  EXPECT_EQ(ddp.value().parallel.microbatches, 1);
+  EXPECT_EQ(ddp.value().model.micro_batch_size, 2);
+  auto hsdp =
+      ReadTorchtitanConfig(head + "data_parallel_shard_degree = 2\n", "t.toml", Cluster(2), false);
+  ASSERT_FALSE(hsdp.ok());
+  EXPECT_EQ(hsdp.error().message,
+            "t.toml:9: [parallelism] data_parallel_replicate_degree with "
+            "data_parallel_shard_degree x context_parallel_degree > 1 is HSDP, which stagecraft "
+            "does not read yet (expected replicate 1, or shard and cp 1: DDP)");
+}
+
 }  // namespace
 }  // namespace stagecraft

@@ -134,10 +134,10 @@ std::string TorchtitanToml(const Config& config, const Candidate& c, int64_t glo
        << "# torchtitan's TOML job config (0.2 releases: --job.config_file); the model flavor's\n"
           "# dimensions: layers "
        << t.layers << ", dim " << t.hidden << ", heads " << t.heads << ", kv heads "
-       << t.kv_heads_or_heads() << ", ffn " << t.ffn_or_default() << ", vocab " << t.vocab
-       << ".\n";
+       << t.kv_heads_or_heads() << ", ffn " << t.ffn_or_default() << ", vocab " << t.vocab << ".\n";
   const std::string flavor = Llama3FlavorOf(t);
-  if (flavor.empty()) toml << "# Add [model] name and flavor: torchtitan's flavor with these dimensions.\n";
+  if (flavor.empty())
+    toml << "# Add [model] name and flavor: torchtitan's flavor with these dimensions.\n";
   toml << "# Without pipeline parallelism the local batch runs as one forward and the rest of the\n"
        << "# global batch is gradient accumulation; with it, the local batch is split into\n"
        << "# microbatches of pipeline_parallel_microbatch_size.\n"
@@ -152,8 +152,8 @@ std::string TorchtitanToml(const Config& config, const Candidate& c, int64_t glo
        << (c.pp > 1 ? int64_t{c.micro_batch_size} * c.microbatches : int64_t{c.micro_batch_size})
        << "\nglobal_batch_size = " << global_batch << "\nseq_len = " << config.model.seq_len
        << "\nmixed_precision_param = \"bfloat16\"\n\n"
-       << "[parallelism]\ndata_parallel_replicate_degree = 1\ndata_parallel_shard_degree = "
-       << c.dp << "\ntensor_parallel_degree = " << c.tp << "\ncontext_parallel_degree = " << c.cp
+       << "[parallelism]\ndata_parallel_replicate_degree = 1\ndata_parallel_shard_degree = " << c.dp
+       << "\ntensor_parallel_degree = " << c.tp << "\ncontext_parallel_degree = " << c.cp
        << "\nexpert_parallel_degree = " << c.ep << "\npipeline_parallel_degree = " << c.pp << "\n";
   if (config.parallel.async_tp && c.tp > 1) toml << "enable_async_tensor_parallel = true\n";
   if (c.pp > 1) {
@@ -180,7 +180,8 @@ std::string TorchtitanToml(const Config& config, const Candidate& c, int64_t glo
        << "\"\n";
   if (c.recompute == Recompute::kSelectiveOp) toml << "selective_ac_option = \"op\"\n";
   // The plan costs fused kernels (config.parallel.fused_kernels): torchtitan compiles for them.
-  if (config.parallel.fused_kernels) toml << "\n[compile]\nenable = true\ncomponents = [\"model\", \"loss\"]\n";
+  if (config.parallel.fused_kernels)
+    toml << "\n[compile]\nenable = true\ncomponents = [\"model\", \"loss\"]\n";
   return toml.str();
 }
 

@@ -541,8 +541,8 @@ Status ReadEngineExports(const RunSpec& flags, PreparedRun& run) {
     const bool model_given = flags.hf_config.has_value() ||
                              (!flags.config_path.empty() && run.config.model.is_transformer());
     if (!flags.loaded) STAGECRAFT_RETURN_IF_ERROR(ApplyHfModel(flags, run.config));
-    auto config = ReadTorchtitanConfig(text.value(), BaseName(*flags.from_torchtitan),
-                                       run.config, model_given);
+    auto config = ReadTorchtitanConfig(text.value(), BaseName(*flags.from_torchtitan), run.config,
+                                       model_given);
     if (!config.ok()) return Error{"--from-torchtitan: " + config.error().message};
     run.config = std::move(config).value();
     run.label = BaseName(*flags.from_torchtitan);

@@ -39,7 +39,8 @@ Status ApplyClusterFlag(const RunSpec& flags, PreparedRun& run) {
 }
 
 void FillDataParallel(const RunSpec& flags, PreparedRun& run) {
-  if (!flags.config_path.empty() || !flags.hf_config || flags.from_torchtitan || flags.from_deepspeed) {
+  if (!flags.config_path.empty() || !flags.hf_config || flags.from_torchtitan ||
+      flags.from_deepspeed) {
     return;  // no config file, or an engine export that gives the layout
   }
   ParallelSpec& parallel = run.config.parallel;

@@ -16,17 +16,18 @@ CXX=clang++ cmake -S . -B "$dir" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo \
   -DSTAGECRAFT_BUILD_BENCH=OFF >/dev/null
 targets=("$@")
 if [ ${#targets[@]} -eq 0 ]; then
-  targets=(fuzz_config fuzz_schedule_csv fuzz_hf_config fuzz_cli)
+  targets=(fuzz_config fuzz_schedule_csv fuzz_hf_config fuzz_torchtitan fuzz_cli)
 fi
 cmake --build "$dir" --target "${targets[@]}"
 
 # Seed corpora: the project's own inputs.
 corpus="$root/$dir/corpus"
 rm -rf "$corpus"
-mkdir -p "$corpus"/{fuzz_config,fuzz_schedule_csv,fuzz_hf_config,fuzz_cli} "$root/$dir/artifacts"
+mkdir -p "$corpus"/{fuzz_config,fuzz_schedule_csv,fuzz_hf_config,fuzz_torchtitan,fuzz_cli} "$root/$dir/artifacts"
 cp examples/*.yaml tests/golden/data/*.yaml "$corpus/fuzz_config/"
 cp examples/*.csv tests/golden/data/*.csv "$corpus/fuzz_schedule_csv/" 2>/dev/null || true
 cp tests/golden/data/hf/*.json "$corpus/fuzz_hf_config/"
+printf '[model]\nflavor = "8B"\n[training]\nlocal_batch_size = 1\nseq_len = 8192\n[parallelism]\ntensor_parallel_degree = 2\n[activation_checkpoint]\nmode = "none"\n' > "$corpus/fuzz_torchtitan/8b.toml"
 # fuzz_cli: each golden's command, one argument per line, up to the first shell operator.
 index=0
 for test in tests/golden/*/*.test; do

@@ -11,7 +11,9 @@
 
 namespace stagecraft {
 
-Result<Config> ReadMegatronArgs(const std::string& text, const std::string& source, Config base) {
+Result<Config> ReadMegatronArgs(const std::string& text, const std::string& source, Config base,
+                                MegatronDialect dialect) {
+  const bool deepspeed = dialect == MegatronDialect::kMegatronDeepSpeed;
   Config config = std::move(base);
   config.model = ModelSpec();
   TransformerSpec& t = config.model.transformer;
@@ -29,43 +31,63 @@ Result<Config> ReadMegatronArgs(const std::string& text, const std::string& sour
   std::istringstream lines(text);
   std::string line;
   int line_number = 0;
-  const std::vector<std::string> switches = {"--group-query-attention",
-                                             "--swiglu",
-                                             "--disable-bias-linear",
-                                             "--untie-embeddings-and-output-weights",
-                                             "--mock-data",
-                                             "--sequence-parallel",
-                                             "--use-distributed-optimizer",
-                                             "--overlap-param-gather",
-                                             "--overlap-grad-reduce",
-                                             "--bf16",
-                                             "--use-flash-attn"};
-  const std::vector<std::string> valued = {"--num-layers",
-                                           "--hidden-size",
-                                           "--num-attention-heads",
-                                           "--num-query-groups",
-                                           "--kv-channels",
-                                           "--ffn-hidden-size",
-                                           "--num-experts",
-                                           "--moe-router-topk",
-                                           "--moe-ffn-hidden-size",
-                                           "--moe-shared-expert-intermediate-size",
-                                           "--normalization",
-                                           "--position-embedding-type",
-                                           "--seq-length",
-                                           "--max-position-embeddings",
-                                           "--tokenizer-type",
-                                           "--vocab-size",
-                                           "--micro-batch-size",
-                                           "--global-batch-size",
-                                           "--tensor-model-parallel-size",
-                                           "--pipeline-model-parallel-size",
-                                           "--num-layers-per-virtual-pipeline-stage",
-                                           "--context-parallel-size",
-                                           "--expert-model-parallel-size",
-                                           "--recompute-granularity",
-                                           "--recompute-method",
-                                           "--recompute-num-layers"};
+  const std::vector<std::string> megatron_switches = {"--group-query-attention",
+                                                      "--swiglu",
+                                                      "--disable-bias-linear",
+                                                      "--untie-embeddings-and-output-weights",
+                                                      "--mock-data",
+                                                      "--sequence-parallel",
+                                                      "--use-distributed-optimizer",
+                                                      "--overlap-param-gather",
+                                                      "--overlap-grad-reduce",
+                                                      "--bf16",
+                                                      "--use-flash-attn"};
+  const std::vector<std::string> megatron_valued = {"--num-layers",
+                                                    "--hidden-size",
+                                                    "--num-attention-heads",
+                                                    "--num-query-groups",
+                                                    "--kv-channels",
+                                                    "--ffn-hidden-size",
+                                                    "--num-experts",
+                                                    "--moe-router-topk",
+                                                    "--moe-ffn-hidden-size",
+                                                    "--moe-shared-expert-intermediate-size",
+                                                    "--normalization",
+                                                    "--position-embedding-type",
+                                                    "--seq-length",
+                                                    "--max-position-embeddings",
+                                                    "--tokenizer-type",
+                                                    "--vocab-size",
+                                                    "--micro-batch-size",
+                                                    "--global-batch-size",
+                                                    "--tensor-model-parallel-size",
+                                                    "--pipeline-model-parallel-size",
+                                                    "--num-layers-per-virtual-pipeline-stage",
+                                                    "--context-parallel-size",
+                                                    "--expert-model-parallel-size",
+                                                    "--recompute-granularity",
+                                                    "--recompute-method",
+                                                    "--recompute-num-layers"};
+  const std::vector<std::string> megatron_only = {
+      "--use-distributed-optimizer", "--overlap-param-gather", "--overlap-grad-reduce",
+      "--context-parallel-size", "--num-layers-per-virtual-pipeline-stage"};
+  std::vector<std::string> switches = megatron_switches;
+  std::vector<std::string> valued = megatron_valued;
+  if (deepspeed) {
+    for (std::vector<std::string>* list : {&switches, &valued}) {
+      list->erase(std::remove_if(list->begin(), list->end(),
+                                 [&](const std::string& flag) {
+                                   return std::find(megatron_only.begin(), megatron_only.end(),
+                                                    flag) != megatron_only.end();
+                                 }),
+                  list->end());
+    }
+    switches.push_back("--deepspeed");
+    valued.push_back("--deepspeed_config");
+    valued.push_back("--zero-stage");
+  }
+  const std::string engine = deepspeed ? "Megatron-DeepSpeed" : "Megatron";
+  const std::string exporter = deepspeed ? "deepspeed" : "megatron";
   while (std::getline(lines, line)) {
     ++line_number;
     const std::string where = source + ":" + std::to_string(line_number) + ": ";
@@ -85,9 +107,15 @@ Result<Config> ReadMegatronArgs(const std::string& text, const std::string& sour
     if (!is_switch && !is_valued) {
       std::vector<std::string> known = switches;
       known.insert(known.end(), valued.begin(), valued.end());
-      return Error{where + "unknown Megatron argument '" + EscapeBytes(flag) + "'" +
-                   DidYouMean(flag, known) +
-                   " (stagecraft reads the arguments `plan --export megatron` writes)"};
+      const bool elsewhere = deepspeed && std::find(megatron_only.begin(), megatron_only.end(),
+                                                    flag) != megatron_only.end();
+      return Error{where + "unknown " + engine + " argument '" + EscapeBytes(flag) + "'" +
+                   (elsewhere ? " (Megatron-LM's; DeepSpeed's pipeline engine has no interleaving, "
+                                "context parallelism or distributed optimizer: ZeRO is "
+                                "--zero-stage)"
+                              : DidYouMean(flag, known) +
+                                    " (stagecraft reads the arguments `plan --export " + exporter +
+                                    "` writes)")};
     }
     if (is_switch && !value.empty()) {
       return Error{where + flag + " takes no value, got '" + EscapeBytes(value) + "'"};
@@ -131,7 +159,12 @@ Result<Config> ReadMegatronArgs(const std::string& text, const std::string& sour
       t.learned_positions = value == "learned_absolute";
       continue;
     }
-    if (flag == "--tokenizer-type") continue;
+    if (flag == "--tokenizer-type" || flag == "--deepspeed_config") continue;
+    if (flag == "--zero-stage") {
+      STAGECRAFT_RETURN_IF_ERROR(choice({"0", "1", "2", "3"}));
+      p.zero_stage = value[0] - '0';
+      continue;
+    }
     if (flag == "--recompute-granularity") {
       STAGECRAFT_RETURN_IF_ERROR(choice({"selective", "full"}));
       p.recompute = value == "full" ? Recompute::kFull : Recompute::kSelective;
@@ -173,7 +206,8 @@ Result<Config> ReadMegatronArgs(const std::string& text, const std::string& sour
   if (t.layers == 0 || t.hidden == 0 || t.heads == 0 || t.vocab == 0 || global_batch == 0) {
     return Error{source +
                  ": needs --num-layers, --hidden-size, --num-attention-heads, --vocab-size and "
-                 "--global-batch-size (the arguments `plan --export megatron` writes)"};
+                 "--global-batch-size (the arguments `plan --export " +
+                 exporter + "` writes)"};
   }
   if (!grouped) t.kv_heads = 0;
   if (t.shared_experts > 0) {
@@ -184,7 +218,7 @@ Result<Config> ReadMegatronArgs(const std::string& text, const std::string& sour
     }
     t.shared_experts /= t.expert_ffn;
   }
-  config.model.name = "megatron-args";
+  config.model.name = deepspeed ? "megatron-deepspeed-args" : "megatron-args";
   p.vpp = 1;
   if (layers_per_virtual_stage > 0) {
     if (t.layers % (int64_t{p.pp} * layers_per_virtual_stage) != 0) {

@@ -5,6 +5,7 @@
 // from the global batch. Errors name the file and line; unknown arguments are errors.
 #pragma once
 
+#include <cstdint>
 #include <string>
 
 #include "core/result.h"
@@ -12,6 +13,14 @@
 
 namespace stagecraft {
 
-Result<Config> ReadMegatronArgs(const std::string& text, const std::string& source, Config base);
+// Whose arguments: Megatron-LM's pretrain_gpt.py, or Megatron-DeepSpeed's (its fork run under
+// DeepSpeed, `plan --export deepspeed`'s megatron-deepspeed-args.txt): --deepspeed,
+// --deepspeed_config FILE and --zero-stage N (parallel.zero_stage) added; context parallelism,
+// interleaving and Megatron's distributed optimizer and overlaps absent (DeepSpeed's pipeline
+// engine runs one schedule, deepspeed/runtime/pipe/schedule.py's TrainSchedule).
+enum class MegatronDialect : uint8_t { kMegatronLm, kMegatronDeepSpeed };
+
+Result<Config> ReadMegatronArgs(const std::string& text, const std::string& source, Config base,
+                                MegatronDialect dialect = MegatronDialect::kMegatronLm);
 
 }  // namespace stagecraft

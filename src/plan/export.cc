@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <sstream>
 
+#include "io/torchtitan_config.h"
+
 namespace stagecraft {
 namespace {
 
@@ -132,27 +134,44 @@ std::string TorchtitanToml(const Config& config, const Candidate& c, int64_t glo
        << "# torchtitan's TOML job config (0.2 releases: --job.config_file); the model flavor's\n"
           "# dimensions: layers "
        << t.layers << ", dim " << t.hidden << ", heads " << t.heads << ", kv heads "
-       << t.kv_heads_or_heads() << ", ffn " << t.ffn_or_default() << ", vocab " << t.vocab
-       << ".\n# Add [model] name and flavor: torchtitan's flavor with these dimensions.\n"
-       << "# Without pipeline parallelism the local batch runs as one forward and the rest of the\n"
+       << t.kv_heads_or_heads() << ", ffn " << t.ffn_or_default() << ", vocab " << t.vocab << ".\n";
+  const std::string flavor = Llama3FlavorOf(t);
+  if (flavor.empty())
+    toml << "# Add [model] name and flavor: torchtitan's flavor with these dimensions.\n";
+  toml << "# Without pipeline parallelism the local batch runs as one forward and the rest of the\n"
        << "# global batch is gradient accumulation; with it, the local batch is split into\n"
        << "# microbatches of pipeline_parallel_microbatch_size.\n"
-       << "\n[job]\ndescription = \"stagecraft plan " << config.model.name << "\"\n\n"
-       << "[training]\nlocal_batch_size = "
+       << "\n[job]\ndescription = \"stagecraft plan " << config.model.name << "\"\n\n";
+  if (!flavor.empty() || config.parallel.fp8) {
+    toml << "[model]\n";
+    if (!flavor.empty()) toml << "name = \"llama3\"\nflavor = \"" << flavor << "\"\n";
+    if (config.parallel.fp8) toml << "converters = [\"float8\"]\n";
+    toml << "\n";
+  }
+  toml << "[training]\nlocal_batch_size = "
        << (c.pp > 1 ? int64_t{c.micro_batch_size} * c.microbatches : int64_t{c.micro_batch_size})
        << "\nglobal_batch_size = " << global_batch << "\nseq_len = " << config.model.seq_len
        << "\nmixed_precision_param = \"bfloat16\"\n\n"
-       << "[parallelism]\ndata_parallel_replicate_degree = 1\ndata_parallel_shard_degree = "
-       << c.dp << "\ntensor_parallel_degree = " << c.tp << "\ncontext_parallel_degree = " << c.cp
+       << "[parallelism]\ndata_parallel_replicate_degree = 1\ndata_parallel_shard_degree = " << c.dp
+       << "\ntensor_parallel_degree = " << c.tp << "\ncontext_parallel_degree = " << c.cp
        << "\nexpert_parallel_degree = " << c.ep << "\npipeline_parallel_degree = " << c.pp << "\n";
+  if (config.parallel.async_tp && c.tp > 1) toml << "enable_async_tensor_parallel = true\n";
   if (c.pp > 1) {
+    // torchtitan's pipeline_parallel.py makes ceil((layers + first + last less layers) /
+    // layers_per_stage) stages; with both weights 0 the embedding and the head ride with the
+    // first and last stage, the split the plan simulated (EvenTransformerCounts).
+    const int64_t stages = int64_t{c.pp} * c.vpp;
+    const int64_t per_stage = (t.layers + stages - 1) / stages;
     toml << "pipeline_parallel_schedule = \"" << TorchtitanSchedule(c.schedule) << "\"\n"
-         << "pipeline_parallel_microbatch_size = " << c.micro_batch_size << "\n"
-         << (t.layers % (c.pp * c.vpp) == 0
-                 ? "pipeline_parallel_layers_per_stage = " + Str(t.layers / (c.pp * c.vpp)) + "\n"
-                 : "# " + Str(t.layers) + " layers over " + Str(c.pp * c.vpp) +
-                       " stages: uneven, torchtitan's own split (the middle stages take one "
-                       "more)\n");
+         << "pipeline_parallel_microbatch_size = " << c.micro_batch_size << "\n";
+    if ((t.layers + per_stage - 1) / per_stage == stages) {
+      toml << "pipeline_parallel_layers_per_stage = " << per_stage << "\n"
+           << "pipeline_parallel_first_stage_less_layers = 0\n"
+           << "pipeline_parallel_last_stage_less_layers = 0\n";
+    } else {
+      toml << "# " << t.layers << " layers over " << stages
+           << " stages: no layers_per_stage makes that many; give module_fqns_per_model_part\n";
+    }
   }
   toml << "\n[activation_checkpoint]\nmode = \""
        << (c.recompute == Recompute::kNone ? "none"
@@ -160,6 +179,9 @@ std::string TorchtitanToml(const Config& config, const Candidate& c, int64_t glo
                                              : "selective")
        << "\"\n";
   if (c.recompute == Recompute::kSelectiveOp) toml << "selective_ac_option = \"op\"\n";
+  // The plan costs fused kernels (config.parallel.fused_kernels): torchtitan compiles for them.
+  if (config.parallel.fused_kernels)
+    toml << "\n[compile]\nenable = true\ncomponents = [\"model\", \"loss\"]\n";
   return toml.str();
 }
 
@@ -216,7 +238,8 @@ Result<std::vector<ExportedFile>> ExportPlan(const Config& config, const Candida
       for (const auto& [flag, value] : MegatronArgs(config, candidate, global_batch)) {
         // Megatron-DeepSpeed takes Megatron's model and layout arguments, its own for ZeRO.
         if (flag == "--use-distributed-optimizer" || flag == "--overlap-param-gather" ||
-            flag == "--overlap-grad-reduce" || flag == "--context-parallel-size") {
+            flag == "--overlap-grad-reduce" || flag == "--context-parallel-size" ||
+            flag == "--sequence-parallel") {  // the plan runs DeepSpeed's TP without it
           continue;
         }
         lines += flag + (value.empty() ? "" : " " + value) + "\n";

@@ -14,7 +14,9 @@
 #include "core/suggest.h"
 #include "core/units.h"
 #include "io/hf_config.h"
+#include "io/deepspeed_config.h"
 #include "io/megatron_args.h"
+#include "io/torchtitan_config.h"
 #include "model/layer_costs.h"
 #include "model/model_spec.h"
 #include "schedule/generator.h"
@@ -224,6 +226,16 @@ std::vector<RunOverride> MakeRunOverrides() {
        "take the model and the layout from Megatron-LM arguments, one per line, as `plan "
        "--export megatron` writes them (megatron-args.txt); dp from the cluster's GPUs",
        &RunSpec::from_megatron},
+      {"--from-torchtitan", "model, parallel", "FILE",
+       "take the layout from torchtitan's TOML job config (0.2 releases), as `plan --export "
+       "torchtitan` writes it (torchtitan.toml); the model from the config, --hf-config or its "
+       "llama3 flavor; its GPUs are the cluster's",
+       &RunSpec::from_torchtitan},
+      {"--from-deepspeed", "model, parallel", "DIR|JSON",
+       "take the model and the layout from DeepSpeed's ds_config.json and the "
+       "megatron-deepspeed-args.txt beside it, as `plan --export deepspeed` writes them (a "
+       "folder or the JSON); dp from the cluster's GPUs",
+       &RunSpec::from_deepspeed},
       {"--schedule-csv", "schedule.csv", "FILE",
        "load the schedule from a torch.distributed.pipelining compute-only CSV",
        &RunSpec::schedule_csv,
@@ -519,6 +531,46 @@ Status TimeCostAwareSchedule(PreparedRun& run) {
   return Status::Ok();
 }
 
+// --from-torchtitan FILE and --from-deepspeed DIR|JSON: an engine's exported layout read into
+// the config (the model given by the config or --hf-config is read first for torchtitan, whose
+// job config names the model only by its flavor).
+Status ReadEngineExports(const RunSpec& flags, PreparedRun& run) {
+  if (flags.from_torchtitan) {
+    auto text = flags.files.read(*flags.from_torchtitan);
+    if (!text.ok()) return Error{"--from-torchtitan: " + text.error().message};
+    const bool model_given = flags.hf_config.has_value() ||
+                             (!flags.config_path.empty() && run.config.model.is_transformer());
+    if (!flags.loaded) STAGECRAFT_RETURN_IF_ERROR(ApplyHfModel(flags, run.config));
+    auto config = ReadTorchtitanConfig(text.value(), BaseName(*flags.from_torchtitan), run.config,
+                                       model_given);
+    if (!config.ok()) return Error{"--from-torchtitan: " + config.error().message};
+    run.config = std::move(config).value();
+    run.label = BaseName(*flags.from_torchtitan);
+  }
+  if (flags.from_deepspeed) {
+    const std::string& path = *flags.from_deepspeed;
+    const bool is_json = path.size() >= 5 && path.compare(path.size() - 5, 5, ".json") == 0;
+    const std::filesystem::path folder =
+        is_json ? std::filesystem::path(path).parent_path() : std::filesystem::path(path);
+    const std::string json_path = is_json ? path : (folder / "ds_config.json").string();
+    const std::string args_path = (folder / "megatron-deepspeed-args.txt").string();
+    auto json = flags.files.read(json_path);
+    if (!json.ok()) return Error{"--from-deepspeed: " + json.error().message};
+    auto args = flags.files.read(args_path);
+    if (!args.ok()) {
+      return Error{"--from-deepspeed: " + args.error().message +
+                   " (the model and layout: Megatron-DeepSpeed's arguments, which `plan --export "
+                   "deepspeed` writes beside ds_config.json)"};
+    }
+    auto config = ReadDeepSpeedConfig(json.value(), BaseName(json_path), args.value(),
+                                      BaseName(args_path), run.config);
+    if (!config.ok()) return Error{"--from-deepspeed: " + config.error().message};
+    run.config = std::move(config).value();
+    run.label = BaseName(json_path);
+  }
+  return Status::Ok();
+}
+
 Result<LoadedConfig> LoadRunConfig(const RunSpec& spec) {
   LoadedConfig loaded;
   auto config = LoadConfig(spec, loaded.label, loaded.locations);
@@ -549,6 +601,7 @@ Result<PreparedRun> ResolveRun(const RunSpec& flags) {
     run.config = std::move(config).value();
     run.label = BaseName(*flags.from_megatron);
   }
+  STAGECRAFT_RETURN_IF_ERROR(ReadEngineExports(flags, run));
   FillDataParallel(flags, run);
   STAGECRAFT_RETURN_IF_ERROR(ApplyGlobalBatch(flags, run.config));
   ImplyChunksPerRank(flags, run);

@@ -69,6 +69,8 @@ struct RunSpec {
   std::optional<std::string> zero_stage;        // --zero-stage 0-3
   std::optional<std::string> global_batch_size;  // --global-batch-size N (sequences)
   std::optional<std::string> from_megatron;      // --from-megatron FILE (io/megatron_args.h)
+  std::optional<std::string> from_torchtitan;    // --from-torchtitan FILE (io/torchtitan_config.h)
+  std::optional<std::string> from_deepspeed;     // --from-deepspeed PATH (io/deepspeed_config.h)
 };
 
 struct PreparedRun {

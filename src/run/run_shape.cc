@@ -39,7 +39,10 @@ Status ApplyClusterFlag(const RunSpec& flags, PreparedRun& run) {
 }
 
 void FillDataParallel(const RunSpec& flags, PreparedRun& run) {
-  if (!flags.config_path.empty() || !flags.hf_config) return;
+  if (!flags.config_path.empty() || !flags.hf_config || flags.from_torchtitan ||
+      flags.from_deepspeed) {
+    return;  // no config file, or an engine export that gives the layout
+  }
   ParallelSpec& parallel = run.config.parallel;
   const int64_t model_ranks = int64_t{parallel.pp} * parallel.tp * parallel.cp;
   const int32_t devices = run.config.cluster.num_devices();

@@ -170,7 +170,8 @@ Answer PyCheck(const std::string& path, const Text& text, const Overrides& overr
 
 Answer PyPlan(const std::string& path, const std::optional<std::string>& text,
               const std::map<std::string, std::string>& overrides, int32_t gpus,
-              int64_t global_batch, const std::string& engine, int32_t top, const Text& report) {
+              int64_t global_batch, const std::string& engine, int32_t top, int32_t jobs,
+              const Text& report) {
   Status status;
   PlanSpec spec;
   spec.run = SpecOf(path, text, overrides, status);
@@ -181,6 +182,7 @@ Answer PyPlan(const std::string& path, const std::optional<std::string>& text,
   auto chosen = ParseEngine(engine, "engine");
   if (!chosen.ok()) return Finish(Transcript(), chosen.error());
   spec.engine = chosen.value();
+  spec.jobs = jobs;
   spec.report_path = report.value_or("");
   return RunReleased([&](Transcript& t) { return RunPlan(spec, /*json=*/true, t); });
 }
@@ -380,7 +382,7 @@ PYBIND11_MODULE(_native, module) {
              py::arg("schedule_csv"));
   module.def("plan", &stagecraft::PyPlan, py::arg("path"), py::arg("text"), py::arg("overrides"),
              py::arg("gpus"), py::arg("global_batch"), py::arg("engine"), py::arg("top"),
-             py::arg("report"));
+             py::arg("jobs"), py::arg("report"));
   module.def("serve", &stagecraft::PyServe, py::arg("path"), py::arg("text"), py::arg("options"),
              py::arg("report"));
   module.def("goodput", &stagecraft::PyGoodput, py::arg("path"), py::arg("options"),

@@ -150,12 +150,13 @@ def check(path=None, *, text=None, config=None, schedule=None, **overrides):
                                  _csv(schedule)), False)
 
 
-def plan(path=None, *, gpus, global_batch_size, engine="any", top=10, text=None, config=None,
-         report=None, **overrides):
-    """`stagecraft plan --json`: candidates, rejections by reason, the plans best first; with
-    `report` a path, the HTML report written there."""
+def plan(path=None, *, gpus, global_batch_size, engine="any", top=10, jobs=1, text=None,
+         config=None, report=None, **overrides):
+    """`stagecraft plan --json`: candidates, rejections by reason, the plans best first; `jobs`
+    threads share the work (the same answer); with `report` a path, the HTML report there."""
     return _answer(_native.plan(*_source(path, text, config), _overrides(overrides), int(gpus),
-                                int(global_batch_size), engine, int(top), _path(report)))
+                                int(global_batch_size), engine, int(top), int(jobs),
+                                _path(report)))
 
 
 def serve(path=None, *, text=None, config=None, report=None, **options):

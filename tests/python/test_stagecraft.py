@@ -154,6 +154,13 @@ def test_goodput_equals_the_cli():
     assert "did you mean 'restart'" in error.value.message
 
 
+def test_plan_with_threads_is_the_same_answer():
+    os.chdir(ROOT)
+    args = dict(hf_config="tests/golden/data/hf/llama-3-8b.json", cluster="h100", gpus=8,
+                global_batch_size=64, seq_len=8192, engine="any", top=5)
+    assert stagecraft.plan(**args, jobs=3).to_dict() == stagecraft.plan(**args).to_dict()
+
+
 def test_reports_from_python(tmp_path):
     os.chdir(ROOT)
     written = {

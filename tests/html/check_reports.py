@@ -62,9 +62,11 @@ def chromium():
     return None
 
 
-BROWSER_FLAGS = ["--headless", "--no-sandbox", "--disable-gpu", "--hide-scrollbars",
-                 "--no-first-run", "--disable-extensions", "--disable-background-networking",
-                 "--enable-logging=stderr", "--v=0", "--window-size=1400,2000"]
+# Headless, as root in CI containers (no sandbox), with a small /dev/shm (no shared memory).
+BROWSER_FLAGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage",
+                 "--hide-scrollbars", "--no-first-run", "--disable-extensions",
+                 "--disable-background-networking", "--enable-logging=stderr", "--v=0",
+                 "--window-size=1400,2000"]
 
 
 def open_in_browser(browser, path, extra):

@@ -272,6 +272,8 @@ const std::vector<Option<ServeSpec>>& ServeOptions() {
       NumberOption("tp", &ServeSpec::tp),
       NumberOption("pp", &ServeSpec::pp),
       NumberOption("replicas", &ServeSpec::replicas),
+      NumberOption("prefill_instances", &ServeSpec::prefill_instances),
+      NumberOption("decode_instances", &ServeSpec::decode_instances),
       NumberOption("rate", &ServeSpec::rate_rps),
       NumberOption("arrival_cv", &ServeSpec::arrival_cv),
       NumberOption("requests", &ServeSpec::requests),

@@ -334,6 +334,15 @@ CLI::App* AddServeCommand(CLI::App& app, ServeSpec& serve) {
       ->type_name("P");
   command->add_option("--replicas", serve.replicas, "replicas behind the router (default 1)")
       ->type_name("R");
+  command
+      ->add_option("--prefill-instances", serve.prefill_instances,
+                   "disaggregated: prefill instances of the tp x pp layout (with "
+                   "--decode-instances)")
+      ->type_name("NP");
+  command
+      ->add_option("--decode-instances", serve.decode_instances,
+                   "disaggregated: decode instances, fed by the prefill instances' KV transfers")
+      ->type_name("ND");
   command->add_option("--rate", serve.rate_rps, "Poisson arrivals per second (default 1)")
       ->type_name("RPS");
   command

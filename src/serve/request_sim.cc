@@ -369,7 +369,7 @@ class ServingModel {
       if (request.pending() != 0) continue;  // a prefill chunk short of the end
       ++request.generated;
       if (request.first_token_ns < 0) request.first_token_ns = now_ns_;
-      if (request.generated < request.output) continue;
+      if (request.generated < request.output && !workload_.prefill_only) continue;
       request.finish_ns = now_ns_;
       Release(replica, request);
       replica.running.erase(std::find(replica.running.begin(), replica.running.end(), id));
@@ -572,25 +572,18 @@ const char* RoutingName(Routing routing) {
   return "?";
 }
 
-Result<ServeStats> SimulateServing(const ReplicaModel& replica, const Workload& workload,
-                                   Routing routing, const Slo& slo,
-                                   std::vector<IterationRecord>* iterations) {
-  STAGECRAFT_RETURN_IF_ERROR(CheckWorkload(replica, workload));
-  ServingModel model(replica, workload, routing, iterations);
-  EventQueue queue;
-  model.Start(queue);
-  const Time end = RunEvents(queue, model);
-  const std::vector<Request>& requests = model.requests();
+ServeStats SummarizeRequests(const std::vector<RequestTimes>& requests, const Slo& slo,
+                             int64_t gpus, int64_t end_ns) {
   ServeStats stats;
   stats.requests = static_cast<int64_t>(requests.size());
-  const int64_t start_ns = requests.front().arrival_ns;
-  stats.span_s = static_cast<double>(end.ns() - start_ns) * 1e-9;
+  if (requests.empty()) return stats;
+  int64_t start_ns = requests.front().arrival_ns;
+  for (const RequestTimes& request : requests) start_ns = std::min(start_ns, request.arrival_ns);
+  stats.span_s = static_cast<double>(end_ns - start_ns) * 1e-9;
   std::vector<double> ttft, tpot, e2e, queued;
   int64_t good = 0;
   double output_tokens = 0;
-  double prompt_tokens = 0;
-  for (const Request& request : requests) {
-    prompt_tokens += static_cast<double>(request.prompt);
+  for (const RequestTimes& request : requests) {
     const double first = static_cast<double>(request.first_token_ns - request.arrival_ns) * 1e-9;
     const double total = static_cast<double>(request.finish_ns - request.arrival_ns) * 1e-9;
     ttft.push_back(first);
@@ -621,7 +614,29 @@ Result<ServeStats> SimulateServing(const ReplicaModel& replica, const Workload& 
   stats.output_tokens_per_s = output_tokens / span;
   stats.slo_attainment = static_cast<double>(good) / static_cast<double>(stats.requests);
   stats.goodput_rps = static_cast<double>(good) / span;
-  stats.goodput_rps_per_gpu = stats.goodput_rps / static_cast<double>(replica.shape.gpus());
+  stats.goodput_rps_per_gpu = stats.goodput_rps / static_cast<double>(std::max<int64_t>(gpus, 1));
+  return stats;
+}
+
+Result<ServeStats> SimulateServing(const ReplicaModel& replica, const Workload& workload,
+                                   Routing routing, const Slo& slo,
+                                   std::vector<IterationRecord>* iterations,
+                                   std::vector<RequestTimes>* times) {
+  STAGECRAFT_RETURN_IF_ERROR(CheckWorkload(replica, workload));
+  ServingModel model(replica, workload, routing, iterations);
+  EventQueue queue;
+  model.Start(queue);
+  const Time end = RunEvents(queue, model);
+  std::vector<RequestTimes> requests;
+  requests.reserve(model.requests().size());
+  double prompt_tokens = 0;
+  for (const Request& request : model.requests()) {
+    requests.push_back({request.arrival_ns, request.first_scheduled_ns, request.first_token_ns,
+                        request.finish_ns, request.prompt, request.output});
+    prompt_tokens += static_cast<double>(request.prompt);
+  }
+  ServeStats stats = SummarizeRequests(requests, slo, replica.shape.gpus(), end.ns());
+  const double span = std::max(stats.span_s, 1e-9);
   stats.iterations = model.iterations();
   stats.preemptions = model.preemptions();
   stats.in_system_integral_ns = model.in_system_integral_ns();
@@ -631,6 +646,7 @@ Result<ServeStats> SimulateServing(const ReplicaModel& replica, const Workload& 
   stats.kv_utilization_peak = model.kv_peak() / all_blocks;
   stats.prefix_hit_rate =
       prompt_tokens > 0 ? static_cast<double>(model.prefix_hit_tokens()) / prompt_tokens : 0;
+  if (times != nullptr) *times = std::move(requests);
   return stats;
 }
 

@@ -64,6 +64,9 @@ struct Workload {
   // when blocks run short.
   int64_t prefix_groups = 0;
   int64_t prefix_tokens = 0;
+  // Requests leave once the prefill made their first token (a prefill instance of a
+  // disaggregated pair: the decode runs elsewhere).
+  bool prefill_only = false;
 };
 
 // kKvAware: the cache-aware policy of SGLang's router (its model gateway's defaults: cache
@@ -128,11 +131,29 @@ struct ServeStats {
   std::vector<double> e2e_sorted_s;
 };
 
+// One request's times (ns from the run's start) and lengths.
+struct RequestTimes {
+  int64_t arrival_ns = 0;
+  int64_t first_scheduled_ns = 0;
+  int64_t first_token_ns = 0;
+  int64_t finish_ns = 0;
+  int64_t prompt = 0;
+  int64_t output = 0;
+};
+
+// The latency percentiles, throughput, SLO attainment and goodput of finished requests over
+// the span from the first arrival to `end_ns`, goodput per GPU over `gpus`; the engine's counts
+// (iterations, KV use, Little's integral) are left zero.
+ServeStats SummarizeRequests(const std::vector<RequestTimes>& requests, const Slo& slo,
+                             int64_t gpus, int64_t end_ns);
+
 // Bad input: a request longer than a replica's KV capacity (it could never run), an empty
 // workload, a rate or lengths out of range.
-// `iterations`, when given, receives every iteration in start order.
+// `iterations`, when given, receives every iteration in start order; `times` every request's
+// times, in arrival order.
 Result<ServeStats> SimulateServing(const ReplicaModel& replica, const Workload& workload,
                                    Routing routing, const Slo& slo,
-                                   std::vector<IterationRecord>* iterations = nullptr);
+                                   std::vector<IterationRecord>* iterations = nullptr,
+                                   std::vector<RequestTimes>* times = nullptr);
 
 }  // namespace stagecraft

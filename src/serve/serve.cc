@@ -5,6 +5,7 @@
 
 #include "core/units.h"
 #include "report/json_writer.h"
+#include "serve/disaggregated_sim.h"
 #include "serve/serve_report.h"
 
 namespace stagecraft {
@@ -52,17 +53,42 @@ void WritePercentiles(JsonWriter& json, const char* key, const Percentiles& valu
   json.EndObject();
 }
 
+// How the GPUs are placed: colocated replicas, or prefill and decode pools.
+struct ServePlacement {
+  ServeShape shape;  // per instance tp x pp; replicas = every instance of both pools
+  int32_t prefill_instances = 0;  // 0: colocated
+  int32_t decode_instances = 0;
+  double transfer_mean_s = 0;
+  double transfer_max_s = 0;
+  bool disaggregated() const { return prefill_instances > 0; }
+};
+
+std::string DescribePlacement(const ServePlacement& placement) {
+  if (!placement.disaggregated()) return DescribeShape(placement.shape);
+  return std::to_string(placement.prefill_instances) + " prefill + " +
+         std::to_string(placement.decode_instances) + " decode instances of tp " +
+         std::to_string(placement.shape.tp) + " x pp " + std::to_string(placement.shape.pp) +
+         " (" + std::to_string(placement.shape.gpus()) + " GPUs)";
+}
+
 std::string FormatJson(const std::string& model, const ReplicaModel& replica,
-                       const Workload& workload, const DecodePoint& decode,
-                       const ServeStats& stats) {
+                       const ServePlacement& placement, const Workload& workload,
+                       const DecodePoint& decode, const ServeStats& stats) {
   JsonWriter json(/*pretty=*/true);
   json.BeginObject();
   json.Key("model").String(model);
   json.Key("device").String(replica.cluster.device);
   json.Key("tp").Int(replica.shape.tp);
   json.Key("pp").Int(replica.shape.pp);
-  json.Key("replicas").Int(replica.shape.replicas);
-  json.Key("gpus").Int(replica.shape.gpus());
+  json.Key("replicas").Int(placement.shape.replicas);
+  json.Key("gpus").Int(placement.shape.gpus());
+  if (placement.disaggregated()) {
+    json.Key("placement").String("disaggregated");
+    json.Key("prefill_instances").Int(placement.prefill_instances);
+    json.Key("decode_instances").Int(placement.decode_instances);
+    json.Key("kv_transfer_ms_mean").Fixed(placement.transfer_mean_s * 1e3, 3);
+    json.Key("kv_transfer_ms_max").Fixed(placement.transfer_max_s * 1e3, 3);
+  }
   json.Key("attention").String(AttentionKindName(replica.kv.attention));
   json.Key("kv_bytes_per_token").Fixed(replica.kv.total(), 0);
   json.Key("kv_bytes_per_token_per_gpu").Fixed(replica.kv_bytes_per_token_per_gpu, 0);
@@ -98,12 +124,21 @@ std::string FormatJson(const std::string& model, const ReplicaModel& replica,
 }
 
 std::string FormatText(const std::string& label, const std::string& model,
-                       const ReplicaModel& replica, const Workload& workload, Routing routing,
-                       const Slo& slo, const DecodePoint& decode, const ServeStats& stats) {
+                       const ReplicaModel& replica, const ServePlacement& placement,
+                       const Workload& workload, Routing routing, const Slo& slo,
+                       const DecodePoint& decode, const ServeStats& stats) {
   std::ostringstream out;
   out << "stagecraft serve: " << label << "\n";
   out << "  model " << model << " on " << replica.cluster.device << ": "
-      << DescribeShape(replica.shape) << "\n";
+      << DescribePlacement(placement) << "\n";
+  if (placement.disaggregated()) {
+    out << "  KV hand-off: prefill to decode instance, each GPU its shard over "
+        << (2 * placement.shape.gpus_per_replica() <= replica.cluster.devices_per_node
+                ? "NVLink"
+                : "the network")
+        << ": " << FormatFixed(placement.transfer_mean_s * 1e3, 3) << " ms mean, "
+        << FormatFixed(placement.transfer_max_s * 1e3, 3) << " ms longest\n";
+  }
   out << "  KV cache: " << AttentionKindName(replica.kv.attention) << ", "
       << FormatFixed(replica.kv.total(), 0) << " B per token, "
       << FormatFixed(replica.kv_bytes_per_token_per_gpu, 0) << " B of it per GPU ("
@@ -222,6 +257,40 @@ Status RunServe(const ServeSpec& spec, Transcript& transcript) {
   shape.tp = spec.tp.value_or(written.count("parallel.tp") ? config.parallel.tp : 1);
   shape.pp = spec.pp.value_or(written.count("parallel.pp") ? config.parallel.pp : 1);
   shape.replicas = spec.replicas;
+  const bool placement_disaggregated = spec.prefill_instances > 0 || spec.decode_instances > 0;
+  if (placement_disaggregated) {
+    if (spec.prefill_instances < 1 || spec.decode_instances < 1) {
+      return Error{"--prefill-instances and --decode-instances: disaggregated serving needs at "
+                   "least one instance of each (e.g. --prefill-instances 2 --decode-instances 1)"};
+    }
+    if (spec.replicas != 1) {
+      return Error{"--replicas with --prefill-instances/--decode-instances: the pools are the "
+                   "replicas; drop --replicas"};
+    }
+    if (spec.prefill_instances > 4096 || spec.decode_instances > 4096) {
+      return Error{"--prefill-instances/--decode-instances: at most 4096 instances each"};
+    }
+    // The cluster holds both pools; the decode pool is the replica model below.
+    const int64_t gpus = int64_t{shape.tp} * shape.pp *
+                         (int64_t{spec.prefill_instances} + spec.decode_instances);
+    const int64_t devices = int64_t{config.cluster.nodes} * config.cluster.devices_per_node;
+    if (config.cluster.given && gpus > devices) {
+      return Error{"serve: " + std::to_string(spec.prefill_instances) + " prefill + " +
+                   std::to_string(spec.decode_instances) + " decode instances of tp " +
+                   std::to_string(shape.tp) + " x pp " + std::to_string(shape.pp) + " need " +
+                   std::to_string(gpus) + " GPUs, more than the cluster's " +
+                   std::to_string(devices) + " (expected a larger --cluster, e.g. " +
+                   config.cluster.device + "x" +
+                   std::to_string((gpus + config.cluster.devices_per_node - 1) /
+                                  config.cluster.devices_per_node) +
+                   ")"};
+    }
+    if (!spec.trace_path.empty()) {
+      return Error{"--trace: the Chrome trace of the batches is for colocated replicas; "
+                   "--report draws the decode pool's KV use"};
+    }
+    shape.replicas = spec.decode_instances;
+  }
   Workload workload;
   workload.rate_rps = spec.rate_rps;
   workload.arrival_cv = spec.arrival_cv;
@@ -256,8 +325,29 @@ Status RunServe(const ServeSpec& spec, Transcript& transcript) {
   if (!replica.ok()) return replica.error();
   std::vector<IterationRecord> iterations;
   const bool keep_iterations = !spec.trace_path.empty() || !spec.report_path.empty();
-  auto stats = SimulateServing(replica.value(), workload, routing.value(), slo.value(),
-                               keep_iterations ? &iterations : nullptr);
+  ServePlacement placement;
+  placement.shape = shape;
+  Result<ServeStats> stats = ServeStats{};
+  if (placement_disaggregated) {
+    // The two pools: the layout's instances, each pool its own replicas.
+    ServeShape prefill_shape = shape;
+    prefill_shape.replicas = spec.prefill_instances;
+    auto prefill = BuildReplicaModel(config.model.transformer, config.cluster, prefill_shape, engine);
+    if (!prefill.ok()) return prefill.error();
+    auto result = SimulateDisaggregated(prefill.value(), replica.value(), workload,
+                                        routing.value(), slo.value(),
+                                        keep_iterations ? &iterations : nullptr);
+    if (!result.ok()) return result.error();
+    placement.prefill_instances = spec.prefill_instances;
+    placement.decode_instances = spec.decode_instances;
+    placement.shape.replicas = spec.prefill_instances + spec.decode_instances;
+    placement.transfer_mean_s = result.value().transfer_mean_s;
+    placement.transfer_max_s = result.value().transfer_max_s;
+    stats = result.value().stats;
+  } else {
+    stats = SimulateServing(replica.value(), workload, routing.value(), slo.value(),
+                            keep_iterations ? &iterations : nullptr);
+  }
   if (!stats.ok()) return stats.error();
   if (!spec.trace_path.empty()) {
     const Status saved = spec.run.files.write(
@@ -265,16 +355,17 @@ Status RunServe(const ServeSpec& spec, Transcript& transcript) {
     if (!saved.ok()) return Error{"--trace: " + saved.error().message};
   }
   const DecodePoint decode = LargestDecode(replica.value(), workload);
-  const std::string text = FormatText(run.value().label, config.model.name, replica.value(),
-                                      workload, routing.value(), slo.value(), decode, stats.value());
+  const std::string text =
+      FormatText(run.value().label, config.model.name, replica.value(), placement, workload,
+                 routing.value(), slo.value(), decode, stats.value());
   if (!spec.report_path.empty()) {
     const Status saved = spec.run.files.write(
         spec.report_path, ServeReportHtml(run.value().label, config.model.name, replica.value(), slo.value(),
                                           stats.value(), iterations, text));
     if (!saved.ok()) return Error{"--report: " + saved.error().message};
   }
-  transcript.out() << (spec.json ? FormatJson(config.model.name, replica.value(), workload, decode,
-                                              stats.value())
+  transcript.out() << (spec.json ? FormatJson(config.model.name, replica.value(), placement,
+                                              workload, decode, stats.value())
                                  : text);
   return Status::Ok();
 }

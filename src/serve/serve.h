@@ -22,6 +22,10 @@ struct ServeSpec {
   std::optional<int32_t> tp;          // --tp T; unset = the config's parallel.tp, else 1
   std::optional<int32_t> pp;          // --pp P; unset = the config's parallel.pp, else 1
   int32_t replicas = 1;               // --replicas R
+  // --prefill-instances NP --decode-instances ND: disaggregated prefill and decode pools of
+  // instances of the tp x pp layout (serve/disaggregated_sim.h); 0 and 0 = colocated replicas.
+  int32_t prefill_instances = 0;
+  int32_t decode_instances = 0;
   double rate_rps = 1.0;              // --rate RPS at the router
   double arrival_cv = 1.0;            // --arrival-cv CV: 1 = Poisson, else gamma gaps
   int64_t requests = 1000;            // --requests N

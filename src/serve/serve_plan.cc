@@ -9,6 +9,7 @@
 #include "core/units.h"
 #include "report/json_writer.h"
 #include "report/svg_plot.h"
+#include "serve/disaggregated_sim.h"
 #include "serve/disaggregation.h"
 
 namespace stagecraft {
@@ -122,16 +123,6 @@ std::string RejectionReason(const Error& error) {
     return "a request exceeds the KV cache";
   }
   return "other";
-}
-
-// A prompt's KV from the prefill instance's GPUs to the decode instance's, every GPU sending
-// its shard at once: over NVLink when the pair shares a node, else over the NIC.
-double KvTransferSeconds(const ReplicaModel& replica, int64_t prompt_tokens) {
-  const bool same_node = 2 * replica.shape.gpus_per_replica() <= replica.cluster.devices_per_node;
-  const LinkSpec& link = same_node ? replica.cluster.intra_node : replica.cluster.inter_node;
-  const double bytes = static_cast<double>(prompt_tokens) * replica.kv_bytes_per_token_per_gpu;
-  return static_cast<double>(link.latency.ns()) * 1e-9 +
-         (link.bandwidth_bytes_per_s > 0 ? bytes / link.bandwidth_bytes_per_s : 0);
 }
 
 // DistServe's placement on one instance layout: the prefill-only rate within the TTFT bound

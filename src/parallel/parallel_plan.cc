@@ -37,6 +37,7 @@ TransformerRun RunOf(const Config& config) {
   run.recompute = config.parallel.recompute;
   run.fp8 = config.parallel.fp8;
   run.fused_kernels = config.parallel.fused_kernels;
+  run.ring_merge = config.parallel.cp_rotate != CpRotate::kNone;
   if (config.parallel.recompute_num_layers > 0) {
     // Megatron's --recompute-method block --recompute-num-layers N: N layers per pipeline chunk.
     const double per_chunk = static_cast<double>(config.model.transformer.layers) /
@@ -230,6 +231,20 @@ std::vector<std::pair<std::string, std::string>> CostAssumptions(const Config& c
 Status CheckContextParallel(const Config& config, const ConfigLocations& locations) {
   const ModelSpec& model = config.model;
   const int32_t cp = config.parallel.cp;
+  if (config.parallel.cp_rotate != CpRotate::kNone) {
+    const std::string at = locations.Where("parallel.context_parallel_rotate_method");
+    if (config.parallel.cp_all_gather) {
+      return Error{at +
+                   "PyTorch's context_parallel (a ring of attention kernels, K and V rotated "
+                   "by its rotate method) and cp_mode all-gather (all K and V gathered before "
+                   "one attention kernel, Llama 3's) are two algorithms; give one of them"};
+    }
+    if (!model.is_transformer()) {
+      return Error{at +
+                   "PyTorch's context_parallel is modelled for transformer models only; drop it "
+                   "(a CSA2 layer list's context parallelism is cp_sharding and cp_overlap)"};
+    }
+  }
   if (cp <= 1 || !model.is_layer_list() || model.is_transformer()) return Status::Ok();
   const std::string where = locations.Where("parallel.cp");
   if (!config.cluster.given) {
@@ -645,12 +660,20 @@ ParallelPlan PlanParallel(const Config& config, const Partition& partition,
   // in hand; only what the compute does not hide is charged (RingAttentionExposed). The
   // backward passes K, V and their gradients against twice the compute. The all-gather mode
   // gathers all K and V before the attention (and reduce-scatters dK, dV after), exposed.
+  // PyTorch's context_parallel (context_parallel_rotate_method; _attention.py) rotates K and V
+  // expanded to the query heads (torchtitan's Llama repeats them before SDPA): 'allgather'
+  // gathers them once, asynchronously, waited for before step 1 (hidden behind step 0's
+  // kernel), and again for the backward; 'alltoall' passes one block a step like the ring. Its
+  // backward also passes the fp32 dK and dV (twice the bf16 bytes) to the next rank every step,
+  // behind that step's kernel.
   Time cp_forward;
   Time cp_backward;
   if (cp > 1) {
     const double q_width = static_cast<double>(spec.heads * spec.head_dim_or_default());
     const double kv_width =
-        static_cast<double>(spec.kv_heads_or_heads() * spec.head_dim_or_default());
+        parallel.cp_rotate != CpRotate::kNone
+            ? q_width
+            : static_cast<double>(spec.kv_heads_or_heads() * spec.head_dim_or_default());
     const double block = static_cast<double>(run.seq_len) / cp;
     const double b = static_cast<double>(run.micro_batch);
     const double step_flops = 4 * b * block * block * q_width / t * (spec.causal ? 0.5 : 1.0);
@@ -658,7 +681,28 @@ ParallelPlan PlanParallel(const Config& config, const Partition& partition,
     const bool in_node = t * cp <= cluster.devices_per_node;
     const LinkSpec& link = in_node ? cluster.intra_node : cluster.inter_node;
     const double rate = cluster.effective_flops_per_s();
-    if (parallel.cp_all_gather) {
+    // A step of PyTorch's ring is one attention kernel: forward at the kernel model's attention
+    // rate, backward 2.5x the FLOPs at its backward rate (transformer_kernels.cc).
+    const KernelModel& kernels = cluster.kernels;
+    const bool kernel_rates = cluster.kernel_costed() && kernels.attention_forward_efficiency > 0 &&
+                              kernels.attention_backward_efficiency > 0;
+    const double forward_rate =
+        kernel_rates ? cluster.peak_flops_per_s * kernels.attention_forward_efficiency : rate;
+    const double backward_rate =
+        kernel_rates ? cluster.peak_flops_per_s * kernels.attention_backward_efficiency : rate;
+    const double backward_flops = (kernel_rates ? 2.5 : 2.0) * step_flops;
+    if (parallel.cp_rotate == CpRotate::kAllGather) {
+      const double gather =
+          static_cast<double>(Gather(cluster, cp, in_node ? cp : 1, step_bytes * cp).ns()) * 1e-9;
+      const double forward_step = forward_rate > 0 ? step_flops / forward_rate : 0.0;
+      const double backward_step = backward_rate > 0 ? backward_flops / backward_rate : 0.0;
+      cp_forward = FromSeconds(std::max(0.0, gather - forward_step));
+      cp_backward = FromSeconds(std::max(0.0, gather - backward_step)) +
+                    RingAttentionExposed(cp, backward_flops, backward_rate, 2 * step_bytes, link);
+    } else if (parallel.cp_rotate == CpRotate::kAllToAll) {
+      cp_forward = RingAttentionExposed(cp, step_flops, forward_rate, step_bytes, link);
+      cp_backward = RingAttentionExposed(cp, backward_flops, backward_rate, 3 * step_bytes, link);
+    } else if (parallel.cp_all_gather) {
       cp_forward = Gather(cluster, cp, in_node ? cp : 1, step_bytes * cp);
       cp_backward = cp_forward;
     } else {

@@ -845,6 +845,7 @@ Status ReadParallel(const Reader& reader, const Field& field, ParallelSpec* para
        {"recompute_num_layers", CountInto(reader, &parallel->recompute_num_layers)},
        {"distributed_optimizer", BoolInto(reader, &parallel->distributed_optimizer)},
        {"fp8", BoolInto(reader, &parallel->fp8)},
+       {"enable_fsdp_float8_all_gather", BoolInto(reader, &parallel->fp8_all_gather)},
        {"fused_kernels", BoolInto(reader, &parallel->fused_kernels)},
        {"overlap_grad_reduce", BoolInto(reader, &parallel->overlap_grad_reduce)},
        {"overlap_param_gather", BoolInto(reader, &parallel->overlap_param_gather)},

@@ -87,6 +87,8 @@ struct ParallelSpec {
   int32_t recompute_num_layers = 0;        // with kFull: layers per pipeline chunk that
                                            // recompute (Megatron); 0 = all
   bool fp8 = false;                        // FP8 linear layers (Transformer Engine, float8)
+  bool fp8_all_gather = false;             // FSDP gathers the float8 linears' weights in FP8
+                                           // (torchao; torchtitan enable_fsdp_float8_all_gather)
   bool fused_kernels = true;  // norms, activations, rotary embedding fused (Transformer Engine,
                               // torch.compile); false: eager PyTorch ops (torchtitan uncompiled)
   // The engines' overlap of communication with computation, by the flag they model:

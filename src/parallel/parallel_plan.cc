@@ -223,9 +223,43 @@ std::vector<std::pair<std::string, std::string>> CostAssumptions(const Config& c
                                   ", param_gather " + on(parallel.overlap_param_gather) +
                                   ", tp_comm " + on(parallel.tp_comm_overlap) + ", async_tp " +
                                   on(parallel.async_tp));
-  out.emplace_back("fp8", on(parallel.fp8));
+  out.emplace_back("fp8",
+                   on(parallel.fp8) + (parallel.fp8_all_gather ? ", FSDP all-gather in FP8 "
+                                                                 "(enable_fsdp_float8_all_gather)"
+                                                               : ""));
   out.emplace_back("fused_kernels", on(parallel.fused_kernels));
+  if (parallel.cp > 1) {
+    const char* mode =
+        parallel.cp_rotate == CpRotate::kAllGather
+            ? "PyTorch context_parallel, rotate allgather (a kernel a step, fp32 merges)"
+        : parallel.cp_rotate == CpRotate::kAllToAll
+            ? "PyTorch context_parallel, rotate alltoall (a kernel a step, fp32 merges)"
+        : parallel.cp_all_gather ? "all-gather of K and V, one kernel"
+                                 : "ring, one kernel";
+    out.emplace_back("cp_attention", mode);
+  }
   return out;
+}
+
+Status CheckFloat8AllGather(const Config& config, const ConfigLocations& locations) {
+  const ParallelSpec& parallel = config.parallel;
+  if (!parallel.fp8_all_gather) return Status::Ok();
+  const std::string where = locations.Where("parallel.enable_fsdp_float8_all_gather");
+  if (!config.model.is_transformer()) {
+    return Error{where +
+                 "FSDP's float8 all-gather is modelled for transformer models only; drop it"};
+  }
+  if (!parallel.fp8) {
+    return Error{where +
+                 "gathers the float8 linears' weights in FP8, and this run has none; add fp8: "
+                 "true or drop it"};
+  }
+  if (parallel.zero_stage < 3) {
+    return Error{where +
+                 "changes FSDP's parameter all-gathers, and this run does not shard its "
+                 "parameters; add fsdp: full-shard (or zero_stage: 3) or drop it"};
+  }
+  return Status::Ok();
 }
 
 Status CheckContextParallel(const Config& config, const ConfigLocations& locations) {
@@ -734,6 +768,7 @@ ParallelPlan PlanParallel(const Config& config, const Partition& partition,
   plan.collectives.resize(static_cast<size_t>(partition.num_stages()));
   std::vector<double> stage_params(static_cast<size_t>(partition.num_stages()), 0.0);
   std::vector<double> stage_expert_params(static_cast<size_t>(partition.num_stages()), 0.0);
+  std::vector<double> stage_decoder_params(static_cast<size_t>(partition.num_stages()), 0.0);
   for (int32_t stage = 0; stage < partition.num_stages(); ++stage) {
     StageCollectives& c = plan.collectives[stage];
     for (int32_t index = partition.begin(stage); index < partition.end(stage); ++index) {
@@ -754,8 +789,10 @@ ParallelPlan PlanParallel(const Config& config, const Partition& partition,
             c.ep_backward += ep_layer * (parallel.recompute == Recompute::kFull ? 2 : 1);
             stage_params[stage] += moe_dense_params + routed_params;
             stage_expert_params[stage] += routed_params;
+            stage_decoder_params[stage] += moe_dense_params + routed_params;
           } else {
             stage_params[stage] += decoder_params;
+            stage_decoder_params[stage] += decoder_params;
           }
           break;
         }
@@ -775,8 +812,15 @@ ParallelPlan PlanParallel(const Config& config, const Partition& partition,
       // parallelism (torchtitan's default there) the stage gathers once before its first
       // microbatch and reduce-scatters once, in buckets, during its last backward.
       const int32_t per_node = parallel.hybrid_shard ? shards : dp_per_node;
-      const Time gather = DenseAndExperts(cluster, Collective::kAllGather, shards, per_node, ep,
-                                          dense * 2, experts * 2);
+      // With FSDP's float8 all-gather (torchao Float8Linear, torchtitan's
+      // enable_fsdp_float8_all_gather) the decoders' weights travel as FP8, 1 byte each (their
+      // norm weights, under 0.01% of a layer, with them); the embedding and the head stay bf16.
+      const double linear_dense =
+          parallel.fp8_all_gather ? stage_decoder_params[stage] - experts : 0.0;
+      const double gather_bytes = parallel.fp8_all_gather ? 1.0 : 2.0;
+      const Time gather =
+          DenseAndExperts(cluster, Collective::kAllGather, shards, per_node, ep,
+                          (dense - linear_dense) * 2 + linear_dense, experts * gather_bytes);
       const Time scatter = DenseAndExperts(cluster, Collective::kReduceScatter, shards, per_node,
                                            ep, dense * kGradientBytes, experts * kGradientBytes);
       const ReshardAfterForward reshard = parallel.reshard_after_forward;

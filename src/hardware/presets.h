@@ -16,6 +16,15 @@
 
 namespace stagecraft {
 
+// The usable fraction of a link's datasheet bandwidth for a large collective (presets.cc:
+// from nccl-tests figures in the reference facts).
+inline constexpr double kNvlinkEfficiency = 370.0 / 450.0;  // 8xH100 ring all-reduce busbw
+inline constexpr double kNicEfficiency = 47.5 / 50.0;       // one 400 Gb/s NIC: 46-49 GB/s
+// Per-step latency of a collective on each link kind (assumed defaults, not datasheet figures:
+// NCCL's per-hop software latency on NVLink and on InfiniBand are a few microseconds).
+inline constexpr int64_t kNvlinkLatencyNs = 3'000;
+inline constexpr int64_t kNicLatencyNs = 6'000;
+
 struct DevicePreset {
   const char* name;           // "h100"
   const char* description;    // "NVIDIA H100 SXM5 80 GB"
@@ -29,21 +38,16 @@ struct DevicePreset {
   const char* source;         // where the figures come from
   KernelModel kernels;        // the kernel model's constants (hardware/kernel_model.h)
   const char* kernel_source;  // where those come from
+  // The NVLink share a large collective reaches and its per-step latency, where a measured
+  // table of the device's own exists (presets.cc); else the defaults above.
+  double nvlink_efficiency = kNvlinkEfficiency;
+  int64_t nvlink_latency_ns = kNvlinkLatencyNs;
 };
 
 // The table, in the order `list presets` prints it.
 const std::vector<DevicePreset>& DevicePresets();
 // Unknown names get "did you mean" and the list command.
 Result<const DevicePreset*> FindDevicePreset(std::string_view name);
-
-// The usable fraction of a link's datasheet bandwidth for a large collective (presets.cc:
-// from nccl-tests figures in the reference facts).
-inline constexpr double kNvlinkEfficiency = 370.0 / 450.0;  // 8xH100 ring all-reduce busbw
-inline constexpr double kNicEfficiency = 47.5 / 50.0;       // one 400 Gb/s NIC: 46-49 GB/s
-// Per-step latency of a collective on each link kind (assumed defaults, not datasheet figures:
-// NCCL's per-hop software latency on NVLink and on InfiniBand are a few microseconds).
-inline constexpr int64_t kNvlinkLatencyNs = 3'000;
-inline constexpr int64_t kNicLatencyNs = 6'000;
 
 // "h100", "h100x2", "b200x16": nodes of the device's baseboard, links as above. Errors name the
 // expected form and suggest a device.

@@ -43,6 +43,13 @@ enum class CpSharding : uint8_t {
   kContiguous,  // cp shards of s/cp tokens: the last rank scores ≈ (2·cp − 1)/cp of the average
 };
 // Both with their names (config key `parallel.cp_sharding`, flag `--cp-sharding`).
+
+// A transformer's context parallelism by PyTorch's experimental context_parallel (torchtitan;
+// torch/distributed/tensor/experimental/_attention.py): one attention kernel per ring step, the
+// partial outputs merged in fp32, with its rotate method for K and V (config key
+// `parallel.context_parallel_rotate_method`, torchtitan's `context_parallel_rotate_method`).
+// kNone: the model's ring or all-gather (`cp_mode`).
+enum class CpRotate : uint8_t { kNone, kAllGather, kAllToAll };
 const std::vector<std::pair<std::string, CpSharding>>& CpShardingChoices();
 
 // Every activation-recomputation mode with its name (config key `parallel.recompute`, flag
@@ -74,11 +81,14 @@ struct ParallelSpec {
   int32_t cp = 1;                          // context-parallel ranks (sequence split)
   int32_t ep = 1;                          // expert-parallel ranks (MoE; within dp)
   bool cp_all_gather = false;              // CP by all-gathering KV instead of the ring
+  CpRotate cp_rotate = CpRotate::kNone;    // PyTorch's context_parallel and its rotate method
   bool sequence_parallel = false;          // Megatron sequence parallelism (AG + RS instead of AR)
   Recompute recompute = Recompute::kNone;  // activation recomputation
   int32_t recompute_num_layers = 0;        // with kFull: layers per pipeline chunk that
                                            // recompute (Megatron); 0 = all
   bool fp8 = false;                        // FP8 linear layers (Transformer Engine, float8)
+  bool fp8_all_gather = false;             // FSDP gathers the float8 linears' weights in FP8
+                                           // (torchao; torchtitan enable_fsdp_float8_all_gather)
   bool fused_kernels = true;  // norms, activations, rotary embedding fused (Transformer Engine,
                               // torch.compile); false: eager PyTorch ops (torchtitan uncompiled)
   // The engines' overlap of communication with computation, by the flag they model:

@@ -85,6 +85,9 @@ struct TransformerRun {
   // Norms, activations and the rotary embedding as fused kernels (Transformer Engine, Apex,
   // torch.compile), or as eager PyTorch ops, each its own pass over memory.
   bool fused_kernels = true;
+  // Context parallelism by PyTorch's context_parallel: one attention kernel per ring step, the
+  // partial outputs merged and the gradients accumulated in fp32 (transformer_kernels.cc).
+  bool ring_merge = false;
 };
 
 struct LayerFlops {

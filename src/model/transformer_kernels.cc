@@ -57,6 +57,50 @@ void AddAttentionLinears(const TransformerSpec& spec, double tokens, double t, K
   acc.Linear(tokens, h, q / t);
 }
 
+// Causal attention under context parallelism as PyTorch's context_parallel runs it
+// (torch/distributed/tensor/experimental/_attention.py, _templated_ring_attention and its
+// backward, late 2024; doc/fidelity.md). With the head-tail (round-robin) load balance each rank
+// holds Q = s/cp queries and launches one attention kernel per ring step: step 0 causal over its
+// own Q x Q block, steps 1..cp-1 non-causal over Q x Q/2 (half the keys, or half the queries);
+// the FLOPs add up to the balanced causal total. K and V reach it expanded to the query heads
+// (torchtitan's Llama calls repeat_kv before SDPA), are made contiguous (a copy) and are
+// concatenated into the buffer to rotate before every step but the last (4 bytes an element:
+// read and write bf16). After every step the partial outputs are merged with their log-sum-exps
+// in fp32 (_SDPAMerger, eager ops): per output element 6 bytes for the first block's cast, 38 a
+// later step (the block's cast 6, out - block 12, the sigmoid's scaling 8, the update 12) and 6
+// for the cast back. The backward accumulates in fp32: per dQ element 4 (zeros), 10 a step
+// (+= a bf16 gradient) and 6 (cast back); per dK or dV element 4 + 10 at step 0, 5 (+= into
+// half of the buffer) + 8 (concatenated back) at a later step, 8 a step (the fp32 buffer
+// concatenated for the rotation) and 6 (cast back). The rank that merges every step over its
+// whole output (rank cp - 1) sets the pace. The passes over the b x heads x Q log-sum-exps count
+// as kernels only (their bytes are under 2% of the outputs').
+void AddRingAttention(const TransformerRun& run, double heads, double queries, double qk_dim,
+                      double v_dim, KernelSum& acc) {
+  const double cp = std::max(1, run.context_parallel);
+  const double b = static_cast<double>(run.micro_batch);
+  const double steps = cp - 1;
+  const double unit = 2 * b * heads * queries * queries * (qk_dim + v_dim) * 0.5;
+  for (int step = 0; step < run.context_parallel; ++step) acc.FusedAttention(unit);
+  const DeviceRates& device = acc.device;
+  const auto pass = [&device](double bytes) { return MemoryBoundSeconds(device, bytes); };
+  const double out = b * heads * queries * v_dim;
+  const double kv = b * heads * queries * (qk_dim + v_dim);
+  const double dq = b * heads * queries * qk_dim;
+  const double copies = (1 + steps) * pass(kv * 4);
+  const double merge = pass(out * 6) +
+                       steps * (pass(out * 6) + pass(out * 12) + pass(out * 8) + pass(out * 12) +
+                                4 * device.kernels.kernel_floor_s) +
+                       pass(out * 6);
+  acc.times.forward += copies + merge;
+  acc.times.attention_core += copies + merge;
+  acc.forward_kernels += 3 + 9 * steps;
+  const double accumulate = pass(dq * 4) + cp * pass(dq * 10) + pass(dq * 6) + pass(kv * 4) +
+                            pass(kv * 10) + steps * (pass(kv * 5) + pass(kv * 8)) +
+                            cp * pass(kv * 8) + pass(kv * 6);
+  acc.times.input_grad += copies + accumulate;
+  acc.input_kernels += 7 + 2 * cp + 3 * steps;
+}
+
 // The attention core of one microbatch: fused (FlashAttention, KernelSum::FusedAttention) or,
 // for a non-causal spec, Megatron's unfused
 // path: QKᵀ and ·V as batched GEMMs over b·a/t heads, a fused scale-mask-softmax and a dropout
@@ -76,7 +120,12 @@ void AddAttentionCore(const TransformerSpec& spec, const TransformerRun& run, Ke
   }
   const DeviceRates& device = acc.device;
   if (spec.causal) {
-    acc.FusedAttention(2 * b * heads * queries * keys * (qk_dim + v_dim) * 0.5);
+    const double cp = std::max(1, run.context_parallel);
+    if (cp <= 1 || !run.ring_merge) {
+      acc.FusedAttention(2 * b * heads * queries * keys * (qk_dim + v_dim) * 0.5);
+    } else {
+      AddRingAttention(run, heads, queries, qk_dim, v_dim, acc);
+    }
     return;
   }
   const double batch = b * heads;

@@ -275,5 +275,41 @@ TEST(TransformerKernelsTest, HeadCostsAtLeastItsProjection) {
   EXPECT_GT(head.forward, projection);
 }
 
+// PyTorch's context_parallel (ring_merge): the same attention FLOPs in cp kernels, plus its
+// memory-bound copies, fp32 merges and fp32 gradient accumulation, each pass far above the
+// kernel floor here, so the added time is their bytes at the achieved bandwidth (plus the floors
+// of the log-sum-exp passes).
+TEST(TransformerKernelsTest, PytorchRingAttentionAddsItsMergesAndAccumulation) {
+  const DeviceRates h100 = Rates("h100");
+  const TransformerSpec spec = Llama();
+  TransformerRun run;
+  run.seq_len = 131072;
+  run.context_parallel = 4;
+  const LayerKernelTimes plain = DecoderKernelTimes(spec, run, h100, false);
+  run.ring_merge = true;
+  const LayerKernelTimes ring = DecoderKernelTimes(spec, run, h100, false);
+  const double cp = 4;
+  const double queries = 131072 / cp;
+  const double out = spec.heads * queries * 128;  // b x heads x Q x d_v
+  const double kv = 2 * out;                      // K and V at the query heads
+  const double dq = out;
+  const double bandwidth = h100.hbm_bytes_per_s * h100.memory_efficiency;
+  const double copies = cp * kv * 4;
+  const double forward_bytes = copies + out * (6 + 38 * (cp - 1) + 6);
+  const double backward_bytes =
+      copies + dq * (4 + 10 * cp + 6) + kv * (4 + 10 + 13 * (cp - 1) + 8 * cp + 6);
+  const double floors = 4 * (cp - 1) * h100.kernels.kernel_floor_s;
+  EXPECT_NEAR(ring.forward - plain.forward, forward_bytes / bandwidth + floors, 1e-9);
+  EXPECT_NEAR(ring.attention_core - plain.attention_core, forward_bytes / bandwidth + floors, 1e-9);
+  EXPECT_NEAR(ring.input_grad - plain.input_grad, backward_bytes / bandwidth, 1e-9);
+  EXPECT_DOUBLE_EQ(ring.weight_grad, plain.weight_grad);
+  // Without context parallelism there is no ring.
+  run.context_parallel = 1;
+  run.seq_len = 8192;
+  const LayerKernelTimes single = DecoderKernelTimes(spec, run, h100, false);
+  run.ring_merge = false;
+  EXPECT_DOUBLE_EQ(single.forward, DecoderKernelTimes(spec, run, h100, false).forward);
+}
+
 }  // namespace
 }  // namespace stagecraft

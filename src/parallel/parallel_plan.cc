@@ -37,6 +37,7 @@ TransformerRun RunOf(const Config& config) {
   run.recompute = config.parallel.recompute;
   run.fp8 = config.parallel.fp8;
   run.fused_kernels = config.parallel.fused_kernels;
+  run.ring_merge = config.parallel.cp_rotate != CpRotate::kNone;
   if (config.parallel.recompute_num_layers > 0) {
     // Megatron's --recompute-method block --recompute-num-layers N: N layers per pipeline chunk.
     const double per_chunk = static_cast<double>(config.model.transformer.layers) /
@@ -222,14 +223,62 @@ std::vector<std::pair<std::string, std::string>> CostAssumptions(const Config& c
                                   ", param_gather " + on(parallel.overlap_param_gather) +
                                   ", tp_comm " + on(parallel.tp_comm_overlap) + ", async_tp " +
                                   on(parallel.async_tp));
-  out.emplace_back("fp8", on(parallel.fp8));
+  out.emplace_back("fp8",
+                   on(parallel.fp8) + (parallel.fp8_all_gather ? ", FSDP all-gather in FP8 "
+                                                                 "(enable_fsdp_float8_all_gather)"
+                                                               : ""));
   out.emplace_back("fused_kernels", on(parallel.fused_kernels));
+  if (parallel.cp > 1) {
+    const char* mode =
+        parallel.cp_rotate == CpRotate::kAllGather
+            ? "PyTorch context_parallel, rotate allgather (a kernel a step, fp32 merges)"
+        : parallel.cp_rotate == CpRotate::kAllToAll
+            ? "PyTorch context_parallel, rotate alltoall (a kernel a step, fp32 merges)"
+        : parallel.cp_all_gather ? "all-gather of K and V, one kernel"
+                                 : "ring, one kernel";
+    out.emplace_back("cp_attention", mode);
+  }
   return out;
+}
+
+Status CheckFloat8AllGather(const Config& config, const ConfigLocations& locations) {
+  const ParallelSpec& parallel = config.parallel;
+  if (!parallel.fp8_all_gather) return Status::Ok();
+  const std::string where = locations.Where("parallel.enable_fsdp_float8_all_gather");
+  if (!config.model.is_transformer()) {
+    return Error{where +
+                 "FSDP's float8 all-gather is modelled for transformer models only; drop it"};
+  }
+  if (!parallel.fp8) {
+    return Error{where +
+                 "gathers the float8 linears' weights in FP8, and this run has none; add fp8: "
+                 "true or drop it"};
+  }
+  if (parallel.zero_stage < 3) {
+    return Error{where +
+                 "changes FSDP's parameter all-gathers, and this run does not shard its "
+                 "parameters; add fsdp: full-shard (or zero_stage: 3) or drop it"};
+  }
+  return Status::Ok();
 }
 
 Status CheckContextParallel(const Config& config, const ConfigLocations& locations) {
   const ModelSpec& model = config.model;
   const int32_t cp = config.parallel.cp;
+  if (config.parallel.cp_rotate != CpRotate::kNone) {
+    const std::string at = locations.Where("parallel.context_parallel_rotate_method");
+    if (config.parallel.cp_all_gather) {
+      return Error{at +
+                   "PyTorch's context_parallel (a ring of attention kernels, K and V rotated "
+                   "by its rotate method) and cp_mode all-gather (all K and V gathered before "
+                   "one attention kernel, Llama 3's) are two algorithms; give one of them"};
+    }
+    if (!model.is_transformer()) {
+      return Error{at +
+                   "PyTorch's context_parallel is modelled for transformer models only; drop it "
+                   "(a CSA2 layer list's context parallelism is cp_sharding and cp_overlap)"};
+    }
+  }
   if (cp <= 1 || !model.is_layer_list() || model.is_transformer()) return Status::Ok();
   const std::string where = locations.Where("parallel.cp");
   if (!config.cluster.given) {
@@ -645,12 +694,20 @@ ParallelPlan PlanParallel(const Config& config, const Partition& partition,
   // in hand; only what the compute does not hide is charged (RingAttentionExposed). The
   // backward passes K, V and their gradients against twice the compute. The all-gather mode
   // gathers all K and V before the attention (and reduce-scatters dK, dV after), exposed.
+  // PyTorch's context_parallel (context_parallel_rotate_method; _attention.py) rotates K and V
+  // expanded to the query heads (torchtitan's Llama repeats them before SDPA): 'allgather'
+  // gathers them once, asynchronously, waited for before step 1 (hidden behind step 0's
+  // kernel), and again for the backward; 'alltoall' passes one block a step like the ring. Its
+  // backward also passes the fp32 dK and dV (twice the bf16 bytes) to the next rank every step,
+  // behind that step's kernel.
   Time cp_forward;
   Time cp_backward;
   if (cp > 1) {
     const double q_width = static_cast<double>(spec.heads * spec.head_dim_or_default());
     const double kv_width =
-        static_cast<double>(spec.kv_heads_or_heads() * spec.head_dim_or_default());
+        parallel.cp_rotate != CpRotate::kNone
+            ? q_width
+            : static_cast<double>(spec.kv_heads_or_heads() * spec.head_dim_or_default());
     const double block = static_cast<double>(run.seq_len) / cp;
     const double b = static_cast<double>(run.micro_batch);
     const double step_flops = 4 * b * block * block * q_width / t * (spec.causal ? 0.5 : 1.0);
@@ -658,7 +715,28 @@ ParallelPlan PlanParallel(const Config& config, const Partition& partition,
     const bool in_node = t * cp <= cluster.devices_per_node;
     const LinkSpec& link = in_node ? cluster.intra_node : cluster.inter_node;
     const double rate = cluster.effective_flops_per_s();
-    if (parallel.cp_all_gather) {
+    // A step of PyTorch's ring is one attention kernel: forward at the kernel model's attention
+    // rate, backward 2.5x the FLOPs at its backward rate (transformer_kernels.cc).
+    const KernelModel& kernels = cluster.kernels;
+    const bool kernel_rates = cluster.kernel_costed() && kernels.attention_forward_efficiency > 0 &&
+                              kernels.attention_backward_efficiency > 0;
+    const double forward_rate =
+        kernel_rates ? cluster.peak_flops_per_s * kernels.attention_forward_efficiency : rate;
+    const double backward_rate =
+        kernel_rates ? cluster.peak_flops_per_s * kernels.attention_backward_efficiency : rate;
+    const double backward_flops = (kernel_rates ? 2.5 : 2.0) * step_flops;
+    if (parallel.cp_rotate == CpRotate::kAllGather) {
+      const double gather =
+          static_cast<double>(Gather(cluster, cp, in_node ? cp : 1, step_bytes * cp).ns()) * 1e-9;
+      const double forward_step = forward_rate > 0 ? step_flops / forward_rate : 0.0;
+      const double backward_step = backward_rate > 0 ? backward_flops / backward_rate : 0.0;
+      cp_forward = FromSeconds(std::max(0.0, gather - forward_step));
+      cp_backward = FromSeconds(std::max(0.0, gather - backward_step)) +
+                    RingAttentionExposed(cp, backward_flops, backward_rate, 2 * step_bytes, link);
+    } else if (parallel.cp_rotate == CpRotate::kAllToAll) {
+      cp_forward = RingAttentionExposed(cp, step_flops, forward_rate, step_bytes, link);
+      cp_backward = RingAttentionExposed(cp, backward_flops, backward_rate, 3 * step_bytes, link);
+    } else if (parallel.cp_all_gather) {
       cp_forward = Gather(cluster, cp, in_node ? cp : 1, step_bytes * cp);
       cp_backward = cp_forward;
     } else {
@@ -690,6 +768,7 @@ ParallelPlan PlanParallel(const Config& config, const Partition& partition,
   plan.collectives.resize(static_cast<size_t>(partition.num_stages()));
   std::vector<double> stage_params(static_cast<size_t>(partition.num_stages()), 0.0);
   std::vector<double> stage_expert_params(static_cast<size_t>(partition.num_stages()), 0.0);
+  std::vector<double> stage_decoder_params(static_cast<size_t>(partition.num_stages()), 0.0);
   for (int32_t stage = 0; stage < partition.num_stages(); ++stage) {
     StageCollectives& c = plan.collectives[stage];
     for (int32_t index = partition.begin(stage); index < partition.end(stage); ++index) {
@@ -710,8 +789,10 @@ ParallelPlan PlanParallel(const Config& config, const Partition& partition,
             c.ep_backward += ep_layer * (parallel.recompute == Recompute::kFull ? 2 : 1);
             stage_params[stage] += moe_dense_params + routed_params;
             stage_expert_params[stage] += routed_params;
+            stage_decoder_params[stage] += moe_dense_params + routed_params;
           } else {
             stage_params[stage] += decoder_params;
+            stage_decoder_params[stage] += decoder_params;
           }
           break;
         }
@@ -731,8 +812,15 @@ ParallelPlan PlanParallel(const Config& config, const Partition& partition,
       // parallelism (torchtitan's default there) the stage gathers once before its first
       // microbatch and reduce-scatters once, in buckets, during its last backward.
       const int32_t per_node = parallel.hybrid_shard ? shards : dp_per_node;
-      const Time gather = DenseAndExperts(cluster, Collective::kAllGather, shards, per_node, ep,
-                                          dense * 2, experts * 2);
+      // With FSDP's float8 all-gather (torchao Float8Linear, torchtitan's
+      // enable_fsdp_float8_all_gather) the decoders' weights travel as FP8, 1 byte each (their
+      // norm weights, under 0.01% of a layer, with them); the embedding and the head stay bf16.
+      const double linear_dense =
+          parallel.fp8_all_gather ? stage_decoder_params[stage] - experts : 0.0;
+      const double gather_bytes = parallel.fp8_all_gather ? 1.0 : 2.0;
+      const Time gather =
+          DenseAndExperts(cluster, Collective::kAllGather, shards, per_node, ep,
+                          (dense - linear_dense) * 2 + linear_dense, experts * gather_bytes);
       const Time scatter = DenseAndExperts(cluster, Collective::kReduceScatter, shards, per_node,
                                            ep, dense * kGradientBytes, experts * kGradientBytes);
       const ReshardAfterForward reshard = parallel.reshard_after_forward;

@@ -27,6 +27,10 @@ Status BuildTransformerModel(Config& config);
 // Errors name parallel.cp, the numbers and a seq_len that fits. Ok for cp = 1 and other models.
 Status CheckContextParallel(const Config& config, const ConfigLocations& locations);
 
+// parallel.enable_fsdp_float8_all_gather needs float8 linears (fp8) and FSDP full sharding
+// (zero_stage 3) on a transformer: errors name the key and what to add.
+Status CheckFloat8AllGather(const Config& config, const ConfigLocations& locations);
+
 // What a run's derived costs rest on (RunInfo::assumptions): for transformer models the kernel
 // model's device constants or the one forced efficiency, the engines' overlap options in force,
 // FP8 and fused kernels; for CSA2 layer lists the efficiency. Empty for uniform models.

@@ -244,7 +244,9 @@ Status RunList(const std::string& what, Transcript& transcript) {
     }
     out << "(a cluster preset is DEVICE or DEVICExNODES, e.g. h100x2; links carry "
         << FormatFixed(kNvlinkEfficiency * 100, 1) << "% of NVLink and "
-        << FormatFixed(kNicEfficiency * 100, 1) << "% of NIC bandwidth, as nccl-tests measure)\n";
+        << FormatFixed(kNicEfficiency * 100, 1)
+        << "% of NIC bandwidth, as nccl-tests measure; A100's NVLink as its measured all-reduce "
+           "tables give it)\n";
     return Status::Ok();
   }
   if (what == "collectives") {

@@ -637,6 +637,7 @@ Result<PreparedRun> PrepareRun(const RunSpec& flags) {
     }
   }
   STAGECRAFT_RETURN_IF_ERROR(CheckContextParallel(run.config, run.locations));
+  STAGECRAFT_RETURN_IF_ERROR(CheckFloat8AllGather(run.config, run.locations));
   if (csa2_layers && run.config.parallel.ep > 1 &&
       (run.config.parallel.dp % run.config.parallel.ep != 0 ||
        run.config.model.dims.routed_experts % run.config.parallel.ep != 0)) {

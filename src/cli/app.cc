@@ -266,8 +266,9 @@ CLI::App* AddCheckpointCommand(CLI::App& app, CheckpointSpec& spec) {
                    "iteration that saves simulated; with --reshard-to, the load time")
       ->type_name("TIER");
   command->add_flag("--sync-save", spec.sync_save, "with --storage: the write blocks training");
-  command->add_option("--trace", spec.trace_path, "with --storage: Chrome trace of the saving "
-                                                   "iteration to FILE")
+  command
+      ->add_option("--trace", spec.trace_path,
+                   "with --storage: Chrome trace of the saving iteration to FILE")
       ->type_name("FILE");
   command->add_flag("--json", spec.json, "print one JSON object");
   command->footer(CheckpointHelpFooter());

@@ -71,7 +71,7 @@ const char* GoodputHelpFooter() {
          "(Daly 2006's complete cost function) gives the ETTR and its optimum, never below the\n"
          "persist. Times: ns, us, ms, s, min, h; a bare number is ms. Failure presets:\n"
          "llama3-405b (Llama 3 Table 5: 419 interruptions in 54 days on 2048 nodes), meta-rsc1\n"
-         "(6.5 per 1000 node-days), opt-175b (OPT sec. 2.5: 105 restarts in ~60 days on 124 nodes).\n"
+         "(6.5 per 1000 node-days), opt-175b (OPT sec. 2.5: 105 restarts, ~60 days, 124 nodes).\n"
          "With a CONFIG, --storage prices the save from its checkpoint (tectonic, peer-memory,\n"
          "s3, local-nvme) and --tokens sets the length; the Monte Carlo takes --spares and\n"
          "--correlated.\n"

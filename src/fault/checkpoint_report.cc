@@ -5,8 +5,8 @@
 #include <ostream>
 #include <sstream>
 
-#include "core/units.h"
 #include "analysis/memory.h"
+#include "core/units.h"
 #include "fault/checkpoint_manifest.h"
 #include "fault/checkpoint_save.h"
 #include "fault/reshard.h"
@@ -84,13 +84,12 @@ void WriteSaveText(const CheckpointSpec& spec, const SavingIteration& saving, st
       << ": each device's shard copied to host at "
       << FormatFixed(HostCopyBytesPerSecond() / 1e9, 1) << " GB/s"
       << (spec.sync_save ? " and its share written (save_s); " : " (save_s), then ")
-      << FormatGib(costs.total_bytes) << " GiB written" << (spec.sync_save ? "" : " in the background")
-      << " in " << FormatFixed(costs.write_s, 3) << " s; loaded in " << FormatFixed(costs.load_s, 3)
-      << " s\n";
+      << FormatGib(costs.total_bytes) << " GiB written"
+      << (spec.sync_save ? "" : " in the background") << " in " << FormatFixed(costs.write_s, 3)
+      << " s; loaded in " << FormatFixed(costs.load_s, 3) << " s\n";
   const Time step = saving.plain_step;
   const Time saving_step = saving.outcome.metrics.makespan;
-  const double slowest =
-      *std::max_element(saving.rank_save_s.begin(), saving.rank_save_s.end());
+  const double slowest = *std::max_element(saving.rank_save_s.begin(), saving.rank_save_s.end());
   out << "  saving step     " << FormatFixed(saving_step.ms(), 3) << " ms against "
       << FormatFixed(step.ms(), 3) << " ms without the save (+"
       << FormatFixed((saving_step - step).ms(), 3) << " ms); the slowest, rank "
@@ -184,7 +183,7 @@ struct ReshardLoad {
   double device_read_bytes_per_s = 0;
   int64_t replicas = 1;  // devices reading each new shard (dp x cp / ep of the new layout)
   std::vector<double> shard_load_s;  // [shard of plan.shards]
-  size_t slowest = 0;              // index into plan.shards
+  size_t slowest = 0;                // index into plan.shards
 };
 
 ReshardLoad EstimateReshardLoad(const ReshardPlan& plan, const PreparedRun& after,
@@ -212,10 +211,8 @@ void WriteReshard(const PreparedRun& before, const PreparedRun& after, const Res
                   const ReshardLoad* load, std::ostream& out) {
   out << "stagecraft checkpoint: " << before.label << " resumed on " << after.label << "\n";
   out << "  layouts         "
-      << Layout(plan.old_tp, plan.old_pp, plan.old_dp, plan.old_cp, plan.old_ep, plan.moe)
-      << " -> "
-      << Layout(plan.new_tp, plan.new_pp, plan.new_dp, plan.new_cp, plan.new_ep, plan.moe)
-      << "\n";
+      << Layout(plan.old_tp, plan.old_pp, plan.old_dp, plan.old_cp, plan.old_ep, plan.moe) << " -> "
+      << Layout(plan.new_tp, plan.new_pp, plan.new_dp, plan.new_cp, plan.new_ep, plan.moe) << "\n";
   out << "  coverage        "
       << (plan.covers_exactly_once ? "every layer's parameters read exactly once"
                                    : "BROKEN: a layer's ranges overlap or leave a gap")
@@ -233,12 +230,11 @@ void WriteReshard(const PreparedRun& before, const PreparedRun& after, const Res
     bool first = true;
     for (const ShardRead& read : shard.reads) {
       const std::string target = ShardName(shard.stage, shard.tp, shard.ep, plan.moe);
-      const std::string experts =
-          !plan.moe ? std::string()
-          : read.first_expert < 0
-              ? "  dense"
-              : "  experts " + std::to_string(read.first_expert) + "-" +
-                    std::to_string(read.last_expert);
+      const std::string experts = !plan.moe ? std::string()
+                                  : read.first_expert < 0
+                                      ? "  dense"
+                                      : "  experts " + std::to_string(read.first_expert) + "-" +
+                                            std::to_string(read.last_expert);
       out << "    " << PadRight(first ? target : "", plan.moe ? 8 : 6) << "<- "
           << ShardName(read.old_stage, read.old_tp, read.old_ep, plan.moe) << "  layers "
           << read.first_layer << "-" << read.last_layer << experts << "  ["
@@ -255,9 +251,8 @@ void WriteReshard(const PreparedRun& before, const PreparedRun& after, const Res
     const NewShard& slowest = plan.shards[load->slowest];
     out << "  load            " << load->tier << ": each new shard read by its " << load->replicas
         << " replica(s) (dp x cp" << (plan.moe ? " / ep" : "") << ") at "
-        << FormatFixed(load->device_read_bytes_per_s / 1e9, 3)
-        << " GB/s each; the slowest, " << ShardName(slowest.stage, slowest.tp, slowest.ep, plan.moe)
-        << ", reads "
+        << FormatFixed(load->device_read_bytes_per_s / 1e9, 3) << " GB/s each; the slowest, "
+        << ShardName(slowest.stage, slowest.tp, slowest.ep, plan.moe) << ", reads "
         << FormatGib(slowest.params * plan.bytes_per_param) << " GiB in "
         << FormatFixed(load->shard_load_s[load->slowest], 3) << " s\n";
   }
@@ -348,15 +343,17 @@ Status RunReshard(const CheckpointSpec& spec, const PreparedRun& before, Transcr
 // The flags that go with --storage, checked before anything runs.
 Status CheckSaveFlags(const CheckpointSpec& spec) {
   if (spec.sync_save && !spec.storage) {
-    return Error{"--sync-save: chooses how --storage saves; add --storage TIER (e.g. --storage "
-                 "tectonic --sync-save)"};
+    return Error{
+        "--sync-save: chooses how --storage saves; add --storage TIER (e.g. --storage "
+        "tectonic --sync-save)"};
   }
   if (spec.trace_path && spec.trace_path->empty()) {
     return Error{"--trace: needs a file name (e.g. --trace save.json)"};
   }
   if (spec.trace_path && !spec.storage) {
-    return Error{"--trace: draws the iteration that ends in a save; add --storage TIER (e.g. "
-                 "--storage tectonic --trace save.json)"};
+    return Error{
+        "--trace: draws the iteration that ends in a save; add --storage TIER (e.g. "
+        "--storage tectonic --trace save.json)"};
   }
   if (spec.reshard_to && (spec.sync_save || spec.trace_path)) {
     return Error{std::string(spec.sync_save ? "--sync-save" : "--trace") +

@@ -15,12 +15,13 @@
 namespace stagecraft {
 
 struct SavingIteration {
-  SaveCosts costs;                  // the job-wide save and load costs (goodput's inputs)
-  std::vector<double> rank_save_s;  // [row of manifest.ranks] the time the save blocks that rank's devices
-  int32_t slowest_rank = 0;         // the pipeline rank whose save blocks longest
-  int64_t nodes = 1;                // the job's nodes (pp x tp x cp x dp over devices per node)
-  Time plain_step;                  // the iteration's makespan without the save
-  RunOutcome outcome;               // the saving iteration simulated (its trace)
+  SaveCosts costs;  // the job-wide save and load costs (goodput's inputs)
+  // [row of manifest.ranks] the time the save blocks that rank's devices, in seconds
+  std::vector<double> rank_save_s;
+  int32_t slowest_rank = 0;  // the pipeline rank whose save blocks longest
+  int64_t nodes = 1;         // the job's nodes (pp x tp x cp x dp over devices per node)
+  Time plain_step;           // the iteration's makespan without the save
+  RunOutcome outcome;        // the saving iteration simulated (its trace)
 };
 
 // REQUIRES: `plain` is `run` simulated; `manifest` is built from its memory report.

@@ -114,8 +114,7 @@ void WriteText(const GoodputResult& result, std::ostream& out) {
         << (save.read_bytes_per_s == save.write_bytes_per_s
                 ? std::string()
                 : ", read at " + FormatFixed(save.read_bytes_per_s / 1e12, 3) + " TB/s")
-        << "; the fullest device's "
-        << FormatGib(save.device_bytes) << " GiB copied to host at "
+        << "; the fullest device's " << FormatGib(save.device_bytes) << " GiB copied to host at "
         << FormatFixed(HostCopyBytesPerSecond() / 1e9, 1) << " GB/s ("
         << FormatFixed(save.copy_s, 3) << " s); the load adds " << FormatFixed(save.load_s, 3)
         << " s to --restart\n";

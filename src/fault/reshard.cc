@@ -135,10 +135,11 @@ Result<ReshardPlan> PlanReshard(const PreparedRun& old_run, const PreparedRun& n
   const Config& after = new_run.config;
   if (!before.model.is_transformer() || !after.model.is_transformer()) {
     const std::string& label = before.model.is_transformer() ? new_run.label : old_run.label;
-    return Error{"--reshard-to: resharding is modelled for transformers (model.type: "
-                 "transformer, dense or MoE, any cp), not yet for layer lists (CSA2) or the "
-                 "uniform model; " +
-                 label + " is not a transformer"};
+    return Error{
+        "--reshard-to: resharding is modelled for transformers (model.type: "
+        "transformer, dense or MoE, any cp), not yet for layer lists (CSA2) or the "
+        "uniform model; " +
+        label + " is not a transformer"};
   }
   const std::vector<LayerParts> counts = LayerParamCounts(before);
   if (counts != LayerParamCounts(after)) {
@@ -162,8 +163,7 @@ Result<ReshardPlan> PlanReshard(const PreparedRun& old_run, const PreparedRun& n
   plan.bytes_per_param = per_param.parameters + per_param.optimizer;
   // The ranges read, to check exactly-once coverage: [layer] of the dense parts, [layer][expert].
   std::vector<std::vector<std::pair<int64_t, int64_t>>> covered(counts.size());
-  std::vector<std::vector<std::vector<std::pair<int64_t, int64_t>>>> covered_experts(
-      counts.size());
+  std::vector<std::vector<std::vector<std::pair<int64_t, int64_t>>>> covered_experts(counts.size());
   for (size_t layer = 0; layer < counts.size(); ++layer) {
     covered_experts[layer].resize(static_cast<size_t>(counts[layer].experts));
   }

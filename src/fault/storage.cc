@@ -82,8 +82,7 @@ SaveCosts EstimateSaveCosts(const CheckpointManifest& manifest, const ClusterSpe
     costs.device_bytes = std::max(costs.device_bytes, row.saved_bytes);
   }
   costs.total_bytes = manifest.total_bytes;
-  std::tie(costs.write_bytes_per_s, costs.read_bytes_per_s) =
-      JobStorageRates(tier, cluster, nodes);
+  std::tie(costs.write_bytes_per_s, costs.read_bytes_per_s) = JobStorageRates(tier, cluster, nodes);
   if (tier.over_network) {
     // An in-memory copy must restore the node alone, so nothing is deduplicated: the fullest
     // device's shard over its link.

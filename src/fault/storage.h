@@ -21,7 +21,7 @@ struct StorageTier {
   double device_write_bytes_per_s = 0;  // local storage per device (one drive per GPU; 0: none)
   double device_read_bytes_per_s = 0;   // ... and its read rate
   double node_bytes_per_s = 0;          // per node, written and read (0: no per-node bound)
-  bool over_network = false;  // in-memory copies to peer hosts, at the nodes' NIC rate
+  bool over_network = false;            // in-memory copies to peer hosts, at the nodes' NIC rate
   const char* source;
 };
 const std::vector<StorageTier>& StorageTiers();

@@ -432,7 +432,8 @@ TEST(LowerCollectivesTest, SynchronousTpThenReductionAndStep) {
 // on the case above: rank 0 saves 2 ms after its step [14.25,15.25], so [15.25,17.25], the new
 // end of the iteration; rank 1 saves 0.5 ms after its step [11.75,12.75], [12.75,13.25], hidden
 // behind rank 0's tail. Without the optimizer step the save follows the DP reduction (rank 0:
-// [11.25,14.25], then [14.25,16.25]); with no collectives at all, the rank's last action (B1 [7,9]: [9,11]).
+// [11.25,14.25], then [14.25,16.25]); with no collectives at all, the rank's last action (B1 [7,9]:
+// [9,11]).
 TEST(LowerCollectivesTest, CheckpointSaveAfterTheOptimizerStep) {
   const Schedule schedule = GenerateGpipe({2, 1, 2, 0}).value();
   LowerOptions options;
@@ -465,7 +466,8 @@ TEST(LowerCollectivesTest, CheckpointSaveAfterTheOptimizerStep) {
   options.optimizer_step.clear();
   const TaskGraph no_step = LowerOrDie(schedule, model, options);
   const Trace no_step_trace = Simulate(no_step);
-  EXPECT_EQ(saves(no_step, no_step_trace)[0], (std::pair<int64_t, int64_t>{14'250'000, 16'250'000}));
+  EXPECT_EQ(saves(no_step, no_step_trace)[0],
+            (std::pair<int64_t, int64_t>{14'250'000, 16'250'000}));
 
   options.collectives.clear();  // GPipe alone: rank 0's last action, B1, runs [7,9] ms
   const TaskGraph bare = LowerOrDie(schedule, model, options);

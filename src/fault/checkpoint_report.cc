@@ -176,6 +176,20 @@ std::string ShardName(int32_t stage, int32_t tp, int32_t ep, bool moe) {
          (moe ? "/" + std::to_string(ep) : std::string());
 }
 
+// "dense", "replicated" or "experts A-B": the part of its layers a read takes.
+std::string PartName(const ShardRead& read) {
+  switch (read.part) {
+    case ReadPart::kDense:
+      return "dense";
+    case ReadPart::kReplicated:
+      return "replicated";
+    case ReadPart::kExperts:
+      return "experts " + std::to_string(read.first_expert) + "-" +
+             std::to_string(read.last_expert);
+  }
+  return "?";
+}
+
 // --reshard-to with --storage: each new shard's load, read by its replicas at their share of
 // the tier's read rate (fault/storage.h DeviceReadBytesPerSecond).
 struct ReshardLoad {
@@ -221,23 +235,21 @@ void WriteReshard(const PreparedRun& before, const PreparedRun& after, const Res
   const std::string shard_kind = plan.moe ? "stage/tp/ep" : "stage/tp";
   out << "  reads           new shard " << shard_kind << " <- old shard " << shard_kind
       << ": its layers, "
-      << (plan.moe ? "their dense parts or routed experts, the range of each part's or "
-                     "expert's parameters"
-                   : "the range of each layer's parameters")
+      << (plan.moe || plan.replicated
+              ? "the part read (dense: sliced by tp; replicated: whole on every tp rank; routed "
+                "experts), the range of each part's or expert's parameters"
+              : "the range of each layer's parameters")
       << ", GiB (weights and optimizer state, " << FormatFixed(plan.bytes_per_param, 0)
       << " B per parameter)\n";
   for (const NewShard& shard : plan.shards) {
     bool first = true;
     for (const ShardRead& read : shard.reads) {
       const std::string target = ShardName(shard.stage, shard.tp, shard.ep, plan.moe);
-      const std::string experts = !plan.moe ? std::string()
-                                  : read.first_expert < 0
-                                      ? "  dense"
-                                      : "  experts " + std::to_string(read.first_expert) + "-" +
-                                            std::to_string(read.last_expert);
+      const std::string part =
+          !plan.moe && !plan.replicated ? std::string() : "  " + PartName(read);
       out << "    " << PadRight(first ? target : "", plan.moe ? 8 : 6) << "<- "
           << ShardName(read.old_stage, read.old_tp, read.old_ep, plan.moe) << "  layers "
-          << read.first_layer << "-" << read.last_layer << experts << "  ["
+          << read.first_layer << "-" << read.last_layer << part << "  ["
           << FormatFixed(read.begin_share, 4) << ", " << FormatFixed(read.end_share, 4) << ")  "
           << FormatGib(read.params * plan.bytes_per_param) << "\n";
       first = false;
@@ -293,6 +305,9 @@ void WriteReshardJson(const ReshardPlan& plan, const ReshardLoad* load, std::ost
       writer.BeginObject();
       writer.Key("old_stage").Int(read.old_stage).Key("old_tp").Int(read.old_tp);
       if (plan.moe) writer.Key("old_ep").Int(read.old_ep);
+      if (plan.moe || plan.replicated) {
+        writer.Key("part").String(read.part == ReadPart::kExperts ? "experts" : PartName(read));
+      }
       writer.Key("first_layer").Int(read.first_layer).Key("last_layer").Int(read.last_layer);
       if (plan.moe) {
         writer.Key("first_expert").Int(read.first_expert);

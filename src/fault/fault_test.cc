@@ -391,5 +391,38 @@ TEST(ReshardTest, ContextParallelRanksAreReplicas) {
   }
 }
 
+// A CSA2 layer list (fault-csa2.yaml: pp 2 x tp 2, 16 experts over ep 2) onto pp 4 x tp 1 with
+// ep 4: the dense parts, the replicated parts (read whole, from old tp rank 0, by new tp rank 0
+// of ep rank 0 only) and every expert read exactly once; the parameters are parallel_plan's
+// (each part rounded to a whole parameter).
+TEST(ReshardTest, Csa2LayerListWithReplicatedParts) {
+  RunSpec before;
+  before.config_path = std::string(STAGECRAFT_TESTS_DIR) + "/golden/data/fault-csa2.yaml";
+  RunSpec after;
+  after.config_path = std::string(STAGECRAFT_TESTS_DIR) + "/golden/data/fault-csa2-tp1.yaml";
+  auto old_run = PrepareRun(before);
+  auto new_run = PrepareRun(after);
+  ASSERT_TRUE(old_run.ok() && new_run.ok());
+  auto plan = PlanReshard(old_run.value(), new_run.value());
+  ASSERT_TRUE(plan.ok()) << plan.error().message;
+  EXPECT_TRUE(plan.value().covers_exactly_once);
+  EXPECT_TRUE(plan.value().replicated);
+  EXPECT_TRUE(plan.value().moe);
+  int replicated_reads = 0;
+  for (const NewShard& shard : plan.value().shards) {
+    for (const ShardRead& read : shard.reads) {
+      if (read.part != ReadPart::kReplicated) continue;
+      ++replicated_reads;
+      EXPECT_EQ(shard.tp, 0);
+      EXPECT_EQ(shard.ep, 0);
+      EXPECT_EQ(read.old_tp, 0);
+      EXPECT_EQ(read.begin_share, 0.0);
+      EXPECT_EQ(read.end_share, 1.0);
+    }
+  }
+  EXPECT_GT(replicated_reads, 0);
+  EXPECT_NEAR(plan.value().params, old_run.value().parallel_plan.params, 64);
+}
+
 }  // namespace
 }  // namespace stagecraft

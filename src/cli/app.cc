@@ -260,6 +260,16 @@ CLI::App* AddCheckpointCommand(CLI::App& app, CheckpointSpec& spec) {
       ->type_name("OTHER");
   command->add_option("--omit", spec.omit, "leave these entries out (resume-exactness check)")
       ->type_name("NAME,...");
+  command
+      ->add_option("--storage", spec.storage,
+                   "the save's cost on this tier (tectonic, peer-memory, s3, local-nvme) and the "
+                   "iteration that saves simulated; with --reshard-to, the load time")
+      ->type_name("TIER");
+  command->add_flag("--sync-save", spec.sync_save, "with --storage: the write blocks training");
+  command
+      ->add_option("--trace", spec.trace_path,
+                   "with --storage: Chrome trace of the saving iteration to FILE")
+      ->type_name("FILE");
   command->add_flag("--json", spec.json, "print one JSON object");
   command->footer(CheckpointHelpFooter());
   return command;
@@ -281,7 +291,8 @@ CLI::App* AddGoodputCommand(CLI::App& app, GoodputSpec& spec) {
   option("--mtbf-hours", spec.mtbf_hours, "H", "the job's own mean time between failures");
   option("--failure-trace", spec.failure_trace, "FILE",
          "the job's failure times, hours from its start, one a line");
-  option("--failure-preset", spec.failure_preset, "NAME", "llama3-405b (default) or meta-rsc1");
+  option("--failure-preset", spec.failure_preset, "NAME",
+         "llama3-405b (default), meta-rsc1 or opt-175b");
   option("--checkpoint-blocking", spec.checkpoint_blocking, "T",
          "time a save stops training (required)");
   option("--checkpoint-persist", spec.checkpoint_persist, "T",
@@ -306,7 +317,7 @@ CLI::App* AddGoodputCommand(CLI::App& app, GoodputSpec& spec) {
   option("--fp16-overflow-probability", spec.fp16_overflow, "P",
          "loss-scale overflows per step: skipped steps (default 0)");
   option("--storage", spec.storage, "TIER",
-         "with a CONFIG: save costs from its checkpoint (tectonic, peer-memory)");
+         "with a CONFIG: save costs from its checkpoint (tectonic, peer-memory, s3, local-nvme)");
   command->add_flag("--sync-save", spec.sync_save, "with --storage: the write blocks training");
   command->add_flag("--what-if", spec.what_if, "a table: failure rate x sync or async save");
   command->add_option("--plot", spec.plot_path, "write an SVG of waste vs the interval to FILE")

@@ -107,10 +107,14 @@ void WriteText(const GoodputResult& result, std::ostream& out) {
   if (result.storage) {
     const SaveCosts& save = *result.storage;
     out << "  storage         " << result.storage_tier << ": " << FormatGib(save.total_bytes)
-        << " GiB per checkpoint, written and read at "
+        << " GiB per checkpoint, written"
+        << (save.read_bytes_per_s == save.write_bytes_per_s ? " and read" : "") << " at "
         << FormatFixed(save.write_bytes_per_s / 1e12, 3) << " TB/s ("
-        << FormatFixed(save.write_s, 3) << " s); the fullest device's "
-        << FormatGib(save.device_bytes) << " GiB copied to host at "
+        << FormatFixed(save.write_s, 3) << " s)"
+        << (save.read_bytes_per_s == save.write_bytes_per_s
+                ? std::string()
+                : ", read at " + FormatFixed(save.read_bytes_per_s / 1e12, 3) + " TB/s")
+        << "; the fullest device's " << FormatGib(save.device_bytes) << " GiB copied to host at "
         << FormatFixed(HostCopyBytesPerSecond() / 1e9, 1) << " GB/s ("
         << FormatFixed(save.copy_s, 3) << " s); the load adds " << FormatFixed(save.load_s, 3)
         << " s to --restart\n";

@@ -270,7 +270,10 @@ class Lowering {
   // the backward's inputs and the rank's previous action as predecessors) and lasts the
   // bucket's fraction of it. Runs after every input edge exists.
   void AddReductions() {
-    if (options_.collectives.empty() && options_.optimizer_step.empty()) return;
+    if (options_.collectives.empty() && options_.optimizer_step.empty() &&
+        options_.checkpoint_save.empty()) {
+      return;
+    }
     std::vector<std::vector<uint32_t>> preds_of(graph_.tasks.size());
     std::vector<uint8_t> wanted(graph_.tasks.size(), 0);
     for (size_t rank = 0; rank < graph_.programs.size(); ++rank) {
@@ -330,14 +333,32 @@ class Lowering {
         edges_.emplace_back(ready_task_[last_of_stage], collective);
         reductions.push_back(collective);
       }
+      uint32_t step = kNoTask;
       if (rank < options_.optimizer_step.size() && options_.optimizer_step[rank].ns() > 0 &&
           !program.empty()) {
-        const uint32_t step = AddCollective(program.back(), PayloadKind::kOptimizerStep,
-                                            options_.optimizer_step[rank]);
+        step = AddCollective(program.back(), PayloadKind::kOptimizerStep,
+                             options_.optimizer_step[rank]);
         edges_.emplace_back(ready_task_[program.back()], step);
         for (uint32_t reduction : reductions) edges_.emplace_back(reduction, step);
       }
+      if (rank < options_.checkpoint_save.size() && options_.checkpoint_save[rank].ns() > 0 &&
+          !program.empty()) {
+        AddCheckpointSave(program.back(), step, reductions, options_.checkpoint_save[rank]);
+      }
     }
+  }
+
+  // The blocking part of a checkpoint save (LowerOptions::checkpoint_save): after the rank's
+  // optimizer step when it has one, else after its reductions and its last action.
+  void AddCheckpointSave(uint32_t last, uint32_t step, const std::vector<uint32_t>& reductions,
+                         Time duration) {
+    const uint32_t save = AddCollective(last, PayloadKind::kCheckpointSave, duration);
+    if (step != kNoTask) {
+      edges_.emplace_back(step, save);
+      return;
+    }
+    edges_.emplace_back(ready_task_[last], save);
+    for (uint32_t reduction : reductions) edges_.emplace_back(reduction, save);
   }
 
   // The task producing the gradient that B/I of `stage` needs from stage + 1.

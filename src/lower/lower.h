@@ -26,7 +26,8 @@ namespace stagecraft {
 // (B or I) of one microbatch, synchronous (the rank's next action waits for them: Megatron's
 // tensor parallelism without communication overlap); the data-parallel gradient reduction after
 // the stage's last action, overlapping whatever the rank still computes. Per rank: the
-// optimizer step after its reductions. An F&B op (DualPipe) runs the TP collectives of both
+// optimizer step after its reductions, then a checkpoint save when one is asked
+// (LowerOptions::checkpoint_save). An F&B op (DualPipe) runs the TP collectives of both
 // halves after it and hides the EP all-to-all (its overlap gain models that).
 struct StageCollectives {
   Time tp_forward;
@@ -58,6 +59,10 @@ struct LowerOptions {
   std::vector<StateFlow> states;   // shared state to move (layer-list models); policy != kAuto
   std::vector<StageCollectives> collectives;  // [stage], or empty: no collectives
   std::vector<Time> optimizer_step;           // [rank], or empty: no optimizer step
+  // [rank], or empty: no save. The blocking part of a checkpoint save in the iteration that
+  // ends in one (fault/storage.h): on the rank's data-parallel stream after its optimizer step
+  // (or its last reduction, or its last action): the saving iteration's step ends after it.
+  std::vector<Time> checkpoint_save;
 };
 
 // REQUIRES: stage_costs.size() == schedule.num_stages. Fails, naming the action, when an action

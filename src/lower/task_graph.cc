@@ -125,6 +125,8 @@ const char* PayloadName(PayloadKind payload) {
       return "contrastive-loss";
     case PayloadKind::kContrastiveGather:
       return "contrastive-gather";
+    case PayloadKind::kCheckpointSave:
+      return "checkpoint";
   }
   return "?";
 }

@@ -81,14 +81,18 @@ enum class PayloadKind : uint8_t {
   kTextBackward,       // work: ... its backward
   kContrastiveLoss,    // work: the contrastive loss and its gradient for one modality
   kContrastiveGather,  // collective: all-gather of one modality's embeddings over data parallel
+  // Fault tolerance (src/fault/):
+  kCheckpointSave,  // the blocking part of a checkpoint save, after the optimizer step (the
+                    // device-to-host copy of an asynchronous save, or the whole write)
 };
 
 // Whether a collective of this kind runs on the rank's data-parallel collective stream (the
-// gradient reductions, ZeRO-3 / FSDP parameter traffic, the optimizer step) rather than the
-// stream of the tensor-, context- and expert-parallel collectives.
+// gradient reductions, ZeRO-3 / FSDP parameter traffic, the optimizer step, a checkpoint save)
+// rather than the stream of the tensor-, context- and expert-parallel collectives.
 constexpr bool OnDataParallelStream(PayloadKind kind) {
   return kind == PayloadKind::kDataParallel || kind == PayloadKind::kShardGather ||
-         kind == PayloadKind::kShardReduce || kind == PayloadKind::kOptimizerStep;
+         kind == PayloadKind::kShardReduce || kind == PayloadKind::kOptimizerStep ||
+         kind == PayloadKind::kCheckpointSave;
 }
 // The index of a collective's stream among all ranks' collective streams: two per rank, the
 // TP/CP/EP one first, then the data-parallel one.
@@ -96,7 +100,7 @@ constexpr int32_t CollectiveStream(int32_t rank, PayloadKind kind) {
   return 2 * rank + (OnDataParallelStream(kind) ? 1 : 0);
 }
 // "activation", "gradient", "state", "dstate", "shadow-params", "shadow-grads", "tp", "ep", "dp",
-// "optimizer".
+// "optimizer", ..., "checkpoint".
 const char* PayloadName(PayloadKind payload);
 
 struct Task {

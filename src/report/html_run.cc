@@ -21,7 +21,7 @@ constexpr int32_t kLanes = 5;
 
 // Categories: the compute kinds first, then one per PayloadKind (its PayloadName).
 constexpr int32_t kComputeCategories = 5;  // forward, backward, input-grad, weight-grad, F&B
-constexpr int32_t kPayloadKinds = static_cast<int32_t>(PayloadKind::kContrastiveGather) + 1;
+constexpr int32_t kPayloadKinds = static_cast<int32_t>(PayloadKind::kCheckpointSave) + 1;
 constexpr int32_t kCategories = kComputeCategories + kPayloadKinds;
 
 constexpr std::array<const char*, kComputeCategories> kComputeNames = {
@@ -36,7 +36,8 @@ constexpr std::array<const char*, kCategories> kColors = {
     "#eeca3b", "#b79a20", "#9d755d",                        // gather, reduce, optimizer
     "#439894", "#7bc4c0", "#5e8f8c", "#a0c9c6",             // vision fwd/bwd/embed/grad
     "#e17c05", "#cc503e", "#94346e", "#6f4070", "#a05195",  // engram, text, loss, gather
-    "#38a6a5"};
+    "#38a6a5",                                              // contrastive gather
+    "#5b5b5b"};                                             // checkpoint save
 
 int32_t CategoryOf(const TaskGraph& graph, const Task& task) {
   if (task.kind == TaskKind::kCompute) {

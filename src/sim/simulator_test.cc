@@ -428,6 +428,53 @@ TEST(LowerCollectivesTest, SynchronousTpThenReductionAndStep) {
   EXPECT_EQ(last, 15'250'000);
 }
 
+// The blocking part of a checkpoint save (LowerOptions::checkpoint_save, fault/checkpoint_save.h)
+// on the case above: rank 0 saves 2 ms after its step [14.25,15.25], so [15.25,17.25], the new
+// end of the iteration; rank 1 saves 0.5 ms after its step [11.75,12.75], [12.75,13.25], hidden
+// behind rank 0's tail. Without the optimizer step the save follows the DP reduction (rank 0:
+// [11.25,14.25], then [14.25,16.25]); with no collectives at all, the rank's last action (B1 [7,9]:
+// [9,11]).
+TEST(LowerCollectivesTest, CheckpointSaveAfterTheOptimizerStep) {
+  const Schedule schedule = GenerateGpipe({2, 1, 2, 0}).value();
+  LowerOptions options;
+  StageCollectives stage;
+  stage.tp_forward = Time::Nanoseconds(250'000);
+  stage.tp_backward = Time::Nanoseconds(500'000);
+  stage.dp_reduce = Time::Nanoseconds(3'000'000);
+  options.collectives = {stage, stage};
+  options.optimizer_step = {Time::Nanoseconds(1'000'000), Time::Nanoseconds(1'000'000)};
+  options.checkpoint_save = {Time::Nanoseconds(2'000'000), Time::Nanoseconds(500'000)};
+  ModelSpec model;  // F = I = W = 1 ms
+  const auto saves = [](const TaskGraph& graph, const Trace& trace) {
+    std::vector<std::pair<int64_t, int64_t>> spans(2);
+    for (uint32_t task = 0; task < graph.num_tasks(); ++task) {
+      if (graph.tasks[task].payload != PayloadKind::kCheckpointSave) continue;
+      EXPECT_EQ(graph.tasks[task].kind, TaskKind::kCollective);
+      spans[static_cast<size_t>(graph.tasks[task].rank)] = {trace.timings[task].start.ns(),
+                                                            trace.timings[task].end.ns()};
+    }
+    return spans;
+  };
+  const TaskGraph graph = LowerOrDie(schedule, model, options);
+  const Trace trace = Simulate(graph);
+  ASSERT_FALSE(trace.deadlock.has_value());
+  EXPECT_EQ(saves(graph, trace), (std::vector<std::pair<int64_t, int64_t>>{
+                                     {15'250'000, 17'250'000}, {12'750'000, 13'250'000}}));
+  EXPECT_TRUE(OnDataParallelStream(PayloadKind::kCheckpointSave));
+  EXPECT_STREQ(PayloadName(PayloadKind::kCheckpointSave), "checkpoint");
+
+  options.optimizer_step.clear();
+  const TaskGraph no_step = LowerOrDie(schedule, model, options);
+  const Trace no_step_trace = Simulate(no_step);
+  EXPECT_EQ(saves(no_step, no_step_trace)[0],
+            (std::pair<int64_t, int64_t>{14'250'000, 16'250'000}));
+
+  options.collectives.clear();  // GPipe alone: rank 0's last action, B1, runs [7,9] ms
+  const TaskGraph bare = LowerOrDie(schedule, model, options);
+  const Trace bare_trace = Simulate(bare);
+  EXPECT_EQ(saves(bare, bare_trace)[0], (std::pair<int64_t, int64_t>{9'000'000, 11'000'000}));
+}
+
 // Gradient buckets (StageCollectives::dp_buckets): one rank, one microbatch, F = 1 ms and
 // B = 2 ms (I = W = 1 ms, full backward). Two buckets of 1 ms each, ready at half and at the end
 // of the backward: the first runs 2-3 ms, during the backward, the second 3-4 ms; one

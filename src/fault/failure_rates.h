@@ -18,6 +18,9 @@ struct FailureRatePreset {
   double failures = 0;   // failures observed (or the published rate's numerator)
   double node_days = 0;  // over this many node-days (nodes × days)
   const char* source;    // where the counts come from
+  // The failures by cause where the source publishes them (name, count), largest first; the
+  // rest, when the source lists more than these, is "other" (the count left over).
+  std::vector<std::pair<const char*, int64_t>> causes = {};
   double PerThousandNodeDays() const { return failures / node_days * 1000.0; }
 };
 

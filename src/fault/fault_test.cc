@@ -34,6 +34,31 @@ TEST(FailureRatesTest, MetaMttfProjection) {
   EXPECT_NEAR(JobMttfHours(rate, 131072 / 8), 0.23, 0.01);
 }
 
+// Llama 3's Table 5 by cause: the five largest counts as published (148, 72, 54, 35, 32) and
+// the rest of the 419 as "other" (78), in the goodput answer with the shares of the 419.
+TEST(FailureRatesTest, Llama3CausesAddUpToItsInterruptions) {
+  GoodputSpec spec;
+  spec.gpus = "16384";
+  spec.checkpoint_blocking = "1s";
+  spec.restart = "60s";
+  auto result = ComputeGoodput(spec);
+  ASSERT_TRUE(result.ok()) << result.error().message;
+  const auto& causes = result.value().causes;
+  ASSERT_EQ(causes.size(), 6u);
+  EXPECT_EQ(causes.front().first, "faulty GPU");
+  EXPECT_EQ(causes.front().second, 148);
+  EXPECT_EQ(causes.back().first, "other");
+  EXPECT_EQ(causes.back().second, 419 - 148 - 72 - 54 - 35 - 32);
+  int64_t total = 0;
+  for (const auto& cause : causes) total += cause.second;
+  EXPECT_EQ(total, 419);
+  // A rate given as a number has no causes.
+  spec.failures_per_1000_node_days = "6.5";
+  auto plain = ComputeGoodput(spec);
+  ASSERT_TRUE(plain.ok());
+  EXPECT_TRUE(plain.value().causes.empty());
+}
+
 TEST(FailureRatesTest, UnknownPresetSuggests) {
   auto preset = FindFailureRatePreset("llama3-450b");
   ASSERT_FALSE(preset.ok());

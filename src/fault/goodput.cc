@@ -117,6 +117,13 @@ Status ResolveMttf(const GoodputSpec& spec, GoodputResult& result) {
     if (!preset.ok()) return preset.error();
     result.rate_source = preset.value().name;
     result.per_1000_node_days = preset.value().PerThousandNodeDays();
+    int64_t named = 0;
+    for (const auto& [cause, count] : preset.value().causes) {
+      result.causes.emplace_back(cause, count);
+      named += count;
+    }
+    const int64_t total = std::llround(preset.value().failures);
+    if (!result.causes.empty() && total > named) result.causes.emplace_back("other", total - named);
   }
   result.mttf_s = JobMttfHours(result.per_1000_node_days, result.nodes) * 3600.0;
   return Status::Ok();

@@ -13,6 +13,13 @@ namespace {
 
 std::string Seconds(double seconds) { return FormatFixed(seconds, 1) + " s"; }
 
+// A cause's share of the preset's failures.
+double CauseShare(const GoodputResult& result, int64_t count) {
+  int64_t total = 0;
+  for (const auto& cause : result.causes) total += cause.second;
+  return total > 0 ? static_cast<double>(count) / static_cast<double>(total) : 0;
+}
+
 void WriteJson(const GoodputResult& result, std::ostream& out) {
   JsonWriter writer(/*pretty=*/true);
   writer.BeginObject();
@@ -21,6 +28,14 @@ void WriteJson(const GoodputResult& result, std::ostream& out) {
   writer.Key("failure_rate_source").String(result.rate_source);
   writer.Key("failures_per_1000_node_days").Fixed(result.per_1000_node_days, 4);
   writer.Key("mttf_hours").Fixed(result.mttf_s / 3600.0, 4);
+  if (!result.causes.empty()) {
+    writer.Key("failure_causes").BeginArray();
+    for (const auto& [cause, count] : result.causes) {
+      writer.BeginObject().Key("cause").String(cause).Key("failures").Int(count);
+      writer.Key("share").Fixed(CauseShare(result, count), 4).EndObject();
+    }
+    writer.EndArray();
+  }
   writer.Key("checkpoint_blocking_s").Fixed(result.costs.blocking_s, 3);
   writer.Key("checkpoint_persist_s").Fixed(result.costs.persist_s, 3);
   writer.Key("restart_s").Fixed(result.costs.restart_s, 3);
@@ -97,6 +112,14 @@ void WriteText(const GoodputResult& result, std::ostream& out) {
     out << "the job's MTBF (" << result.rate_source << ")";
   }
   out << ": MTTF " << FormatFixed(result.mttf_s / 3600.0, 3) << " h\n";
+  if (!result.causes.empty()) {
+    out << "  causes          ";
+    for (size_t index = 0; index < result.causes.size(); ++index) {
+      out << (index ? ", " : "") << result.causes[index].first << " "
+          << FormatFixed(100 * CauseShare(result, result.causes[index].second), 1) << "%";
+    }
+    out << " (the source's; every failure costs the same restart here)\n";
+  }
   if (!result.trace_s.empty()) {
     out << "  trace replay    ettr " << FormatFixed(result.trace_ettr, 4) << " at "
         << FormatFixed(result.interval_s, 1) << " s over the trace's "

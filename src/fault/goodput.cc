@@ -293,10 +293,13 @@ Status ResolveSkippedSteps(const GoodputSpec& spec, uint64_t seed, GoodputResult
 
 // --spares, --repair-time, --correlated: the spares pool of the Monte Carlo.
 Status ResolveSpares(const GoodputSpec& spec, GoodputResult& result) {
-  if (!spec.monte_carlo && (spec.spares || spec.repair_time || spec.correlated)) {
+  // --repair-time alone also feeds --what-if's interval x spares table (what_if.h).
+  if (!spec.monte_carlo &&
+      (spec.spares || spec.correlated || (spec.repair_time && !spec.what_if))) {
     return Error{
         "--spares, --repair-time and --correlated: the Monte Carlo's; add "
-        "--monte-carlo RUNS (the exact model assumes a spare is always free)"};
+        "--monte-carlo RUNS (the exact model assumes a spare is always free; --what-if with "
+        "--repair-time T adds an interval x spares table)"};
   }
   if (spec.spares) {
     char* end = nullptr;
@@ -314,7 +317,9 @@ Status ResolveSpares(const GoodputSpec& spec, GoodputResult& result) {
     result.spares = value;
   }
   if (spec.repair_time) {
-    if (!spec.spares) return Error{"--repair-time: applies to --spares N; give both"};
+    if (!spec.spares && !spec.what_if) {
+      return Error{"--repair-time: applies to --spares N; give both"};
+    }
     auto repair = ParseSeconds("--repair-time", *spec.repair_time);
     if (!repair.ok()) return repair.error();
     result.repair_s = repair.value();

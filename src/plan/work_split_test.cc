@@ -6,7 +6,7 @@
 #include <string>
 #include <vector>
 
-#include "plan/work_split.h"
+#include "run/work_split.h"
 
 namespace stagecraft {
 namespace {

@@ -1,4 +1,4 @@
-#include "plan/work_split.h"
+#include "run/work_split.h"
 
 #include <algorithm>
 #include <atomic>

@@ -5,6 +5,7 @@
 #include <cmath>
 #include <cstdlib>
 #include <deque>
+#include <limits>
 #include <map>
 #include <vector>
 
@@ -113,8 +114,15 @@ class ServingModel {
     const double gap_s = cv == 1.0 ? rng_.NextExponential(mean_gap_s)
                                    : rng_.NextGamma(1.0 / (cv * cv), mean_gap_s * cv * cv);
     request.arrival_ns = after_ns + std::llround(gap_s * 1e9);
-    request.prompt = Draw(workload_.prompt);
-    request.output = Draw(workload_.output);
+    if (!workload_.length_table.empty()) {
+      const RequestLengths& row = workload_.length_table[static_cast<size_t>(
+          rng_.NextInRange(0, static_cast<int64_t>(workload_.length_table.size()) - 1))];
+      request.prompt = row.prompt;
+      request.output = row.output;
+    } else {
+      request.prompt = Draw(workload_.prompt);
+      request.output = Draw(workload_.output);
+    }
     if (workload_.prefix_groups > 0) {
       request.group = rng_.NextInRange(0, workload_.prefix_groups - 1);
       request.prompt += workload_.prefix_tokens;
@@ -296,9 +304,39 @@ class ServingModel {
     }
   }
 
+  // Whether the replica may admit one more request: max_seqs and Vidur's running cap.
+  bool RoomToAdmit(const Replica& replica) const {
+    const int64_t running = static_cast<int64_t>(replica.running.size());
+    return running < model_.engine.max_seqs &&
+           (model_.engine.max_running == 0 || running < model_.engine.max_running);
+  }
+
+  // vLLM V0's prefill step (EngineOptions::Batching::kPrefillFirst): whole prompts, first come
+  // first served, while the batch's size times its longest prompt stays within the token budget
+  // (a prompt longer than the budget runs alone) and its blocks are free.
+  void AdmitWholePrompts(Replica& replica) {
+    int64_t longest = 0;
+    while (!replica.waiting.empty() && RoomToAdmit(replica)) {
+      const int32_t id = replica.waiting.front();
+      Request& request = requests_[id];
+      const int64_t tokens = request.pending();
+      const int64_t padded = static_cast<int64_t>(replica.batch.size() + 1) *
+                             std::max(longest, tokens);
+      if (!replica.batch.empty() && padded > model_.engine.token_budget) break;
+      const int64_t need = Need(request, tokens);
+      if (need > replica.free_blocks) break;
+      replica.waiting.pop_front();
+      Grow(replica, request, need);
+      request.scheduled = tokens;
+      if (request.first_scheduled_ns < 0) request.first_scheduled_ns = now_ns_;
+      longest = std::max(longest, tokens);
+      replica.running.push_back(id);
+      replica.batch.push_back(id);
+    }
+  }
+
   void AdmitWaiting(Replica& replica, int64_t& budget) {
-    while (!replica.waiting.empty() && budget > 0 &&
-           static_cast<int64_t>(replica.running.size()) < model_.engine.max_seqs) {
+    while (!replica.waiting.empty() && budget > 0 && RoomToAdmit(replica)) {
       const int32_t id = replica.waiting.front();
       Request& request = requests_[id];
       ReadCachedPrefix(replica, request);
@@ -320,8 +358,15 @@ class ServingModel {
     Replica& replica = replicas_[index];
     replica.batch.clear();
     int64_t budget = model_.engine.token_budget;
-    ScheduleRunning(replica, budget);
-    AdmitWaiting(replica, budget);
+    if (model_.engine.batching == EngineOptions::Batching::kPrefillFirst) {
+      AdmitWholePrompts(replica);
+      // No prompt admitted: one decode step of every running request (max_seqs bounds them).
+      int64_t decodes = std::numeric_limits<int64_t>::max();
+      if (replica.batch.empty()) ScheduleRunning(replica, decodes);
+    } else {
+      ScheduleRunning(replica, budget);
+      AdmitWaiting(replica, budget);
+    }
     if (replica.batch.empty()) {
       replica.busy = false;
       return;
@@ -467,11 +512,30 @@ Status CheckWorkload(const ReplicaModel& replica, const Workload& workload) {
     return Error{"--requests " + std::to_string(workload.requests) + ": expected 1 to " +
                  std::to_string(kMaxRequests)};
   }
-  const int64_t prompt = workload.prompt.high + workload.prefix_tokens;
-  const int64_t longest = prompt + workload.output.high;
+  int64_t prompt = workload.prompt.high + workload.prefix_tokens;
+  int64_t output = workload.output.high;
+  if (!workload.length_table.empty()) {
+    if (workload.prefix_groups > 0) {
+      return Error{"--prefix-groups: not with a length trace (its rows carry no prefix)"};
+    }
+    prompt = 0;
+    output = 0;
+    for (const RequestLengths& row : workload.length_table) {
+      if (row.prompt < 1 || row.output < 1 || row.prompt > kMaxTokens || row.output > kMaxTokens) {
+        return Error{"serve: a length trace row of " + std::to_string(row.prompt) + " + " +
+                     std::to_string(row.output) + " tokens (expected 1 to " +
+                     std::to_string(kMaxTokens) + " each)"};
+      }
+      if (row.prompt + row.output > prompt + output) {
+        prompt = row.prompt;
+        output = row.output;
+      }
+    }
+  }
+  const int64_t longest = prompt + output;
   if (longest > replica.kv_capacity_tokens) {
     return Error{"serve: a request of " + std::to_string(prompt) + " + " +
-                 std::to_string(workload.output.high) + " tokens does not fit a replica's KV " +
+                 std::to_string(output) + " tokens does not fit a replica's KV " +
                  "cache of " + std::to_string(replica.kv_capacity_tokens) + " tokens (expected " +
                  "shorter --prompt-tokens/--output-tokens, or more GPUs per replica)"};
   }

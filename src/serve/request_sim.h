@@ -9,6 +9,7 @@
 #pragma once
 
 #include <cstdint>
+#include <span>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -41,9 +42,19 @@ struct TraceRequest {
 Result<std::vector<TraceRequest>> ParseRequestTrace(std::string_view text,
                                                     const std::string& source);
 
+// One request's lengths, as a length trace lists them (Vidur's processed traces).
+struct RequestLengths {
+  int64_t prompt = 0;
+  int64_t output = 0;
+};
+
 struct Workload {
   // When not empty, these requests in this order; the rate, count, lengths and seed are unused.
   std::vector<TraceRequest> trace;
+  // When not empty, each request's lengths are a seeded uniform draw from this table (a length
+  // trace's rows, as Vidur's trace length generator samples them) instead of `prompt` and
+  // `output`; arrivals stay Poisson at `rate_rps`. Not owned: it outlives the simulation.
+  std::span<const RequestLengths> length_table;
   double rate_rps = 1.0;  // arrivals at the router, requests per second
   // Coefficient of variation of the gaps between arrivals: 1 = Poisson (exponential gaps);
   // otherwise gamma gaps of shape 1/cv^2 and the same mean (above 1: bursts), as DistServe's

@@ -380,6 +380,82 @@ TEST(RequestSimTest, RequestTraceReplays) {
   EXPECT_FALSE(ParseRequestTrace("", "t.csv").ok());
 }
 
+// vLLM V0's batching as Vidur models it (EngineOptions::Batching::kPrefillFirst), under a
+// 2,048-token budget: a 1,000-token prompt arrives alone and starts at once; three 700-token
+// prompts arrive during its prefill. The next iteration takes two of them whole (2 x 700 <=
+// 2,048; a third would pad the batch to 2,100), the one after the third (prompts go before the
+// first request's decode), the last decodes all four together; nothing is chunked.
+TEST(RequestSimTest, PrefillFirstBatchesWholePromptsBeforeDecodes) {
+  EngineOptions engine;
+  engine.batching = EngineOptions::Batching::kPrefillFirst;
+  engine.token_budget = 2048;
+  const ReplicaModel replica = Replica(1, engine);
+  Workload workload;
+  workload.trace = {{0, 1000, 2}, {1'000'000, 700, 2}, {1'000'000, 700, 2}, {1'000'000, 700, 2}};
+  std::vector<IterationRecord> iterations;
+  auto stats = SimulateServing(replica, workload, Routing::kRoundRobin, Slo{}, &iterations);
+  ASSERT_TRUE(stats.ok()) << stats.error().message;
+  ASSERT_EQ(iterations.size(), 4u);
+  EXPECT_GT(iterations[0].end_ns, 1'000'000);  // the three arrive during the first prefill
+  EXPECT_EQ(iterations[0].prefill_tokens, 1000);
+  EXPECT_EQ(iterations[1].prefill_tokens, 1400);
+  EXPECT_EQ(iterations[1].decode_tokens, 0);
+  EXPECT_EQ(iterations[2].prefill_tokens, 700);
+  EXPECT_EQ(iterations[2].decode_tokens, 0);
+  EXPECT_EQ(iterations[3].prefill_tokens, 0);
+  EXPECT_EQ(iterations[3].decode_tokens, 4);
+  ExpectLittlesLaw(stats.value());
+  // Chunked (V1, Sarathi) under the same budget: the first request's decode and 2,047 prompt
+  // tokens share the second iteration, the third prompt cut short.
+  engine.batching = EngineOptions::Batching::kChunked;
+  const ReplicaModel chunked = Replica(1, engine);
+  iterations.clear();
+  ASSERT_TRUE(SimulateServing(chunked, workload, Routing::kRoundRobin, Slo{}, &iterations).ok());
+  EXPECT_EQ(iterations[1].decode_tokens, 1);
+  EXPECT_EQ(iterations[1].prefill_tokens, 2047);
+}
+
+// Vidur's batch_size_cap (EngineOptions::max_running): with a cap of one, the second request
+// waits for the first to finish; its queueing delay is the first's whole run.
+TEST(RequestSimTest, RunningCapHoldsAdmission) {
+  EngineOptions engine;
+  engine.max_running = 1;
+  const ReplicaModel replica = Replica(1, engine);
+  Workload workload;
+  workload.trace = {{0, 100, 4}, {0, 100, 4}};
+  std::vector<RequestTimes> times;
+  auto stats = SimulateServing(replica, workload, Routing::kRoundRobin, Slo{}, nullptr, &times);
+  ASSERT_TRUE(stats.ok()) << stats.error().message;
+  ASSERT_EQ(times.size(), 2u);
+  EXPECT_EQ(times[1].first_scheduled_ns, times[0].finish_ns);
+}
+
+// A length table (Vidur's traces): every request's lengths are one of its rows, drawn with the
+// seed; an unusable row is refused.
+TEST(RequestSimTest, LengthTableDrawsItsRows) {
+  const std::vector<RequestLengths> table = {{100, 10}, {300, 30}};
+  const ReplicaModel replica = Replica(1);
+  Workload workload;
+  workload.length_table = table;
+  workload.requests = 200;
+  workload.rate_rps = 5;
+  std::vector<RequestTimes> times;
+  auto stats = SimulateServing(replica, workload, Routing::kRoundRobin, Slo{}, nullptr, &times);
+  ASSERT_TRUE(stats.ok()) << stats.error().message;
+  int first_row = 0;
+  for (const RequestTimes& request : times) {
+    const bool row0 = request.prompt == 100 && request.output == 10;
+    const bool row1 = request.prompt == 300 && request.output == 30;
+    EXPECT_TRUE(row0 || row1);
+    first_row += row0;
+  }
+  EXPECT_GT(first_row, 60);  // about half of 200
+  EXPECT_LT(first_row, 140);
+  const std::vector<RequestLengths> bad = {{0, 10}};
+  workload.length_table = bad;
+  EXPECT_FALSE(SimulateServing(replica, workload, Routing::kRoundRobin, Slo{}).ok());
+}
+
 TEST(RequestSimTest, LengthsParse) {
   EXPECT_EQ(ParseLengthDist("512", "--x").value(), (LengthDist{512, 512}));
   EXPECT_EQ(ParseLengthDist("256-1024", "--x").value(), (LengthDist{256, 1024}));

@@ -38,6 +38,14 @@ struct EngineOptions {
   int64_t token_budget = 8192;      // max_num_batched_tokens (V1, OpenAI server default)
   int32_t max_seqs = 256;           // max_num_seqs: sequences in one iteration
   int32_t block_tokens = 16;        // block_size: tokens per paged KV block
+  // Requests admitted and not finished, per replica (Vidur's batch_size_cap); 0 = only max_seqs.
+  int32_t max_running = 0;
+  // How an iteration is filled (request_sim.h): kChunked, vLLM V1's and Sarathi-Serve's running
+  // requests first then new ones, prompts cut to the token budget; kPrefillFirst, vLLM V0's as
+  // Vidur models it: whole new prompts first (the batch's longest prompt x its size within the
+  // token budget) and, only when none is admitted, one decode step of the running requests.
+  enum class Batching : uint8_t { kChunked, kPrefillFirst };
+  Batching batching = Batching::kChunked;
 };
 
 // What one replica holds and can hold. Bytes are per GPU (the fullest GPU of the replica).

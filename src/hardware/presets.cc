@@ -82,6 +82,14 @@ const std::vector<DevicePreset>& DevicePresets() {
        "DGX A100: one 200 Gb/s HDR InfiniBand port per GPU; NVLink's usable bandwidth and "
        "latency from vTrain's measured A100 all-reduce tables",
        kAmpere, kAmpereSource, kA100NvlinkEfficiency, kA100NvlinkLatencyNs},
+      {"a40", "NVIDIA A40 48 GB (PCIe, 8 per server)", 149.7 * kTera, 0, 48 * kGB, 696 * kGiga,
+       32 * kGiga, 12.5 * kGiga, 8,
+       "NVIDIA A40 datasheet: BF16 149.7 TFLOP/s dense, 48 GB GDDR6 at 696 GB/s, PCIe Gen4 x16 "
+       "(64 GB/s, 32 each way) between the GPUs of a server (the NVLink bridge joins pairs "
+       "only and is not modelled: tp 2 is costed over PCIe too), 84 SMs; a 100 Gb/s NIC per "
+       "GPU assumed; Vidur's A40 cluster (its config explorer) has 8 per node",
+       WithSms(kAmpere, 84),
+       "as a100 (no published A40 MAMF in our sources: A100's share assumed), 84 SMs (GA102)"},
       {"h100", "NVIDIA H100 SXM5 80 GB", 989.5 * kTera, 1979 * kTera, 80 * kGB, 3350 * kGiga,
        450 * kGiga, 50 * kGiga, 8,
        "NVIDIA H100 datasheet (SXM5): BF16 989 TFLOP/s, FP8 1,979 TFLOP/s dense, 80 GB HBM3 at "

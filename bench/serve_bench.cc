@@ -1,9 +1,14 @@
-// The request simulator's speed (issue 15: 100,000 requests on 8 replicas in < 2 s):
-// Llama-3-70B TP 8, eight replicas on h100x8, Poisson arrivals at 80% of what the replicas
-// sustain, prompts 128-2048 and outputs 16-512 tokens, continuous batching and chunked prefill.
+// Serving's speed targets (issue 15):
+// - the request simulator, 100,000 requests on 8 replicas in < 2 s: Llama-3-70B TP 8, eight
+//   replicas on h100x8, Poisson arrivals at 80% of what the replicas sustain, prompts 128-2048
+//   and outputs 16-512 tokens, continuous batching and chunked prefill;
+// - serve-plan over Vidur's config explorer space (4,374 configurations) in < 60 s on 2 cores:
+//   `stagecraft serve-plan --space vidur --jobs 2`, the CLI's own code path.
 #include <benchmark/benchmark.h>
 
 #include "hardware/presets.h"
+#include "run/transcript.h"
+#include "serve/serve_plan.h"
 #include "serve/request_sim.h"
 #include "serve/step_cost.h"
 #include "testing/models.h"
@@ -37,6 +42,23 @@ void BM_Serve100kRequests8Replicas(benchmark::State& state) {
   }
 }
 BENCHMARK(BM_Serve100kRequests8Replicas)->Unit(benchmark::kMillisecond)->Iterations(3);
+
+void BM_ServePlanVidurSpace(benchmark::State& state) {
+  ServePlanSpec spec;
+  spec.space = "vidur";
+  spec.space_traces = STAGECRAFT_EXAMPLES_DIR "/vidur";
+  spec.jobs = static_cast<int32_t>(state.range(0));
+  for (auto _ : state) {
+    Transcript transcript;
+    const Status status = RunServePlan(spec, transcript);
+    if (!status.ok()) {
+      state.SkipWithError(status.error().message.c_str());
+      return;
+    }
+    benchmark::DoNotOptimize(transcript);
+  }
+}
+BENCHMARK(BM_ServePlanVidurSpace)->Arg(2)->Unit(benchmark::kSecond)->Iterations(1)->UseRealTime();
 
 }  // namespace
 }  // namespace stagecraft

@@ -431,6 +431,27 @@ CLI::App* AddServePlanCommand(CLI::App& app, ServePlanSpec& plan) {
                    "TPOT) to FILE")
       ->type_name("FILE");
   command->add_flag("--json", plan.json, "print one JSON object");
+  command
+      ->add_option("--space", plan.space,
+                   "search a published configuration space instead of one model's layouts: "
+                   "'vidur' (Vidur's config explorer, 4,374 configurations; no --gpus or --slo)")
+      ->type_name("NAME");
+  command
+      ->add_option("--space-traces", plan.space_traces,
+                   "with --space: the directory of the traces' length tables NAME.csv (default "
+                   "examples/vidur)")
+      ->type_name("DIR");
+  command
+      ->add_option("--space-filter", plan.space_filter,
+                   "with --space: only the configurations matching KEY=VALUE,... (model, trace, "
+                   "cluster, scheduler, tp, pp, batch)")
+      ->type_name("FILTER");
+  command
+      ->add_option("--delay-slo", plan.delay_slo,
+                   "with --space: the P99 scheduling-delay bound of a capacity (default 5s, "
+                   "Vidur's)")
+      ->type_name("DURATION");
+  command->add_option("--jobs", plan.jobs, "with --space: threads (default 1)")->type_name("N");
   command->footer(ServePlanHelpFooter());
   return command;
 }

@@ -12,6 +12,8 @@
 #include <string>
 #include <vector>
 
+#include "model/transformer.h"
+
 namespace stagecraft {
 
 struct ExplorerSpace {
@@ -27,9 +29,15 @@ struct ExplorerSpace {
   struct Model {
     std::string name;
     std::vector<int32_t> excluded_tp;
+    TransformerSpec spec;  // its dimensions, from Vidur's model config of the same name
+  };
+  struct Trace {
+    std::string name;
+    int64_t max_tokens = 0;  // max_seq_len: longer requests are cut to it (trace_request_length_generator.py)
+    double start_qps = 0;    // the capacity search's first rate, all replicas
   };
   std::vector<Model> models;
-  std::vector<std::string> traces;
+  std::vector<Trace> traces;
   std::vector<Cluster> clusters;
   std::vector<Scheduler> schedulers;
   std::vector<int32_t> tp;

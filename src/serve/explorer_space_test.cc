@@ -36,8 +36,8 @@ TEST(ExplorerSpaceTest, VidurShippedConfigHas4374Configurations) {
 // (no replica) but keeps tp 8 x pp 1.
 TEST(ExplorerSpaceTest, RulesDropLayoutsWithoutAReplica) {
   ExplorerSpace space;
-  space.models = {{"m", {2}}};
-  space.traces = {"t"};
+  space.models = {{"m", {2}, {}}};
+  space.traces = {{"t", 4096, 1}};
   space.clusters = {{"d", 8, 8}};
   space.schedulers = {{"vllm", 0}};
   space.tp = {1, 2, 8};

@@ -11,6 +11,7 @@
 #include "report/svg_plot.h"
 #include "serve/disaggregated_sim.h"
 #include "serve/disaggregation.h"
+#include "serve/explorer_search.h"
 
 namespace stagecraft {
 namespace {
@@ -388,6 +389,7 @@ std::string FormatServePlanSvg(const ServePlanResult& result) {
 }
 
 Status RunServePlan(const ServePlanSpec& spec, Transcript& transcript) {
+  if (!spec.space.empty()) return RunExplorerSearch(spec, transcript);
   auto result = PlanServing(spec);
   if (!result.ok()) return result.error();
   const ServePlanResult& plan = result.value();

@@ -36,6 +36,13 @@ struct ServePlanSpec {
   std::string kv_dtype = "bf16";      // --kv-dtype bf16 | fp8
   std::string svg_path;               // --svg FILE: the probes and their Pareto front
   bool json = false;                  // --json
+  // --space vidur: search Vidur's config-explorer space instead (explorer_search.h); its
+  // traces' length tables are read from `space_traces`/NAME.csv.
+  std::string space;
+  std::string space_traces = "examples/vidur";  // --space-traces DIR
+  std::string space_filter;                     // --space-filter KEY=VALUE,...
+  std::string delay_slo = "5s";                 // --delay-slo: the P99 scheduling delay bound
+  int32_t jobs = 1;                             // --jobs N threads
   // Told "[done/total] tp T x pp P" before each layout and "" at the end; unset = quiet.
   std::function<void(const std::string& line)> progress;
 };

@@ -1,0 +1,595 @@
+#include "serve/explorer_search.h"
+
+#include <algorithm>
+#include <charconv>
+#include <cctype>
+#include <cmath>
+#include <sstream>
+
+#include "core/units.h"
+#include "hardware/presets.h"
+#include "report/json_writer.h"
+#include "run/transcript.h"
+#include "run/work_split.h"
+#include "serve/serve_plan.h"
+#include "serve/step_cost.h"
+
+namespace stagecraft {
+namespace {
+
+constexpr int64_t kMaxTokens = int64_t{1} << 24;
+constexpr int kBracketSteps = 16;  // doublings or halvings from the trace's start rate
+constexpr int kBisections = 6;     // the capacity to 1/64 of its bracket (Vidur: 2.5%)
+
+std::vector<std::string_view> SplitFields(std::string_view line) {
+  std::vector<std::string_view> fields;
+  size_t start = 0;
+  for (;;) {
+    const size_t comma = line.find(',', start);
+    fields.push_back(line.substr(start, comma == std::string_view::npos ? line.size() - start
+                                                                        : comma - start));
+    if (comma == std::string_view::npos) return fields;
+    start = comma + 1;
+  }
+}
+
+bool ParseTokens(std::string_view field, int64_t& value) {
+  const auto [end, error] = std::from_chars(field.data(), field.data() + field.size(), value);
+  return error == std::errc() && end == field.data() + field.size() && value >= 1 &&
+         value <= kMaxTokens;
+}
+
+// One filter clause: a key and the configuration's value for it.
+std::string FilterValue(const ExplorerSpace& space, const ExplorerCandidate& candidate,
+                        const std::string& key) {
+  if (key == "model") return space.models[candidate.model].name;
+  if (key == "trace") return space.traces[candidate.trace].name;
+  if (key == "cluster") return space.clusters[candidate.cluster].device;
+  if (key == "scheduler") return ExplorerSchedulerName(space.schedulers[candidate.scheduler]);
+  if (key == "tp") return std::to_string(candidate.tp);
+  if (key == "pp") return std::to_string(candidate.pp);
+  if (key == "batch") return std::to_string(candidate.batch_cap / candidate.pp);
+  return "";
+}
+
+Result<std::vector<std::pair<std::string, std::string>>> ParseFilter(const std::string& text) {
+  std::vector<std::pair<std::string, std::string>> clauses;
+  if (text.empty()) return clauses;
+  std::istringstream parts(text);
+  std::string part;
+  while (std::getline(parts, part, ',')) {
+    const size_t equals = part.find('=');
+    const std::string key = part.substr(0, equals);
+    static const std::vector<std::string> kKeys = {"model", "trace", "cluster", "scheduler",
+                                                   "tp",    "pp",    "batch"};
+    if (equals == std::string::npos || equals + 1 == part.size() ||
+        std::find(kKeys.begin(), kKeys.end(), key) == kKeys.end()) {
+      return Error{"--space-filter '" + text + "': expected KEY=VALUE[,KEY=VALUE...] with KEY one " +
+                   "of model, trace, cluster, scheduler, tp, pp, batch, e.g. " +
+                   "model=llama-2-7b-hf,cluster=a40"};
+    }
+    clauses.emplace_back(key, part.substr(equals + 1));
+  }
+  return clauses;
+}
+
+struct Probe {
+  bool meets = false;
+  double delay_p99_s = 0;
+  double ttft_p90_s = 0;
+  double tpot_p90_s = 0;
+};
+
+class CapacitySearch {
+ public:
+  CapacitySearch(const ExplorerSearchSpec& spec, const ReplicaModel& replica,
+                 std::span<const RequestLengths> lengths)
+      : spec_(spec), replica_(replica) {
+    workload_.length_table = lengths;
+    workload_.requests = spec.requests;
+    workload_.seed = spec.seed;
+  }
+
+  // A probe's arrivals span at least kWindowSlos delay bounds (up to kMostRequests requests):
+  // over a shorter window an overloaded replica still meets the P99 bound, since its queue has
+  // no time to build (a rate that overloads it by a factor f keeps the last request's delay
+  // under the bound while f < 1 / (1 - 1/kWindowSlos)).
+  static constexpr double kWindowSlos = 4;
+  static constexpr int64_t kMostRequests = 100'000;
+
+  Result<Probe> At(double rate_rps) {
+    workload_.rate_rps = rate_rps;
+    const double window = std::ceil(rate_rps * kWindowSlos * spec_.delay_slo_s);
+    workload_.requests = std::max(
+        spec_.requests, static_cast<int64_t>(std::min(window, static_cast<double>(kMostRequests))));
+    auto stats = SimulateServing(replica_, workload_, Routing::kRoundRobin, Slo{});
+    if (!stats.ok()) return stats.error();
+    ++probes_;
+    Probe probe;
+    probe.delay_p99_s = stats.value().queue_s.p99;
+    probe.ttft_p90_s = stats.value().ttft_s.p90;
+    probe.tpot_p90_s = stats.value().tpot_s.p90;
+    probe.meets = probe.delay_p99_s <= spec_.delay_slo_s;
+    return probe;
+  }
+
+  int32_t probes() const { return probes_; }
+
+ private:
+  const ExplorerSearchSpec& spec_;
+  const ReplicaModel& replica_;
+  Workload workload_;
+  int32_t probes_ = 0;
+};
+
+std::string RejectionOf(const Error& error) {
+  if (error.kind == ErrorKind::kInfeasible) return "weights leave no KV block";
+  if (error.message.find("does not fit a replica") != std::string::npos) {
+    return "a request exceeds the KV cache";
+  }
+  return "other: " + error.message;
+}
+
+Result<ExplorerOutcome> Evaluate(const ExplorerSearchSpec& spec,
+                                 const ExplorerCandidate& candidate) {
+  const ExplorerSpace& space = spec.space;
+  ExplorerOutcome outcome;
+  outcome.candidate = candidate;
+  const ExplorerSpace::Cluster& gpus = space.clusters[candidate.cluster];
+  auto cluster = ClusterFromPreset(gpus.device);
+  if (!cluster.ok()) return cluster.error();
+  cluster.value().devices_per_node = gpus.gpus_per_node;
+  cluster.value().nodes = std::max(1, gpus.gpus / gpus.gpus_per_node);
+  const ExplorerSpace::Scheduler& scheduler = space.schedulers[candidate.scheduler];
+  const ExplorerSpace::Trace& trace = space.traces[candidate.trace];
+  EngineOptions engine;
+  engine.max_seqs = candidate.batch_cap;
+  engine.max_running = candidate.batch_cap;
+  if (scheduler.chunk_size > 0) {
+    engine.token_budget = scheduler.chunk_size;
+  } else {
+    engine.batching = EngineOptions::Batching::kPrefillFirst;
+    engine.token_budget = trace.max_tokens;
+  }
+  auto replica = BuildReplicaModel(space.models[candidate.model].spec, cluster.value(),
+                                   {.tp = candidate.tp, .pp = candidate.pp, .replicas = 1},
+                                   engine);
+  if (!replica.ok()) {
+    outcome.rejection = RejectionOf(replica.error());
+    return outcome;
+  }
+  outcome.kv_capacity_tokens = replica.value().kv_capacity_tokens;
+  const std::vector<RequestLengths>& lengths = spec.traces.at(trace.name);
+  CapacitySearch search(spec, replica.value(), lengths);
+  double good = 0;
+  double bad = 0;
+  Probe good_probe;
+  const double start = trace.start_qps / candidate.replicas;
+  auto first = search.At(start);
+  if (!first.ok()) {
+    outcome.rejection = RejectionOf(first.error());
+    return outcome;
+  }
+  if (first.value().meets) {
+    good = start;
+    good_probe = first.value();
+    for (int step = 0; step < kBracketSteps && bad == 0; ++step) {
+      auto probe = search.At(good * 2);
+      if (!probe.ok()) return probe.error();
+      if (probe.value().meets) {
+        good *= 2;
+        good_probe = probe.value();
+      } else {
+        bad = good * 2;
+      }
+    }
+  } else {
+    bad = start;
+    for (int step = 0; step < kBracketSteps && good == 0; ++step) {
+      auto probe = search.At(bad / 2);
+      if (!probe.ok()) return probe.error();
+      if (probe.value().meets) {
+        good = bad / 2;
+        good_probe = probe.value();
+      } else {
+        bad /= 2;
+      }
+    }
+  }
+  if (good == 0) {
+    outcome.rejection = "misses the delay SLO at the lowest rate";
+    outcome.probes = search.probes();
+    return outcome;
+  }
+  for (int step = 0; step < kBisections && bad > 0; ++step) {
+    const double middle = (good + bad) / 2;
+    auto probe = search.At(middle);
+    if (!probe.ok()) return probe.error();
+    if (probe.value().meets) {
+      good = middle;
+      good_probe = probe.value();
+    } else {
+      bad = middle;
+    }
+  }
+  outcome.capacity_rps = good * candidate.replicas;
+  outcome.rps_per_gpu =
+      outcome.capacity_rps / static_cast<double>(candidate.replicas * candidate.tp * candidate.pp);
+  outcome.delay_p99_s = good_probe.delay_p99_s;
+  outcome.ttft_p90_s = good_probe.ttft_p90_s;
+  outcome.tpot_p90_s = good_probe.tpot_p90_s;
+  outcome.probes = search.probes();
+  return outcome;
+}
+
+std::string Encode(const ExplorerOutcome& outcome) {
+  ByteWriter writer;
+  writer.PutString(outcome.rejection)
+      .Put(outcome.capacity_rps)
+      .Put(outcome.rps_per_gpu)
+      .Put(outcome.delay_p99_s)
+      .Put(outcome.ttft_p90_s)
+      .Put(outcome.tpot_p90_s)
+      .Put(outcome.kv_capacity_tokens)
+      .Put(outcome.probes);
+  return writer.Take();
+}
+
+void Decode(const std::string& bytes, ExplorerOutcome& outcome) {
+  ByteReader reader(bytes);
+  outcome.rejection = reader.GetString();
+  outcome.capacity_rps = reader.Get<double>();
+  outcome.rps_per_gpu = reader.Get<double>();
+  outcome.delay_p99_s = reader.Get<double>();
+  outcome.ttft_p90_s = reader.Get<double>();
+  outcome.tpot_p90_s = reader.Get<double>();
+  outcome.kv_capacity_tokens = reader.Get<int64_t>();
+  outcome.probes = reader.Get<int32_t>();
+}
+
+}  // namespace
+
+std::string ExplorerSchedulerName(const ExplorerSpace::Scheduler& scheduler) {
+  return scheduler.chunk_size > 0 ? scheduler.name + "-" + std::to_string(scheduler.chunk_size)
+                                  : scheduler.name;
+}
+
+Result<std::vector<RequestLengths>> ParseLengthTrace(std::string_view text,
+                                                     const std::string& source) {
+  std::vector<RequestLengths> rows;
+  size_t prompt_column = 0;
+  size_t output_column = 1;
+  bool header_seen = false;
+  int64_t line_number = 0;
+  size_t start = 0;
+  while (start < text.size()) {
+    const size_t newline = std::min(text.find('\n', start), text.size());
+    std::string_view line = text.substr(start, newline - start);
+    start = newline + 1;
+    ++line_number;
+    if (!line.empty() && line.back() == '\r') line.remove_suffix(1);
+    if (line.empty() || line.front() == '#') continue;
+    const std::vector<std::string_view> fields = SplitFields(line);
+    const std::string where = source + ":" + std::to_string(line_number) + ": ";
+    if (!header_seen && rows.empty() && !fields.empty() && !fields[0].empty() &&
+        std::isalpha(static_cast<unsigned char>(fields[0][0]))) {
+      header_seen = true;
+      const auto column = [&](std::string_view name) {
+        return static_cast<size_t>(std::find(fields.begin(), fields.end(), name) - fields.begin());
+      };
+      prompt_column = column("num_prefill_tokens");
+      output_column = column("num_decode_tokens");
+      if (prompt_column == fields.size() || output_column == fields.size()) {
+        return Error{where + "a header without num_prefill_tokens and num_decode_tokens " +
+                     "(expected Vidur's processed-trace columns, e.g. " +
+                     "num_prefill_tokens,num_decode_tokens)"};
+      }
+      continue;
+    }
+    RequestLengths row;
+    const bool ok = std::max(prompt_column, output_column) < fields.size() &&
+                    ParseTokens(fields[prompt_column], row.prompt) &&
+                    ParseTokens(fields[output_column], row.output);
+    if (!ok) {
+      return Error{where + "expected the prompt and output token counts (1 to " +
+                   std::to_string(kMaxTokens) + ") in columns " +
+                   std::to_string(prompt_column + 1) + " and " +
+                   std::to_string(output_column + 1) + "; got '" + std::string(line) + "'"};
+    }
+    rows.push_back(row);
+    if (rows.size() > 10'000'000) {
+      return Error{source + ": more than 10,000,000 rows (expected a length trace)"};
+    }
+  }
+  if (rows.empty()) {
+    return Error{source + ": no rows (expected lines of num_prefill_tokens,num_decode_tokens)"};
+  }
+  return rows;
+}
+
+std::vector<RequestLengths> CutToMaxTokens(std::vector<RequestLengths> rows, int64_t max_tokens) {
+  for (RequestLengths& row : rows) {
+    const int64_t total = row.prompt + row.output;
+    const int64_t excess = total - max_tokens;
+    if (excess <= 0) continue;
+    // Vidur subtracts ceil(excess x share) from each, so the pair may end a token or two short.
+    const double prompt_share = static_cast<double>(row.prompt) / static_cast<double>(total);
+    const double output_share = static_cast<double>(row.output) / static_cast<double>(total);
+    row.prompt -= static_cast<int64_t>(std::ceil(static_cast<double>(excess) * prompt_share));
+    row.output -= static_cast<int64_t>(std::ceil(static_cast<double>(excess) * output_share));
+    row.prompt = std::max<int64_t>(row.prompt, 1);
+    row.output = std::max<int64_t>(row.output, 1);
+  }
+  return rows;
+}
+
+Result<ExplorerResult> SearchExplorerSpace(const ExplorerSearchSpec& spec) {
+  if (spec.requests < 10 || spec.requests > 1'000'000) {
+    return Error{"--requests " + std::to_string(spec.requests) +
+                 ": expected 10 to 1000000 requests per probe"};
+  }
+  if (!(spec.delay_slo_s > 0) || !std::isfinite(spec.delay_slo_s)) {
+    return Error{"--delay-slo: expected a positive duration, e.g. 5s (Vidur's default)"};
+  }
+  if (spec.jobs < 1 || spec.jobs > 1024) {
+    return Error{"--jobs " + std::to_string(spec.jobs) + ": expected 1 to 1024 threads"};
+  }
+  for (const ExplorerSpace::Trace& trace : spec.space.traces) {
+    if (spec.traces.count(trace.name) == 0) {
+      return Error{"serve-plan --space: no length table for the trace '" + trace.name + "'"};
+    }
+  }
+  auto clauses = ParseFilter(spec.filter);
+  if (!clauses.ok()) return clauses.error();
+  const std::vector<ExplorerCandidate> all = EnumerateExplorerSpace(spec.space);
+  ExplorerResult result;
+  result.space_size = static_cast<int64_t>(all.size());
+  for (const ExplorerCandidate& candidate : all) {
+    bool kept = true;
+    for (const auto& [key, value] : clauses.value()) {
+      kept = kept && FilterValue(spec.space, candidate, key) == value;
+    }
+    if (!kept) continue;
+    ExplorerOutcome outcome;
+    outcome.candidate = candidate;
+    result.outcomes.push_back(std::move(outcome));
+  }
+  if (result.outcomes.empty()) {
+    return Error{"--space-filter '" + spec.filter + "': no configuration of the space matches " +
+                 "(values as the table prints them, e.g. scheduler=sarathi-512, cluster=a40)"};
+  }
+  std::vector<std::string> errors(result.outcomes.size());
+  const std::unique_ptr<WorkSplit> threads = ThreadSplit(spec.jobs);
+  const std::vector<std::string> encoded = threads->Map(
+      result.outcomes.size(),
+      [&](size_t index) {
+        auto outcome = Evaluate(spec, result.outcomes[index].candidate);
+        if (!outcome.ok()) {
+          errors[index] = outcome.error().message;
+          return std::string();
+        }
+        return Encode(outcome.value());
+      },
+      [&](size_t done) {
+        if (spec.progress) spec.progress(done, result.outcomes.size());
+      });
+  for (size_t index = 0; index < result.outcomes.size(); ++index) {
+    if (!errors[index].empty()) return Error{errors[index]};
+    ExplorerOutcome& outcome = result.outcomes[index];
+    Decode(encoded[index], outcome);
+    if (!outcome.rejection.empty()) ++result.rejections[outcome.rejection];
+  }
+  return result;
+}
+
+}  // namespace stagecraft
+
+namespace stagecraft {
+namespace {
+
+struct Best {
+  int32_t model = 0;
+  int32_t trace = 0;
+  int32_t cluster = 0;
+  const ExplorerOutcome* outcome = nullptr;  // the most requests per GPU; nullptr: none fits
+};
+
+// The best configuration of every model x trace x cluster, in the space's order (the first of
+// equals wins).
+std::vector<Best> BestPerCell(const ExplorerSpace& space, const ExplorerResult& result) {
+  std::vector<Best> cells;
+  for (const ExplorerOutcome& outcome : result.outcomes) {
+    const ExplorerCandidate& c = outcome.candidate;
+    auto cell = std::find_if(cells.begin(), cells.end(), [&](const Best& best) {
+      return best.model == c.model && best.trace == c.trace && best.cluster == c.cluster;
+    });
+    if (cell == cells.end()) {
+      cells.push_back({.model = c.model, .trace = c.trace, .cluster = c.cluster});
+      cell = cells.end() - 1;
+    }
+    if (!outcome.rejection.empty()) continue;
+    if (cell->outcome == nullptr || outcome.rps_per_gpu > cell->outcome->rps_per_gpu) {
+      cell->outcome = &outcome;
+    }
+  }
+  (void)space;
+  return cells;
+}
+
+void OutcomeJson(JsonWriter& json, const ExplorerSpace& space, const ExplorerOutcome& outcome) {
+  const ExplorerCandidate& c = outcome.candidate;
+  json.BeginObject();
+  json.Key("model").String(space.models[c.model].name);
+  json.Key("trace").String(space.traces[c.trace].name);
+  json.Key("cluster").String(space.clusters[c.cluster].device);
+  json.Key("scheduler").String(ExplorerSchedulerName(space.schedulers[c.scheduler]));
+  json.Key("tp").Int(c.tp);
+  json.Key("pp").Int(c.pp);
+  json.Key("batch_size_cap").Int(c.batch_cap);
+  json.Key("replicas").Int(c.replicas);
+  if (outcome.rejection.empty()) {
+    json.Key("capacity_rps").Fixed(outcome.capacity_rps, 3);
+    json.Key("rps_per_gpu").Fixed(outcome.rps_per_gpu, 4);
+    json.Key("delay_p99_s").Fixed(outcome.delay_p99_s, 3);
+    json.Key("ttft_p90_ms").Fixed(outcome.ttft_p90_s * 1e3, 3);
+    json.Key("tpot_p90_ms").Fixed(outcome.tpot_p90_s * 1e3, 3);
+    json.Key("kv_capacity_tokens").Int(outcome.kv_capacity_tokens);
+  } else {
+    json.Key("rejected").String(outcome.rejection);
+  }
+  json.EndObject();
+}
+
+std::string FormatJson(const ExplorerSearchSpec& spec, const ExplorerResult& result) {
+  const ExplorerSpace& space = spec.space;
+  JsonWriter json(/*pretty=*/true);
+  json.BeginObject();
+  json.Key("space").String("vidur");
+  json.Key("configurations").Int(result.space_size);
+  json.Key("evaluated").Int(static_cast<int64_t>(result.outcomes.size()));
+  json.Key("requests_per_probe").Int(spec.requests);
+  json.Key("delay_slo_p99_s").Fixed(spec.delay_slo_s, 3);
+  json.Key("best").BeginArray();
+  for (const Best& best : BestPerCell(space, result)) {
+    if (best.outcome != nullptr) OutcomeJson(json, space, *best.outcome);
+  }
+  json.EndArray();
+  json.Key("all").BeginArray();
+  for (const ExplorerOutcome& outcome : result.outcomes) OutcomeJson(json, space, outcome);
+  json.EndArray();
+  json.Key("rejections").BeginObject();
+  for (const auto& [reason, count] : result.rejections) json.Key(reason).Int(count);
+  json.EndObject();
+  json.EndObject();
+  return json.text() + "\n";
+}
+
+std::string FormatText(const ExplorerSearchSpec& spec, const ExplorerResult& result, int32_t top) {
+  const ExplorerSpace& space = spec.space;
+  std::ostringstream out;
+  int64_t feasible = 0;
+  for (const ExplorerOutcome& outcome : result.outcomes) feasible += outcome.rejection.empty();
+  out << "stagecraft serve-plan --space vidur: Vidur's config explorer space (config.yml @ "
+         "e2d00e9a)\n";
+  out << "  configurations " << result.space_size << ", searched " << result.outcomes.size()
+      << (spec.filter.empty() ? "" : " (--space-filter " + spec.filter + ")") << ", with a capacity "
+      << feasible << "\n";
+  out << "  capacity: the highest rate with P99 scheduling delay <= "
+      << FormatFixed(spec.delay_slo_s, 3) << " s (arrival to first scheduled); each probe one "
+      << "replica, at least " << spec.requests << " requests and "
+      << FormatFixed(CapacitySearch::kWindowSlos * spec.delay_slo_s, 0)
+      << " s of arrivals, seed " << spec.seed << "\n";
+  out << "  traces (requests cut to " << (space.traces.empty() ? 0 : space.traces[0].max_tokens)
+      << " tokens as Vidur cuts them):\n";
+  for (const ExplorerSpace::Trace& trace : space.traces) {
+    const auto source = spec.trace_sources.find(trace.name);
+    out << "    " << PadRight(trace.name, 7)
+        << (source == spec.trace_sources.end() ? std::string("?") : source->second) << "\n";
+  }
+  const auto row = [&](const ExplorerOutcome& o) {
+    const ExplorerCandidate& c = o.candidate;
+    out << PadRight(ExplorerSchedulerName(space.schedulers[c.scheduler]), 12)
+        << PadLeft(std::to_string(c.tp) + " x " + std::to_string(c.pp), 9)
+        << PadLeft(std::to_string(c.batch_cap), 7) << PadLeft(std::to_string(c.replicas), 10)
+        << PadLeft(FormatFixed(o.capacity_rps, 3), 14) << PadLeft(FormatFixed(o.rps_per_gpu, 4), 9)
+        << PadLeft(FormatFixed(o.delay_p99_s, 3), 13);
+  };
+  const char* kHeading =
+      "model                      trace  cluster  scheduler     tp x pp  batch  replicas  "
+      "capacity_rps  rps/gpu  delay_p99_s";
+  out << "\n  best per model, trace and cluster (most requests per GPU):\n";
+  out << "  " << kHeading << "\n";
+  for (const Best& best : BestPerCell(space, result)) {
+    out << "  " << PadRight(space.models[best.model].name, 27)
+        << PadRight(space.traces[best.trace].name, 7)
+        << PadRight(space.clusters[best.cluster].device, 9);
+    if (best.outcome == nullptr) {
+      out << "(no configuration has a capacity)\n";
+      continue;
+    }
+    row(*best.outcome);
+    out << "\n";
+  }
+  std::vector<const ExplorerOutcome*> ranked;
+  for (const ExplorerOutcome& outcome : result.outcomes) {
+    if (outcome.rejection.empty()) ranked.push_back(&outcome);
+  }
+  std::stable_sort(ranked.begin(), ranked.end(), [](const auto* a, const auto* b) {
+    return a->rps_per_gpu > b->rps_per_gpu;
+  });
+  ranked.resize(std::min<size_t>(ranked.size(), static_cast<size_t>(std::max(top, 0))));
+  out << "\n  top " << ranked.size() << " configurations (most requests per GPU; P90 TTFT and "
+      << "TPOT at the capacity):\n";
+  out << "  rank  " << kHeading << "  ttft_p90_ms  tpot_p90_ms\n";
+  for (size_t rank = 0; rank < ranked.size(); ++rank) {
+    const ExplorerOutcome& o = *ranked[rank];
+    const ExplorerCandidate& c = o.candidate;
+    out << PadLeft(std::to_string(rank + 1), 6) << "  " << PadRight(space.models[c.model].name, 27)
+        << PadRight(space.traces[c.trace].name, 7) << PadRight(space.clusters[c.cluster].device, 9);
+    row(o);
+    out << PadLeft(FormatFixed(o.ttft_p90_s * 1e3, 3), 13)
+        << PadLeft(FormatFixed(o.tpot_p90_s * 1e3, 3), 13) << "\n";
+  }
+  out << "\n  rejected (configurations by reason):\n";
+  if (result.rejections.empty()) out << "  (none)\n";
+  for (const auto& [reason, count] : result.rejections) {
+    out << PadLeft(std::to_string(count), 9) << "  " << reason << "\n";
+  }
+  return out.str();
+}
+
+}  // namespace
+
+Status RunExplorerSearch(const ServePlanSpec& plan, Transcript& transcript) {
+  if (plan.space != "vidur") {
+    return Error{"--space '" + plan.space + "': the one space known is 'vidur' (Vidur's shipped " +
+                 "config explorer space, 4,374 configurations)"};
+  }
+  if (plan.gpus != 0 || !plan.slo.empty() || !plan.run.config_path.empty() ||
+      plan.run.hf_config || plan.run.cluster || !plan.svg_path.empty()) {
+    return Error{"serve-plan --space vidur: the space brings its own models, clusters and SLO "
+                 "(P99 scheduling delay, --delay-slo); drop CONFIG, --hf-config, --cluster, "
+                 "--gpus, --slo and --svg"};
+  }
+  ExplorerSearchSpec spec;
+  spec.requests = plan.requests;
+  spec.seed = plan.seed;
+  spec.jobs = plan.jobs;
+  spec.filter = plan.space_filter;
+  auto delay = ParseDuration(plan.delay_slo);
+  if (!delay.ok() || delay.value().ns() <= 0) {
+    return Error{"--delay-slo '" + plan.delay_slo +
+                 "': expected a positive duration, e.g. 5s (Vidur's default P99 scheduling delay)"};
+  }
+  spec.delay_slo_s = static_cast<double>(delay.value().ns()) * 1e-9;
+  for (const ExplorerSpace::Trace& trace : spec.space.traces) {
+    const std::string path = plan.space_traces + "/" + trace.name + ".csv";
+    auto text = plan.run.files.read(path);
+    if (!text.ok()) {
+      return Error{"--space-traces " + plan.space_traces + ": " + text.error().message +
+                   "; expected a directory with chat.csv, arxiv.csv and bwb.csv (the " +
+                   "repository's examples/vidur)"};
+    }
+    auto rows = ParseLengthTrace(text.value(), path);
+    if (!rows.ok()) return rows.error();
+    // The first comment line names the trace's origin.
+    std::string source = trace.name + ".csv";
+    const std::string& body = text.value();
+    if (body.rfind("# ", 0) == 0) source = body.substr(2, body.find('\n') - 2);
+    spec.trace_sources[trace.name] = source;
+    spec.traces[trace.name] = CutToMaxTokens(std::move(rows.value()), trace.max_tokens);
+  }
+  if (plan.progress) {
+    spec.progress = [&](size_t done, size_t total) {
+      plan.progress("[" + std::to_string(done) + "/" + std::to_string(total) + "] configurations");
+    };
+  }
+  auto result = SearchExplorerSpace(spec);
+  if (plan.progress) plan.progress("");
+  if (!result.ok()) return result.error();
+  transcript.out() << (plan.json ? FormatJson(spec, result.value())
+                                 : FormatText(spec, result.value(), plan.top));
+  return Status::Ok();
+}
+
+}  // namespace stagecraft

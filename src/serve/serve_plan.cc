@@ -130,8 +130,10 @@ std::string RejectionReason(const Error& error) {
 // (less the KV transfer), the decode-only rate within the TPOT bound, each found by simulation,
 // then the split of the GPUs into prefill and decode instances with the most requests per GPU
 // (disaggregation.h's arithmetic). A plan, or a rejection counted.
-Status EvaluateDisaggregated(const ReplicaModel& replica, const Workload& workload,
-                             const PercentileSlo& slo, int32_t gpus, ServePlanResult& result) {
+Status EvaluateDisaggregated(const TransformerSpec& model, const ClusterSpec& cluster,
+                             const EngineOptions& engine, const ReplicaModel& replica,
+                             const Workload& workload, const PercentileSlo& slo, int32_t gpus,
+                             ServePlanResult& result) {
   const int64_t instances = gpus / replica.shape.gpus_per_replica();
   if (instances < 2 || workload.output.high < 2) {
     ++result.rejections["disaggregated: fewer than two instances, or one output token"];
@@ -170,13 +172,57 @@ Status EvaluateDisaggregated(const ReplicaModel& replica, const Workload& worklo
       best.decode_instances = decodes;
     }
   }
+  // The sizing treats the phases apart. The placement is then simulated end to end
+  // (disaggregated_sim.h: prefill pool, KV hand-off, decode pool) at the sized rate, and when a
+  // P90 misses there, the rate is bisected down until both hold; its P90s are the answer's.
+  ServeShape prefill_shape = replica.shape;
+  prefill_shape.replicas = static_cast<int32_t>(best.prefill_instances);
+  ServeShape decode_shape = replica.shape;
+  decode_shape.replicas = static_cast<int32_t>(best.decode_instances);
+  auto prefill_pool = BuildReplicaModel(model, cluster, prefill_shape, engine);
+  if (!prefill_pool.ok()) return prefill_pool.error();
+  auto decode_pool = BuildReplicaModel(model, cluster, decode_shape, engine);
+  if (!decode_pool.ok()) return decode_pool.error();
+  Workload end_to_end = workload;
+  const auto check = [&](double rate) -> Result<DisaggregatedStats> {
+    end_to_end.rate_rps = rate;
+    return SimulateDisaggregated(prefill_pool.value(), decode_pool.value(), end_to_end,
+                                 Routing::kLeastOutstanding, Slo{});
+  };
+  const auto meets = [&](const DisaggregatedStats& run) {
+    return run.stats.ttft_s.p90 <= slo.ttft_p90_s && run.stats.tpot_s.p90 <= slo.tpot_p90_s;
+  };
+  auto sized = check(best.rate_rps);
+  if (!sized.ok()) return sized.error();
+  DisaggregatedStats held = sized.value();
+  if (!meets(held)) {
+    double good = 0;
+    double bad = best.rate_rps;
+    for (int step = 0; step < kBisections; ++step) {
+      const double middle = (good + bad) / 2;
+      auto run = check(middle);
+      if (!run.ok()) return run.error();
+      if (meets(run.value())) {
+        good = middle;
+        held = run.value();
+      } else {
+        bad = middle;
+      }
+    }
+    if (good == 0) {
+      ++result.rejections["disaggregated: the sized placement misses the SLO end to end"];
+      return Status::Ok();
+    }
+    best.goodput_rps_per_gpu *= good / best.rate_rps;
+    best.rate_rps = good;
+  }
   best.disaggregated = true;
   best.kv_transfer_s = transfer_s;
   best.shape = {.tp = replica.shape.tp,
                 .pp = replica.shape.pp,
                 .replicas = static_cast<int32_t>(best.prefill_instances + best.decode_instances)};
-  best.ttft_p90_s = prefill_rate.value()->second.ttft_p90_s + transfer_s;
-  best.tpot_p90_s = decode_rate.value()->second.tpot_p90_s;
+  best.ttft_p90_s = held.stats.ttft_s.p90;
+  best.tpot_p90_s = held.stats.tpot_s.p90;
   best.kv_capacity_tokens = replica.kv_capacity_tokens;
   result.plans.push_back(std::move(best));
   return Status::Ok();
@@ -193,7 +239,8 @@ Status EvaluateLayout(const TransformerSpec& model, const ClusterSpec& cluster,
     ++result.rejections["disaggregated: " + RejectionReason(replica.error())];
     return Status::Ok();
   }
-  STAGECRAFT_RETURN_IF_ERROR(EvaluateDisaggregated(replica.value(), workload, slo, gpus, result));
+  STAGECRAFT_RETURN_IF_ERROR(
+      EvaluateDisaggregated(model, cluster, engine, replica.value(), workload, slo, gpus, result));
   Probe lowest;
   std::vector<Probe> trail;
   auto highest = HighestRate(replica.value(), workload, slo, lowest, trail);

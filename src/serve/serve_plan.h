@@ -5,8 +5,10 @@
 // that meets both SLOs (doubling, then bisection, each probe a request simulation of one
 // replica at its share of the rate: random routing splits a Poisson stream into Poisson
 // streams); and disaggregated (DistServe), its instances split into prefill-only and
-// decode-only ones, each phase's rate simulated apart. Rejections are counted by reason. Not
-// searched yet: EP, token budgets.
+// decode-only ones, each phase's rate simulated apart, the best split then simulated end to end
+// (disaggregated_sim.h) and its rate lowered until both P90s hold there. Rejections are counted
+// by reason. Not searched yet: EP, token budgets. `--space vidur` searches Vidur's space
+// instead (explorer_search.h).
 #pragma once
 
 #include <cstdint>

@@ -94,7 +94,8 @@ TEST(ServePlanTest, ParetoFrontHoldsOnlyProbesWithinTheSlo) {
 }
 
 // A disaggregated plan splits whole instances into prefill and decode, serves the slower
-// phase's rate, and keeps the KV transfer inside the TTFT bound.
+// phase's rate, and its P90s, those of the placement simulated end to end at that rate, are
+// within the bounds.
 TEST(ServePlanTest, DisaggregatedPlansSplitTheGpus) {
   auto result = PlanServing(Spec("ttft_p90=0.4s,tpot_p90=40ms"));
   ASSERT_TRUE(result.ok());

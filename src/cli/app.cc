@@ -382,9 +382,9 @@ CLI::App* AddServeCommand(CLI::App& app, ServeSpec& serve) {
       ->type_name("P");
   command->add_option("--slo", serve.slo, "per-request bounds (default ttft=0.4s,tpot=40ms)")
       ->type_name("SLO");
-  command->add_option("--weight-dtype", serve.weight_dtype, "bf16 (default) | fp8 | int8 | fp4")
+  command->add_option("--weight-dtype", serve.weight_dtype, "bf16 | fp8 | int8 | int4 | fp4 (default: the config's weight_format or quantization_config, else bf16)")
       ->type_name("T");
-  command->add_option("--kv-dtype", serve.kv_dtype, "bf16 (default) | fp8")->type_name("T");
+  command->add_option("--kv-dtype", serve.kv_dtype, "bf16 | fp8 (default: the config's kv_cache_dtype, else bf16)")->type_name("T");
   command->add_flag("--eager", serve.eager,
                     "no CUDA graphs: an iteration lasts at least the host's issue of its kernels");
   command->add_option("--trace", serve.trace_path, "write a Chrome trace of the batches to FILE")
@@ -422,9 +422,9 @@ CLI::App* AddServePlanCommand(CLI::App& app, ServePlanSpec& plan) {
   command->add_option("--seed", plan.seed, "seed of arrivals and lengths (default 1)")
       ->type_name("S");
   command->add_option("--top", plan.top, "plans shown (default 10)")->type_name("K");
-  command->add_option("--weight-dtype", plan.weight_dtype, "bf16 (default) | fp8 | int8 | fp4")
+  command->add_option("--weight-dtype", plan.weight_dtype, "bf16 | fp8 | int8 | int4 | fp4 (default: the config's weight_format or quantization_config, else bf16)")
       ->type_name("T");
-  command->add_option("--kv-dtype", plan.kv_dtype, "bf16 (default) | fp8")->type_name("T");
+  command->add_option("--kv-dtype", plan.kv_dtype, "bf16 | fp8 (default: the config's kv_cache_dtype, else bf16)")->type_name("T");
   command
       ->add_option("--svg", plan.svg_path,
                    "write the rates tried and their Pareto front (GPU-seconds per request vs P90 "

@@ -600,7 +600,18 @@ Status ReadTransformer(const Reader& reader, const Field& field, TransformerSpec
                       {"kv_lora_rank", wide(&spec->kv_lora_rank)},
                       {"qk_nope_dim", wide(&spec->qk_nope_dim)},
                       {"qk_rope_dim", wide(&spec->qk_rope_dim)},
-                      {"v_head_dim", wide(&spec->v_head_dim)}},
+                      {"v_head_dim", wide(&spec->v_head_dim)},
+                      {"weight_format",
+                       [&reader, spec](const Field& value) {
+                         return reader.Choice(value, "weight format",
+                                              {"bf16", "fp8", "int8", "int4", "fp4"},
+                                              &spec->weight_format);
+                       }},
+                      {"kv_cache_dtype",
+                       [&reader, spec](const Field& value) {
+                         return reader.Choice(value, "KV cache dtype", {"bf16", "fp8"},
+                                              &spec->kv_cache_dtype);
+                       }}},
                      &written));
   for (const char* key : {"layers", "hidden", "heads", "vocab"}) {
     if (Find(written, key) == nullptr) {

@@ -157,6 +157,65 @@ Result<ModelSpec> CsaModelFromConfig(const YAML::Node& root, std::string_view so
   return model;
 }
 
+// The checkpoint's weight and KV formats from `quantization_config` (HuggingFace transformers'
+// quantizers): quant_method fp8 / fbgemm_fp8 (DeepSeek-V3, Llama 3.1 405B FP8) -> fp8; gptq,
+// awq and bitsandbytes by their `bits` (8 -> int8, 4 -> int4); mxfp4 (gpt-oss) -> fp4;
+// modelopt by quant_algo (FP8, NVFP4); compressed-tensors by its first config group's weights
+// (num_bits, type) and its kv_cache_scheme (8-bit float -> an fp8 KV cache). An unknown method
+// is an error naming the ones read, rather than a silent bf16.
+Status ReadQuantization(const YAML::Node& root, std::string_view source, TransformerSpec& spec) {
+  const YAML::Node quant = root["quantization_config"];
+  if (!quant || quant.IsNull()) return Status::Ok();
+  const auto text = [](const YAML::Node& node, const char* key) {
+    return node[key] && node[key].IsScalar() ? node[key].as<std::string>("") : std::string();
+  };
+  const auto bits_format = [](int bits, bool is_float) -> std::string {
+    if (bits == 8) return is_float ? "fp8" : "int8";
+    if (bits == 4) return is_float ? "fp4" : "int4";
+    return "";
+  };
+  const std::string method = text(quant, "quant_method");
+  std::string format;
+  if (method == "fp8" || method == "fbgemm_fp8") {
+    format = "fp8";
+  } else if (method == "mxfp4") {
+    format = "fp4";
+  } else if (method == "gptq" || method == "awq" || method == "bitsandbytes") {
+    const int bits = quant["bits"] && quant["bits"].IsScalar() ? quant["bits"].as<int>(0)
+                     : quant["load_in_8bit"] && quant["load_in_8bit"].as<bool>(false) ? 8
+                     : quant["load_in_4bit"] && quant["load_in_4bit"].as<bool>(false) ? 4
+                                                                                      : 4;
+    format = bits_format(bits, false);
+  } else if (method == "modelopt") {
+    const std::string algo = text(quant, "quant_algo");
+    format = algo == "FP8" ? "fp8" : algo == "NVFP4" ? "fp4" : "";
+  } else if (method == "compressed-tensors") {
+    const YAML::Node groups = quant["config_groups"];
+    if (groups && groups.IsMap()) {
+      for (const auto& group : groups) {
+        const YAML::Node weights = group.second["weights"];
+        if (!weights || !weights.IsMap()) continue;
+        format = bits_format(weights["num_bits"] ? weights["num_bits"].as<int>(0) : 0,
+                             text(weights, "type") == "float");
+        break;
+      }
+    }
+    const YAML::Node kv = quant["kv_cache_scheme"];
+    if (kv && kv.IsMap() && (kv["num_bits"] ? kv["num_bits"].as<int>(0) : 0) == 8 &&
+        text(kv, "type") == "float") {
+      spec.kv_cache_dtype = "fp8";
+    }
+  }
+  if (format.empty()) {
+    return Error{Where(source, quant) + "quantization_config: quant_method '" + method +
+                 "' is not one stagecraft reads (expected fp8, fbgemm_fp8, mxfp4, gptq, awq, "
+                 "bitsandbytes, modelopt FP8/NVFP4 or compressed-tensors with 8- or 4-bit "
+                 "weights); remove it and give serve --weight-dtype instead"};
+  }
+  spec.weight_format = format;
+  return Status::Ok();
+}
+
 Result<ModelSpec> ModelFromJson(std::string_view json, std::string_view source,
                                 const ModelSpec& base) {
   YAML::Node root;
@@ -256,6 +315,7 @@ Result<ModelSpec> ModelFromJson(std::string_view json, std::string_view source,
   spec.bias = root["attention_bias"] && root["attention_bias"].as<bool>(false);
   spec.learned_positions = false;
   spec.causal = true;
+  STAGECRAFT_RETURN_IF_ERROR(ReadQuantization(root, source, spec));
   model.transformer = spec;
   const std::string type = root["model_type"] ? root["model_type"].as<std::string>("") : "";
   model.name = root["_name_or_path"] ? root["_name_or_path"].as<std::string>(type) : type;

@@ -78,6 +78,40 @@ constexpr const char* kDeepSeekV3 = R"({"_name_or_path": "deepseek-ai/DeepSeek-V
   "num_key_value_heads": 128, "q_lora_rank": 1536, "qk_nope_head_dim": 128,
   "qk_rope_head_dim": 64, "v_head_dim": 128, "vocab_size": 129280})";
 
+// quantization_config names the checkpoint's weight format (serving reads it; training
+// ignores it): DeepSeek-V3's fp8 block quantization, an AWQ 4-bit checkpoint, gpt-oss's mxfp4,
+// compressed-tensors FP8 weights with an FP8 KV cache scheme; an unknown method is an error.
+TEST(HfConfigTest, QuantizationConfigGivesTheWeightFormat) {
+  const auto with = [](const std::string& quant) {
+    std::string text = kLlama3;
+    text.insert(text.size() - 1, ", \"quantization_config\": " + quant);
+    return ModelFromHfConfig(text, "q.json", ModelSpec());
+  };
+  const auto format = [&](const std::string& quant) {
+    auto model = with(quant);
+    EXPECT_TRUE(model.ok()) << model.error().message;
+    return model.ok() ? model.value().transformer.weight_format : std::string();
+  };
+  EXPECT_EQ(format(R"({"quant_method": "fp8", "fmt": "e4m3", "weight_block_size": [128, 128]})"),
+            "fp8");
+  EXPECT_EQ(format(R"({"quant_method": "awq", "bits": 4, "group_size": 128})"), "int4");
+  EXPECT_EQ(format(R"({"quant_method": "gptq", "bits": 8})"), "int8");
+  EXPECT_EQ(format(R"({"quant_method": "mxfp4"})"), "fp4");
+  EXPECT_EQ(format(R"({"quant_method": "modelopt", "quant_algo": "NVFP4"})"), "fp4");
+  auto ct = with(R"({"quant_method": "compressed-tensors", "config_groups": {"group_0":
+      {"weights": {"num_bits": 8, "type": "float"}}}, "kv_cache_scheme": {"num_bits": 8,
+      "type": "float"}})");
+  ASSERT_TRUE(ct.ok()) << ct.error().message;
+  EXPECT_EQ(ct.value().transformer.weight_format, "fp8");
+  EXPECT_EQ(ct.value().transformer.kv_cache_dtype, "fp8");
+  auto plain = ModelFromHfConfig(kLlama3, "llama3.json", ModelSpec());
+  ASSERT_TRUE(plain.ok());
+  EXPECT_EQ(plain.value().transformer.weight_format, "");
+  auto unknown = with(R"({"quant_method": "hqq"})");
+  ASSERT_FALSE(unknown.ok());
+  EXPECT_NE(unknown.error().message.find("quant_method 'hqq'"), std::string::npos);
+}
+
 TEST(HfConfigTest, DeepSeekV3MoeAndMla) {
   const ModelSpec model = ModelFromHfConfig(kDeepSeekV3, "dsv3.json", ModelSpec()).value();
   const TransformerSpec& spec = model.transformer;

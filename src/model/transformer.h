@@ -17,6 +17,8 @@
 #include <cstdint>
 #include <vector>
 
+#include <string>
+
 #include "core/time.h"
 #include "hardware/kernel_model.h"
 #include "model/layer_spec.h"
@@ -50,6 +52,12 @@ struct TransformerSpec {
   int64_t qk_nope_dim = 0;
   int64_t qk_rope_dim = 0;
   int64_t v_head_dim = 0;
+  // Serving (doc/serving.md): the checkpoint's weight format, "" = the compute dtype (bf16), or
+  // fp8 | int8 | int4 | fp4 (model.transformer.weight_format, or a HuggingFace config's
+  // quantization_config); the KV cache's, "" = the weights' compute dtype (vLLM's `auto`) or fp8
+  // (model.transformer.kv_cache_dtype, vLLM's name). Training ignores both.
+  std::string weight_format;
+  std::string kv_cache_dtype;
   bool operator==(const TransformerSpec&) const = default;
 
   bool moe() const { return experts > 0; }

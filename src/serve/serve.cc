@@ -319,7 +319,8 @@ Status RunServe(const ServeSpec& spec, Transcript& transcript) {
   auto slo = ParseSlo(spec.slo);
   if (!slo.ok()) return slo.error();
   EngineOptions engine;
-  STAGECRAFT_RETURN_IF_ERROR(ApplyDtypes(spec.weight_dtype, spec.kv_dtype, engine));
+  STAGECRAFT_RETURN_IF_ERROR(
+      ApplyDtypes(spec.weight_dtype, spec.kv_dtype, config.model.transformer, engine));
   engine.cuda_graphs = !spec.eager;
   auto replica = BuildReplicaModel(config.model.transformer, config.cluster, shape, engine);
   if (!replica.ok()) return replica.error();

@@ -36,8 +36,8 @@ struct ServeSpec {
   int64_t prefix_groups = 0;                // --prefix-groups G: shared prompt prefixes (0 none)
   int64_t prefix_tokens = 0;                // --prefix-tokens P: each one's length
   std::string slo = "ttft=0.4s,tpot=40ms";  // --slo
-  std::string weight_dtype = "bf16";        // --weight-dtype bf16 | fp8 | int8 | fp4
-  std::string kv_dtype = "bf16";            // --kv-dtype bf16 | fp8
+  std::string weight_dtype;        // --weight-dtype bf16|fp8|int8|int4|fp4; "" = the model's
+  std::string kv_dtype;            // --kv-dtype bf16|fp8; "" = the model's
   std::string trace_path;                   // --trace FILE: Chrome trace of the batches
   std::string report_path;                  // --report FILE.html: the HTML report
   std::string request_trace;                // --request-trace FILE: the requests, as CSV

@@ -286,12 +286,12 @@ Result<ServePlanResult> PlanServing(const ServePlanSpec& spec) {
   if (!prompt.ok()) return prompt.error();
   auto output = ParseLengthDist(spec.output_tokens, "--output-tokens");
   if (!output.ok()) return output.error();
-  EngineOptions engine;
-  STAGECRAFT_RETURN_IF_ERROR(ApplyDtypes(spec.weight_dtype, spec.kv_dtype, engine));
   auto run = ResolveRun(spec.run);
   if (!run.ok()) return run.error();
   const Config& config = run.value().config;
   const TransformerSpec& model = config.model.transformer;
+  EngineOptions engine;
+  STAGECRAFT_RETURN_IF_ERROR(ApplyDtypes(spec.weight_dtype, spec.kv_dtype, model, engine));
   if (!config.model.is_transformer()) {
     return Error{
         "serve-plan: the model is not a transformer (expected model.type: transformer "

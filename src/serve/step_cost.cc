@@ -125,21 +125,30 @@ void SizeRoofline(ReplicaModel& replica) {
 
 }  // namespace
 
-Status ApplyDtypes(const std::string& weight_dtype, const std::string& kv_dtype,
-                   EngineOptions& engine) {
+Status ApplyDtypes(const std::string& weight_flag, const std::string& kv_flag,
+                   const TransformerSpec& model, EngineOptions& engine) {
   struct Format {
     const char* name;
     double bytes;
     bool fp8;
   };
-  static constexpr Format kWeights[] = {
-      {"bf16", 2, false}, {"fp8", 1, true}, {"int8", 1, false}, {"fp4", 0.5, false}};
+  static constexpr Format kWeights[] = {{"bf16", 2, false},
+                                        {"fp8", 1, true},
+                                        {"int8", 1, false},
+                                        {"int4", 0.5, false},
+                                        {"fp4", 0.5, false}};
+  // The flag, else the model's own format (its config), else bf16.
+  const std::string weight_dtype =
+      !weight_flag.empty() ? weight_flag
+                           : (!model.weight_format.empty() ? model.weight_format : "bf16");
+  const std::string kv_dtype =
+      !kv_flag.empty() ? kv_flag : (!model.kv_cache_dtype.empty() ? model.kv_cache_dtype : "bf16");
   const Format* weights = nullptr;
   for (const Format& format : kWeights) {
     if (weight_dtype == format.name) weights = &format;
   }
   if (weights == nullptr) {
-    return Error{"--weight-dtype '" + weight_dtype + "': expected bf16, fp8, int8 or fp4"};
+    return Error{"--weight-dtype '" + weight_dtype + "': expected bf16, fp8, int8, int4 or fp4"};
   }
   if (kv_dtype != "bf16" && kv_dtype != "fp8") {
     return Error{"--kv-dtype '" + kv_dtype + "': expected bf16 or fp8"};

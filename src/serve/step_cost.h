@@ -72,12 +72,13 @@ struct ReplicaModel {
   double attention_flops_per_pair = 0;  // all layers: a query against one cached key and value
 };
 
-// --weight-dtype bf16|fp8|int8|fp4 and --kv-dtype bf16|fp8 into `engine`: fp8 weights run
-// W8A8 at the FP8 rate (vLLM's fp8 quantization on Hopper), int8 and fp4 are weight-only
-// (dequantized into bf16 GEMMs); an fp8 KV cache stores one byte per element (vLLM's
-// kv_cache_dtype fp8).
-Status ApplyDtypes(const std::string& weight_dtype, const std::string& kv_dtype,
-                   EngineOptions& engine);
+// --weight-dtype bf16|fp8|int8|int4|fp4 and --kv-dtype bf16|fp8 into `engine`; a flag left
+// empty takes the model's own format (TransformerSpec::weight_format, kv_cache_dtype: from the
+// config or the HuggingFace quantization_config), else bf16. fp8 weights run W8A8 at the FP8
+// rate (vLLM's fp8 quantization on Hopper); int8, int4 and fp4 are weight-only (dequantized into
+// bf16 GEMMs); an fp8 KV cache stores one byte per element (vLLM's kv_cache_dtype fp8).
+Status ApplyDtypes(const std::string& weight_flag, const std::string& kv_flag,
+                   const TransformerSpec& model, EngineOptions& engine);
 
 // Checks the layout against the model (heads and KV heads divide or are divided by tp, pp
 // divides the layers, the cluster is a preset with HBM) and sizes the replica. Bad input: the

@@ -286,6 +286,7 @@ const std::vector<Option<ServeSpec>>& ServeOptions() {
       TextOption("slo", &ServeSpec::slo),
       TextOption("weight_dtype", &ServeSpec::weight_dtype),
       TextOption("kv_dtype", &ServeSpec::kv_dtype),
+      TextOption("batching", &ServeSpec::batching),
       TextOption("request_trace", &ServeSpec::request_trace),
       FlagOption("eager", &ServeSpec::eager),
   };

@@ -385,6 +385,11 @@ CLI::App* AddServeCommand(CLI::App& app, ServeSpec& serve) {
   command->add_option("--weight-dtype", serve.weight_dtype, "bf16 | fp8 | int8 | int4 | fp4 (default: the config's weight_format or quantization_config, else bf16)")
       ->type_name("T");
   command->add_option("--kv-dtype", serve.kv_dtype, "bf16 | fp8 (default: the config's kv_cache_dtype, else bf16)")->type_name("T");
+  command
+      ->add_option("--batching", serve.batching,
+                   "chunked (default: vLLM V1, Sarathi-Serve) | prefill-first (vLLM V0: whole "
+                   "prompts, then decodes)")
+      ->type_name("B");
   command->add_flag("--eager", serve.eager,
                     "no CUDA graphs: an iteration lasts at least the host's issue of its kernels");
   command->add_option("--trace", serve.trace_path, "write a Chrome trace of the batches to FILE")
@@ -425,6 +430,11 @@ CLI::App* AddServePlanCommand(CLI::App& app, ServePlanSpec& plan) {
   command->add_option("--weight-dtype", plan.weight_dtype, "bf16 | fp8 | int8 | int4 | fp4 (default: the config's weight_format or quantization_config, else bf16)")
       ->type_name("T");
   command->add_option("--kv-dtype", plan.kv_dtype, "bf16 | fp8 (default: the config's kv_cache_dtype, else bf16)")->type_name("T");
+  command
+      ->add_option("--batching", plan.batching,
+                   "chunked (default: vLLM V1, Sarathi-Serve) | prefill-first (vLLM V0: whole "
+                   "prompts, then decodes)")
+      ->type_name("B");
   command
       ->add_option("--svg", plan.svg_path,
                    "write the rates tried and their Pareto front (GPU-seconds per request vs P90 "

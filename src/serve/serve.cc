@@ -322,6 +322,7 @@ Status RunServe(const ServeSpec& spec, Transcript& transcript) {
   STAGECRAFT_RETURN_IF_ERROR(
       ApplyDtypes(spec.weight_dtype, spec.kv_dtype, config.model.transformer, engine));
   engine.cuda_graphs = !spec.eager;
+  STAGECRAFT_RETURN_IF_ERROR(ApplyBatching(spec.batching, config.model.seq_len, engine));
   auto replica = BuildReplicaModel(config.model.transformer, config.cluster, shape, engine);
   if (!replica.ok()) return replica.error();
   std::vector<IterationRecord> iterations;

@@ -38,6 +38,7 @@ struct ServeSpec {
   std::string slo = "ttft=0.4s,tpot=40ms";  // --slo
   std::string weight_dtype;        // --weight-dtype bf16|fp8|int8|int4|fp4; "" = the model's
   std::string kv_dtype;            // --kv-dtype bf16|fp8; "" = the model's
+  std::string batching;  // --batching chunked | prefill-first; "" = chunked
   std::string trace_path;                   // --trace FILE: Chrome trace of the batches
   std::string report_path;                  // --report FILE.html: the HTML report
   std::string request_trace;                // --request-trace FILE: the requests, as CSV

@@ -292,6 +292,7 @@ Result<ServePlanResult> PlanServing(const ServePlanSpec& spec) {
   const TransformerSpec& model = config.model.transformer;
   EngineOptions engine;
   STAGECRAFT_RETURN_IF_ERROR(ApplyDtypes(spec.weight_dtype, spec.kv_dtype, model, engine));
+  STAGECRAFT_RETURN_IF_ERROR(ApplyBatching(spec.batching, config.model.seq_len, engine));
   if (!config.model.is_transformer()) {
     return Error{
         "serve-plan: the model is not a transformer (expected model.type: transformer "

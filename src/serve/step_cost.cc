@@ -159,6 +159,20 @@ Status ApplyDtypes(const std::string& weight_flag, const std::string& kv_flag,
   return Status::Ok();
 }
 
+Status ApplyBatching(const std::string& batching, int64_t max_model_len, EngineOptions& engine) {
+  if (batching.empty() || batching == "chunked") {
+    engine.batching = EngineOptions::Batching::kChunked;
+    return Status::Ok();
+  }
+  if (batching != "prefill-first") {
+    return Error{"--batching '" + batching + "': expected chunked (vLLM V1, Sarathi-Serve) or " +
+                 "prefill-first (vLLM V0)"};
+  }
+  engine.batching = EngineOptions::Batching::kPrefillFirst;
+  engine.token_budget = std::max<int64_t>(max_model_len, 2048);
+  return Status::Ok();
+}
+
 std::string DescribeShape(const ServeShape& shape) {
   return "tp " + Num(shape.tp) + " x pp " + Num(shape.pp) + ", " + Num(shape.replicas) +
          (shape.replicas == 1 ? " replica (" : " replicas (") + Num(shape.gpus()) +

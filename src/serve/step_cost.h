@@ -80,6 +80,13 @@ struct ReplicaModel {
 Status ApplyDtypes(const std::string& weight_flag, const std::string& kv_flag,
                    const TransformerSpec& model, EngineOptions& engine);
 
+// --batching chunked (the default: vLLM V1's and Sarathi-Serve's loop, the 8,192-token budget)
+// or prefill-first (vLLM V0 without chunked prefill, the engine of 2023-24 papers such as
+// DistServe's baseline: whole prompts first, then decodes; its max_num_batched_tokens default
+// max(max_model_len, 2048), vllm/config.py SchedulerConfig, with `max_model_len` the model's
+// sequence length).
+Status ApplyBatching(const std::string& batching, int64_t max_model_len, EngineOptions& engine);
+
 // Checks the layout against the model (heads and KV heads divide or are divided by tp, pp
 // divides the layers, the cluster is a preset with HBM) and sizes the replica. Bad input: the
 // flag and what would work; a replica whose weights leave no room for one KV block: kInfeasible.

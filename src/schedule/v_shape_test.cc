@@ -328,28 +328,49 @@ TEST(ZbVTest, NoBubbleWhenFEqualsIEqualsW) {
   }
 }
 
-// The greedy of v_half.cc for p = 2 (cap 4 chunk activations), m = 2, traced by hand: rank 0 runs
-// 0F0, then 0F1 (room for 2 returning up F), idles at t = 2, then takes each I as it becomes
-// ready and the W passes last; rank 1 starts at t = 1.
+// The building block of v_half.cc for p = 2 (d = 3), squeezed: rank 0 holds down F 0, up F 4,
+// up I 8, down I 11 per cycle of 6 before squeezing; the W passes take the free slots (up W
+// first). The same programs as the reference generator's (zbv_greedy.py, commit 39f2c186).
 TEST(VHalfTest, HandWrittenP2M2) {
   const Schedule schedule = GenerateVHalf({2, 2, 2, 0}).value();
   EXPECT_EQ(schedule.name, "v-half");
-  EXPECT_EQ(Joined(schedule.rank_actions[0]), "0F0 0F1 3F0 3I0 3F1 3I1 0I0 3W0 0I1 3W1 0W0 0W1");
-  EXPECT_EQ(Joined(schedule.rank_actions[1]), "1F0 2F0 1F1 2F1 2I0 1I0 2I1 1I1 2W0 1W0 2W1 1W1");
+  EXPECT_EQ(Joined(schedule.rank_actions[0]), "0F0 0F1 3F0 3I0 3W0 3F1 0I0 3I1 3W1 0W0 0I1 0W1");
+  EXPECT_EQ(Joined(schedule.rank_actions[1]), "1F0 2F0 1F1 2F1 2I0 2W0 1I0 1W0 2I1 2W1 1I1 1W1");
 }
 
-// Bubble rate (span) against the paper's V-Half figure ~p/2m: at most p/2m for p <= 6 and p = 8
-// (measured p 4 m 16: 0.068, p 8 m 32: 0.1028 against 0.125); above it by up to half for some
-// larger p at large m, where the greedy leaves small gaps in the steady state (p 7 m 56: 0.0667,
-// p 10 m 80: 0.0769, p 21 m 168: 0.0911 against 0.0625).
-TEST(VHalfTest, BubbleNearHalfPOverM) {
+// Bubble rate (span) with F = I = W and no communication against the authors' V-Half generator
+// (sail-sg/zero-bubble-pipeline-parallelism, megatron/core/pipeline_parallel/zerobubble/
+// scheduler/zbv_greedy.py at commit 39f2c186a27580b7051eb51e0f651e1efd0a8170, mem_config "half",
+// costs 1 1 1, c 0; its figure (max span − busy) / max span). Acceptance (issue 12): at most
+// +0.002 above it. Measured: equal on every case below.
+TEST(VHalfTest, BubbleMatchesReferenceGenerator) {
+  const struct {
+    int32_t pp;
+    int32_t microbatches;
+    double reference;
+  } kCases[] = {{2, 2, 0.200000},    {4, 8, 0.094340},   {4, 16, 0.049505},  {4, 32, 0.025381},
+                {5, 10, 0.154930},   {6, 12, 0.132530},  {6, 24, 0.070968},  {7, 56, 0.048159},
+                {8, 16, 0.150442},   {8, 24, 0.105590},  {8, 32, 0.081340},  {8, 64, 0.042394},
+                {12, 36, 0.118367},  {12, 96, 0.047934}, {16, 32, 0.175966}, {16, 64, 0.096471},
+                {16, 128, 0.050680}, {24, 72, 0.130785}, {24, 192, 0.053410}};
+  for (const auto& reference : kCases) {
+    const Schedule schedule = GenerateVHalf({reference.pp, 2, reference.microbatches, 0}).value();
+    const UnitRun run = RunUnitCosts(schedule);
+    ASSERT_FALSE(run.deadlock) << Label(schedule);
+    EXPECT_LE(run.bubble_rate_span, reference.reference + 0.002) << Label(schedule);
+    EXPECT_NEAR(run.bubble_rate_span, reference.reference, 1e-6) << Label(schedule);
+  }
+}
+
+// Bubble rate (span) at most the paper's V-Half figure ~p/2m for every p up to 24 and m from 2p
+// (measured p 16 m 32: 0.176 against 0.25; p 24 m 192: 0.0534 against 0.0625).
+TEST(VHalfTest, BubbleAtMostHalfPOverM) {
   for (int32_t pp = 2; pp <= 24; ++pp) {
-    const double slack = pp <= 6 || pp == 8 ? 1.0 : 1.5;
     for (int32_t microbatches : {2 * pp, 3 * pp, 4 * pp, 8 * pp}) {
       const Schedule schedule = GenerateVHalf({pp, 2, microbatches, 0}).value();
       const UnitRun run = RunUnitCosts(schedule);
       ASSERT_FALSE(run.deadlock) << Label(schedule);
-      EXPECT_LE(run.bubble_rate_span, slack * pp / (2.0 * microbatches)) << Label(schedule);
+      EXPECT_LE(run.bubble_rate_span, pp / (2.0 * microbatches)) << Label(schedule);
     }
   }
 }

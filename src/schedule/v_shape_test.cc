@@ -6,6 +6,7 @@
 
 #include <algorithm>
 #include <map>
+#include <optional>
 #include <string>
 #include <tuple>
 #include <utility>
@@ -394,6 +395,69 @@ TEST(VMinTest, BubbleAtMostTwoPOverThreeM) {
       const UnitRun run = RunUnitCosts(schedule);
       ASSERT_FALSE(run.deadlock) << Label(schedule);
       EXPECT_LE(run.bubble_rate_span, 2.0 * pp / (3.0 * microbatches)) << Label(schedule);
+    }
+  }
+}
+
+// UnitCostStarts on a hand-made two-stage loop: rank 0 runs 0F0 0I0 0W0, rank 1 1F0 1I0 1W0, so
+// 0F0 starts at 0, 1F0 at 1, 1I0 at 2, 0I0 and 1W0 at 3, 0W0 at 4; a rank whose I comes before
+// its own F deadlocks, and then the answer is empty.
+TEST(LinkOrderTest, UnitCostStartsByHand) {
+  Schedule schedule;
+  schedule.num_ranks = 2;
+  schedule.num_stages = 2;
+  schedule.num_microbatches = 1;
+  schedule.rank_actions = {
+      {ParseAction("0F0").value(), ParseAction("0I0").value(), ParseAction("0W0").value()},
+      {ParseAction("1F0").value(), ParseAction("1I0").value(), ParseAction("1W0").value()}};
+  const std::vector<int64_t> starts = UnitCostStarts(schedule);
+  ASSERT_FALSE(starts.empty());
+  const auto start = [&](const char* action) {
+    return starts[ActionSlot(schedule, ParseAction(action).value())];
+  };
+  EXPECT_EQ(start("0F0"), 0);
+  EXPECT_EQ(start("1F0"), 1);
+  EXPECT_EQ(start("1I0"), 2);
+  EXPECT_EQ(start("0I0"), 3);
+  EXPECT_EQ(start("1W0"), 3);
+  EXPECT_EQ(start("0W0"), 4);
+  std::swap(schedule.rank_actions[0][0], schedule.rank_actions[0][1]);
+  EXPECT_TRUE(UnitCostStarts(schedule).empty());
+}
+
+// The pass on an order whose links disagree: zb-v's published order (m > p, see
+// LinkOrdersDisagreeOnceMExceedsP). With the down class as the last rank runs it, the result
+// has every action once on its rank, agreeing links, no rank above its activation peak, and it
+// runs; with the down class from rank p − 2 the last rank would have to take more down F before
+// its first up I than its peak allows, and the pass says so (nullopt).
+TEST(LinkOrderTest, AlignsZbVPublishedOrder) {
+  for (int32_t pp : {2, 3, 4, 8}) {
+    for (int32_t microbatches : {pp + 1, 3 * pp}) {
+      const Schedule schedule = GenerateZbV({pp, 2, microbatches, 0}).value();
+      ASSERT_FALSE(LinkOrdersAgree(schedule));
+      const std::optional<Schedule> aligned = AlignVLinkOrders(schedule, pp - 1, 0);
+      ASSERT_TRUE(aligned.has_value()) << Label(schedule);
+      ExpectCompleteVSchedule(*aligned, pp, microbatches);
+      EXPECT_TRUE(LinkOrdersAgree(*aligned)) << Label(schedule);
+      EXPECT_FALSE(RunUnitCosts(*aligned).deadlock) << Label(schedule);
+      const std::vector<int32_t> before = PeakActivations(schedule, ActionKind::kWeightGrad);
+      const std::vector<int32_t> after = PeakActivations(*aligned, ActionKind::kWeightGrad);
+      for (int32_t rank = 0; rank < pp; ++rank) EXPECT_LE(after[rank], before[rank]);
+      EXPECT_FALSE(AlignVLinkOrders(schedule, pp - 2, 0).has_value()) << Label(schedule);
+    }
+  }
+}
+
+// v-half's links agree for every p up to 24 and m up to 8p (LinkOrdersAgreeForVHalfAndVMin
+// checks p <= 16 with more m), at the building block's peak bound.
+TEST(VHalfTest, LinkOrdersAgreeUpToP24) {
+  for (int32_t pp = 17; pp <= 24; pp += 7) {
+    for (int32_t microbatches : {pp - 1, pp + 1, 2 * pp, 8 * pp}) {
+      const Schedule schedule = GenerateVHalf({pp, 2, microbatches, 0}).value();
+      EXPECT_TRUE(LinkOrdersAgree(schedule)) << Label(schedule);
+      for (int32_t peak : PeakActivations(schedule, ActionKind::kWeightGrad)) {
+        EXPECT_LE(peak, 2 * ((pp + 2) / 2)) << Label(schedule);
+      }
     }
   }
 }

@@ -12,8 +12,9 @@
 // a rank runs, of the next pass of each class order and its pending W passes, a ready one (inputs
 // done, not before the pass's unit-cost start in the given schedule, an F only while the rank
 // holds fewer chunk activations than the given schedule's peak on that rank, F until W), F and
-// I before W, then the earliest in the given schedule. So W passes fill the free slots, and
-// nothing runs earlier or holds more activations than in the given schedule.
+// I before W, then the earliest in the given schedule. So W passes fill the free slots, no pass
+// is listed before its start in the given schedule, and no rank holds more activations than
+// there. Used by v-half (v_half.cc); zb-v keeps its published order (runtime-only).
 #include <algorithm>
 #include <array>
 #include <cstdint>

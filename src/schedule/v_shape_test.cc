@@ -359,16 +359,21 @@ TEST(VHalfTest, BubbleMatchesReferenceGenerator) {
     const Schedule schedule = GenerateVHalf({reference.pp, 2, reference.microbatches, 0}).value();
     const UnitRun run = RunUnitCosts(schedule);
     ASSERT_FALSE(run.deadlock) << Label(schedule);
+    EXPECT_TRUE(LinkOrdersAgree(schedule)) << Label(schedule);
     EXPECT_LE(run.bubble_rate_span, reference.reference + 0.002) << Label(schedule);
     EXPECT_NEAR(run.bubble_rate_span, reference.reference, 1e-6) << Label(schedule);
   }
 }
 
-// Bubble rate (span) at most the paper's V-Half figure ~p/2m for every p up to 24 and m from 2p
-// (measured p 16 m 32: 0.176 against 0.25; p 24 m 192: 0.0534 against 0.0625).
+// Bubble rate (span) at most the paper's V-Half figure ~p/2m for every p up to 24 and m from 2p,
+// 8p up to p 12 (kept short: a Debug run of p 13-24 at 8p takes most of this test's time;
+// BubbleMatchesReferenceGenerator has p 16 and 24 at 8p) (measured p 16 m 32: 0.176 against
+// 0.25; p 24 m 192: 0.0534 against 0.0625).
 TEST(VHalfTest, BubbleAtMostHalfPOverM) {
   for (int32_t pp = 2; pp <= 24; ++pp) {
-    for (int32_t microbatches : {2 * pp, 3 * pp, 4 * pp, 8 * pp}) {
+    std::vector<int32_t> microbatch_counts = {2 * pp, 3 * pp, 4 * pp};
+    if (pp <= 12) microbatch_counts.push_back(8 * pp);
+    for (const int32_t microbatches : microbatch_counts) {
       const Schedule schedule = GenerateVHalf({pp, 2, microbatches, 0}).value();
       const UnitRun run = RunUnitCosts(schedule);
       ASSERT_FALSE(run.deadlock) << Label(schedule);
@@ -478,11 +483,11 @@ TEST(LinkOrderTest, PlantedSwapDisagrees) {
   EXPECT_FALSE(LinkOrdersAgree(schedule));
 }
 
-// v-half's links agree for every p up to 24 and m up to 8p (LinkOrdersAgreeForVHalfAndVMin
-// checks p <= 16 with more m), at the building block's peak bound.
+// v-half's links agree past p 16 (LinkOrdersAgreeForVHalfAndVMin checks p <= 16,
+// BubbleMatchesReferenceGenerator p 24 at m 3p and 8p), at the building block's peak bound.
 TEST(VHalfTest, LinkOrdersAgreeUpToP24) {
   for (int32_t pp = 17; pp <= 24; pp += 7) {
-    for (int32_t microbatches : {pp - 1, pp + 1, 2 * pp, 8 * pp}) {
+    for (int32_t microbatches : {pp - 1, pp + 1, 2 * pp}) {
       const Schedule schedule = GenerateVHalf({pp, 2, microbatches, 0}).value();
       EXPECT_TRUE(LinkOrdersAgree(schedule)) << Label(schedule);
       for (int32_t peak : PeakActivations(schedule, ActionKind::kWeightGrad)) {

@@ -26,7 +26,7 @@ const std::vector<ScheduleGenerator>& ScheduleGenerators() {
        "Zero Bubble V: 2 chunks per rank in a V, 2p chunk activations, 0 bubble if F=I=W, m>=2p-1",
        GenerateZbV},
       {"v-half",
-       "V-Half (controllable memory): V placement, greedy under a (p+2)//2-microbatch cap",
+       "V-Half (controllable memory): V building block, links aligned; (p+2)//2 microbatches",
        GenerateVHalf},
       {"v-min",
        "V-Min (controllable memory): V placement, minimal-lifespan block; (p+4)//3 microbatches",

@@ -3,6 +3,7 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -119,5 +120,20 @@ Status CheckVShapeParams(const GeneratorParams& params, std::string_view name);
 // An empty schedule of 2p stages with V placement (loop when p = 1: the same map, and what the
 // CSV reader calls it). REQUIRES: CheckVShapeParams passed.
 Schedule EmptyVSchedule(const GeneratorParams& params, std::string_view name);
+
+// Each action's start in a unit-cost run of `schedule` (every F, I, W takes 1 and nothing else
+// costs time; each rank runs its program in order, an action once its inputs are done), indexed
+// by ActionSlot (INT64_MAX for an action the schedule lacks); empty when the programs deadlock.
+// REQUIRES: F, I, W passes only (v_link_order.cc).
+std::vector<int64_t> UnitCostStarts(const Schedule& schedule);
+// A V schedule listed again so that every link carries its messages in the order the receiver
+// takes them (it then runs under rendezvous point-to-point): every rank interleaves its down F
+// and up I as `down_class_rank` does, and its up F and down I as `up_class_rank` does; in unit
+// time, no pass earlier and no rank holding more chunk activations (F until W) than in
+// `schedule`, W passes in the free slots (v_link_order.cc). nullopt when `schedule` deadlocks or
+// the two orders and the activation caps block each other.
+// REQUIRES: a V schedule of F, I, W passes, p >= 2, both ranks < p.
+std::optional<Schedule> AlignVLinkOrders(const Schedule& schedule, int32_t down_class_rank,
+                                         int32_t up_class_rank);
 
 }  // namespace stagecraft

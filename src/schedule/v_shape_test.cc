@@ -6,6 +6,7 @@
 
 #include <algorithm>
 #include <map>
+#include <optional>
 #include <string>
 #include <tuple>
 #include <utility>
@@ -259,8 +260,8 @@ TEST(VMinTest, PeakWithinCapUpToP64) {
   }
 }
 
-// v-half by construction (a consumer waits for its message to be the oldest on the link), v-min
-// as measured: both run under rendezvous point-to-point.
+// v-half through its link alignment (AlignVLinkOrders; without it 46 of these 96 cases disagree),
+// v-min as measured: both run under rendezvous point-to-point.
 TEST(VShapeTest, LinkOrdersAgreeForVHalfAndVMin) {
   for (const GenerateFn generate : {GenerateVHalf, GenerateVMin}) {
     for (int32_t pp = 1; pp <= 16; ++pp) {
@@ -328,28 +329,55 @@ TEST(ZbVTest, NoBubbleWhenFEqualsIEqualsW) {
   }
 }
 
-// The greedy of v_half.cc for p = 2 (cap 4 chunk activations), m = 2, traced by hand: rank 0 runs
-// 0F0, then 0F1 (room for 2 returning up F), idles at t = 2, then takes each I as it becomes
-// ready and the W passes last; rank 1 starts at t = 1.
+// The building block of v_half.cc for p = 2 (d = 3), squeezed: rank 0 holds down F 0, up F 4,
+// up I 8, down I 11 per cycle of 6 before squeezing; the W passes take the free slots (up W
+// first). The same programs as the reference generator's (zbv_greedy.py, commit 39f2c186).
 TEST(VHalfTest, HandWrittenP2M2) {
   const Schedule schedule = GenerateVHalf({2, 2, 2, 0}).value();
   EXPECT_EQ(schedule.name, "v-half");
-  EXPECT_EQ(Joined(schedule.rank_actions[0]), "0F0 0F1 3F0 3I0 3F1 3I1 0I0 3W0 0I1 3W1 0W0 0W1");
-  EXPECT_EQ(Joined(schedule.rank_actions[1]), "1F0 2F0 1F1 2F1 2I0 1I0 2I1 1I1 2W0 1W0 2W1 1W1");
+  EXPECT_EQ(Joined(schedule.rank_actions[0]), "0F0 0F1 3F0 3I0 3W0 3F1 0I0 3I1 3W1 0W0 0I1 0W1");
+  EXPECT_EQ(Joined(schedule.rank_actions[1]), "1F0 2F0 1F1 2F1 2I0 2W0 1I0 1W0 2I1 2W1 1I1 1W1");
 }
 
-// Bubble rate (span) against the paper's V-Half figure ~p/2m: at most p/2m for p <= 6 and p = 8
-// (measured p 4 m 16: 0.068, p 8 m 32: 0.1028 against 0.125); above it by up to half for some
-// larger p at large m, where the greedy leaves small gaps in the steady state (p 7 m 56: 0.0667,
-// p 10 m 80: 0.0769, p 21 m 168: 0.0911 against 0.0625).
-TEST(VHalfTest, BubbleNearHalfPOverM) {
+// Bubble rate (span) with F = I = W and no communication against the authors' V-Half generator
+// (sail-sg/zero-bubble-pipeline-parallelism, megatron/core/pipeline_parallel/zerobubble/
+// scheduler/zbv_greedy.py at commit 39f2c186a27580b7051eb51e0f651e1efd0a8170, mem_config "half",
+// costs 1 1 1, c 0; its figure (max span − busy) / max span). Acceptance (issue 12): at most
+// +0.002 above it. Measured: equal on every case below, with v-half's links aligned (the
+// alignment costs nothing once m >= 2p).
+TEST(VHalfTest, BubbleMatchesReferenceGenerator) {
+  const struct {
+    int32_t pp;
+    int32_t microbatches;
+    double reference;
+  } kCases[] = {{2, 2, 0.200000},    {4, 8, 0.094340},   {4, 16, 0.049505},  {4, 32, 0.025381},
+                {5, 10, 0.154930},   {6, 12, 0.132530},  {6, 24, 0.070968},  {7, 56, 0.048159},
+                {8, 16, 0.150442},   {8, 24, 0.105590},  {8, 32, 0.081340},  {8, 64, 0.042394},
+                {12, 36, 0.118367},  {12, 96, 0.047934}, {16, 32, 0.175966}, {16, 64, 0.096471},
+                {16, 128, 0.050680}, {24, 72, 0.130785}, {24, 192, 0.053410}};
+  for (const auto& reference : kCases) {
+    const Schedule schedule = GenerateVHalf({reference.pp, 2, reference.microbatches, 0}).value();
+    const UnitRun run = RunUnitCosts(schedule);
+    ASSERT_FALSE(run.deadlock) << Label(schedule);
+    EXPECT_TRUE(LinkOrdersAgree(schedule)) << Label(schedule);
+    EXPECT_LE(run.bubble_rate_span, reference.reference + 0.002) << Label(schedule);
+    EXPECT_NEAR(run.bubble_rate_span, reference.reference, 1e-6) << Label(schedule);
+  }
+}
+
+// Bubble rate (span) at most the paper's V-Half figure ~p/2m for every p up to 24 and m from 2p,
+// 8p up to p 12 (kept short: a Debug run of p 13-24 at 8p takes most of this test's time;
+// BubbleMatchesReferenceGenerator has p 16 and 24 at 8p) (measured p 16 m 32: 0.176 against
+// 0.25; p 24 m 192: 0.0534 against 0.0625).
+TEST(VHalfTest, BubbleAtMostHalfPOverM) {
   for (int32_t pp = 2; pp <= 24; ++pp) {
-    const double slack = pp <= 6 || pp == 8 ? 1.0 : 1.5;
-    for (int32_t microbatches : {2 * pp, 3 * pp, 4 * pp, 8 * pp}) {
+    std::vector<int32_t> microbatch_counts = {2 * pp, 3 * pp, 4 * pp};
+    if (pp <= 12) microbatch_counts.push_back(8 * pp);
+    for (const int32_t microbatches : microbatch_counts) {
       const Schedule schedule = GenerateVHalf({pp, 2, microbatches, 0}).value();
       const UnitRun run = RunUnitCosts(schedule);
       ASSERT_FALSE(run.deadlock) << Label(schedule);
-      EXPECT_LE(run.bubble_rate_span, slack * pp / (2.0 * microbatches)) << Label(schedule);
+      EXPECT_LE(run.bubble_rate_span, pp / (2.0 * microbatches)) << Label(schedule);
     }
   }
 }
@@ -373,6 +401,98 @@ TEST(VMinTest, BubbleAtMostTwoPOverThreeM) {
       const UnitRun run = RunUnitCosts(schedule);
       ASSERT_FALSE(run.deadlock) << Label(schedule);
       EXPECT_LE(run.bubble_rate_span, 2.0 * pp / (3.0 * microbatches)) << Label(schedule);
+    }
+  }
+}
+
+// UnitCostStarts on a hand-made two-stage loop: rank 0 runs 0F0 0I0 0W0, rank 1 1F0 1I0 1W0, so
+// 0F0 starts at 0, 1F0 at 1, 1I0 at 2, 0I0 and 1W0 at 3, 0W0 at 4; a rank whose I comes before
+// its own F deadlocks, and then the answer is empty.
+TEST(LinkOrderTest, UnitCostStartsByHand) {
+  Schedule schedule;
+  schedule.num_ranks = 2;
+  schedule.num_stages = 2;
+  schedule.num_microbatches = 1;
+  schedule.rank_actions = {
+      {ParseAction("0F0").value(), ParseAction("0I0").value(), ParseAction("0W0").value()},
+      {ParseAction("1F0").value(), ParseAction("1I0").value(), ParseAction("1W0").value()}};
+  const std::vector<int64_t> starts = UnitCostStarts(schedule);
+  ASSERT_FALSE(starts.empty());
+  const auto start = [&](const char* action) {
+    return starts[ActionSlot(schedule, ParseAction(action).value())];
+  };
+  EXPECT_EQ(start("0F0"), 0);
+  EXPECT_EQ(start("1F0"), 1);
+  EXPECT_EQ(start("1I0"), 2);
+  EXPECT_EQ(start("0I0"), 3);
+  EXPECT_EQ(start("1W0"), 3);
+  EXPECT_EQ(start("0W0"), 4);
+  std::swap(schedule.rank_actions[0][0], schedule.rank_actions[0][1]);
+  EXPECT_TRUE(UnitCostStarts(schedule).empty());
+}
+
+// The pass on an order whose links disagree: zb-v's published order (m > p, see
+// LinkOrdersDisagreeOnceMExceedsP). With the down class as the last rank runs it, the result
+// has every action once on its rank, agreeing links, no rank above its activation peak, and it
+// runs; with the down class from rank p − 2 the last rank would have to take more down F before
+// its first up I than its peak allows, and the pass says so (nullopt).
+TEST(LinkOrderTest, AlignsZbVPublishedOrder) {
+  for (int32_t pp : {2, 3, 4, 8}) {
+    for (int32_t microbatches : {pp + 1, 3 * pp}) {
+      const Schedule schedule = GenerateZbV({pp, 2, microbatches, 0}).value();
+      ASSERT_FALSE(LinkOrdersAgree(schedule));
+      const std::optional<Schedule> aligned = AlignVLinkOrders(schedule, pp - 1, 0);
+      ASSERT_TRUE(aligned.has_value()) << Label(schedule);
+      ExpectCompleteVSchedule(*aligned, pp, microbatches);
+      EXPECT_TRUE(LinkOrdersAgree(*aligned)) << Label(schedule);
+      EXPECT_FALSE(RunUnitCosts(*aligned).deadlock) << Label(schedule);
+      const std::vector<int32_t> before = PeakActivations(schedule, ActionKind::kWeightGrad);
+      const std::vector<int32_t> after = PeakActivations(*aligned, ActionKind::kWeightGrad);
+      for (int32_t rank = 0; rank < pp; ++rank) EXPECT_LE(after[rank], before[rank]);
+      EXPECT_FALSE(AlignVLinkOrders(schedule, pp - 2, 0).has_value()) << Label(schedule);
+    }
+  }
+}
+
+// The link check is sensitive: on rank 1 of an aligned v-half, swapping a down F with the up I
+// that follows it in the down class (both cross link 0 -> 1 and link 1 -> 2) makes the orders
+// disagree again.
+TEST(LinkOrderTest, PlantedSwapDisagrees) {
+  Schedule schedule = GenerateVHalf({4, 2, 16, 0}).value();
+  ASSERT_TRUE(LinkOrdersAgree(schedule));
+  std::vector<Action>& program = schedule.rank_actions[1];
+  const VStages stages = VStagesOfRank(1, 4);
+  const auto down_forward = [&](const Action& action) {
+    return action.stage == stages.down && action.kind == ActionKind::kForward;
+  };
+  const auto up_input_grad = [&](const Action& action) {
+    return action.stage == stages.up && action.kind == ActionKind::kInputGrad;
+  };
+  bool swapped = false;
+  for (auto forward = program.begin(); forward != program.end() && !swapped; ++forward) {
+    if (!down_forward(*forward)) continue;
+    const auto next = std::find_if(forward + 1, program.end(), [&](const Action& action) {
+      return down_forward(action) || up_input_grad(action);
+    });
+    if (next != program.end() && up_input_grad(*next)) {
+      std::iter_swap(forward, next);
+      swapped = true;
+    }
+  }
+  ASSERT_TRUE(swapped);
+  EXPECT_FALSE(LinkOrdersAgree(schedule));
+}
+
+// v-half's links agree past p 16 (LinkOrdersAgreeForVHalfAndVMin checks p <= 16,
+// BubbleMatchesReferenceGenerator p 24 at m 3p and 8p), at the building block's peak bound.
+TEST(VHalfTest, LinkOrdersAgreeUpToP24) {
+  for (int32_t pp = 17; pp <= 24; pp += 7) {
+    for (int32_t microbatches : {pp - 1, pp + 1, 2 * pp}) {
+      const Schedule schedule = GenerateVHalf({pp, 2, microbatches, 0}).value();
+      EXPECT_TRUE(LinkOrdersAgree(schedule)) << Label(schedule);
+      for (int32_t peak : PeakActivations(schedule, ActionKind::kWeightGrad)) {
+        EXPECT_LE(peak, 2 * ((pp + 2) / 2)) << Label(schedule);
+      }
     }
   }
 }

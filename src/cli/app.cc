@@ -247,6 +247,12 @@ CLI::App* AddPlanCommand(CLI::App& app, PlanSpec& plan, std::string& engine,
                    "write a self-contained HTML report (ranked plans, Pareto front, rejections) "
                    "to FILE")
       ->type_name("FILE");
+  command
+      ->add_option("--clusters", plan.sweep_clusters,
+                   "a hardware sweep: plan once per cluster preset (DEVICExNODES, comma-"
+                   "separated) and compare the best plans; each fills --gpus, or all its GPUs")
+      ->delimiter(',')
+      ->type_name("LIST");
   command->footer(PlanHelpFooter());
   return command;
 }

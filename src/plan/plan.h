@@ -48,6 +48,10 @@ struct PlanSpec {
   std::optional<Engine> export_engine;
   std::string export_dir;
   std::string report_path;  // --report FILE.html: the plan's HTML report; "" = none
+  // --clusters A,B,...: a hardware sweep, the planner once per cluster preset (DEVICExNODES),
+  // each filling --gpus (or, without it, all the cluster's GPUs); RunPlan prints the best plan
+  // of each side by side. Empty: the one cluster of `run`.
+  std::vector<std::string> sweep_clusters;
   int32_t jobs = 1;            // --jobs N: threads that prepare and simulate candidates
   WorkSplit* split = nullptr;  // where the work runs (an MPI job's); unset = `jobs` threads
   // Told "[done/total] ..." during the exact simulations and "" at the end; unset = quiet.
@@ -114,6 +118,16 @@ std::string FormatPlanJson(const PlanResult& result);
 // The HTML report (report/html.h): the ranked table, the Pareto front of step time against peak
 // memory over every fitting simulated plan, the rejections by reason, what the figures rest on.
 std::string PlanReportHtml(const PlanResult& result);
+
+// A sweep's answer (--clusters): per cluster, what PlanLayouts gave (its best plan first) or why
+// it gave nothing.
+struct SweepRow {
+  std::string cluster;  // the preset as given, "h100x8"
+  int32_t gpus = 0;
+  Result<PlanResult> result = Error{"not planned"};
+};
+std::string FormatSweepTable(const PlanSpec& spec, const std::vector<SweepRow>& rows);
+std::string FormatSweepJson(const PlanSpec& spec, const std::vector<SweepRow>& rows);
 
 // `stagecraft plan`: the table (or JSON) into the transcript; no fitting layout is kInfeasible.
 Status RunPlan(const PlanSpec& spec, bool json, Transcript& transcript);

@@ -5,6 +5,7 @@
 #include <vector>
 
 #include "core/units.h"
+#include "hardware/presets.h"
 #include "plan/export.h"
 #include "plan/plan.h"
 #include "plan/work_split.h"
@@ -30,6 +31,38 @@ std::string Layout(const Candidate& c) {
 
 std::string FitsWord(const MemoryInfo& memory) {
   return !memory.capacity_known ? "?" : memory.fits ? "yes" : "OVER";
+}
+
+void PlanObject(JsonWriter& json, const PlannedLayout& plan) {
+  const Candidate& c = plan.candidate;
+  json.BeginObject();
+  json.Key("engine").String(EngineName(c.engine));
+  json.Key("tp").Int(c.tp);
+  json.Key("pp").Int(c.pp);
+  json.Key("dp").Int(c.dp);
+  json.Key("cp").Int(c.cp);
+  json.Key("ep").Int(c.ep);
+  json.Key("vpp").Int(c.vpp);
+  json.Key("micro_batch_size").Int(c.micro_batch_size);
+  json.Key("microbatches").Int(c.microbatches);
+  json.Key("schedule").String(c.schedule);
+  json.Key("recompute").String(RecomputeName(c.recompute));
+  json.Key("zero_stage").Int(c.zero_stage);
+  json.Key("step_ms").Fixed(plan.step.ms(), 6);
+  json.Key("screen_step_ms").Fixed(plan.screen_step.ms(), 6);
+  json.Key("tokens_per_s").Fixed(plan.tokens_per_s, 3);
+  json.Key("mfu").Fixed(plan.mfu, 6);
+  json.Key("tflops_per_gpu").Fixed(plan.tflops_per_gpu, 3);
+  json.Key("bubble_pipeline").Fixed(plan.bubble_pipeline, 6);
+  json.Key("bubble_exposed").Fixed(plan.bubble_exposed, 6);
+  json.Key("peak_memory_bytes").Fixed(plan.memory.peak_bytes, 0);
+  json.Key("capacity_bytes").Int(plan.memory.capacity_bytes);
+  if (plan.memory.capacity_known) {
+    json.Key("fits").Bool(plan.memory.fits);
+  } else {
+    json.Key("fits").Raw("null");
+  }
+  json.EndObject();
 }
 
 }  // namespace
@@ -156,37 +189,7 @@ std::string FormatPlanJson(const PlanResult& result) {
   for (const std::string& assumption : result.assumptions) json.String(assumption);
   json.EndArray();
   json.Key("plans").BeginArray();
-  for (const PlannedLayout& plan : result.plans) {
-    const Candidate& c = plan.candidate;
-    json.BeginObject();
-    json.Key("engine").String(EngineName(c.engine));
-    json.Key("tp").Int(c.tp);
-    json.Key("pp").Int(c.pp);
-    json.Key("dp").Int(c.dp);
-    json.Key("cp").Int(c.cp);
-    json.Key("ep").Int(c.ep);
-    json.Key("vpp").Int(c.vpp);
-    json.Key("micro_batch_size").Int(c.micro_batch_size);
-    json.Key("microbatches").Int(c.microbatches);
-    json.Key("schedule").String(c.schedule);
-    json.Key("recompute").String(RecomputeName(c.recompute));
-    json.Key("zero_stage").Int(c.zero_stage);
-    json.Key("step_ms").Fixed(plan.step.ms(), 6);
-    json.Key("screen_step_ms").Fixed(plan.screen_step.ms(), 6);
-    json.Key("tokens_per_s").Fixed(plan.tokens_per_s, 3);
-    json.Key("mfu").Fixed(plan.mfu, 6);
-    json.Key("tflops_per_gpu").Fixed(plan.tflops_per_gpu, 3);
-    json.Key("bubble_pipeline").Fixed(plan.bubble_pipeline, 6);
-    json.Key("bubble_exposed").Fixed(plan.bubble_exposed, 6);
-    json.Key("peak_memory_bytes").Fixed(plan.memory.peak_bytes, 0);
-    json.Key("capacity_bytes").Int(plan.memory.capacity_bytes);
-    if (plan.memory.capacity_known) {
-      json.Key("fits").Bool(plan.memory.fits);
-    } else {
-      json.Key("fits").Raw("null");
-    }
-    json.EndObject();
-  }
+  for (const PlannedLayout& plan : result.plans) PlanObject(json, plan);
   json.EndArray();
   json.EndObject();
   return json.text() + "\n";
@@ -196,8 +199,144 @@ std::string FormatPlanJson(const PlanResult& result) {
 
 namespace stagecraft {
 
+namespace {
+
+// The planner once per cluster of the sweep. An MPI job's ranks split each cluster's work.
+Status RunSweep(const PlanSpec& spec, bool json, Transcript& transcript) {
+  if (spec.export_engine || !spec.report_path.empty()) {
+    return Error{"--clusters: a sweep has one best plan per cluster; --export and --report take "
+                 "one (plan the chosen cluster alone with --cluster)"};
+  }
+  if (spec.run.cluster) {
+    return Error{"--clusters with --cluster: give the clusters to compare in --clusters alone"};
+  }
+  if (spec.global_batch < 1) {
+    return Error{"plan: --global-batch-size B is required (sequences per iteration, e.g. "
+                 "--global-batch-size 512)"};
+  }
+  std::vector<SweepRow> rows;
+  for (const std::string& name : spec.sweep_clusters) {
+    auto cluster = ClusterFromPreset(name);
+    if (!cluster.ok()) return Error{"--clusters: " + cluster.error().message};
+    SweepRow row;
+    row.cluster = name;
+    row.gpus = spec.gpus > 0 ? spec.gpus : cluster.value().num_devices();
+    rows.push_back(std::move(row));
+  }
+  for (size_t index = 0; index < rows.size(); ++index) {
+    PlanSpec one = spec;
+    one.sweep_clusters.clear();
+    one.run.cluster = rows[index].cluster;
+    one.gpus = rows[index].gpus;
+    if (spec.progress) {
+      const std::string prefix = "[cluster " + std::to_string(index + 1) + "/" +
+                                 std::to_string(rows.size()) + " " + rows[index].cluster + "] ";
+      one.progress = [&spec, prefix](const std::string& line) {
+        spec.progress(line.empty() ? line : prefix + line);
+      };
+    }
+    rows[index].result = PlanLayouts(one);
+  }
+  if (spec.split != nullptr && !spec.split->prints()) return Status::Ok();
+  transcript.out() << (json ? FormatSweepJson(spec, rows) : FormatSweepTable(spec, rows));
+  for (const SweepRow& row : rows) {
+    if (row.result.ok() && !row.result.value().plans.empty()) return Status::Ok();
+  }
+  return MakeError(ErrorKind::kInfeasible,
+                   "plan --clusters: no cluster of the sweep has a layout that fits (the rows "
+                   "above say why)");
+}
+
+}  // namespace
+
+std::string FormatSweepTable(const PlanSpec& spec, const std::vector<SweepRow>& rows) {
+  std::string model;
+  for (const SweepRow& row : rows) {
+    if (row.result.ok()) model = row.result.value().model;
+  }
+  std::string text = "stagecraft plan --clusters: " + (model.empty() ? "?" : model) + ", " +
+                     std::to_string(spec.global_batch) + " sequences per iteration, engine " +
+                     EngineName(spec.engine) + "\n";
+  text += "  the planner once per cluster (each its own search: doc/plan.md); the best plan of "
+          "each\n\n";
+  text +=
+      "  cluster       gpus  best: engine tp x pp x dp x cp x ep  vpp  mbs  schedule          "
+      "recompute      step_ms    tokens/s  tokens/s/gpu     mfu  memory_fullest  fits  "
+      "screened\n";
+  const SweepRow* fastest_per_gpu = nullptr;
+  for (const SweepRow& row : rows) {
+    text += "  " + PadRight(row.cluster, 12) + PadLeft(std::to_string(row.gpus), 6) + "  ";
+    if (!row.result.ok()) {
+      text += "(" + row.result.error().message + ")\n";
+      continue;
+    }
+    const PlanResult& result = row.result.value();
+    if (result.plans.empty()) {
+      text += "(no layout fits; " + std::to_string(result.screened) + " screened)\n";
+      continue;
+    }
+    const PlannedLayout& best = result.plans.front();
+    const Candidate& c = best.candidate;
+    const double per_gpu = best.tokens_per_s / row.gpus;
+    if (fastest_per_gpu == nullptr ||
+        per_gpu > fastest_per_gpu->result.value().plans.front().tokens_per_s /
+                      fastest_per_gpu->gpus) {
+      fastest_per_gpu = &row;
+    }
+    text += PadRight(EngineName(c.engine), 10) + PadLeft(Layout(c), 24) +
+            PadLeft(std::to_string(c.vpp), 5) + PadLeft(std::to_string(c.micro_batch_size), 5) +
+            "  " + PadRight(c.schedule, 18) + PadRight(RecomputeName(c.recompute), 10) +
+            PadLeft(FormatMs(best.step), 13) + PadLeft(FormatFixed(best.tokens_per_s, 0), 12) +
+            PadLeft(FormatFixed(per_gpu, 1), 14) + PadLeft(FormatFixed(best.mfu, 3), 8) +
+            PadLeft(FormatGib(best.memory.peak_bytes) + " GiB", 16) +
+            PadLeft(FitsWord(best.memory), 6) + PadLeft(std::to_string(result.screened), 10) +
+            "\n";
+  }
+  if (fastest_per_gpu != nullptr) {
+    text += "\n  most tokens per GPU: " + fastest_per_gpu->cluster + "\n";
+  }
+  return text;
+}
+
+std::string FormatSweepJson(const PlanSpec& spec, const std::vector<SweepRow>& rows) {
+  JsonWriter json(/*pretty=*/true);
+  json.BeginObject();
+  json.Key("global_batch_size").Int(spec.global_batch);
+  json.Key("engine").String(EngineName(spec.engine));
+  json.Key("sweep").BeginArray();
+  for (const SweepRow& row : rows) {
+    json.BeginObject();
+    json.Key("cluster").String(row.cluster);
+    json.Key("gpus").Int(row.gpus);
+    if (!row.result.ok()) {
+      json.Key("error").String(row.result.error().message);
+    } else {
+      const PlanResult& result = row.result.value();
+      json.Key("candidates").Int(result.candidates);
+      json.Key("screened").Int(result.screened);
+      json.Key("simulated").Int(result.simulated);
+      json.Key("best");
+      if (result.plans.empty()) {
+        json.Raw("null");
+      } else {
+        PlanObject(json, result.plans.front());
+      }
+    }
+    json.EndObject();
+  }
+  json.EndArray();
+  json.EndObject();
+  return json.text() + "\n";
+}
+
 Status RunPlan(const PlanSpec& given, bool json, Transcript& transcript) {
   PlanSpec spec = given;
+  if (!spec.sweep_clusters.empty()) {
+    auto mpi = MpiSplitFromEnvironment();
+    if (!mpi.ok()) return mpi.error();
+    if (mpi.value()) spec.split = mpi.value().get();
+    return RunSweep(spec, json, transcript);
+  }
   if (spec.export_engine) {
     if (*spec.export_engine == Engine::kAny) {
       return Error{"--export: name one engine (megatron, torchtitan or deepspeed)"};

@@ -66,15 +66,14 @@ double MemoryBoundSeconds(const DeviceRates& device, double bytes) {
   return std::max(seconds, device.kernels.kernel_floor_s);
 }
 
-double AttentionSeconds(const DeviceRates& device, double flops, bool backward,
-                        double key_blocks) {
+double AttentionSeconds(const DeviceRates& device, double flops, bool backward, double key_blocks) {
   if (flops <= 0) return 0.0;
   const KernelModel& model = device.kernels;
   double efficiency =
       backward ? model.attention_backward_efficiency : model.attention_forward_efficiency;
   if (key_blocks > 0) {
-    efficiency *= key_blocks / (key_blocks + 1) / (kAttentionReferenceBlocks /
-                                                   (kAttentionReferenceBlocks + 1));
+    efficiency *= key_blocks / (key_blocks + 1) /
+                  (kAttentionReferenceBlocks / (kAttentionReferenceBlocks + 1));
   }
   return std::max(flops / (device.bf16_flops_per_s * efficiency), model.kernel_floor_s);
 }

@@ -190,9 +190,9 @@ TEST(KernelModelTest, AttentionRollsOffWithSequenceLength) {
     EXPECT_GT(predicted, previous);
     previous = predicted;
     // The backward rolls off by the same factor.
-    EXPECT_NEAR(AttentionSeconds(h100, flops, true, point.seq / 256) /
-                    AttentionSeconds(h100, flops, true),
-                seconds / plain, 1e-12);
+    EXPECT_NEAR(
+        AttentionSeconds(h100, flops, true, point.seq / 256) / AttentionSeconds(h100, flops, true),
+        seconds / plain, 1e-12);
   }
 }
 

@@ -21,6 +21,10 @@ struct Tile {
 };
 constexpr Tile kTiles[] = {{256, 128, 1.0}, {128, 128, 0.92}, {128, 64, 0.78}, {64, 64, 0.6}};
 
+// The sequence length the presets' attention shares stand for: 16k causal, 64 blocks of 128 keys
+// per 128-query tile on average (the plateau of FlashAttention-2's measured curve).
+constexpr double kAttentionReferenceBlocks = 64;
+
 }  // namespace
 
 double GemmSeconds(const DeviceRates& device, const GemmShape& shape, bool fp8) {
@@ -62,11 +66,15 @@ double MemoryBoundSeconds(const DeviceRates& device, double bytes) {
   return std::max(seconds, device.kernels.kernel_floor_s);
 }
 
-double AttentionSeconds(const DeviceRates& device, double flops, bool backward) {
+double AttentionSeconds(const DeviceRates& device, double flops, bool backward, double key_blocks) {
   if (flops <= 0) return 0.0;
   const KernelModel& model = device.kernels;
-  const double efficiency =
+  double efficiency =
       backward ? model.attention_backward_efficiency : model.attention_forward_efficiency;
+  if (key_blocks > 0) {
+    efficiency *= key_blocks / (key_blocks + 1) /
+                  (kAttentionReferenceBlocks / (kAttentionReferenceBlocks + 1));
+  }
   return std::max(flops / (device.bf16_flops_per_s * efficiency), model.kernel_floor_s);
 }
 

@@ -62,7 +62,13 @@ double GemmSeconds(const DeviceRates& device, const GemmShape& shape, bool fp8 =
 double MemoryBoundSeconds(const DeviceRates& device, double bytes);
 
 // Seconds of a fused attention kernel of `flops` (forward or backward), at the device's measured
-// attention efficiency, at least the kernel floor.
-double AttentionSeconds(const DeviceRates& device, double flops, bool backward);
+// attention efficiency, at least the kernel floor. `key_blocks` > 0 is the mean number of
+// 128-key blocks one 128-query tile computes against (s/256 causal, s/128 not): each tile pays
+// about one block's worth of fixed work (loading Q, the softmax rescale, writing O), so the
+// efficiency is the device's long-sequence figure (taken at 64 blocks, 16k causal) scaled by
+// n/(n + 1) / (64/65) (FlashAttention-2 on H100 by sequence length, Shah et al. 2024, Fig. 5;
+// doc/fidelity.md). 0 = no sequence-length roll-off.
+double AttentionSeconds(const DeviceRates& device, double flops, bool backward,
+                        double key_blocks = 0);
 
 }  // namespace stagecraft

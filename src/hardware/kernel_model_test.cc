@@ -169,6 +169,33 @@ TEST(KernelModelTest, AttentionUsesForwardAndBackwardEfficiency) {
   EXPECT_EQ(AttentionSeconds(h100, 1e3, false), h100.kernels.kernel_floor_s);
 }
 
+// FlashAttention-2's forward on H100, causal, head dim 128, by sequence length (Shah et al. 2024,
+// FlashAttention-3, Fig. 5): 298, 319, 333 and 335 TFLOP/s at 2k, 4k, 8k and 16k. The roll-off
+// (one block of fixed work per query tile) reproduces each against the 16k figure within 1.5%.
+TEST(KernelModelTest, AttentionRollsOffWithSequenceLength) {
+  const DeviceRates h100 = Rates("h100");
+  const double flops = 1e12;
+  const double plain = AttentionSeconds(h100, flops, false);
+  // 16k causal: 64 blocks of 128 keys per query tile, the figure the preset stands for.
+  EXPECT_NEAR(AttentionSeconds(h100, flops, false, 64), plain, plain * 1e-12);
+  const struct {
+    double seq;
+    double measured;
+  } curve[] = {{2048, 298}, {4096, 319}, {8192, 333}};
+  double previous = 0;
+  for (const auto& point : curve) {
+    const double seconds = AttentionSeconds(h100, flops, false, point.seq / 256);
+    const double predicted = plain / seconds;  // the share of the 16k rate
+    EXPECT_NEAR(predicted, point.measured / 335.0, 0.015) << point.seq;
+    EXPECT_GT(predicted, previous);
+    previous = predicted;
+    // The backward rolls off by the same factor.
+    EXPECT_NEAR(
+        AttentionSeconds(h100, flops, true, point.seq / 256) / AttentionSeconds(h100, flops, true),
+        seconds / plain, 1e-12);
+  }
+}
+
 TEST(KernelModelTest, EmptyShapesCostNothing) {
   const DeviceRates h100 = Rates("h100");
   EXPECT_EQ(GemmSeconds(h100, {0, 1024, 1024}), 0.0);

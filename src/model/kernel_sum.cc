@@ -37,12 +37,12 @@ void KernelSum::Elementwise(double bytes, int kernels) {
   input_kernels += kernels;
 }
 
-void KernelSum::FusedAttention(double flops) {
+void KernelSum::FusedAttention(double flops, double key_blocks) {
   if (flops <= 0) return;
-  const double forward = AttentionSeconds(device, flops, false);
+  const double forward = AttentionSeconds(device, flops, false, key_blocks);
   times.forward += forward;
   times.attention_core += forward;
-  times.input_grad += AttentionSeconds(device, 2.5 * flops, true);
+  times.input_grad += AttentionSeconds(device, 2.5 * flops, true, key_blocks);
   forward_kernels += 1;
   input_kernels += 1;
 }

@@ -38,8 +38,10 @@ struct KernelSum {
   // the bytes evenly), as many backward moving twice the bytes.
   void Elementwise(double bytes, int kernels = 1);
   // A fused (FlashAttention-style) attention kernel of `flops` forward; backward 2.5x the FLOPs
-  // (five matmuls against two, Dao 2023 §3.1). Counts as attention core.
-  void FusedAttention(double flops);
+  // (five matmuls against two, Dao 2023 §3.1). Counts as attention core. `key_blocks`: the
+  // mean 128-key blocks per 128-query tile, for the sequence-length roll-off (AttentionSeconds;
+  // 0 = none).
+  void FusedAttention(double flops, double key_blocks = 0);
   // A mixture-of-experts MLP on `tokens` tokens of `hidden`: the router over `experts`, the
   // experts/ep local SwiGLU experts of width `width` (a grouped GEMM, each receiving
   // ep·tokens·top_k/experts tokens: balanced routing), `shared` shared experts, their SwiGLU

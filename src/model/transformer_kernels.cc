@@ -7,6 +7,8 @@ namespace {
 
 // BF16 activations: 2 bytes an element.
 constexpr double kBf16 = 2.0;
+// FlashAttention's key block (and query tile) for head dim 128 on Ampere and Hopper.
+constexpr double kAttentionBlock = 128;
 
 // Tokens on this rank, and those the replicated (not tensor-split) kernels see: T/t with
 // sequence parallelism, else T.
@@ -80,7 +82,11 @@ void AddRingAttention(const TransformerRun& run, double heads, double queries, d
   const double b = static_cast<double>(run.micro_batch);
   const double steps = cp - 1;
   const double unit = 2 * b * heads * queries * queries * (qk_dim + v_dim) * 0.5;
-  for (int step = 0; step < run.context_parallel; ++step) acc.FusedAttention(unit);
+  // Step 0 is causal over Q keys, the later steps attend Q/2 keys (or Q/2 queries to Q keys):
+  // a query tile meets Q/256 key blocks either way on average.
+  for (int step = 0; step < run.context_parallel; ++step) {
+    acc.FusedAttention(unit, queries / (2 * kAttentionBlock));
+  }
   const DeviceRates& device = acc.device;
   const auto pass = [&device](double bytes) { return MemoryBoundSeconds(device, bytes); };
   const double out = b * heads * queries * v_dim;
@@ -122,7 +128,9 @@ void AddAttentionCore(const TransformerSpec& spec, const TransformerRun& run, Ke
   if (spec.causal) {
     const double cp = std::max(1, run.context_parallel);
     if (cp <= 1 || !run.ring_merge) {
-      acc.FusedAttention(2 * b * heads * queries * keys * (qk_dim + v_dim) * 0.5);
+      // Causal: a query tile meets keys/256 blocks of 128 keys on average.
+      acc.FusedAttention(2 * b * heads * queries * keys * (qk_dim + v_dim) * 0.5,
+                         keys / (2 * kAttentionBlock));
     } else {
       AddRingAttention(run, heads, queries, qk_dim, v_dim, acc);
     }

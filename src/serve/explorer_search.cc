@@ -13,6 +13,7 @@
 #include "run/work_split.h"
 #include "serve/serve_plan.h"
 #include "serve/step_cost.h"
+#include "serve/text_lines.h"
 
 namespace stagecraft {
 namespace {
@@ -260,18 +261,11 @@ Result<std::vector<RequestLengths>> ParseLengthTrace(std::string_view text,
   size_t prompt_column = 0;
   size_t output_column = 1;
   bool header_seen = false;
-  int64_t line_number = 0;
-  size_t start = 0;
-  while (start < text.size()) {
-    const size_t newline = std::min(text.find('\n', start), text.size());
-    std::string_view line = text.substr(start, newline - start);
-    start = newline + 1;
-    ++line_number;
-    if (!line.empty() && line.back() == '\r') line.remove_suffix(1);
-    if (line.empty() || line.front() == '#') continue;
+  STAGECRAFT_RETURN_IF_ERROR(ForEachDataLine(text, [&](std::string_view line,
+                                                       int64_t line_number) -> Status {
     const std::vector<std::string_view> fields = SplitFields(line);
     const std::string where = source + ":" + std::to_string(line_number) + ": ";
-    if (!header_seen && rows.empty() && !fields.empty() && !fields[0].empty() &&
+    if (!header_seen && rows.empty() && !fields[0].empty() &&
         std::isalpha(static_cast<unsigned char>(fields[0][0]))) {
       header_seen = true;
       const auto column = [&](std::string_view name) {
@@ -284,7 +278,7 @@ Result<std::vector<RequestLengths>> ParseLengthTrace(std::string_view text,
                      "(expected Vidur's processed-trace columns, e.g. " +
                      "num_prefill_tokens,num_decode_tokens)"};
       }
-      continue;
+      return Status::Ok();
     }
     RequestLengths row;
     const bool ok = std::max(prompt_column, output_column) < fields.size() &&
@@ -300,7 +294,8 @@ Result<std::vector<RequestLengths>> ParseLengthTrace(std::string_view text,
     if (rows.size() > 10'000'000) {
       return Error{source + ": more than 10,000,000 rows (expected a length trace)"};
     }
-  }
+    return Status::Ok();
+  }));
   if (rows.empty()) {
     return Error{source + ": no rows (expected lines of num_prefill_tokens,num_decode_tokens)"};
   }

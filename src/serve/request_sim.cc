@@ -11,6 +11,7 @@
 
 #include "core/event_queue.h"
 #include "serve/splitmix.h"
+#include "serve/text_lines.h"
 
 namespace stagecraft {
 namespace {
@@ -553,17 +554,10 @@ bool ParseCount(std::string_view part, int64_t& value) {
 Result<std::vector<TraceRequest>> ParseRequestTrace(std::string_view text,
                                                     const std::string& source) {
   std::vector<TraceRequest> requests;
-  int64_t line_number = 0;
   int64_t last_ns = 0;
-  size_t start = 0;
-  while (start < text.size()) {
-    const size_t newline = std::min(text.find('\n', start), text.size());
-    std::string_view line = text.substr(start, newline - start);
-    start = newline + 1;
-    ++line_number;
-    if (!line.empty() && line.back() == '\r') line.remove_suffix(1);
-    if (line.empty() || line.front() == '#') continue;
-    if (requests.empty() && line == "arrival_s,prompt_tokens,output_tokens") continue;
+  STAGECRAFT_RETURN_IF_ERROR(ForEachDataLine(text, [&](std::string_view line,
+                                                       int64_t line_number) -> Status {
+    if (requests.empty() && line == "arrival_s,prompt_tokens,output_tokens") return Status::Ok();
     const std::string where = source + ":" + std::to_string(line_number) + ": ";
     const size_t first = line.find(',');
     const size_t second = first == std::string_view::npos ? first : line.find(',', first + 1);
@@ -591,7 +585,8 @@ Result<std::vector<TraceRequest>> ParseRequestTrace(std::string_view text,
     }
     last_ns = request.arrival_ns;
     requests.push_back(request);
-  }
+    return Status::Ok();
+  }));
   if (requests.empty()) {
     return Error{source +
                  ": no requests (expected lines of arrival_s,prompt_tokens,output_tokens)"};

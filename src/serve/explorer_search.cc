@@ -391,7 +391,7 @@ struct Best {
 
 // The best configuration of every model x trace x cluster, in the space's order (the first of
 // equals wins).
-std::vector<Best> BestPerCell(const ExplorerSpace& space, const ExplorerResult& result) {
+std::vector<Best> BestPerCell(const ExplorerResult& result) {
   std::vector<Best> cells;
   for (const ExplorerOutcome& outcome : result.outcomes) {
     const ExplorerCandidate& c = outcome.candidate;
@@ -407,7 +407,6 @@ std::vector<Best> BestPerCell(const ExplorerSpace& space, const ExplorerResult& 
       cell->outcome = &outcome;
     }
   }
-  (void)space;
   return cells;
 }
 
@@ -445,7 +444,7 @@ std::string FormatJson(const ExplorerSearchSpec& spec, const ExplorerResult& res
   json.Key("requests_per_probe").Int(spec.requests);
   json.Key("delay_slo_p99_s").Fixed(spec.delay_slo_s, 3);
   json.Key("best").BeginArray();
-  for (const Best& best : BestPerCell(space, result)) {
+  for (const Best& best : BestPerCell(result)) {
     if (best.outcome != nullptr) OutcomeJson(json, space, *best.outcome);
   }
   json.EndArray();
@@ -494,7 +493,7 @@ std::string FormatText(const ExplorerSearchSpec& spec, const ExplorerResult& res
       "capacity_rps  rps/gpu  delay_p99_s";
   out << "\n  best per model, trace and cluster (most requests per GPU):\n";
   out << "  " << kHeading << "\n";
-  for (const Best& best : BestPerCell(space, result)) {
+  for (const Best& best : BestPerCell(result)) {
     out << "  " << PadRight(space.models[best.model].name, 27)
         << PadRight(space.traces[best.trace].name, 7)
         << PadRight(space.clusters[best.cluster].device, 9);

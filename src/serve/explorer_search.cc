@@ -11,6 +11,7 @@
 #include "report/json_writer.h"
 #include "run/transcript.h"
 #include "run/work_split.h"
+#include "serve/bisect.h"
 #include "serve/serve_plan.h"
 #include "serve/step_cost.h"
 #include "serve/text_lines.h"
@@ -202,16 +203,13 @@ Result<ExplorerOutcome> Evaluate(const ExplorerSearchSpec& spec,
     outcome.probes = search.probes();
     return outcome;
   }
-  for (int step = 0; step < kBisections && bad > 0; ++step) {
-    const double middle = (good + bad) / 2;
-    auto probe = search.At(middle);
-    if (!probe.ok()) return probe.error();
-    if (probe.value().meets) {
-      good = middle;
-      good_probe = probe.value();
-    } else {
-      bad = middle;
-    }
+  if (bad > 0) {
+    STAGECRAFT_RETURN_IF_ERROR(BisectRate(kBisections, good, bad, [&](double rate) -> Result<bool> {
+      auto probe = search.At(rate);
+      if (!probe.ok()) return probe.error();
+      if (probe.value().meets) good_probe = probe.value();
+      return probe.value().meets;
+    }));
   }
   outcome.capacity_rps = good * candidate.replicas;
   outcome.rps_per_gpu =

@@ -9,6 +9,7 @@
 #include "core/units.h"
 #include "report/json_writer.h"
 #include "report/svg_plot.h"
+#include "serve/bisect.h"
 #include "serve/disaggregated_sim.h"
 #include "serve/disaggregation.h"
 #include "serve/explorer_search.h"
@@ -99,16 +100,13 @@ Result<std::optional<std::pair<double, Probe>>> HighestRate(const ReplicaModel& 
       good_probe = probe.value();
     }
   }
-  for (int step = 0; step < kBisections && bad > 0; ++step) {
-    const double middle = (good + bad) / 2;
-    auto probe = probe_at(middle);
-    if (!probe.ok()) return probe.error();
-    if (probe.value().meets) {
-      good = middle;
-      good_probe = probe.value();
-    } else {
-      bad = middle;
-    }
+  if (bad > 0) {
+    STAGECRAFT_RETURN_IF_ERROR(BisectRate(kBisections, good, bad, [&](double rate) -> Result<bool> {
+      auto probe = probe_at(rate);
+      if (!probe.ok()) return probe.error();
+      if (probe.value().meets) good_probe = probe.value();
+      return probe.value().meets;
+    }));
   }
   return std::optional<std::pair<double, Probe>>(std::make_pair(good, good_probe));
 }
@@ -198,17 +196,12 @@ Status EvaluateDisaggregated(const TransformerSpec& model, const ClusterSpec& cl
   if (!meets(held)) {
     double good = 0;
     double bad = best.rate_rps;
-    for (int step = 0; step < kBisections; ++step) {
-      const double middle = (good + bad) / 2;
-      auto run = check(middle);
+    STAGECRAFT_RETURN_IF_ERROR(BisectRate(kBisections, good, bad, [&](double rate) -> Result<bool> {
+      auto run = check(rate);
       if (!run.ok()) return run.error();
-      if (meets(run.value())) {
-        good = middle;
-        held = run.value();
-      } else {
-        bad = middle;
-      }
-    }
+      if (meets(run.value())) held = run.value();
+      return meets(run.value());
+    }));
     if (good == 0) {
       ++result.rejections["disaggregated: the sized placement misses the SLO end to end"];
       return Status::Ok();

@@ -455,7 +455,8 @@ void AddContextParallel(const Config& config, const Partition& partition, int32_
 // backward: two collectives of b·s·h each way (with recomputation the share `recomputed` of the
 // forward's again in the backward). With Megatron's tp_comm_overlap or torchtitan's async TP
 // each collective is split against the GEMM next to it: only what the layer's GEMMs cannot
-// cover is exposed, and the GEMMs that run beside a collective slow by kOverlapSlowdown.
+// cover is exposed, and the GEMMs that run beside a collective slow by kOverlapSlowdown; async
+// TP leaves the backward's reduce-scatters exposed (ExposeTp).
 struct TpExposure {
   Time forward;
   Time backward;
@@ -485,8 +486,19 @@ TpExposure ExposeTp(const Config& config, Time collective, double recomputed,
                        kOverlapSlowdown * std::min(comm, gemm_seconds));
   };
   exposure.forward = hidden(exposure.forward, kernels.forward_gemm);
-  exposure.backward =
-      hidden(exposure.backward, kernels.backward_gemm + recomputed * kernels.forward_gemm);
+  const double backward_gemm = kernels.backward_gemm + recomputed * kernels.forward_gemm;
+  if (config.parallel.tp_comm_overlap) {
+    exposure.backward = hidden(exposure.backward, backward_gemm);
+  } else {
+    // torchtitan's async TP is PyTorch's micro-pipeline TP pass (torch/_inductor/fx_passes/
+    // micro_pipeline_tp.py), which fuses an all-gather with the matmuls that take its output as
+    // their left operand, and a reduce-scatter with the one matmul whose sole user it is. In the
+    // backward the two reduce-scatters (of the layer inputs' gradients) take a sum of matmuls
+    // (wq + wk + wv, w1 + w3: separate linears in torchtitan's Llama), so they stay exposed:
+    // half the backward's TP time, one all-reduce's worth; the all-gathers fuse with the
+    // output projections' input-gradient GEMMs.
+    exposure.backward = collective + hidden(exposure.backward - collective, backward_gemm);
+  }
   return exposure;
 }
 

@@ -69,10 +69,10 @@ void KernelSum::MixtureOfExperts(double tokens, double hidden, double experts, d
 
 void KernelSum::OutputAndLoss(double tokens, double hidden, double vocab) {
   Linear(tokens, vocab, hidden);
-  times.forward += MemoryBoundSeconds(device, tokens * vocab * 12);
-  times.input_grad += MemoryBoundSeconds(device, tokens * vocab * 8);
-  forward_kernels += 3;
-  input_kernels += 2;
+  times.forward += MemoryBoundSeconds(device, tokens * vocab * 38);
+  times.input_grad += MemoryBoundSeconds(device, tokens * vocab * 14);
+  forward_kernels += 6;
+  input_kernels += 3;
 }
 
 LayerKernelTimes EmbeddingKernels(const DeviceRates& device, double tokens, double hidden) {

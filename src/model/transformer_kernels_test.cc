@@ -275,6 +275,32 @@ TEST(TransformerKernelsTest, HeadCostsAtLeastItsProjection) {
   EXPECT_GT(head.forward, projection);
 }
 
+// The cross entropy on fp32 logits, pass by pass as Megatron-Core's unfused
+// VocabParallelCrossEntropy makes them: 38 bytes a logit forward (cast 2 + 4, max 4, subtract,
+// exp and divide 8 each, sum 4), 14 backward (scale 8, cast back 6). Two heads that differ only
+// in their vocabulary differ by the projection's GEMMs and those bytes at the achieved bandwidth
+// (the final norm is the same; every pass here is far above the kernel floor).
+TEST(TransformerKernelsTest, CrossEntropyMovesMegatronsBytesPerLogit) {
+  const DeviceRates h100 = Rates("h100");
+  TransformerRun run;
+  run.seq_len = 4096;
+  TransformerSpec small = Llama();
+  small.vocab = 32768;
+  TransformerSpec large = Llama();
+  large.vocab = 131072;
+  const LayerKernelTimes a = HeadKernelTimes(small, run, h100);
+  const LayerKernelTimes b = HeadKernelTimes(large, run, h100);
+  const double tokens = 4096;
+  const double logits = tokens * (131072 - 32768);
+  const double bandwidth = 3350e9 * 0.8;
+  const double forward_gemms = GemmSeconds(h100, {tokens, 131072, 4096}) -
+                               GemmSeconds(h100, {tokens, 32768, 4096});
+  const double input_gemms = GemmSeconds(h100, {tokens, 4096, 131072}) -
+                             GemmSeconds(h100, {tokens, 4096, 32768});
+  EXPECT_NEAR(b.forward - a.forward, forward_gemms + 38 * logits / bandwidth, 1e-9);
+  EXPECT_NEAR(b.input_grad - a.input_grad, input_gemms + 14 * logits / bandwidth, 1e-9);
+}
+
 // PyTorch's context_parallel (ring_merge): the same attention FLOPs in cp shorter kernels, plus its
 // memory-bound copies, fp32 merges and fp32 gradient accumulation, each pass far above the
 // kernel floor here, so the added time is their bytes at the achieved bandwidth (plus the floors

@@ -7,7 +7,8 @@
 // plan's --export, goodput's --plot) or searches a whole published space (serve-plan --space:
 // thousands of simulations; golden tests serve/vidur-space*), or hold a number above 64 (a
 // pipeline of 10^5 ranks is valid and takes seconds: the size limits have their own golden
-// tests). scripts/fuzz.sh runs it in tests/golden/errors, so '../data/...' paths of the seed
+// tests), or run `validate` or `bench-schedules` on the bundled model (below). scripts/fuzz.sh
+// runs it in tests/golden/errors, so '../data/...' paths of the seed
 // corpus resolve.
 #include <cctype>
 #include <cstddef>
@@ -58,8 +59,19 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   if (!current.empty()) arguments.push_back(current);
   if (arguments.size() > 24) return 0;
   // `validate` is one fixed computation (115 simulated runs, 13-17 s under ASan, past the
-  // 10 s timeout); its YAML files are fuzz_config's.
-  if (arguments.size() > 1 && arguments[1] == "validate") return 0;
+  // 10 s timeout); its YAML files are fuzz_config's. So is `bench-schedules` on the bundled
+  // model (no config named: DeepSeek-V4.1-Flash, every schedule at 8 to 256 microbatches, about
+  // 10 s of CPU under ASan); with a config file it is fuzzed. The checks read each argument as
+  // the program sees it, up to its first NUL byte.
+  const auto seen = [&](size_t index) { return std::string_view(arguments[index].c_str()); };
+  if (arguments.size() > 1 && seen(1) == "validate") return 0;
+  if (arguments.size() > 1 && seen(1) == "bench-schedules") {
+    bool names_config = false;
+    for (size_t index = 2; index < arguments.size(); ++index) {
+      names_config = names_config || seen(index).ends_with(".yaml") || seen(index).ends_with(".yml");
+    }
+    if (!names_config) return 0;
+  }
   std::vector<const char*> argv;
   for (const std::string& argument : arguments) {
     if (Skipped(argument)) return 0;

@@ -105,6 +105,18 @@ Status CheckSweepFlags(const RunSpec& flags, const BenchSpec& bench) {
         "--schedule-csv: bench-schedules generates its schedules; drop --schedule-csv, "
         "or use 'stagecraft simulate --schedule-csv'"};
   }
+  // A bad --vpp is the user's to fix: without this check each schedule's point would fail on it,
+  // be retried at vpp 2 (the sweep's rule) and the sweep would end 0 on the vpp-2 schedules.
+  if (flags.vpp) {
+    const std::string& text = *flags.vpp;
+    int64_t value = 0;
+    const auto [stop, error] = std::from_chars(text.data(), text.data() + text.size(), value);
+    if (error != std::errc() || stop != text.data() + text.size() || value < 1 ||
+        value > std::numeric_limits<int32_t>::max()) {
+      return Error{"--vpp: '" + text +
+                   "' is not a chunk count (expected a whole number >= 1, e.g. --vpp 2)"};
+    }
+  }
   if (flags.pp && bench.pp_list) {
     return Error{"--pp " + *flags.pp + " and --pp-list " + *bench.pp_list +
                  " both set pp; give one of them"};

@@ -88,6 +88,9 @@ Result<Config> ReadMegatronArgs(const std::string& text, const std::string& sour
   }
   const std::string engine = deepspeed ? "Megatron-DeepSpeed" : "Megatron";
   const std::string exporter = deepspeed ? "deepspeed" : "megatron";
+  std::string recompute_method = "uniform";
+  int64_t recompute_num_layers = 0;
+  std::string recompute_num_layers_where;
   while (std::getline(lines, line)) {
     ++line_number;
     const std::string where = source + ":" + std::to_string(line_number) + ": ";
@@ -171,15 +174,14 @@ Result<Config> ReadMegatronArgs(const std::string& text, const std::string& sour
       continue;
     }
     if (flag == "--recompute-method") {
-      STAGECRAFT_RETURN_IF_ERROR(choice({"uniform"}));
+      STAGECRAFT_RETURN_IF_ERROR(choice({"uniform", "block"}));
+      recompute_method = value;
       continue;
     }
     if (flag == "--recompute-num-layers") {
       STAGECRAFT_RETURN_IF_ERROR(integer(1));
-      if (number != 1) {
-        return Error{where + "--recompute-num-layers " + value +
-                     ": only 1 with the uniform method (every layer recomputed) is read"};
-      }
+      recompute_num_layers = number;
+      recompute_num_layers_where = where;
       continue;
     }
     STAGECRAFT_RETURN_IF_ERROR(integer(flag == "--moe-shared-expert-intermediate-size" ? 0 : 1));
@@ -202,6 +204,19 @@ Result<Config> ReadMegatronArgs(const std::string& text, const std::string& sour
     if (flag == "--num-layers-per-virtual-pipeline-stage") layers_per_virtual_stage = number;
     if (flag == "--context-parallel-size") p.cp = static_cast<int32_t>(number);
     if (flag == "--expert-model-parallel-size") p.ep = static_cast<int32_t>(number);
+  }
+  // Megatron's full recomputation: 'uniform' with 1 recomputes every layer; 'block' with N the
+  // first N layers of each pipeline chunk (megatron/core/transformer/transformer_block.py,
+  // _checkpointed_forward); uniform groups of more than one layer are not modelled.
+  if (recompute_num_layers > 0) {
+    if (recompute_method == "block") {
+      p.recompute_num_layers = static_cast<int32_t>(recompute_num_layers);
+    } else if (recompute_num_layers != 1) {
+      return Error{recompute_num_layers_where + "--recompute-num-layers " +
+                   std::to_string(recompute_num_layers) +
+                   ": with the uniform method only 1 (every layer recomputed) is read; "
+                   "--recompute-method block recomputes the first N layers of each chunk"};
+    }
   }
   if (t.layers == 0 || t.hidden == 0 || t.heads == 0 || t.vocab == 0 || global_batch == 0) {
     return Error{source +

@@ -59,8 +59,13 @@ std::vector<std::pair<std::string, std::string>> MegatronArgs(const Config& conf
     args.push_back({"--recompute-granularity", "selective"});
   } else if (c.recompute == Recompute::kFull) {
     args.push_back({"--recompute-granularity", "full"});
-    args.push_back({"--recompute-method", "uniform"});
-    args.push_back({"--recompute-num-layers", "1"});
+    if (c.recompute_num_layers > 0 && c.engine == Engine::kMegatron) {
+      args.push_back({"--recompute-method", "block"});
+      args.push_back({"--recompute-num-layers", Str(c.recompute_num_layers)});
+    } else {
+      args.push_back({"--recompute-method", "uniform"});
+      args.push_back({"--recompute-num-layers", "1"});
+    }
   }
   if (c.zero_stage == 1) {
     args.push_back({"--use-distributed-optimizer", ""});

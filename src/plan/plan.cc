@@ -55,7 +55,7 @@ void Candidate::ApplyTo(Config& config) const {
   p.vpp = vpp;
   p.microbatches = microbatches;
   p.recompute = recompute;
-  p.recompute_num_layers = 0;
+  p.recompute_num_layers = recompute == Recompute::kFull ? recompute_num_layers : 0;
   config.model.micro_batch_size = micro_batch_size;
   config.schedule.name = schedule;
   config.schedule.group_size = 0;
@@ -94,7 +94,14 @@ std::string Candidate::Describe() const {
          std::to_string(pp) + " vpp " + std::to_string(vpp) + " dp " + std::to_string(dp) + " cp " +
          std::to_string(cp) + " ep " + std::to_string(ep) + " mbs " +
          std::to_string(micro_batch_size) + " m " + std::to_string(microbatches) + " " + schedule +
-         " recompute " + RecomputeName(recompute) + " zero " + std::to_string(zero_stage);
+         " recompute " + RecomputeText() + " zero " + std::to_string(zero_stage);
+}
+
+std::string Candidate::RecomputeText() const {
+  if (recompute == Recompute::kFull && recompute_num_layers > 0) {
+    return "full:" + std::to_string(recompute_num_layers);
+  }
+  return RecomputeName(recompute);
 }
 
 namespace {
@@ -116,7 +123,7 @@ struct Costed {
 // Everything but the schedule's order and the microbatch count changes the costs; the screen
 // prepares one representative per key.
 using CostKey = std::tuple<int, int32_t, int32_t, int32_t, int32_t, int32_t, int32_t, int32_t, int,
-                           int32_t, bool>;
+                           int32_t, int32_t, bool>;
 CostKey KeyOf(const Candidate& c) {
   return {static_cast<int>(c.engine),
           c.tp,
@@ -127,6 +134,7 @@ CostKey KeyOf(const Candidate& c) {
           c.vpp,
           c.micro_batch_size,
           static_cast<int>(c.recompute),
+          c.recompute_num_layers,
           c.zero_stage,
           c.schedule == "dualpipev"};
 }
@@ -310,12 +318,11 @@ Result<PlanResult> PlanLayouts(const PlanSpec& spec) {
   std::vector<Costed> costs;
   costs.reserve(costed_bytes.size());
   for (const std::string& bytes : costed_bytes) costs.push_back(ByteReader(bytes).Get<Costed>());
-  for (size_t index = 0; index < enumeration.legal.size(); ++index) {
+  const auto screen = [&](size_t index, const Costed& costed) {
     const Candidate& c = enumeration.legal[index];
-    const Costed& costed = costs[key_index.at(KeyOf(c))];
     if (!costed.ok) {
       ++result.rejected["refused when prepared (stagecraft simulate says why)"];
-      continue;
+      return;
     }
     ++result.screened;
     const double memory = costed.states +
@@ -323,7 +330,7 @@ Result<PlanResult> PlanLayouts(const PlanSpec& spec) {
                           static_cast<double>(costed.reserve);
     if (costed.capacity > 0 && memory > Budget(spec, costed.capacity)) {
       ++result.rejected["over memory (screen)"];
-      continue;
+      return;
     }
     ClosedFormInputs inputs;
     inputs.schedule = c.pp == 1 ? "1f1b" : c.schedule;
@@ -336,9 +343,72 @@ Result<PlanResult> PlanLayouts(const PlanSpec& spec) {
     auto form = DeriveClosedForm(inputs);
     if (!form.ok()) {
       ++result.rejected["no closed form to screen it"];
-      continue;
+      return;
     }
     fitting.push_back({index, form.value().makespan + costed.tail});
+  };
+  const size_t enumerated = enumeration.legal.size();
+  for (size_t index = 0; index < enumerated; ++index) {
+    screen(index, costs[key_index.at(KeyOf(enumeration.legal[index]))]);
+  }
+
+  // Megatron's block recomputation (--recompute-method block --recompute-num-layers N): the
+  // first N layers of each chunk recompute, the rest keep their activations, so time grows and
+  // memory falls with N, layer by layer. Where a layout does not fit without recomputation but
+  // does with all of it, the best N is the fewest layers that fit: found from the two screened
+  // ends (activations falling linearly in N), then costed and screened as a candidate of its own.
+  std::vector<Candidate> derived;
+  for (size_t index = 0; index < enumerated; ++index) {
+    const Candidate& c = enumeration.legal[index];
+    if (c.engine != Engine::kMegatron || c.recompute != Recompute::kFull) continue;
+    const int32_t chunk_layers = shape.layers / std::max(1, c.pp * c.vpp);
+    if (chunk_layers < 2) continue;
+    Candidate twin = c;
+    twin.recompute = Recompute::kNone;
+    const auto found = key_index.find(KeyOf(twin));
+    if (found == key_index.end()) continue;
+    const Costed& none = costs[found->second];
+    const Costed& full = costs[key_index.at(KeyOf(c))];
+    if (!none.ok || !full.ok || full.capacity <= 0) continue;
+    const double inflight = static_cast<double>(ChunksInFlight(c));
+    const double budget = Budget(spec, full.capacity);
+    const double without =
+        none.states + inflight * static_cast<double>(none.chunk_activations) + none.reserve;
+    const double with_all =
+        full.states + inflight * static_cast<double>(full.chunk_activations) + full.reserve;
+    const double saved_per_layer =
+        inflight * static_cast<double>(none.chunk_activations - full.chunk_activations) /
+        chunk_layers;
+    if (without <= budget || with_all > budget || saved_per_layer <= 0) continue;
+    const double layers = std::ceil((without - budget) / saved_per_layer);
+    if (layers >= chunk_layers) continue;
+    Candidate partial = c;
+    partial.recompute_num_layers = static_cast<int32_t>(std::max(1.0, layers));
+    derived.push_back(partial);
+  }
+  if (!derived.empty()) {
+    std::vector<size_t> new_keys;  // indices into `derived` of the first of each new key
+    for (size_t index = 0; index < derived.size(); ++index) {
+      if (key_index.try_emplace(KeyOf(derived[index]), representatives.size()).second) {
+        representatives.push_back(enumeration.legal.size() + index);
+        new_keys.push_back(index);
+      }
+    }
+    const std::vector<std::string> derived_bytes = split.Map(
+        new_keys.size(),
+        [&](size_t key) {
+          return ByteWriter().Put(Cost(spec, base, derived[new_keys[key]])).Take();
+        },
+        nullptr);
+    for (const std::string& bytes : derived_bytes) {
+      costs.push_back(ByteReader(bytes).Get<Costed>());
+    }
+    result.derived = static_cast<int64_t>(derived.size());
+    for (Candidate& partial : derived) {
+      enumeration.legal.push_back(std::move(partial));
+      const size_t index = enumeration.legal.size() - 1;
+      screen(index, costs[key_index.at(KeyOf(enumeration.legal[index]))]);
+    }
   }
   std::stable_sort(fitting.begin(), fitting.end(),
                    [](const Screened& a, const Screened& b) { return a.step < b.step; });

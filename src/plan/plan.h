@@ -71,12 +71,18 @@ struct Candidate {
   int32_t microbatches = 1;
   std::string schedule;  // a generator name; "1f1b" when pp is 1 (no pipeline)
   Recompute recompute = Recompute::kNone;
+  // With kFull: 0 = every layer recomputes; N > 0 = the first N layers of each pipeline chunk
+  // (Megatron's --recompute-method block --recompute-num-layers N), the others keep their
+  // activations. The planner derives N for a layout: the fewest layers that fit (PlanLayouts).
+  int32_t recompute_num_layers = 0;
   int32_t zero_stage = 0;  // Megatron: 1 = the distributed optimizer; torchtitan: 3 = FSDP
 
   // The config changes that make this layout (what a RunSpec's `edit` applies).
   void ApplyTo(Config& config) const;
   // "megatron tp 8 pp 4 vpp 2 dp 2 cp 1 ep 1 mbs 1 m 32 interleaved-1f1b recompute selective zero 1".
   std::string Describe() const;
+  // "none", "selective", "full", or "full:N" for N layers of each chunk.
+  std::string RecomputeText() const;
 };
 
 struct PlannedLayout {
@@ -98,6 +104,9 @@ struct PlanResult {
   int64_t candidates = 0;     // every candidate the engine rules were asked about
   int64_t screened = 0;       // candidates the rules allow (screened analytically)
   int64_t simulated = 0;      // candidates simulated exactly
+  // Candidates the screen derived: Megatron layouts with the fewest block-recomputed layers
+  // per chunk that fit (Candidate::recompute_num_layers), screened after the enumerated ones.
+  int64_t derived = 0;
   std::map<std::string, int64_t> rejected;  // reason -> count (rules, memory)
   std::vector<PlannedLayout> plans;         // fitting plans, fastest first (at most `top`)
   std::vector<PlannedLayout> all_fitting;   // every fitting simulated plan, fastest first

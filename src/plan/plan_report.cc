@@ -47,6 +47,7 @@ void PlanObject(JsonWriter& json, const PlannedLayout& plan) {
   json.Key("microbatches").Int(c.microbatches);
   json.Key("schedule").String(c.schedule);
   json.Key("recompute").String(RecomputeName(c.recompute));
+  if (c.recompute_num_layers > 0) json.Key("recompute_num_layers").Int(c.recompute_num_layers);
   json.Key("zero_stage").Int(c.zero_stage);
   json.Key("step_ms").Fixed(plan.step.ms(), 6);
   json.Key("screen_step_ms").Fixed(plan.screen_step.ms(), 6);
@@ -76,7 +77,7 @@ std::string PlanReportHtml(const PlanResult& result) {
     const Candidate& c = plan.candidate;
     rows.push_back({std::to_string(++rank), EngineName(c.engine), Layout(c), std::to_string(c.vpp),
                     std::to_string(c.micro_batch_size), std::to_string(c.microbatches), c.schedule,
-                    RecomputeName(c.recompute), std::to_string(c.zero_stage), FormatMs(plan.step),
+                    c.RecomputeText(), std::to_string(c.zero_stage), FormatMs(plan.step),
                     FormatFixed(plan.tokens_per_s, 0), FormatFixed(plan.mfu, 3),
                     FormatFixed(plan.bubble_pipeline, 3), FormatFixed(plan.bubble_exposed, 3),
                     FormatGib(plan.memory.peak_bytes), FitsWord(plan.memory)});
@@ -137,8 +138,11 @@ std::string FormatPlanTable(const PlanResult& result) {
   std::string text = "stagecraft plan: " + result.label + "\n";
   text += "  model " + result.model + " on " + result.cluster + "\n";
   text += "  candidates " + std::to_string(result.candidates) + " asked, " +
-          std::to_string(result.screened) + " screened, " + std::to_string(result.simulated) +
-          " simulated\n";
+          std::to_string(result.screened) + " screened" +
+          (result.derived > 0 ? " (" + std::to_string(result.derived) +
+                                    " derived: Megatron's block recomputation, full:N)"
+                              : std::string()) +
+          ", " + std::to_string(result.simulated) + " simulated\n";
   for (const std::string& assumption : result.assumptions) text += "  rests on: " + assumption + "\n";
   text += "\n";
   text +=
@@ -153,7 +157,7 @@ std::string FormatPlanTable(const PlanResult& result) {
             PadLeft(Layout(c), 24) + PadLeft(std::to_string(c.vpp), 5) +
             PadLeft(std::to_string(c.micro_batch_size), 5) +
             PadLeft(std::to_string(c.microbatches), 6) + "  " + PadRight(c.schedule, 18) +
-            PadRight(RecomputeName(c.recompute), 13) + PadLeft(std::to_string(c.zero_stage), 5) +
+            PadRight(c.RecomputeText(), 13) + PadLeft(std::to_string(c.zero_stage), 5) +
             PadLeft(FormatMs(plan.step), 14) + PadLeft(FormatFixed(plan.tokens_per_s, 0), 11) +
             PadLeft(FormatFixed(plan.mfu, 3), 8) + PadLeft(FormatFixed(plan.bubble_pipeline, 3), 8) +
             PadLeft(FormatFixed(plan.bubble_exposed, 3), 9) +
@@ -181,6 +185,7 @@ std::string FormatPlanJson(const PlanResult& result) {
   json.Key("cluster").String(result.cluster);
   json.Key("candidates").Int(result.candidates);
   json.Key("screened").Int(result.screened);
+  json.Key("derived").Int(result.derived);
   json.Key("simulated").Int(result.simulated);
   json.Key("rejected").BeginObject();
   for (const auto& [reason, count] : result.rejected) json.Key(reason).Int(count);
@@ -285,7 +290,7 @@ std::string FormatSweepTable(const PlanSpec& spec, const std::vector<SweepRow>& 
     }
     text += PadRight(EngineName(c.engine), 10) + PadLeft(Layout(c), 24) +
             PadLeft(std::to_string(c.vpp), 5) + PadLeft(std::to_string(c.micro_batch_size), 5) +
-            "  " + PadRight(c.schedule, 18) + PadRight(RecomputeName(c.recompute), 10) +
+            "  " + PadRight(c.schedule, 18) + PadRight(c.RecomputeText(), 10) +
             PadLeft(FormatMs(best.step), 13) + PadLeft(FormatFixed(best.tokens_per_s, 0), 12) +
             PadLeft(FormatFixed(per_gpu, 1), 14) + PadLeft(FormatFixed(best.mfu, 3), 8) +
             PadLeft(FormatGib(best.memory.peak_bytes) + " GiB", 16) +

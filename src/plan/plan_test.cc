@@ -2,9 +2,11 @@
 
 #include <gtest/gtest.h>
 
+#include <filesystem>
 #include <set>
 
 #include "plan/plan_rules.h"
+#include "run/simulate.h"
 
 namespace stagecraft {
 namespace {
@@ -137,6 +139,53 @@ TEST(PlanRulesTest, TorchtitanSplitsUnevenlyMegatronDoesNot) {
   EXPECT_TRUE(pp8);
   spec.engine = Engine::kMegatron;
   for (const Candidate& c : EnumerateCandidates(spec, shape).legal) EXPECT_NE(c.pp, 8);
+}
+
+
+// Megatron's block recomputation, derived by the screen: Llama 3 70B at 32,768 tokens on 32 H100
+// fits only with recomputation. The best plan recomputes N of a chunk's layers (1 <= N < L), it
+// fits, it is faster than every plan that recomputes all layers, and the same layout with one
+// layer fewer (N - 1, or none) does not fit: N is the fewest that fit.
+TEST(PlanTest, DerivesTheFewestBlockRecomputedLayersThatFit) {
+  PlanSpec spec;
+  spec.run.config_path =
+      (std::filesystem::path(STAGECRAFT_TESTS_DIR) / "golden" / "data" / "llama-3-70b.yaml")
+          .string();
+  spec.run.cluster = "h100x8";
+  spec.run.seq_len = "32768";
+  spec.gpus = 32;
+  spec.global_batch = 256;
+  spec.engine = Engine::kMegatron;
+  spec.simulate = 20;
+  spec.top = 20;
+  auto planned = PlanLayouts(spec);
+  ASSERT_TRUE(planned.ok()) << planned.error().message;
+  const PlanResult& result = planned.value();
+  EXPECT_GT(result.derived, 0);
+  ASSERT_FALSE(result.plans.empty());
+  const PlannedLayout& best = result.plans.front();
+  const Candidate& c = best.candidate;
+  ASSERT_EQ(c.recompute, Recompute::kFull);
+  const int32_t chunk_layers = 80 / (c.pp * c.vpp);
+  ASSERT_GE(c.recompute_num_layers, 1);
+  ASSERT_LT(c.recompute_num_layers, chunk_layers);
+  EXPECT_TRUE(best.memory.fits);
+  for (const PlannedLayout& plan : result.all_fitting) {
+    if (plan.candidate.recompute == Recompute::kFull && plan.candidate.recompute_num_layers == 0) {
+      EXPECT_GT(plan.step, best.step) << plan.candidate.Describe();
+    }
+  }
+  Candidate fewer = c;
+  fewer.recompute_num_layers = c.recompute_num_layers - 1;
+  if (fewer.recompute_num_layers == 0) fewer.recompute = Recompute::kNone;
+  RunSpec run = spec.run;
+  run.edit = [fewer](Config& config) {
+    fewer.ApplyTo(config);
+    return Status::Ok();
+  };
+  auto outcome = SimulateSpec(run);
+  ASSERT_TRUE(outcome.ok()) << outcome.error().message;
+  EXPECT_FALSE(outcome.value().info.memory.fits) << fewer.Describe();
 }
 
 }  // namespace

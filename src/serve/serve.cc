@@ -328,8 +328,8 @@ Status RunServe(const ServeSpec& spec, Transcript& transcript) {
       return Error{"--prefill-instances/--decode-instances: at most 4096 instances each"};
     }
     // The cluster holds both pools; the decode pool is the replica model below.
-    const int64_t gpus = int64_t{shape.gpus_per_replica()} *
-                         (int64_t{spec.prefill_instances} + spec.decode_instances);
+    const int64_t gpus =
+        shape.gpus_per_replica() * (int64_t{spec.prefill_instances} + spec.decode_instances);
     const int64_t devices = int64_t{config.cluster.nodes} * config.cluster.devices_per_node;
     if (config.cluster.given && gpus > devices) {
       return Error{"serve: " + std::to_string(spec.prefill_instances) + " prefill + " +

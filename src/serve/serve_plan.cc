@@ -162,9 +162,10 @@ Status EvaluateDisaggregated(const TransformerSpec& model, const ClusterSpec& cl
   ServePlan best;
   for (int64_t prefills = 1; prefills < instances; ++prefills) {
     for (int64_t decodes = 1; prefills + decodes <= instances; ++decodes) {
-      const DisaggregatedUnit unit{.prefill_instances = prefills,
-                                   .decode_instances = decodes,
-                                   .gpus_per_instance = replica.shape.gpus_per_replica()};
+      const DisaggregatedUnit unit{
+          .prefill_instances = prefills,
+          .decode_instances = decodes,
+          .gpus_per_instance = static_cast<int32_t>(replica.shape.gpus_per_replica())};
       const double per_gpu = DisaggregatedRatePerGpu(unit, prefill_rps, decode_rps);
       if (per_gpu <= best.goodput_rps_per_gpu) continue;
       best.goodput_rps_per_gpu = per_gpu;
@@ -256,7 +257,7 @@ Status EvaluateLayout(const TransformerSpec& model, const ClusterSpec& cluster,
   }
   ServePlan plan;
   plan.shape = one;
-  plan.shape.replicas = gpus / one.gpus_per_replica();
+  plan.shape.replicas = static_cast<int32_t>(gpus / one.gpus_per_replica());
   plan.rate_rps = highest.value()->first * plan.shape.replicas;
   plan.goodput_rps_per_gpu = plan.rate_rps / static_cast<double>(plan.shape.gpus());
   plan.ttft_p90_s = highest.value()->second.ttft_p90_s;

@@ -63,7 +63,8 @@ Status CheckShape(const TransformerSpec& model, const ClusterSpec& cluster,
                  Num(shape.replicas) + ")"};
   }
   if (shape.ep > 4096) {
-    return Error{"--ep " + Num(shape.ep) + ": at most 4096 expert-parallel GPUs"};
+    return Error{"--ep " + Num(shape.ep) +
+                 ": too many expert-parallel GPUs (expected at most 4096 per stage)"};
   }
   STAGECRAFT_RETURN_IF_ERROR(CheckExperts(model, shape));
   if (shape.tp > cluster.devices_per_node) {

@@ -29,8 +29,9 @@ struct ServeShape {
   // Attention data-parallel groups per stage (vLLM's --data-parallel-size under EP).
   int32_t attention_dp() const { return ep > 1 && ep % tp == 0 ? ep / tp : 1; }
   int32_t stage_gpus() const { return tp * attention_dp(); }
-  int32_t gpus_per_replica() const { return stage_gpus() * pp; }
-  int64_t gpus() const { return int64_t{gpus_per_replica()} * replicas; }
+  // In 64 bits: --pp and --ep come from the command line before the cluster bounds them.
+  int64_t gpus_per_replica() const { return int64_t{stage_gpus()} * pp; }
+  int64_t gpus() const { return gpus_per_replica() * replicas; }
 };
 
 // The engine's settings; defaults are vLLM's (vllm/engine/arg_utils.py, EngineArgs).

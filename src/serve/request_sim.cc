@@ -471,15 +471,29 @@ Percentiles Summarize(const std::vector<double>& values) {
   return result;
 }
 
+// The most KV one request can hold: a replica's capacity, or under EP one attention group's
+// (a request lives in one data-parallel engine's cache).
+int64_t RequestCapacityTokens(const ReplicaModel& replica) {
+  return replica.kv_capacity_tokens / replica.shape.attention_dp();
+}
+// "a replica's KV cache of N tokens", or one attention group's with the replica's total.
+std::string RequestCacheText(const ReplicaModel& replica) {
+  const int32_t groups = replica.shape.attention_dp();
+  const std::string tokens = std::to_string(RequestCapacityTokens(replica)) + " tokens";
+  if (groups == 1) return "a replica's KV cache of " + tokens;
+  return "one attention group's KV cache of " + tokens + " (the replica's " +
+         std::to_string(replica.kv_capacity_tokens) + " over " + std::to_string(groups) +
+         " data-parallel groups)";
+}
+
 Status CheckTraceFits(const ReplicaModel& replica, const Workload& workload) {
   for (size_t index = 0; index < workload.trace.size(); ++index) {
     const TraceRequest& request = workload.trace[index];
     if (KvTokensHeld(replica, static_cast<double>(request.prompt + request.output)) >
-        static_cast<double>(replica.kv_capacity_tokens)) {
+        static_cast<double>(RequestCapacityTokens(replica))) {
       return Error{"serve: trace request " + std::to_string(index + 1) + " of " +
                    std::to_string(request.prompt) + " + " + std::to_string(request.output) +
-                   " tokens does not fit a replica's KV cache of " +
-                   std::to_string(replica.kv_capacity_tokens) + " tokens (expected shorter " +
+                   " tokens does not fit " + RequestCacheText(replica) + " (expected shorter " +
                    "requests, or more GPUs per replica)"};
     }
   }
@@ -543,10 +557,9 @@ Status CheckWorkload(const ReplicaModel& replica, const Workload& workload) {
   }
   const int64_t longest = prompt + output;
   if (KvTokensHeld(replica, static_cast<double>(longest)) >
-      static_cast<double>(replica.kv_capacity_tokens)) {
-    return Error{"serve: a request of " + std::to_string(prompt) + " + " +
-                 std::to_string(output) + " tokens does not fit a replica's KV " +
-                 "cache of " + std::to_string(replica.kv_capacity_tokens) + " tokens (expected " +
+      static_cast<double>(RequestCapacityTokens(replica))) {
+    return Error{"serve: a request of " + std::to_string(prompt) + " + " + std::to_string(output) +
+                 " tokens does not fit " + RequestCacheText(replica) + " (expected " +
                  "shorter --prompt-tokens/--output-tokens, or more GPUs per replica)"};
   }
   return Status::Ok();

@@ -271,6 +271,7 @@ const std::vector<Option<ServeSpec>>& ServeOptions() {
   static const std::vector<Option<ServeSpec>> options = {
       NumberOption("tp", &ServeSpec::tp),
       NumberOption("pp", &ServeSpec::pp),
+      NumberOption("ep", &ServeSpec::ep),
       NumberOption("replicas", &ServeSpec::replicas),
       NumberOption("prefill_instances", &ServeSpec::prefill_instances),
       NumberOption("decode_instances", &ServeSpec::decode_instances),

@@ -161,7 +161,7 @@ def plan(path=None, *, gpus, global_batch_size, engine="any", top=10, jobs=1, te
 
 def serve(path=None, *, text=None, config=None, report=None, **options):
     """`stagecraft serve --json`: the KV cache, the decode step and the request-level latencies.
-    Options are serve's flags by name (tp=8, rate=2, requests=500, slo="ttft=0.4s,tpot=40ms",
+    Options are serve's flags by name (tp=8, ep=8, rate=2, requests=500, slo="ttft=0.4s,tpot=40ms",
     prompt_tokens="128-1024", routing="least-outstanding", eager=True, ...); other names are the
     model's overrides as for simulate (cluster="h100", hf_config=...)."""
     return _answer(_native.serve(*_source(path, text, config), _overrides(options),

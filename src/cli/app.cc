@@ -349,6 +349,12 @@ CLI::App* AddServeCommand(CLI::App& app, ServeSpec& serve) {
   command
       ->add_option("--pp", serve.pp, "pipeline stages per replica (default: parallel.pp, else 1)")
       ->type_name("P");
+  command
+      ->add_option("--ep", serve.ep,
+                   "expert-parallel GPUs per stage, a multiple of --tp: the routed experts split "
+                   "E ways, the attention data-parallel over E/tp groups (vLLM's "
+                   "--enable-expert-parallel; default: parallel.ep, else 1)")
+      ->type_name("E");
   command->add_option("--replicas", serve.replicas, "replicas behind the router (default 1)")
       ->type_name("R");
   command

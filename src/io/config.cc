@@ -611,7 +611,9 @@ Status ReadTransformer(const Reader& reader, const Field& field, TransformerSpec
                        [&reader, spec](const Field& value) {
                          return reader.Choice(value, "KV cache dtype", {"bf16", "fp8"},
                                               &spec->kv_cache_dtype);
-                       }}},
+                       }},
+                      {"sliding_window", wide(&spec->sliding_window)},
+                      {"sliding_window_layers", IntInto(reader, 0, &spec->window_layers)}},
                      &written));
   for (const char* key : {"layers", "hidden", "heads", "vocab"}) {
     if (Find(written, key) == nullptr) {
@@ -635,6 +637,25 @@ Status ReadTransformer(const Reader& reader, const Field& field, TransformerSpec
       (spec->qk_nope_dim < 1 || spec->qk_rope_dim < 1 || spec->v_head_dim < 1)) {
     return reader.At(*Find(written, "kv_lora_rank"),
                      "latent attention needs qk_nope_dim, qk_rope_dim and v_head_dim");
+  }
+  // A window on every layer unless sliding_window_layers says how many (interleaved models).
+  const Field* window_layers = Find(written, "sliding_window_layers");
+  if (window_layers != nullptr && Find(written, "sliding_window") == nullptr) {
+    return reader.At(*window_layers,
+                     "needs sliding_window (the window's tokens) next to it, e.g. "
+                     "sliding_window: 4096");
+  }
+  if (window_layers == nullptr && spec->sliding_window > 0) spec->window_layers = spec->layers;
+  if (spec->window_layers > spec->layers) {
+    return reader.At(*window_layers, std::to_string(spec->window_layers) +
+                                         " sliding-window layers, more than the model's " +
+                                         std::to_string(spec->layers) + " (expected 0.." +
+                                         std::to_string(spec->layers) + ")");
+  }
+  if (spec->sliding_window > 0 && spec->kv_lora_rank > 0) {
+    return reader.At(*Find(written, "sliding_window"),
+                     "a sliding window applies to MHA/GQA/MQA layers; this model's attention is "
+                     "latent (kv_lora_rank): drop sliding_window");
   }
   if (spec->kv_heads > 0 && spec->heads % spec->kv_heads != 0) {
     return reader.At(*Find(written, "kv_heads"),

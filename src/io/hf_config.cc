@@ -216,6 +216,53 @@ Status ReadQuantization(const YAML::Node& root, std::string_view source, Transfo
   return Status::Ok();
 }
 
+// Sliding-window attention (transformers' configs): `sliding_window` W (null or absent: none;
+// Qwen2's use_sliding_window false turns it off, and with it on, its first max_window_layers
+// layers stay full); which layers use it: `layer_types` ("sliding_attention" entries: Gemma 3,
+// gpt-oss, recent Gemma 2 and Mistral exports), else `sliding_window_pattern` P (Gemma 3: every
+// P-th layer global, L - floor(L/P) windowed), else model_type gemma2 (alternating, the even
+// layers windowed: ceil(L/2)), else every layer (Mistral-7B v0.1).
+Status ReadSlidingWindow(const YAML::Node& root, std::string_view source, TransformerSpec& spec) {
+  const YAML::Node window = root["sliding_window"];
+  if (!window || window.IsNull()) return Status::Ok();
+  if (root["use_sliding_window"] && !root["use_sliding_window"].as<bool>(true)) {
+    return Status::Ok();
+  }
+  STAGECRAFT_RETURN_IF_ERROR(ReadInteger(window, "sliding_window", source, 1,
+                                         std::numeric_limits<int32_t>::max(),
+                                         &spec.sliding_window));
+  const int64_t layers = spec.layers;
+  int64_t windowed = layers;
+  const YAML::Node types = root["layer_types"];
+  const std::string model_type =
+      root["model_type"] ? root["model_type"].as<std::string>("") : std::string();
+  if (types && types.IsSequence()) {
+    if (static_cast<int64_t>(types.size()) != layers) {
+      return Error{Where(source, types) + "layer_types has " + std::to_string(types.size()) +
+                   " entries for " + std::to_string(layers) +
+                   " layers (expected one per layer: sliding_attention or full_attention)"};
+    }
+    windowed = 0;
+    for (const YAML::Node& type : types) {
+      if (type.as<std::string>("") == "sliding_attention") ++windowed;
+    }
+  } else if (root["sliding_window_pattern"]) {
+    int64_t pattern = 0;
+    STAGECRAFT_RETURN_IF_ERROR(ReadInteger(root["sliding_window_pattern"], "sliding_window_pattern",
+                                           source, 1, layers, &pattern));
+    windowed = layers - layers / pattern;
+  } else if (model_type == "gemma2") {
+    windowed = (layers + 1) / 2;
+  } else if (root["use_sliding_window"] && root["max_window_layers"]) {
+    int64_t full = 0;
+    STAGECRAFT_RETURN_IF_ERROR(
+        ReadInteger(root["max_window_layers"], "max_window_layers", source, 0, layers, &full));
+    windowed = layers - full;
+  }
+  spec.window_layers = static_cast<int32_t>(windowed);
+  return Status::Ok();
+}
+
 Result<ModelSpec> ModelFromJson(std::string_view json, std::string_view source,
                                 const ModelSpec& base) {
   YAML::Node root;
@@ -309,6 +356,7 @@ Result<ModelSpec> ModelFromJson(std::string_view json, std::string_view source,
     STAGECRAFT_RETURN_IF_ERROR(integer("qk_rope_head_dim", true, &spec.qk_rope_dim));
     STAGECRAFT_RETURN_IF_ERROR(integer("v_head_dim", true, &spec.v_head_dim));
   }
+  STAGECRAFT_RETURN_IF_ERROR(ReadSlidingWindow(root, source, spec));
   const std::string act = root["hidden_act"] ? root["hidden_act"].as<std::string>("") : "silu";
   spec.swiglu = act == "silu" || act == "swiglu";
   spec.tied_embeddings = root["tie_word_embeddings"] && root["tie_word_embeddings"].as<bool>(false);

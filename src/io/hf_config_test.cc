@@ -34,6 +34,52 @@ TEST(HfConfigTest, LlamaParameterCounts) {
   EXPECT_DOUBLE_EQ(TransformerParams(llama3.transformer, 8192), 8030261248.0);
 }
 
+// Sliding windows from the transformers config keys: Mistral-7B v0.1 (sliding_window 4096 on
+// every layer), Gemma 3 (sliding_window_pattern 6: 26 layers, every 6th global: 26 - 4 = 22
+// windowed), gpt-oss (layer_types alternating over 24 layers: 12), Gemma 2 (model_type gemma2,
+// alternating: 42 layers, 21), Qwen2 (use_sliding_window false: none), null (none).
+TEST(HfConfigTest, SlidingWindowLayers) {
+  const auto read = [](const std::string& extra, int layers = 32) {
+    const std::string text =
+        R"({"hidden_size": 4096, "intermediate_size": 14336, "num_attention_heads": 32,
+        "num_key_value_heads": 8, "vocab_size": 32000, "num_hidden_layers": )" +
+        std::to_string(layers) + ", " + extra + "}";
+    auto model = ModelFromHfConfig(text, "w.json", ModelSpec());
+    EXPECT_TRUE(model.ok()) << model.error().message;
+    return model.ok() ? model.value().transformer : TransformerSpec();
+  };
+  const TransformerSpec mistral = read(R"("model_type": "mistral", "sliding_window": 4096)");
+  EXPECT_EQ(mistral.sliding_window, 4096);
+  EXPECT_EQ(mistral.window_layers, 32);
+  const TransformerSpec gemma3 = read(
+      R"("model_type": "gemma3_text", "sliding_window": 1024, "sliding_window_pattern": 6)", 26);
+  EXPECT_EQ(gemma3.sliding_window, 1024);
+  EXPECT_EQ(gemma3.window_layers, 22);
+  std::string types = "[";
+  for (int layer = 0; layer < 24; ++layer) {
+    types += std::string(layer > 0 ? ", " : "") +
+             (layer % 2 == 0 ? "\"sliding_attention\"" : "\"full_attention\"");
+  }
+  types += "]";
+  const TransformerSpec oss =
+      read(R"("model_type": "gpt_oss", "sliding_window": 128, "layer_types": )" + types, 24);
+  EXPECT_EQ(oss.window_layers, 12);
+  EXPECT_EQ(read(R"("model_type": "gemma2", "sliding_window": 4096)", 42).window_layers, 21);
+  const TransformerSpec qwen =
+      read(R"("model_type": "qwen2", "sliding_window": 131072, "use_sliding_window": false)");
+  EXPECT_EQ(qwen.sliding_window, 0);
+  EXPECT_EQ(qwen.window_layers, 0);
+  EXPECT_EQ(read(R"("model_type": "mistral", "sliding_window": null)").sliding_window, 0);
+  // layer_types must name every layer.
+  auto short_types = ModelFromHfConfig(
+      R"({"hidden_size": 4096, "intermediate_size": 14336, "num_attention_heads": 32,
+      "vocab_size": 32000, "num_hidden_layers": 4, "sliding_window": 128,
+      "layer_types": ["sliding_attention"]})",
+      "w.json", ModelSpec());
+  ASSERT_FALSE(short_types.ok());
+  EXPECT_NE(short_types.error().message.find("1 entries for 4 layers"), std::string::npos);
+}
+
 TEST(HfConfigTest, KeepsTheRunShape) {
   ModelSpec base;
   base.seq_len = 8192;

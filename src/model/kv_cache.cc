@@ -39,7 +39,17 @@ KvCachePerToken TransformerKvCachePerToken(const TransformerSpec& spec, int32_t 
     cache.main_kv_bytes = 2.0 * static_cast<double>(spec.kv_heads_or_heads()) *
                           static_cast<double>(spec.head_dim_or_default()) * layers * bytes;
   }
+  if (spec.sliding_window > 0 && spec.window_layers > 0 && spec.layers > 0) {
+    cache.windowed_bytes = cache.main_kv_bytes * std::min(spec.window_layers, spec.layers) / layers;
+    cache.window_tokens = spec.sliding_window;
+  }
   return cache;
+}
+
+double KvCachePerToken::BytesForContext(int64_t context) const {
+  const double past_window =
+      window_tokens > 0 ? static_cast<double>(std::max<int64_t>(0, context - window_tokens)) : 0;
+  return total() * static_cast<double>(context) - windowed_bytes * past_window;
 }
 
 KvCachePerToken Csa2KvCachePerToken(const std::vector<LayerSpec>& layers, const Csa2Dims& dims) {

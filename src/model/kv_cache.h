@@ -28,11 +28,19 @@ struct KvCachePerToken {
   AttentionKind attention = AttentionKind::kMha;
   double main_kv_bytes = 0;      // K and V; MLA's latent and rope key; CSA2's compressed KV
   double indexer_key_bytes = 0;  // CSA2 only: the indexer keys
+  // Of main_kv_bytes, the sliding-window layers' share: a request keeps it for its last
+  // `window_tokens` tokens only (0 and 0 = no window).
+  double windowed_bytes = 0;
+  int64_t window_tokens = 0;
   double total() const { return main_kv_bytes + indexer_key_bytes; }
+  // The KV cache one request of `context` tokens holds: total() per token, less the windowed
+  // layers' share for the tokens past the window.
+  double BytesForContext(int64_t context) const;
   bool operator==(const KvCachePerToken&) const = default;
 };
 
-// MHA / GQA / MQA: 2·g·d·L·bytes (K and V of g KV heads of width d in each of L layers);
+// MHA / GQA / MQA: 2·g·d·L·bytes (K and V of g KV heads of width d in each of L layers), of it
+// 2·g·d·L_w·bytes on the L_w sliding-window layers (windowed_bytes);
 // MLA: (kv_lora_rank + qk_rope_dim)·L·bytes (DeepSeek-V2 §2.1.4 Table 1: (d_c + d_h^R)·l
 // elements, the cache of the absorbed inference form). `bytes_per_element`: 2 for bf16.
 KvCachePerToken TransformerKvCachePerToken(const TransformerSpec& spec,

@@ -21,6 +21,38 @@ TEST(KvCacheTest, Llama3_70bGqaIs320KibPerToken) {
   EXPECT_EQ(cache.indexer_key_bytes, 0.0);
 }
 
+// Mistral-7B v0.1 (huggingface.co/mistralai/Mistral-7B-v0.1 config.json: 32 layers, hidden 4096,
+// 32 heads, 8 KV heads of 128, sliding_window 4096 on every layer). Per token, bf16:
+// 2 (K, V) x 8 x 128 x 32 layers x 2 B = 131,072 B. A request keeps at most 4096 tokens:
+//   8k context:  4096 x 131,072 = 536,870,912 B (512 MiB; 1 GiB = 8192 x 131,072 without)
+//   32k context: still 536,870,912 B (4 GiB = 32768 x 131,072 without)
+// Gemma-3 style interleaving, window on 5 of every 6 layers (sliding_window_pattern 6: 32 -
+// 32/6 = 27 of 32 layers windowed): at 32k the 5 global layers keep all 32768 tokens and the
+// 27 windowed ones 4096: (5 x 32768 + 27 x 4096) x 4096 B = 1,124,073,472 B.
+TEST(KvCacheTest, Mistral7bSlidingWindowBoundsARequest) {
+  TransformerSpec spec;
+  spec.layers = 32;
+  spec.hidden = 4096;
+  spec.heads = 32;
+  spec.kv_heads = 8;
+  spec.sliding_window = 4096;
+  spec.window_layers = 32;
+  const KvCachePerToken cache = TransformerKvCachePerToken(spec);
+  EXPECT_EQ(cache.total(), 131'072.0);
+  EXPECT_EQ(cache.windowed_bytes, 131'072.0);
+  EXPECT_EQ(cache.BytesForContext(1000), 1000 * 131'072.0);
+  EXPECT_EQ(cache.BytesForContext(8192), 536'870'912.0);
+  EXPECT_EQ(cache.BytesForContext(32768), 536'870'912.0);
+  spec.window_layers = 0;
+  const KvCachePerToken full = TransformerKvCachePerToken(spec);
+  EXPECT_EQ(full.BytesForContext(8192), 1'073'741'824.0);
+  EXPECT_EQ(full.BytesForContext(32768), 4'294'967'296.0);
+  spec.window_layers = 27;
+  const KvCachePerToken interleaved = TransformerKvCachePerToken(spec);
+  EXPECT_EQ(interleaved.BytesForContext(32768), 1'124'073'472.0);
+  EXPECT_EQ(interleaved.BytesForContext(32768), (5.0 * 32768 + 27.0 * 4096) * 4096);
+}
+
 // Llama-2-7B (huggingface.co/meta-llama/Llama-2-7b-hf): 32 layers, 32 heads of 128, MHA; the
 // often-quoted 0.5 MiB per token in fp16: 2 x 32 x 128 x 32 x 2 B = 524,288 B.
 TEST(KvCacheTest, Llama2_7bMhaIsHalfAMibPerToken) {

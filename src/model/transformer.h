@@ -58,6 +58,12 @@ struct TransformerSpec {
   // (model.transformer.kv_cache_dtype, vLLM's name). Training ignores both.
   std::string weight_format;
   std::string kv_cache_dtype;
+  // Sliding-window attention (Mistral-7B v0.1, Gemma 2/3, gpt-oss; HuggingFace `sliding_window`
+  // and, for interleaved local/global layers, `layer_types` or `sliding_window_pattern`):
+  // `window_layers` of the layers attend to the last `sliding_window` tokens only, so a request
+  // keeps at most that many tokens of KV on them (serving; training ignores both).
+  int64_t sliding_window = 0;  // W tokens; 0 = none
+  int32_t window_layers = 0;   // layers using the window (0..layers)
   bool operator==(const TransformerSpec&) const = default;
 
   bool moe() const { return experts > 0; }

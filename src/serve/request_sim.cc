@@ -199,8 +199,14 @@ class ServingModel {
     if (!replica.busy) StartIteration(target, queue);
   }
 
+  // Blocks of `tokens` of context; with a sliding window, of the KV it holds (KvTokensHeld:
+  // the windowed layers' blocks past the window freed, as vLLM's hybrid KV cache manager does).
   int64_t BlocksFor(int64_t tokens) const {
     const int64_t block = model_.engine.block_tokens;
+    if (model_.kv.window_tokens > 0 && tokens > model_.kv.window_tokens) {
+      const double held = KvTokensHeld(model_, static_cast<double>(tokens));
+      return static_cast<int64_t>(std::ceil(held / static_cast<double>(block) - 1e-9));
+    }
     return (tokens + block - 1) / block;
   }
 
@@ -263,7 +269,8 @@ class ServingModel {
 
   // Blocks a request still needs for `tokens` more (its cached prefix's are shared).
   int64_t Need(const Request& request, int64_t tokens) const {
-    return BlocksFor(request.computed + tokens) - request.blocks - request.prefix_blocks;
+    return std::max<int64_t>(
+        0, BlocksFor(request.computed + tokens) - request.blocks - request.prefix_blocks);
   }
 
   void Grow(Replica& replica, Request& request, int64_t blocks) {
@@ -378,7 +385,7 @@ class ServingModel {
       const double tokens = static_cast<double>(request.scheduled);
       const double context = static_cast<double>(request.computed);
       work.new_tokens += tokens;
-      work.context_tokens += context;
+      work.context_tokens += KvTokensHeld(model_, context);
       work.attention_pairs += tokens * context + tokens * (tokens + 1) / 2;
       if (request.scheduled == request.pending()) work.sequences += 1;
     }
@@ -464,14 +471,29 @@ Percentiles Summarize(const std::vector<double>& values) {
   return result;
 }
 
+// The most KV one request can hold: a replica's capacity, or under EP one attention group's
+// (a request lives in one data-parallel engine's cache).
+int64_t RequestCapacityTokens(const ReplicaModel& replica) {
+  return replica.kv_capacity_tokens / replica.shape.attention_dp();
+}
+// "a replica's KV cache of N tokens", or one attention group's with the replica's total.
+std::string RequestCacheText(const ReplicaModel& replica) {
+  const int32_t groups = replica.shape.attention_dp();
+  const std::string tokens = std::to_string(RequestCapacityTokens(replica)) + " tokens";
+  if (groups == 1) return "a replica's KV cache of " + tokens;
+  return "one attention group's KV cache of " + tokens + " (the replica's " +
+         std::to_string(replica.kv_capacity_tokens) + " over " + std::to_string(groups) +
+         " data-parallel groups)";
+}
+
 Status CheckTraceFits(const ReplicaModel& replica, const Workload& workload) {
   for (size_t index = 0; index < workload.trace.size(); ++index) {
     const TraceRequest& request = workload.trace[index];
-    if (request.prompt + request.output > replica.kv_capacity_tokens) {
+    if (KvTokensHeld(replica, static_cast<double>(request.prompt + request.output)) >
+        static_cast<double>(RequestCapacityTokens(replica))) {
       return Error{"serve: trace request " + std::to_string(index + 1) + " of " +
                    std::to_string(request.prompt) + " + " + std::to_string(request.output) +
-                   " tokens does not fit a replica's KV cache of " +
-                   std::to_string(replica.kv_capacity_tokens) + " tokens (expected shorter " +
+                   " tokens does not fit " + RequestCacheText(replica) + " (expected shorter " +
                    "requests, or more GPUs per replica)"};
     }
   }
@@ -534,10 +556,10 @@ Status CheckWorkload(const ReplicaModel& replica, const Workload& workload) {
     }
   }
   const int64_t longest = prompt + output;
-  if (longest > replica.kv_capacity_tokens) {
-    return Error{"serve: a request of " + std::to_string(prompt) + " + " +
-                 std::to_string(output) + " tokens does not fit a replica's KV " +
-                 "cache of " + std::to_string(replica.kv_capacity_tokens) + " tokens (expected " +
+  if (KvTokensHeld(replica, static_cast<double>(longest)) >
+      static_cast<double>(RequestCapacityTokens(replica))) {
+    return Error{"serve: a request of " + std::to_string(prompt) + " + " + std::to_string(output) +
+                 " tokens does not fit " + RequestCacheText(replica) + " (expected " +
                  "shorter --prompt-tokens/--output-tokens, or more GPUs per replica)"};
   }
   return Status::Ok();

@@ -1,9 +1,11 @@
 #include "serve/serve.h"
 
 #include <algorithm>
+#include <cmath>
 #include <sstream>
 
 #include "core/units.h"
+#include "model/kv_cache.h"
 #include "report/json_writer.h"
 #include "serve/disaggregated_sim.h"
 #include "serve/serve_report.h"
@@ -31,12 +33,14 @@ DecodePoint LargestDecode(const ReplicaModel& replica, const Workload& workload)
   for (const TraceRequest& request : workload.trace) {
     point.context = std::max(point.context, request.prompt + request.output);
   }
-  point.batch = std::min<int64_t>(replica.engine.max_seqs,
-                                  replica.kv_capacity_tokens / std::max<int64_t>(1, point.context));
+  const double held = std::max(1.0, KvTokensHeld(replica, static_cast<double>(point.context)));
+  point.batch = std::min<int64_t>(
+      replica.engine.max_seqs,
+      static_cast<int64_t>(std::floor(static_cast<double>(replica.kv_capacity_tokens) / held)));
   IterationWork work;
   work.new_tokens = static_cast<double>(point.batch);
   work.sequences = work.new_tokens;
-  work.context_tokens = work.new_tokens * static_cast<double>(point.context);
+  work.context_tokens = work.new_tokens * KvTokensHeld(replica, static_cast<double>(point.context));
   work.attention_pairs = work.context_tokens + work.new_tokens;
   point.cost = IterationSeconds(replica, work);
   return point;
@@ -80,6 +84,10 @@ std::string FormatJson(const std::string& model, const ReplicaModel& replica,
   json.Key("device").String(replica.cluster.device);
   json.Key("tp").Int(replica.shape.tp);
   json.Key("pp").Int(replica.shape.pp);
+  if (replica.shape.ep > 1) {
+    json.Key("ep").Int(replica.shape.ep);
+    json.Key("attention_dp").Int(replica.shape.attention_dp());
+  }
   json.Key("replicas").Int(placement.shape.replicas);
   json.Key("gpus").Int(placement.shape.gpus());
   if (placement.disaggregated()) {
@@ -96,9 +104,19 @@ std::string FormatJson(const std::string& model, const ReplicaModel& replica,
   json.Key("weight_bytes_per_parameter").Fixed(replica.engine.weight_bytes, 1);
   json.Key("kv_bytes_per_element").Int(replica.engine.kv_bytes);
   json.Key("kv_capacity_tokens").Int(replica.kv_capacity_tokens);
+  if (replica.kv.window_tokens > 0) {
+    json.Key("sliding_window").Int(replica.kv.window_tokens);
+    json.Key("window_layers").Int(replica.model.window_layers);
+    json.Key("kv_tokens_held_at_decode_context")
+        .Fixed(KvTokensHeld(replica, static_cast<double>(decode.context)), 0);
+  }
   json.Key("decode_batch").Int(decode.batch);
   json.Key("decode_context").Int(decode.context);
   json.Key("decode_step_ms").Fixed(decode.cost.total_s * 1e3, 3);
+  if (replica.shape.ep > 1) {
+    json.Key("decode_alltoalls").Int(decode.cost.alltoalls);
+    json.Key("decode_alltoall_ms").Fixed(decode.cost.alltoall_s * 1e3, 3);
+  }
   json.Key("requests").Int(stats.requests);
   json.Key("rate_rps").Fixed(workload.rate_rps, 3);
   json.Key("seed").Int(static_cast<int64_t>(workload.seed));
@@ -154,11 +172,28 @@ std::string FormatText(const std::string& label, const std::string& model,
   out << "  KV capacity per replica: " << replica.kv_capacity_tokens << " tokens ("
       << replica.kv_capacity_tokens / replica.engine.block_tokens << " blocks of "
       << replica.engine.block_tokens << ")\n";
+  if (replica.kv.window_tokens > 0) {
+    const double context = static_cast<double>(decode.context);
+    const double held = KvTokensHeld(replica, context);
+    const double per_gpu = replica.kv_bytes_per_token_per_gpu;
+    out << "  sliding window: " << replica.kv.window_tokens << " tokens on "
+        << replica.model.window_layers << " of " << replica.model.layers << " layers; a request of "
+        << decode.context << " tokens keeps " << FormatFixed(held, 0) << " tokens' worth of KV, "
+        << FormatGib(held * per_gpu) << " GiB per GPU (" << FormatGib(context * per_gpu)
+        << " GiB without the window): "
+        << static_cast<int64_t>(
+               std::floor(static_cast<double>(replica.kv_capacity_tokens) / std::max(1.0, held)))
+        << " such requests fit ("
+        << replica.kv_capacity_tokens / std::max<int64_t>(1, decode.context) << " without)\n";
+  }
   out << "  decode step at batch " << decode.batch << ", context " << decode.context << ": "
       << Ms(decode.cost.total_s) << " ms (memory " << Ms(decode.cost.memory_s) << ", compute "
       << Ms(decode.cost.compute_s) << ", launch " << Ms(decode.cost.launch_s) << ", "
-      << decode.cost.allreduces << " all-reduces " << Ms(decode.cost.allreduce_s) << ", hand-offs "
-      << Ms(decode.cost.handoff_s) << ")\n";
+      << decode.cost.allreduces << " all-reduces " << Ms(decode.cost.allreduce_s);
+  if (replica.shape.ep > 1) {
+    out << ", " << decode.cost.alltoalls << " all-to-alls " << Ms(decode.cost.alltoall_s);
+  }
+  out << ", hand-offs " << Ms(decode.cost.handoff_s) << ")\n";
   out << "  workload: " << stats.requests << " requests, ";
   if (workload.trace.empty()) {
     out << (workload.arrival_cv == 1.0 ? std::string("Poisson ")
@@ -198,6 +233,20 @@ std::string FormatText(const std::string& label, const std::string& model,
 }
 
 }  // namespace
+
+Status CheckServable(const ModelSpec& model, const std::string& command) {
+  if (model.is_transformer() || model.layers.empty()) return Status::Ok();
+  const KvCachePerToken kv = Csa2KvCachePerToken(model.layers, model.dims);
+  return Error{command + ": layer-list models (model.type: layers, e.g. a CSA2 model such as " +
+               "DeepSeek-V4.1) are not served yet: their KV cache per token is known (" +
+               FormatFixed(kv.total(), 1) + " B: compressed KV " +
+               FormatFixed(kv.main_kv_bytes, 1) + " B + indexer keys " +
+               FormatFixed(kv.indexer_key_bytes, 1) +
+               " B; stagecraft derive shows it), but the step cost is missing: the CSA2 "
+               "layers' sparse top-k KV reads, the indexer's scoring, their FP8 sliding windows "
+               "and the per-layer weights and experts as a decode streams them (expected "
+               "model.type: transformer, or --hf-config FILE of a dense or MoE transformer)"};
+}
 
 std::string FormatServeTrace(const std::vector<IterationRecord>& iterations, int32_t replicas) {
   JsonWriter json(/*pretty=*/false);
@@ -251,11 +300,13 @@ Status RunServe(const ServeSpec& spec, Transcript& transcript) {
   auto run = ResolveRun(spec.run);
   if (!run.ok()) return run.error();
   const Config& config = run.value().config;
+  STAGECRAFT_RETURN_IF_ERROR(CheckServable(config.model, "serve"));
   ServeShape shape;
   // The config's parallel.tp and parallel.pp when it writes them; else one GPU, one stage.
   const auto& written = run.value().locations.by_path;
   shape.tp = spec.tp.value_or(written.count("parallel.tp") ? config.parallel.tp : 1);
   shape.pp = spec.pp.value_or(written.count("parallel.pp") ? config.parallel.pp : 1);
+  shape.ep = spec.ep.value_or(written.count("parallel.ep") ? config.parallel.ep : 1);
   shape.replicas = spec.replicas;
   const bool placement_disaggregated = spec.prefill_instances > 0 || spec.decode_instances > 0;
   if (placement_disaggregated) {
@@ -267,12 +318,18 @@ Status RunServe(const ServeSpec& spec, Transcript& transcript) {
       return Error{"--replicas with --prefill-instances/--decode-instances: the pools are the "
                    "replicas; drop --replicas"};
     }
+    if (shape.ep > 1) {
+      return Error{
+          "--ep with --prefill-instances/--decode-instances: expert parallelism is "
+          "modelled for colocated replicas only (the KV hand-off between attention "
+          "data-parallel groups is not); drop --ep or the instance flags"};
+    }
     if (spec.prefill_instances > 4096 || spec.decode_instances > 4096) {
       return Error{"--prefill-instances/--decode-instances: at most 4096 instances each"};
     }
     // The cluster holds both pools; the decode pool is the replica model below.
-    const int64_t gpus = int64_t{shape.tp} * shape.pp *
-                         (int64_t{spec.prefill_instances} + spec.decode_instances);
+    const int64_t gpus =
+        shape.gpus_per_replica() * (int64_t{spec.prefill_instances} + spec.decode_instances);
     const int64_t devices = int64_t{config.cluster.nodes} * config.cluster.devices_per_node;
     if (config.cluster.given && gpus > devices) {
       return Error{"serve: " + std::to_string(spec.prefill_instances) + " prefill + " +

@@ -21,6 +21,9 @@ struct ServeSpec {
   RunSpec run;                        // CONFIG, --hf-config, --cluster (the model and the devices)
   std::optional<int32_t> tp;          // --tp T; unset = the config's parallel.tp, else 1
   std::optional<int32_t> pp;          // --pp P; unset = the config's parallel.pp, else 1
+  // --ep E: expert-parallel GPUs per stage (step_cost.h ServeShape::ep); unset = the config's
+  // parallel.ep, else 1.
+  std::optional<int32_t> ep;
   int32_t replicas = 1;               // --replicas R
   // --prefill-instances NP --decode-instances ND: disaggregated prefill and decode pools of
   // instances of the tp x pp layout (serve/disaggregated_sim.h); 0 and 0 = colocated replicas.
@@ -50,6 +53,10 @@ struct ServeSpec {
 Result<Slo> ParseSlo(const std::string& text);
 
 Status RunServe(const ServeSpec& spec, Transcript& transcript);
+
+// A layer-list model (CSA2) is refused with what is missing to serve it (exit 2); a transformer
+// or a model with neither passes (the latter fails later, "not a transformer").
+Status CheckServable(const ModelSpec& model, const std::string& command);
 
 // The Chrome / Perfetto trace of the batches: one process per replica, one complete event per
 // iteration with its prefill and decode tokens, and a counter track of the KV blocks in use.

@@ -13,6 +13,7 @@
 #include "serve/disaggregated_sim.h"
 #include "serve/disaggregation.h"
 #include "serve/explorer_search.h"
+#include "serve/serve.h"
 
 namespace stagecraft {
 namespace {
@@ -118,6 +119,8 @@ std::string RejectionReason(const Error& error) {
   if (error.message.find("KV heads") != std::string::npos) return "tp and the KV heads";
   if (error.message.find("layers evenly") != std::string::npos)
     return "pp does not divide the layers";
+  if (error.message.find("routed experts") != std::string::npos)
+    return "ep does not divide the experts";
   if (error.message.find("does not fit a replica") != std::string::npos) {
     return "a request exceeds the KV cache";
   }
@@ -159,9 +162,10 @@ Status EvaluateDisaggregated(const TransformerSpec& model, const ClusterSpec& cl
   ServePlan best;
   for (int64_t prefills = 1; prefills < instances; ++prefills) {
     for (int64_t decodes = 1; prefills + decodes <= instances; ++decodes) {
-      const DisaggregatedUnit unit{.prefill_instances = prefills,
-                                   .decode_instances = decodes,
-                                   .gpus_per_instance = replica.shape.gpus_per_replica()};
+      const DisaggregatedUnit unit{
+          .prefill_instances = prefills,
+          .decode_instances = decodes,
+          .gpus_per_instance = static_cast<int32_t>(replica.shape.gpus_per_replica())};
       const double per_gpu = DisaggregatedRatePerGpu(unit, prefill_rps, decode_rps);
       if (per_gpu <= best.goodput_rps_per_gpu) continue;
       best.goodput_rps_per_gpu = per_gpu;
@@ -227,13 +231,17 @@ Status EvaluateLayout(const TransformerSpec& model, const ClusterSpec& cluster,
                       const PercentileSlo& slo, const ServeShape& one, int32_t gpus,
                       ServePlanResult& result) {
   auto replica = BuildReplicaModel(model, cluster, one, engine);
+  // EP layouts are searched colocated only (serve's --ep is too).
+  const bool disaggregate = one.ep == 1;
   if (!replica.ok()) {
     ++result.rejections[RejectionReason(replica.error())];
-    ++result.rejections["disaggregated: " + RejectionReason(replica.error())];
+    if (disaggregate) ++result.rejections["disaggregated: " + RejectionReason(replica.error())];
     return Status::Ok();
   }
-  STAGECRAFT_RETURN_IF_ERROR(
-      EvaluateDisaggregated(model, cluster, engine, replica.value(), workload, slo, gpus, result));
+  if (disaggregate) {
+    STAGECRAFT_RETURN_IF_ERROR(EvaluateDisaggregated(model, cluster, engine, replica.value(),
+                                                     workload, slo, gpus, result));
+  }
   Probe lowest;
   std::vector<Probe> trail;
   auto highest = HighestRate(replica.value(), workload, slo, lowest, trail);
@@ -248,7 +256,8 @@ Status EvaluateLayout(const TransformerSpec& model, const ClusterSpec& cluster,
     return Status::Ok();
   }
   ServePlan plan;
-  plan.shape = {.tp = one.tp, .pp = one.pp, .replicas = gpus / (one.tp * one.pp)};
+  plan.shape = one;
+  plan.shape.replicas = static_cast<int32_t>(gpus / one.gpus_per_replica());
   plan.rate_rps = highest.value()->first * plan.shape.replicas;
   plan.goodput_rps_per_gpu = plan.rate_rps / static_cast<double>(plan.shape.gpus());
   plan.ttft_p90_s = highest.value()->second.ttft_p90_s;
@@ -282,6 +291,7 @@ Result<ServePlanResult> PlanServing(const ServePlanSpec& spec) {
   auto run = ResolveRun(spec.run);
   if (!run.ok()) return run.error();
   const Config& config = run.value().config;
+  STAGECRAFT_RETURN_IF_ERROR(CheckServable(config.model, "serve-plan"));
   const TransformerSpec& model = config.model.transformer;
   EngineOptions engine;
   STAGECRAFT_RETURN_IF_ERROR(ApplyDtypes(spec.weight_dtype, spec.kv_dtype, model, engine));
@@ -314,12 +324,29 @@ Result<ServePlanResult> PlanServing(const ServePlanSpec& spec) {
   for (int32_t tp = 1; tp <= std::min(spec.gpus, config.cluster.devices_per_node); ++tp) {
     for (int32_t pp = 1; tp * pp <= spec.gpus; ++pp) layouts.push_back({.tp = tp, .pp = pp});
   }
-  result.candidates = 2 * static_cast<int64_t>(layouts.size());  // colocated, disaggregated
+  // A MoE model adds the EP axis: ep = tp x d attention data-parallel groups, d >= 2, within
+  // the GPUs (ep = tp would cost as plain TP here); an ep not dividing the experts is a
+  // counted rejection.
+  const size_t plain = layouts.size();
+  if (model.moe()) {
+    for (size_t index = 0; index < plain; ++index) {
+      const ServeShape base = layouts[index];
+      for (int32_t groups = 2; int64_t{base.tp} * groups * base.pp <= spec.gpus; ++groups) {
+        ServeShape one = base;
+        one.ep = base.tp * groups;
+        layouts.push_back(one);
+      }
+    }
+  }
+  // Each plain layout colocated and disaggregated; each EP layout colocated.
+  result.candidates =
+      2 * static_cast<int64_t>(plain) + static_cast<int64_t>(layouts.size() - plain);
   for (size_t index = 0; index < layouts.size(); ++index) {
     const ServeShape& one = layouts[index];
     if (spec.progress) {
       spec.progress("[" + std::to_string(index + 1) + "/" + std::to_string(layouts.size()) +
-                    "] tp " + std::to_string(one.tp) + " x pp " + std::to_string(one.pp));
+                    "] tp " + std::to_string(one.tp) + " x pp " + std::to_string(one.pp) +
+                    (one.ep > 1 ? " ep " + std::to_string(one.ep) : ""));
     }
     STAGECRAFT_RETURN_IF_ERROR(EvaluateLayout(model, config.cluster, engine, workload, slo.value(),
                                               one, spec.gpus, result));
@@ -350,7 +377,11 @@ std::string FormatPlanText(const ServePlanSpec& spec, const std::string& label,
   for (size_t rank = 0; rank < shown; ++rank) {
     const ServePlan& plan = result.plans[rank];
     out << PadLeft(std::to_string(rank + 1), 6)
-        << PadLeft(std::to_string(plan.shape.tp) + " x " + std::to_string(plan.shape.pp), 9)
+        << PadLeft(plan.shape.ep > 1
+                       ? std::to_string(plan.shape.tp) + "x" + std::to_string(plan.shape.pp) +
+                             " ep" + std::to_string(plan.shape.ep)
+                       : std::to_string(plan.shape.tp) + " x " + std::to_string(plan.shape.pp),
+                   9)
         << PadLeft(plan.disaggregated ? std::to_string(plan.prefill_instances) + "P+" +
                                             std::to_string(plan.decode_instances) + "D"
                                       : std::to_string(plan.shape.replicas) + " colo",
@@ -383,6 +414,7 @@ std::string FormatPlanJson(const ServePlanSpec& spec, const ServePlanResult& res
     json.BeginObject();
     json.Key("tp").Int(plan.shape.tp);
     json.Key("pp").Int(plan.shape.pp);
+    if (plan.shape.ep > 1) json.Key("ep").Int(plan.shape.ep);
     json.Key("replicas").Int(plan.shape.replicas);
     json.Key("placement").String(plan.disaggregated ? "disaggregated" : "colocated");
     json.Key("prefill_instances").Int(plan.prefill_instances);
@@ -409,7 +441,8 @@ std::string FormatServePlanSvg(const ServePlanResult& result) {
     if (plan.probes.empty()) continue;  // disaggregated: its phases' rates are not one point
     Series one;
     one.name = "tp " + std::to_string(plan.shape.tp) + " x pp " + std::to_string(plan.shape.pp) +
-               " x " + std::to_string(plan.shape.replicas);
+               (plan.shape.ep > 1 ? " ep " + std::to_string(plan.shape.ep) : "") + " x " +
+               std::to_string(plan.shape.replicas);
     one.data = {{"tp", std::to_string(plan.shape.tp)}, {"pp", std::to_string(plan.shape.pp)}};
     const double gpus = static_cast<double>(plan.shape.gpus());
     for (const RateProbe& probe : plan.probes) {

@@ -7,7 +7,9 @@
 // streams); and disaggregated (DistServe), its instances split into prefill-only and
 // decode-only ones, each phase's rate simulated apart, the best split then simulated end to end
 // (disaggregated_sim.h) and its rate lowered until both P90s hold there. Rejections are counted
-// by reason. Not searched yet: EP, token budgets. `--space vidur` searches Vidur's space
+// by reason. A MoE model adds EP layouts (ep = tp x d attention data-parallel groups, d >= 2,
+// step_cost.h ServeShape::ep), colocated only; an ep not dividing the routed experts is a
+// rejection counted. Not searched yet: token budgets. `--space vidur` searches Vidur's space
 // instead (explorer_search.h).
 #pragma once
 

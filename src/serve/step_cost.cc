@@ -32,12 +32,41 @@ Status CheckHeads(const TransformerSpec& model, const ServeShape& shape) {
   return Status::Ok();
 }
 
+// Expert parallelism (vLLM: EP = TP x DP, whole experts per GPU): a MoE model, E a multiple of
+// tp (the attention's data-parallel groups of tp GPUs) dividing the routed experts.
+Status CheckExperts(const TransformerSpec& model, const ServeShape& shape) {
+  if (shape.ep == 1) return Status::Ok();
+  const int64_t ep = shape.ep;
+  if (!model.moe()) {
+    return Error{"--ep " + Num(ep) +
+                 ": expert parallelism needs a mixture-of-experts model; this one has a dense "
+                 "MLP (drop --ep)"};
+  }
+  if (ep % shape.tp != 0) {
+    return Error{"--ep " + Num(ep) + ": expert parallelism spans the stage's GPUs, tp x the " +
+                 "attention's data-parallel groups (vLLM's EP = TP x DP), so it must be a " +
+                 "multiple of --tp " + Num(shape.tp) + " (e.g. --ep " + Num(shape.tp) + ")"};
+  }
+  if (model.experts % ep != 0) {
+    return Error{"--ep " + Num(ep) + ": expert parallelism must divide the " + Num(model.experts) +
+                 " routed experts (expected a divisor of " + Num(model.experts) + ", e.g. " +
+                 Num(std::gcd(model.experts, int64_t{8})) + ")"};
+  }
+  return Status::Ok();
+}
+
 Status CheckShape(const TransformerSpec& model, const ClusterSpec& cluster,
                   const ServeShape& shape) {
-  if (shape.tp < 1 || shape.pp < 1 || shape.replicas < 1) {
-    return Error{"serve: --tp, --pp and --replicas must be at least 1 (got tp " + Num(shape.tp) +
-                 ", pp " + Num(shape.pp) + ", replicas " + Num(shape.replicas) + ")"};
+  if (shape.tp < 1 || shape.pp < 1 || shape.replicas < 1 || shape.ep < 1) {
+    return Error{"serve: --tp, --pp, --ep and --replicas must be at least 1 (got tp " +
+                 Num(shape.tp) + ", pp " + Num(shape.pp) + ", ep " + Num(shape.ep) + ", replicas " +
+                 Num(shape.replicas) + ")"};
   }
+  if (shape.ep > 4096) {
+    return Error{"--ep " + Num(shape.ep) +
+                 ": too many expert-parallel GPUs (expected at most 4096 per stage)"};
+  }
+  STAGECRAFT_RETURN_IF_ERROR(CheckExperts(model, shape));
   if (shape.tp > cluster.devices_per_node) {
     return Error{"--tp " + Num(shape.tp) + ": tensor parallelism stays inside a node of " +
                  Num(cluster.devices_per_node) + " GPUs (expected at most " +
@@ -48,11 +77,12 @@ Status CheckShape(const TransformerSpec& model, const ClusterSpec& cluster,
                  " layers evenly (expected a divisor of " + Num(model.layers) + ")"};
   }
   if (shape.gpus() > cluster.num_devices()) {
-    return Error{"serve: " + DescribeShape(shape) + " needs more GPUs than the cluster's " +
-                 Num(cluster.num_devices()) +
-                 " (expected replicas x tp x pp <= " + Num(cluster.num_devices()) +
-                 "; a larger --cluster DEVICExNODES, or fewer "
-                 "--replicas)"};
+    return Error{
+        "serve: " + DescribeShape(shape) + " needs more GPUs than the cluster's " +
+        Num(cluster.num_devices()) +
+        (shape.ep > 1 ? " (expected replicas x ep x pp <= " : " (expected replicas x tp x pp <= ") +
+        Num(cluster.num_devices()) + "; a larger --cluster DEVICExNODES, or fewer --replicas" +
+        (shape.ep > 1 ? " or a smaller --ep)" : ")")};
   }
   if (cluster.hbm_bytes <= 0 || cluster.hbm_bytes_per_s <= 0) {
     return Error{
@@ -100,6 +130,8 @@ void SizeRoofline(ReplicaModel& replica) {
   const TransformerSpec& model = replica.model;
   const double tp = replica.shape.tp;
   const double vocab_rows = static_cast<double>(model.vocab) * static_cast<double>(model.hidden);
+  // Under EP each GPU keeps ep-th of the routed experts whole; the rest stays split over tp.
+  const double expert_split = replica.shape.ep > 1 ? replica.shape.ep : tp;
   // The input embedding is a lookup (a few rows read); the head is a GEMM over all of it.
   const double embedding = EmbeddingParams(model, 0);
   replica.head_params = vocab_rows;
@@ -109,8 +141,9 @@ void SizeRoofline(ReplicaModel& replica) {
   // A decode batch touches only the routed experts its tokens are sent to (RoutedExpertsTouched).
   const double moe_layers = model.moe() ? model.layers - model.dense_layers : 0;
   replica.routed_expert_bytes =
-      moe_layers * RoutedExpertParams(model) * replica.engine.weight_bytes / tp;
-  replica.weight_read_bytes -= replica.routed_expert_bytes;
+      moe_layers * RoutedExpertParams(model) * replica.engine.weight_bytes;
+  replica.weight_read_bytes -= replica.routed_expert_bytes / tp;
+  replica.routed_expert_bytes /= expert_split;
   replica.matmul_params =
       ActiveParams(model, 0) - embedding - (model.tied_embeddings ? 0.0 : vocab_rows);
   // Per layer, a query against one key and value: QK^T and PV, 2 FLOPs per multiply-add, per
@@ -174,7 +207,14 @@ Status ApplyBatching(const std::string& batching, int64_t max_model_len, EngineO
 }
 
 std::string DescribeShape(const ServeShape& shape) {
-  return "tp " + Num(shape.tp) + " x pp " + Num(shape.pp) + ", " + Num(shape.replicas) +
+  const std::string ep =
+      shape.ep > 1
+          ? ", ep " + Num(shape.ep) +
+                (shape.attention_dp() > 1
+                     ? " (attention data-parallel over " + Num(shape.attention_dp()) + " groups)"
+                     : "")
+          : "";
+  return "tp " + Num(shape.tp) + " x pp " + Num(shape.pp) + ep + ", " + Num(shape.replicas) +
          (shape.replicas == 1 ? " replica (" : " replicas (") + Num(shape.gpus()) +
          (shape.gpus() == 1 ? " GPU)" : " GPUs)");
 }
@@ -201,7 +241,14 @@ Result<ReplicaModel> BuildReplicaModel(const TransformerSpec& model, const Clust
   const double head = model.tied_embeddings ? 0.0 : embedding;
   const double layers = TransformerParams(model, 0) - embedding - head;
   const double ends = shape.pp == 1 ? embedding + head : embedding;
-  replica.weight_bytes_per_gpu = (layers / shape.pp + ends) / shape.tp * engine.weight_bytes;
+  // Under EP the routed experts are split ep ways (whole experts), not over tp.
+  const double routed =
+      model.moe() ? (model.layers - model.dense_layers) * RoutedExpertParams(model) / shape.pp
+                  : 0.0;
+  const double expert_split = shape.ep > 1 ? shape.ep : shape.tp;
+  replica.weight_bytes_per_gpu =
+      ((layers / shape.pp - routed + ends) / shape.tp + routed / expert_split) *
+      engine.weight_bytes;
   replica.activation_bytes_per_gpu = ActivationBytes(model, shape, engine);
   replica.reserve_bytes_per_gpu = static_cast<double>(cluster.memory_reserve_bytes);
   replica.kv_budget_bytes_per_gpu =
@@ -222,7 +269,12 @@ Result<ReplicaModel> BuildReplicaModel(const TransformerSpec& model, const Clust
             " (expected more GPUs per replica: a larger --tp or --pp, or a device with more "
             "memory)");
   }
-  replica.kv_capacity_tokens = static_cast<int64_t>(blocks) * engine.block_tokens;
+  // Each attention DP group holds its own requests' KV and runs its own engine loop.
+  const int32_t groups = shape.attention_dp();
+  replica.kv_capacity_tokens = static_cast<int64_t>(blocks) * engine.block_tokens * groups;
+  replica.engine.token_budget = engine.token_budget * groups;
+  replica.engine.max_seqs = engine.max_seqs * groups;
+  if (engine.max_running > 0) replica.engine.max_running = engine.max_running * groups;
   return replica;
 }
 
@@ -242,6 +294,13 @@ double TpAllReduceSeconds(const ClusterSpec& cluster, int32_t tp, double bytes) 
   return std::min(one_stage, two_stage);
 }
 
+double KvTokensHeld(const ReplicaModel& replica, double context) {
+  const KvCachePerToken& kv = replica.kv;
+  if (kv.window_tokens <= 0 || kv.windowed_bytes <= 0 || kv.total() <= 0) return context;
+  const double past = std::max(0.0, context - static_cast<double>(kv.window_tokens));
+  return context - kv.windowed_bytes / kv.total() * past;
+}
+
 double RoutedExpertsTouched(const TransformerSpec& model, double tokens) {
   if (!model.moe() || model.experts_per_token >= model.experts) return 1.0;
   const double miss =
@@ -249,48 +308,104 @@ double RoutedExpertsTouched(const TransformerSpec& model, double tokens) {
   return 1.0 - std::pow(miss, std::max(0.0, tokens));
 }
 
+ExpertAllToAll ExpertAllToAllSeconds(const ClusterSpec& cluster, int32_t ep,
+                                     const TransformerSpec& model, double tokens_per_gpu,
+                                     double dispatch_bytes, double combine_bytes) {
+  ExpertAllToAll cost;
+  if (ep <= 1 || !model.moe() || tokens_per_gpu <= 0) return cost;
+  const double per_token =
+      static_cast<double>(model.experts_per_token) * static_cast<double>(model.hidden);
+  cost.dispatch_bytes = tokens_per_gpu * per_token * dispatch_bytes;
+  cost.combine_bytes = tokens_per_gpu * per_token * combine_bytes;
+  const int32_t per_node = std::min(ep, std::max(1, cluster.devices_per_node));
+  cost.dispatch_s =
+      static_cast<double>(
+          RingTime(cluster, Collective::kAllToAll, ep, per_node, cost.dispatch_bytes).ns()) *
+      1e-9;
+  cost.combine_s =
+      static_cast<double>(
+          RingTime(cluster, Collective::kAllToAll, ep, per_node, cost.combine_bytes).ns()) *
+      1e-9;
+  return cost;
+}
+
+namespace {
+
+// The collectives of one iteration (TP all-reduces, EP all-to-alls, PP hand-offs) into `cost`.
+void AddCommunication(const ReplicaModel& replica, const IterationWork& work, IterationCost& cost) {
+  const ServeShape& shape = replica.shape;
+  const TransformerSpec& model = replica.model;
+  // Each attention DP group runs its share of the tokens.
+  const double group_tokens = work.new_tokens / shape.attention_dp();
+  const double hidden_bytes =
+      group_tokens * static_cast<double>(model.hidden) * replica.engine.activation_bytes;
+  const int32_t moe_layers = model.moe() ? model.layers - model.dense_layers : 0;
+  // With attention DP groups the MoE layers exchange tokens by all-to-all instead of reducing
+  // the MLP's output over the TP group (vLLM's EP with DP > 1; with DP 1 every TP rank holds
+  // every token and the experts' outputs are all-reduced as under TP).
+  const bool alltoall = shape.ep > 1 && shape.attention_dp() > 1 && moe_layers > 0;
+  if (shape.tp > 1) {
+    // After attention, and after the MLP except where the all-to-all's combine replaces it.
+    cost.allreduces = 2 * model.layers - (alltoall ? moe_layers : 0);
+    cost.allreduce_s =
+        cost.allreduces * TpAllReduceSeconds(replica.cluster, shape.tp, hidden_bytes);
+  }
+  if (alltoall) {
+    // FP8 dispatch with FP8 weights (DeepEP's low-latency dispatch quantizes to FP8, as the
+    // DeepSeek-V3 report §3.3.3, "Low-Precision Communication", does), the combine in the
+    // activations' dtype.
+    const double dispatch_bytes =
+        replica.engine.fp8_compute ? 1.0 : replica.engine.activation_bytes;
+    const ExpertAllToAll layer =
+        ExpertAllToAllSeconds(replica.cluster, shape.ep, model, work.new_tokens / shape.ep,
+                              dispatch_bytes, replica.engine.activation_bytes);
+    cost.alltoalls = 2 * moe_layers;
+    cost.alltoall_s = moe_layers * layer.seconds();
+  }
+  if (shape.pp > 1) {
+    const bool crosses_nodes = shape.gpus_per_replica() > replica.cluster.devices_per_node;
+    const LinkSpec& link = crosses_nodes ? replica.cluster.inter_node : replica.cluster.intra_node;
+    const double bytes = hidden_bytes / shape.tp;  // each TP rank sends its slice (sequence-split)
+    const double one = static_cast<double>(link.latency.ns()) * 1e-9 +
+                       (link.bandwidth_bytes_per_s > 0 ? bytes / link.bandwidth_bytes_per_s : 0);
+    cost.handoff_s = (shape.pp - 1) * one;
+  }
+}
+
+}  // namespace
+
 IterationCost IterationSeconds(const ReplicaModel& replica, const IterationWork& work) {
   IterationCost cost;
   if (work.new_tokens <= 0) return cost;
   const DeviceRates rates = replica.cluster.rates();
-  const double tp = replica.shape.tp;
-  const double kv_read =
-      work.context_tokens * replica.kv_bytes_per_token_per_gpu * replica.shape.pp;
+  // The stage's GPUs share the work: tp ways within an attention DP group, the groups each
+  // their share of the sequences; under EP the experts' FLOPs spread over the same GPUs.
+  const double gpus = replica.shape.stage_gpus();
+  const double kv_read = work.context_tokens / replica.shape.attention_dp() *
+                         replica.kv_bytes_per_token_per_gpu * replica.shape.pp;
+  // Under EP each GPU streams only its own experts that the batch touches; the share touched
+  // is the same per GPU as for the whole model (RoutedExpertsTouched).
   const double weights =
       replica.weight_read_bytes +
       replica.routed_expert_bytes * RoutedExpertsTouched(replica.model, work.new_tokens);
   cost.memory_s = MemoryBoundSeconds(rates, weights + kv_read);
   const double matmul_flops =
       (2.0 * replica.matmul_params * work.new_tokens + 2.0 * replica.head_params * work.sequences) /
-      tp;
-  const double attention_flops = replica.attention_flops_per_pair * work.attention_pairs / tp;
+      gpus;
+  const double attention_flops = replica.attention_flops_per_pair * work.attention_pairs / gpus;
   const double bf16_rate = rates.bf16_flops_per_s * rates.kernels.gemm_efficiency;
   const bool fp8 = replica.engine.fp8_compute && rates.fp8_flops_per_s > 0;
   const double fp8_share = rates.kernels.fp8_gemm_efficiency > 0 ? rates.kernels.fp8_gemm_efficiency
                                                                  : rates.kernels.gemm_efficiency;
   const double matmul_rate = fp8 ? rates.fp8_flops_per_s * fp8_share : bf16_rate;
   cost.compute_s = matmul_flops / matmul_rate + attention_flops / bf16_rate;
-  const double hidden_bytes =
-      work.new_tokens * static_cast<double>(replica.model.hidden) * replica.engine.activation_bytes;
-  if (replica.shape.tp > 1) {
-    cost.allreduces = 2 * replica.model.layers;  // after attention and after the MLP
-    cost.allreduce_s =
-        cost.allreduces * TpAllReduceSeconds(replica.cluster, replica.shape.tp, hidden_bytes);
-  }
-  if (replica.shape.pp > 1) {
-    const bool crosses_nodes = replica.shape.gpus_per_replica() > replica.cluster.devices_per_node;
-    const LinkSpec& link = crosses_nodes ? replica.cluster.inter_node : replica.cluster.intra_node;
-    const double bytes = hidden_bytes / tp;  // each TP rank sends its slice (sequence-split)
-    const double one = static_cast<double>(link.latency.ns()) * 1e-9 +
-                       (link.bandwidth_bytes_per_s > 0 ? bytes / link.bandwidth_bytes_per_s : 0);
-    cost.handoff_s = (replica.shape.pp - 1) * one;
-  }
+  AddCommunication(replica, work, cost);
   const KernelModel& kernels = replica.cluster.kernels;
   cost.launch_s =
       static_cast<double>(replica.model.layers) * kKernelsPerLayer *
       (replica.engine.cuda_graphs ? kernels.kernel_floor_s : kernels.host_seconds_per_kernel);
-  cost.total_s =
-      std::max({cost.memory_s, cost.compute_s, cost.launch_s}) + cost.allreduce_s + cost.handoff_s;
+  cost.total_s = std::max({cost.memory_s, cost.compute_s, cost.launch_s}) + cost.allreduce_s +
+                 cost.alltoall_s + cost.handoff_s;
   return cost;
 }
 

@@ -20,8 +20,18 @@ struct ServeShape {
   int32_t tp = 1;        // tensor-parallel GPUs per stage (heads and MLP columns split)
   int32_t pp = 1;        // pipeline stages per replica (layers split evenly)
   int32_t replicas = 1;  // independent copies behind the router
-  int32_t gpus_per_replica() const { return tp * pp; }
-  int64_t gpus() const { return int64_t{gpus_per_replica()} * replicas; }
+  // Expert-parallel GPUs per stage (vLLM's --enable-expert-parallel: EP = TP x DP,
+  // docs/serving/expert_parallel_deployment.md and data_parallel_deployment.md): 1 = the routed
+  // experts TP-split like the rest; E > 1 (a multiple of tp) = the routed experts split E ways,
+  // whole experts per GPU, and the attention data-parallel over E / tp groups of tp GPUs, each
+  // group its own requests and KV cache, with an all-to-all dispatch and combine per MoE layer.
+  int32_t ep = 1;
+  // Attention data-parallel groups per stage (vLLM's --data-parallel-size under EP).
+  int32_t attention_dp() const { return ep > 1 && ep % tp == 0 ? ep / tp : 1; }
+  int32_t stage_gpus() const { return tp * attention_dp(); }
+  // In 64 bits: --pp and --ep come from the command line before the cluster bounds them.
+  int64_t gpus_per_replica() const { return int64_t{stage_gpus()} * pp; }
+  int64_t gpus() const { return gpus_per_replica() * replicas; }
 };
 
 // The engine's settings; defaults are vLLM's (vllm/engine/arg_utils.py, EngineArgs).
@@ -62,7 +72,10 @@ struct ReplicaModel {
   double activation_bytes_per_gpu = 0;    // the engine's forward workspace at the token budget
   double reserve_bytes_per_gpu = 0;       // CUDA context, NCCL buffers (cluster's reserve)
   double kv_budget_bytes_per_gpu = 0;     // HBM x utilization - weights - activations - reserve
-  int64_t kv_capacity_tokens = 0;         // per replica: whole blocks of the KV budget
+  int64_t kv_capacity_tokens = 0;         // per replica: whole blocks of the KV budget, summed
+                                          // over its attention DP groups
+  // `engine` of a replica with attention DP groups: token_budget and max_seqs are the groups'
+  // sum (each DP engine schedules its own; the replica is simulated as one pooled scheduler).
   // For the roofline (per tensor-parallel rank, all stages of the replica in turn):
   double weight_read_bytes = 0;    // weights streamed per iteration (the input embedding excluded),
                                    // the routed experts apart
@@ -105,11 +118,36 @@ struct IterationCost {
   double memory_s = 0;     // weights + KV read at the achieved HBM bandwidth (MemoryBoundSeconds)
   double compute_s = 0;    // matmul and attention FLOPs at the measured GEMM share of the peak
   double allreduce_s = 0;  // two TP all-reduces per layer, in sequence with the compute
+  double alltoall_s = 0;   // EP: a dispatch and a combine all-to-all per MoE layer
   double handoff_s = 0;    // pp - 1 stage hand-offs of the hidden states
   double launch_s = 0;     // the kernels' floor: kernels x (kernel floor, or host issue if eager)
   int32_t allreduces = 0;
-  double total_s = 0;  // max(memory, compute, launch) + allreduce + handoff
+  int32_t alltoalls = 0;
+  double total_s = 0;  // max(memory, compute, launch) + allreduce + alltoall + handoff
 };
+
+// One MoE layer's expert all-to-alls under EP over `ep` GPUs, each holding `tokens_per_gpu` of
+// the iteration's tokens: the dispatch sends each token's hidden state to its k experts
+// (k x hidden x dispatch_bytes per token: one copy per chosen expert, as the training side's
+// all-to-all dispatcher and Megatron's), the combine returns k x hidden x combine_bytes; each a
+// ring all-to-all (comm/collective.h: (n-1) alpha + the bytes leaving the GPU over NVLink inside
+// a node, the NIC across nodes), alpha the preset's per-step latency.
+struct ExpertAllToAll {
+  double dispatch_bytes = 0;  // per GPU
+  double combine_bytes = 0;   // per GPU
+  double dispatch_s = 0;
+  double combine_s = 0;
+  double seconds() const { return dispatch_s + combine_s; }
+};
+ExpertAllToAll ExpertAllToAllSeconds(const ClusterSpec& cluster, int32_t ep,
+                                     const TransformerSpec& model, double tokens_per_gpu,
+                                     double dispatch_bytes, double combine_bytes);
+
+// The KV a request of `context` tokens holds, in tokens of the whole model's per-token KV
+// (kv.total()): `context` itself, less the sliding-window layers' share of the tokens past the
+// window (KvCachePerToken::BytesForContext / total). The request simulator sizes a request's
+// blocks and an iteration's KV read by it.
+double KvTokensHeld(const ReplicaModel& replica, double context);
 
 // The share of a MoE layer's routed experts that `tokens` tokens touch, each choosing k of E
 // experts uniformly and independently: 1 - (1 - k/E)^tokens (the expected distinct experts of
@@ -131,7 +169,7 @@ IterationCost IterationSeconds(const ReplicaModel& replica, const IterationWork&
 // S/beta), the faster of the two; a group across nodes takes NCCL's ring (comm/collective.h).
 double TpAllReduceSeconds(const ClusterSpec& cluster, int32_t tp, double bytes);
 
-// "tp 8 x pp 1, 1 replica (8 GPUs)".
+// "tp 8 x pp 1, 1 replica (8 GPUs)"; with EP, "tp 1 x pp 1, ep 8 (8 attention DP groups), ...".
 std::string DescribeShape(const ServeShape& shape);
 
 }  // namespace stagecraft

@@ -2,6 +2,7 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 
 #include "hardware/presets.h"
@@ -72,7 +73,7 @@ TEST(ServeKvTest, TpAboveKvHeadsReplicates) {
 // experts of 2048 (8 per token), 1 shared, the first 3 layers dense (18432), vocab 129280.
 // MLA caches (512 + 64) x 61 x 2 B = 70,272 B per token (DeepSeek-V2 §2.1.4), and every TP rank
 // keeps all of it. Served with FP8 weights (the released checkpoint's format) on H200 TP 8.
-TEST(ServeKvTest, DeepSeekV3MlaLatentIsReplicatedUnderTp) {
+TransformerSpec DeepSeekV3Spec() {
   TransformerSpec spec;
   spec.layers = 61;
   spec.hidden = 7168;
@@ -93,6 +94,11 @@ TEST(ServeKvTest, DeepSeekV3MlaLatentIsReplicatedUnderTp) {
   spec.tied_embeddings = false;
   spec.bias = false;
   spec.learned_positions = false;
+  return spec;
+}
+
+TEST(ServeKvTest, DeepSeekV3MlaLatentIsReplicatedUnderTp) {
+  const TransformerSpec spec = DeepSeekV3Spec();
   EngineOptions fp8;
   fp8.weight_bytes = 1;
   const ReplicaModel replica = Replica(spec, "h200", {.tp = 8, .pp = 1, .replicas = 1}, fp8);
@@ -114,6 +120,134 @@ TEST(ServeKvTest, DeepSeekV3MlaLatentIsReplicatedUnderTp) {
   auto bf16 = BuildReplicaModel(spec, Preset("h200"), {.tp = 8, .pp = 1, .replicas = 1}, {});
   ASSERT_FALSE(bf16.ok());
   EXPECT_EQ(bf16.error().kind, ErrorKind::kInfeasible);
+}
+
+// DeepSeek-V3 decode at batch 64 on 8 H100, EP 8 (tp 1: eight attention data-parallel groups,
+// vLLM's --data-parallel-size 8 --enable-expert-parallel). Each GPU holds 64 / 8 = 8 tokens and
+// per MoE layer dispatches each token's hidden state to its 8 experts, FP8: 8 x 8 x 7168 x 1 B
+// = 458,752 B, and takes back the combine in bf16: 917,504 B. A ring all-to-all over the 8 GPUs
+// of one node (comm/collective.h): (n - 1) alpha + (n - 1)/n S / beta, alpha = 3 us (the
+// preset's NVLink step latency), beta = 450 GB/s x 370/450 = 370 GB/s usable:
+//   dispatch 7 x 3 us + 7/8 x 458,752 / 370e9 s = 21 us + 1.085 us = 22.085 us
+//   combine  7 x 3 us + 7/8 x 917,504 / 370e9 s = 21 us + 2.170 us = 23.170 us
+// latency-dominated (42 of the 45.3 us are alpha); 58 MoE layers: 2.625 ms per iteration.
+TEST(ServeEpTest, DeepSeekV3AllToAllsOnEightH100) {
+  const ExpertAllToAll layer =
+      ExpertAllToAllSeconds(Preset("h100"), 8, DeepSeekV3Spec(), 64.0 / 8, /*dispatch_bytes=*/1,
+                            /*combine_bytes=*/2);
+  EXPECT_EQ(layer.dispatch_bytes, 458'752.0);
+  EXPECT_EQ(layer.combine_bytes, 917'504.0);
+  const double alpha = 3e-6;
+  const double beta = 370e9;
+  EXPECT_NEAR(layer.dispatch_s, 7 * alpha + 7.0 / 8 * 458'752 / beta, 1e-9);
+  EXPECT_NEAR(layer.combine_s, 7 * alpha + 7.0 / 8 * 917'504 / beta, 1e-9);
+  EXPECT_NEAR(58 * layer.seconds(), 2.625e-3, 1e-6);
+  // Across two nodes (EP 16, 8 per node): alpha is the NIC's 6 us and the bytes leaving the
+  // node go over one 400 Gb/s NIC per GPU (47.5 GB/s usable): 8/16 of S over it.
+  const ExpertAllToAll wide =
+      ExpertAllToAllSeconds(Preset("h100x2"), 16, DeepSeekV3Spec(), 64.0 / 16, 1, 2);
+  EXPECT_NEAR(wide.dispatch_s, 15 * 6e-6 + 8.0 / 16 * (4 * 8 * 7168) / 47.5e9, 1e-9);
+  // Nothing to exchange: one GPU, or a dense model.
+  EXPECT_EQ(ExpertAllToAllSeconds(Preset("h100"), 1, DeepSeekV3Spec(), 8, 1, 2).seconds(), 0);
+  EXPECT_EQ(ExpertAllToAllSeconds(Preset("h100"), 8, Llama3_70bSpec(), 8, 1, 2).seconds(), 0);
+}
+
+// The same model on 8 H200 (FP8 weights), TP 8 against EP 8. TP 8 splits every weight 8 ways
+// and keeps the whole MLA latent on each GPU; EP 8 keeps the attention, dense layers, shared
+// experts, embedding and head whole on every GPU (tp 1) and 256 / 8 = 32 routed experts each,
+// but each of the 8 attention groups caches only its own requests: 8 x the blocks of one GPU.
+TEST(ServeEpTest, DeepSeekV3TpAgainstEp) {
+  EngineOptions fp8;
+  fp8.weight_bytes = 1;
+  fp8.fp8_compute = true;
+  const TransformerSpec spec = DeepSeekV3Spec();
+  const ReplicaModel tp = Replica(spec, "h200", {.tp = 8, .pp = 1, .replicas = 1}, fp8);
+  const ReplicaModel ep = Replica(spec, "h200", {.tp = 1, .pp = 1, .replicas = 1, .ep = 8}, fp8);
+  EXPECT_EQ(ep.shape.attention_dp(), 8);
+  EXPECT_EQ(ep.shape.gpus_per_replica(), 8);
+  const double routed = 58.0 * 256 * 3 * 7168 * 2048;  // all routed experts, 1 B each
+  EXPECT_EQ(ep.routed_expert_bytes, routed / 8);
+  EXPECT_EQ(tp.routed_expert_bytes, routed / 8);
+  const double all = TransformerParams(spec, 0);
+  EXPECT_NEAR(tp.weight_bytes_per_gpu, all / 8, 1);
+  EXPECT_NEAR(ep.weight_bytes_per_gpu, all - routed + routed / 8, 1);
+  EXPECT_EQ(ep.kv_bytes_per_token_per_gpu, 70'272.0);
+  EXPECT_FALSE(ep.kv_replicated);
+  const double blocks = std::floor(ep.kv_budget_bytes_per_gpu / (70'272.0 * 16));
+  EXPECT_EQ(ep.kv_capacity_tokens, static_cast<int64_t>(8 * blocks * 16));
+  EXPECT_GT(ep.kv_capacity_tokens, 4 * tp.kv_capacity_tokens);
+  EXPECT_EQ(ep.engine.max_seqs, 8 * 256);
+  // Batch 64 at context 576: TP 8 all-reduces twice per layer (122); EP 8 has no TP group and
+  // exchanges tokens twice per MoE layer (116 all-to-alls), as the test above.
+  const IterationWork decode = {
+      .new_tokens = 64, .sequences = 64, .context_tokens = 64 * 576, .attention_pairs = 64 * 577};
+  const IterationCost on_tp = IterationSeconds(tp, decode);
+  const IterationCost on_ep = IterationSeconds(ep, decode);
+  EXPECT_EQ(on_tp.allreduces, 122);
+  EXPECT_EQ(on_tp.alltoalls, 0);
+  EXPECT_EQ(on_ep.allreduces, 0);
+  EXPECT_EQ(on_ep.alltoalls, 116);
+  const ExpertAllToAll layer = ExpertAllToAllSeconds(Preset("h200"), 8, spec, 8, 1, 2);
+  EXPECT_DOUBLE_EQ(on_ep.alltoall_s, 58 * layer.seconds());
+  // Each GPU reads its group's 8 sequences' KV (not all 64) and its own touched experts.
+  const ClusterSpec h200 = Preset("h200");
+  EXPECT_NEAR(on_ep.memory_s,
+              (ep.weight_read_bytes + ep.routed_expert_bytes * RoutedExpertsTouched(spec, 64) +
+               8 * 576 * 70'272.0) /
+                  (h200.hbm_bytes_per_s * h200.memory_efficiency),
+              1e-12);
+  EXPECT_DOUBLE_EQ(on_ep.total_s,
+                   std::max({on_ep.memory_s, on_ep.compute_s, on_ep.launch_s}) + on_ep.alltoall_s);
+}
+
+// EP's rules: a MoE model, a multiple of tp (EP = TP x DP), dividing the routed experts.
+TEST(ServeEpTest, BadExpertParallelismIsAnError) {
+  const auto build = [](const TransformerSpec& spec, ServeShape shape) {
+    return BuildReplicaModel(spec, Preset("h200x2"), shape, {.weight_bytes = 1});
+  };
+  auto dense = build(Llama3_70bSpec(), {.tp = 8, .pp = 1, .replicas = 1, .ep = 8});
+  ASSERT_FALSE(dense.ok());
+  EXPECT_NE(dense.error().message.find("mixture-of-experts"), std::string::npos);
+  auto not_multiple = build(DeepSeekV3Spec(), {.tp = 4, .pp = 1, .replicas = 1, .ep = 6});
+  ASSERT_FALSE(not_multiple.ok());
+  EXPECT_NE(not_multiple.error().message.find("multiple of --tp 4"), std::string::npos);
+  auto not_divisor = build(DeepSeekV3Spec(), {.tp = 2, .pp = 1, .replicas = 1, .ep = 6});
+  ASSERT_FALSE(not_divisor.ok());
+  EXPECT_NE(not_divisor.error().message.find("divide the 256 routed experts"), std::string::npos);
+  EXPECT_EQ(not_divisor.error().kind, ErrorKind::kBadInput);
+}
+
+// Sliding windows in the replica: Mistral-7B v0.1 (window 4096 on all 32 layers, 8 KV heads of
+// 128) on one H100. A request of c tokens holds min(c, 4096) tokens' worth of KV; with the window
+// on 16 of 32 layers, c - (c - 4096) / 2: 18,432 at 32,768 (16 x 32,768 + 16 x 4,096 over 32).
+TEST(ServeKvTest, SlidingWindowBoundsTheTokensHeld) {
+  TransformerSpec spec;
+  spec.layers = 32;
+  spec.hidden = 4096;
+  spec.heads = 32;
+  spec.kv_heads = 8;
+  spec.ffn_hidden = 14336;
+  spec.vocab = 32000;
+  spec.swiglu = true;
+  spec.sliding_window = 4096;
+  spec.window_layers = 32;
+  const ReplicaModel all = Replica(spec, "h100", {.tp = 1, .pp = 1, .replicas = 1});
+  EXPECT_EQ(all.kv_bytes_per_token_per_gpu, 131'072.0);
+  EXPECT_EQ(KvTokensHeld(all, 1000), 1000);
+  EXPECT_EQ(KvTokensHeld(all, 8192), 4096);
+  EXPECT_EQ(KvTokensHeld(all, 32768), 4096);
+  spec.window_layers = 16;
+  const ReplicaModel half = Replica(spec, "h100", {.tp = 1, .pp = 1, .replicas = 1});
+  EXPECT_EQ(KvTokensHeld(half, 32768), 18'432);
+  EXPECT_EQ(half.kv_capacity_tokens, all.kv_capacity_tokens);  // capacity is per token of KV
+  // A decode at context 32,768 reads the KV held, not the context.
+  const IterationWork work = {.new_tokens = 1,
+                              .sequences = 1,
+                              .context_tokens = KvTokensHeld(all, 32768),
+                              .attention_pairs = 32769};
+  const IterationWork unbounded = {
+      .new_tokens = 1, .sequences = 1, .context_tokens = 32768, .attention_pairs = 32769};
+  EXPECT_LT(IterationSeconds(all, work).memory_s, IterationSeconds(all, unbounded).memory_s);
 }
 
 // A MoE decode streams only the routed experts its tokens touch: with E = 256 and k = 8

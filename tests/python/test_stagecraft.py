@@ -128,6 +128,12 @@ def test_serve_equals_the_cli(example):
     # A model override next to serve's own options, as on the command line.
     assert (stagecraft.serve(example, requests=50, cluster="h200").to_dict()
             == cli_json("serve", example, "--requests", "50", "--cluster", "h200"))
+    # Expert parallelism (ep=) as --ep, on DeepSeek-V3's config.
+    deepseek = "tests/golden/data/hf/deepseek-v3.json"
+    ours = stagecraft.serve(hf_config=deepseek, cluster="h200", ep=8, requests=50).to_dict()
+    assert ours == cli_json("serve", "--hf-config", deepseek, "--cluster", "h200", "--ep", "8",
+                            "--requests", "50")
+    assert ours["ep"] == 8 and ours["attention_dp"] == 8 and ours["decode_alltoalls"] == 116
 
 
 def test_serve_errors_name_the_option():

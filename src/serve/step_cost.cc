@@ -352,8 +352,8 @@ void AddCommunication(const ReplicaModel& replica, const IterationWork& work, It
   }
   if (alltoall) {
     // FP8 dispatch with FP8 weights (DeepEP's low-latency dispatch quantizes to FP8, as the
-    // DeepSeek-V3 report §3.3.3, "Low-Precision Communication", does), the combine in the
-    // activations' dtype.
+    // DeepSeek-V3 report §3.3.3, "Low-Precision Storage and Communication", does), the combine
+    // in the activations' dtype.
     const double dispatch_bytes =
         replica.engine.fp8_compute ? 1.0 : replica.engine.activation_bytes;
     const ExpertAllToAll layer =

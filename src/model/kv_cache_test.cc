@@ -2,6 +2,8 @@
 
 #include <gtest/gtest.h>
 
+#include "testing/models.h"
+
 namespace stagecraft {
 namespace {
 
@@ -30,13 +32,7 @@ TEST(KvCacheTest, Llama3_70bGqaIs320KibPerToken) {
 // 32/6 = 27 of 32 layers windowed): at 32k the 5 global layers keep all 32768 tokens and the
 // 27 windowed ones 4096: (5 x 32768 + 27 x 4096) x 4096 B = 1,124,073,472 B.
 TEST(KvCacheTest, Mistral7bSlidingWindowBoundsARequest) {
-  TransformerSpec spec;
-  spec.layers = 32;
-  spec.hidden = 4096;
-  spec.heads = 32;
-  spec.kv_heads = 8;
-  spec.sliding_window = 4096;
-  spec.window_layers = 32;
+  TransformerSpec spec = Mistral7bV01Spec();
   const KvCachePerToken cache = TransformerKvCachePerToken(spec);
   EXPECT_EQ(cache.total(), 131'072.0);
   EXPECT_EQ(cache.windowed_bytes, 131'072.0);

@@ -78,16 +78,7 @@ TEST(RequestSimTest, MatchesMd1WaitingTime) {
 // holds at most 4096 tokens' worth of KV, 4096 / 16 = 256 blocks, from its first 8192-token
 // prefill chunk on; without the window it grows to 32,768 / 16 = 2048 blocks.
 TEST(RequestSimTest, SlidingWindowFreesTheBlocksPastTheWindow) {
-  TransformerSpec spec;
-  spec.layers = 32;
-  spec.hidden = 4096;
-  spec.heads = 32;
-  spec.kv_heads = 8;
-  spec.ffn_hidden = 14336;
-  spec.vocab = 32000;
-  spec.swiglu = true;
-  spec.sliding_window = 4096;
-  spec.window_layers = 32;
+  TransformerSpec spec = Mistral7bV01Spec();
   auto cluster = ClusterFromPreset("h100");
   ASSERT_TRUE(cluster.ok());
   Workload workload;

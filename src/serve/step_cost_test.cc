@@ -221,16 +221,7 @@ TEST(ServeEpTest, BadExpertParallelismIsAnError) {
 // 128) on one H100. A request of c tokens holds min(c, 4096) tokens' worth of KV; with the window
 // on 16 of 32 layers, c - (c - 4096) / 2: 18,432 at 32,768 (16 x 32,768 + 16 x 4,096 over 32).
 TEST(ServeKvTest, SlidingWindowBoundsTheTokensHeld) {
-  TransformerSpec spec;
-  spec.layers = 32;
-  spec.hidden = 4096;
-  spec.heads = 32;
-  spec.kv_heads = 8;
-  spec.ffn_hidden = 14336;
-  spec.vocab = 32000;
-  spec.swiglu = true;
-  spec.sliding_window = 4096;
-  spec.window_layers = 32;
+  TransformerSpec spec = Mistral7bV01Spec();
   const ReplicaModel all = Replica(spec, "h100", {.tp = 1, .pp = 1, .replicas = 1});
   EXPECT_EQ(all.kv_bytes_per_token_per_gpu, 131'072.0);
   EXPECT_EQ(KvTokensHeld(all, 1000), 1000);

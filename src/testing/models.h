@@ -25,4 +25,21 @@ inline TransformerSpec Llama3_70bSpec() {
   return spec;
 }
 
+// Mistral-7B v0.1's config.json (huggingface.co/mistralai/Mistral-7B-v0.1): 32 layers, hidden
+// 4096, 32 query heads, 8 KV heads of 128, SwiGLU 14336, vocab 32000, sliding_window 4096 on
+// every layer.
+inline TransformerSpec Mistral7bV01Spec() {
+  TransformerSpec spec;
+  spec.layers = 32;
+  spec.hidden = 4096;
+  spec.heads = 32;
+  spec.kv_heads = 8;
+  spec.ffn_hidden = 14336;
+  spec.vocab = 32000;
+  spec.swiglu = true;
+  spec.sliding_window = 4096;
+  spec.window_layers = 32;
+  return spec;
+}
+
 }  // namespace stagecraft

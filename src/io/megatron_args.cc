@@ -67,10 +67,13 @@ Result<Config> ReadMegatronArgs(const std::string& text, const std::string& sour
                                                     "--expert-model-parallel-size",
                                                     "--recompute-granularity",
                                                     "--recompute-method",
-                                                    "--recompute-num-layers"};
+                                                    "--recompute-num-layers",
+                                                    "--decoder-first-pipeline-num-layers",
+                                                    "--decoder-last-pipeline-num-layers"};
   const std::vector<std::string> megatron_only = {
       "--use-distributed-optimizer", "--overlap-param-gather", "--overlap-grad-reduce",
-      "--context-parallel-size", "--num-layers-per-virtual-pipeline-stage"};
+      "--context-parallel-size", "--num-layers-per-virtual-pipeline-stage",
+      "--decoder-first-pipeline-num-layers", "--decoder-last-pipeline-num-layers"};
   std::vector<std::string> switches = megatron_switches;
   std::vector<std::string> valued = megatron_valued;
   if (deepspeed) {
@@ -88,6 +91,8 @@ Result<Config> ReadMegatronArgs(const std::string& text, const std::string& sour
   }
   const std::string engine = deepspeed ? "Megatron-DeepSpeed" : "Megatron";
   const std::string exporter = deepspeed ? "deepspeed" : "megatron";
+  int64_t first_stage_layers = 0;  // --decoder-first/last-pipeline-num-layers, 0 = not given
+  int64_t last_stage_layers = 0;
   std::string recompute_method = "uniform";
   int64_t recompute_num_layers = 0;
   std::string recompute_num_layers_where;
@@ -204,6 +209,8 @@ Result<Config> ReadMegatronArgs(const std::string& text, const std::string& sour
     if (flag == "--num-layers-per-virtual-pipeline-stage") layers_per_virtual_stage = number;
     if (flag == "--context-parallel-size") p.cp = static_cast<int32_t>(number);
     if (flag == "--expert-model-parallel-size") p.ep = static_cast<int32_t>(number);
+    if (flag == "--decoder-first-pipeline-num-layers") first_stage_layers = number;
+    if (flag == "--decoder-last-pipeline-num-layers") last_stage_layers = number;
   }
   // Megatron's full recomputation: 'uniform' with 1 recomputes every layer; 'block' with N the
   // first N layers of each pipeline chunk (megatron/core/transformer/transformer_block.py,
@@ -263,6 +270,27 @@ Result<Config> ReadMegatronArgs(const std::string& text, const std::string& sour
   // Megatron's default layout, as plan/plan.cc's candidates run.
   p.partition = PartitionMethod::kCounts;
   p.layer_counts = EvenTransformerCounts(t.layers, p.pp * p.vpp);
+  if (first_stage_layers > 0 || last_stage_layers > 0) {
+    // Megatron's uneven split (megatron/core/transformer/transformer_config.py): the first and
+    // the last stage take what is given, the middle stages the rest evenly. Read for vpp 1 and
+    // both ends given, as `plan --export megatron` writes it.
+    if (first_stage_layers == 0 || last_stage_layers == 0 || p.vpp != 1 || p.pp < 3) {
+      return Error{source +
+                   ": --decoder-first-pipeline-num-layers and --decoder-last-pipeline-num-layers "
+                   "are read together, with pp >= 3 and no virtual pipeline (as `plan --export "
+                   "megatron` writes them)"};
+    }
+    const int64_t middle = t.layers - first_stage_layers - last_stage_layers;
+    if (middle < p.pp - 2 || middle % (p.pp - 2) != 0) {
+      return Error{source + ": " + std::to_string(middle) +
+                   " decoders left for the middle stages do not split evenly over " +
+                   std::to_string(p.pp - 2) +
+                   " stages (Megatron's rule for --decoder-first/last-pipeline-num-layers)"};
+    }
+    p.layer_counts.assign(static_cast<size_t>(p.pp), static_cast<int32_t>(middle / (p.pp - 2)));
+    p.layer_counts.front() = static_cast<int32_t>(first_stage_layers) + 1;  // and the embedding
+    p.layer_counts.back() = static_cast<int32_t>(last_stage_layers) + 1;    // and the head
+  }
   return config;
 }
 

@@ -52,6 +52,10 @@ std::vector<std::pair<std::string, std::string>> MegatronArgs(const Config& conf
   if (c.vpp > 1) {
     args.push_back({"--num-layers-per-virtual-pipeline-stage", Str(t.layers / (c.pp * c.vpp))});
   }
+  if (c.first_stage_layers > 0 && c.engine == Engine::kMegatron) {
+    args.push_back({"--decoder-first-pipeline-num-layers", Str(c.first_stage_layers)});
+    args.push_back({"--decoder-last-pipeline-num-layers", Str(c.last_stage_layers)});
+  }
   args.push_back({"--context-parallel-size", Str(c.cp)});
   if (c.ep > 1) args.push_back({"--expert-model-parallel-size", Str(c.ep)});
   if (c.tp > 1) args.push_back({"--sequence-parallel", ""});

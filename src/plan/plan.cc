@@ -63,6 +63,13 @@ void Candidate::ApplyTo(Config& config) const {
   p.partition = PartitionMethod::kCounts;
   p.layout.clear();
   p.layer_counts = EvenTransformerCounts(config.model.transformer.layers, std::max(1, pp * vpp));
+  if (first_stage_layers > 0 && pp >= 3 && vpp == 1) {
+    const int32_t middle = (config.model.transformer.layers - first_stage_layers -
+                            last_stage_layers) / (pp - 2);
+    p.layer_counts.assign(static_cast<size_t>(pp), middle);
+    p.layer_counts.front() = first_stage_layers + 1;  // and the embedding
+    p.layer_counts.back() = last_stage_layers + 1;    // and the head
+  }
   p.placement = Placement::kLoop;
   const bool data_parallel = dp * cp > 1;
   p.sequence_parallel = tp > 1 && engine != Engine::kDeepSpeed;
@@ -94,7 +101,17 @@ std::string Candidate::Describe() const {
          std::to_string(pp) + " vpp " + std::to_string(vpp) + " dp " + std::to_string(dp) + " cp " +
          std::to_string(cp) + " ep " + std::to_string(ep) + " mbs " +
          std::to_string(micro_batch_size) + " m " + std::to_string(microbatches) + " " + schedule +
-         " recompute " + RecomputeText() + " zero " + std::to_string(zero_stage);
+         " recompute " + RecomputeText() + " zero " + std::to_string(zero_stage) +
+         (first_stage_layers > 0 ? " first " + std::to_string(first_stage_layers) + " last " +
+                                       std::to_string(last_stage_layers)
+                                 : std::string());
+}
+
+std::string Candidate::ScheduleText(int32_t layers) const {
+  if (first_stage_layers == 0 || pp < 3) return schedule;
+  return schedule + " " + std::to_string(first_stage_layers) + "/" +
+         std::to_string((layers - first_stage_layers - last_stage_layers) / (pp - 2)) + "/" +
+         std::to_string(last_stage_layers);
 }
 
 std::string Candidate::RecomputeText() const {
@@ -118,12 +135,17 @@ struct Costed {
   int64_t chunk_activations = 0;  // activations one chunk holds per microbatch (largest)
   int64_t capacity = 0;
   int64_t reserve = 0;
+  // With three or more stages: one decoder's F + B with its collectives (a middle stage's over
+  // its decoders), and what the embedding and the head add to the first and the last stage.
+  Time decoder;
+  Time embedding;
+  Time head;
 };
 
 // Everything but the schedule's order and the microbatch count changes the costs; the screen
 // prepares one representative per key.
 using CostKey = std::tuple<int, int32_t, int32_t, int32_t, int32_t, int32_t, int32_t, int32_t, int,
-                           int32_t, int32_t, bool>;
+                           int32_t, int32_t, bool, int32_t, int32_t>;
 CostKey KeyOf(const Candidate& c) {
   return {static_cast<int>(c.engine),
           c.tp,
@@ -136,7 +158,9 @@ CostKey KeyOf(const Candidate& c) {
           static_cast<int>(c.recompute),
           c.recompute_num_layers,
           c.zero_stage,
-          c.schedule == "dualpipev"};
+          c.schedule == "dualpipev",
+          c.first_stage_layers,
+          c.last_stage_layers};
 }
 
 // The planner's run of `candidate`: the loaded config with the candidate's layout applied.
@@ -162,6 +186,7 @@ Costed Cost(const PlanSpec& spec, const std::shared_ptr<const LoadedConfig>& bas
   if (!prepared.ok()) return costed;
   const PreparedRun& r = prepared.value();
   const std::vector<StageCollectives>& collectives = r.parallel_plan.collectives;
+  std::vector<Time> stage_totals;
   Time dp_tail;
   Time gather;
   for (size_t stage = 0; stage < r.stage_costs.size(); ++stage) {
@@ -179,12 +204,20 @@ Costed Cost(const PlanSpec& spec, const std::shared_ptr<const LoadedConfig>& bas
       dp_tail = std::max(dp_tail, reduce + c.shard_reduce);
       gather = std::max(gather, c.first_gather);
     }
+    stage_totals.push_back(f + b);
     if (f + b > costed.forward + costed.backward) {
       costed.forward = f;
       costed.backward = b;
       costed.weight_grad = cost.weight_grad;
     }
     costed.chunk_activations = std::max(costed.chunk_activations, cost.activation_bytes);
+  }
+  const std::vector<int32_t>& counts = r.config.parallel.layer_counts;
+  if (stage_totals.size() >= 3 && counts.size() == stage_totals.size() && counts[1] > 0) {
+    const int64_t per_decoder = stage_totals[1].ns() / counts[1];
+    costed.decoder = Time::Nanoseconds(per_decoder);
+    costed.embedding = stage_totals.front() - Time::Nanoseconds(per_decoder * (counts.front() - 1));
+    costed.head = stage_totals.back() - Time::Nanoseconds(per_decoder * (counts.back() - 1));
   }
   Time optimizer;
   for (Time step : r.parallel_plan.optimizer_step) optimizer = std::max(optimizer, step);
@@ -385,6 +418,55 @@ Result<PlanResult> PlanLayouts(const PlanSpec& spec) {
     Candidate partial = c;
     partial.recompute_num_layers = static_cast<int32_t>(std::max(1.0, layers));
     derived.push_back(partial);
+  }
+  // Megatron's uneven split (--decoder-first-pipeline-num-layers F
+  // --decoder-last-pipeline-num-layers L; megatron/core/transformer/transformer_config.py: the
+  // middle stages' decoders even, vpp 1 here): the first stage also holds the embedding and the
+  // last the head and the loss, so the even split leaves them the slowest. From a layout's
+  // screened costs (one decoder's F + B with its collectives, and what the embedding and the head
+  // add), every (F, L) whose middle divides evenly is tried and the one with the least slowest
+  // stage kept, when it beats the even split; it is costed and screened as a candidate of its own.
+  for (size_t index = 0; index < enumerated; ++index) {
+    const Candidate& c = enumeration.legal[index];
+    if (c.engine != Engine::kMegatron || c.vpp != 1 || c.pp < 3) continue;
+    const Costed& costed = costs[key_index.at(KeyOf(c))];
+    if (!costed.ok || costed.decoder <= Time()) continue;
+    const int64_t layers = shape.layers;
+    const int64_t middle_stages = c.pp - 2;
+    const int64_t decoder = costed.decoder.ns();
+    const auto slowest = [&](int64_t first, int64_t last) {
+      const int64_t middle = (layers - first - last) / middle_stages;
+      return std::max({costed.embedding.ns() + first * decoder, last * decoder + costed.head.ns(),
+                       middle * decoder});
+    };
+    const int64_t even = layers / c.pp;
+    int64_t best_first = even;
+    int64_t best_last = even;
+    // The least slowest stage; where two splits differ by less than 1% of one decoder (below
+    // what the model resolves), the one nearer the even split (fewer stages at the maximum).
+    const int64_t tie = std::max<int64_t>(1, decoder / 100);
+    int64_t best = slowest(even, even);
+    int64_t best_distance = 0;
+    for (int64_t first = 1; first < layers; ++first) {
+      for (int64_t last = 1; first + last + middle_stages <= layers; ++last) {
+        if ((layers - first - last) % middle_stages != 0) continue;
+        const int64_t time = slowest(first, last);
+        const int64_t distance = std::abs(first - even) + std::abs(last - even);
+        const bool faster = time + tie <= best;
+        const bool as_fast_and_nearer = time < best + tie && distance < best_distance;
+        if (faster || as_fast_and_nearer) {
+          best = std::min(best, time);
+          best_distance = distance;
+          best_first = first;
+          best_last = last;
+        }
+      }
+    }
+    if (best_first == even && best_last == even) continue;
+    Candidate uneven = c;
+    uneven.first_stage_layers = static_cast<int32_t>(best_first);
+    uneven.last_stage_layers = static_cast<int32_t>(best_last);
+    derived.push_back(uneven);
   }
   if (!derived.empty()) {
     std::vector<size_t> new_keys;  // indices into `derived` of the first of each new key

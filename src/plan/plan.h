@@ -76,6 +76,12 @@ struct Candidate {
   // activations. The planner derives N for a layout: the fewest layers that fit (PlanLayouts).
   int32_t recompute_num_layers = 0;
   int32_t zero_stage = 0;  // Megatron: 1 = the distributed optimizer; torchtitan: 3 = FSDP
+  // Megatron's uneven split (--decoder-first-pipeline-num-layers F
+  // --decoder-last-pipeline-num-layers L, vpp 1): decoders on the first and the last stage, the
+  // rest even over the middle ones; 0 = the even split. The planner derives F and L for a
+  // layout: the split that balances the embedding and the head (PlanLayouts).
+  int32_t first_stage_layers = 0;
+  int32_t last_stage_layers = 0;
 
   // The config changes that make this layout (what a RunSpec's `edit` applies).
   void ApplyTo(Config& config) const;
@@ -83,6 +89,8 @@ struct Candidate {
   std::string Describe() const;
   // "none", "selective", "full", or "full:N" for N layers of each chunk.
   std::string RecomputeText() const;
+  // The schedule, with an uneven split's decoders per stage: "1f1b 9/10/9" (first/middle/last).
+  std::string ScheduleText(int32_t layers) const;
 };
 
 struct PlannedLayout {

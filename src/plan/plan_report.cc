@@ -46,6 +46,10 @@ void PlanObject(JsonWriter& json, const PlannedLayout& plan) {
   json.Key("micro_batch_size").Int(c.micro_batch_size);
   json.Key("microbatches").Int(c.microbatches);
   json.Key("schedule").String(c.schedule);
+  if (c.first_stage_layers > 0) {
+    json.Key("first_stage_layers").Int(c.first_stage_layers);
+    json.Key("last_stage_layers").Int(c.last_stage_layers);
+  }
   json.Key("recompute").String(RecomputeName(c.recompute));
   if (c.recompute_num_layers > 0) json.Key("recompute_num_layers").Int(c.recompute_num_layers);
   json.Key("zero_stage").Int(c.zero_stage);
@@ -76,8 +80,8 @@ std::string PlanReportHtml(const PlanResult& result) {
   for (const PlannedLayout& plan : result.plans) {
     const Candidate& c = plan.candidate;
     rows.push_back({std::to_string(++rank), EngineName(c.engine), Layout(c), std::to_string(c.vpp),
-                    std::to_string(c.micro_batch_size), std::to_string(c.microbatches), c.schedule,
-                    c.RecomputeText(), std::to_string(c.zero_stage), FormatMs(plan.step),
+                    std::to_string(c.micro_batch_size), std::to_string(c.microbatches),
+                    c.ScheduleText(result.config.model.transformer.layers), c.RecomputeText(), std::to_string(c.zero_stage), FormatMs(plan.step),
                     FormatFixed(plan.tokens_per_s, 0), FormatFixed(plan.mfu, 3),
                     FormatFixed(plan.bubble_pipeline, 3), FormatFixed(plan.bubble_exposed, 3),
                     FormatGib(plan.memory.peak_bytes), FitsWord(plan.memory)});
@@ -140,7 +144,7 @@ std::string FormatPlanTable(const PlanResult& result) {
   text += "  candidates " + std::to_string(result.candidates) + " asked, " +
           std::to_string(result.screened) + " screened" +
           (result.derived > 0 ? " (" + std::to_string(result.derived) +
-                                    " derived: Megatron's block recomputation, full:N)"
+                                    " derived: Megatron's block recomputation and uneven splits)"
                               : std::string()) +
           ", " + std::to_string(result.simulated) + " simulated\n";
   for (const std::string& assumption : result.assumptions) text += "  rests on: " + assumption + "\n";
@@ -156,7 +160,8 @@ std::string FormatPlanTable(const PlanResult& result) {
     text += PadLeft(std::to_string(rank), 6) + "  " + PadRight(EngineName(c.engine), 10) +
             PadLeft(Layout(c), 24) + PadLeft(std::to_string(c.vpp), 5) +
             PadLeft(std::to_string(c.micro_batch_size), 5) +
-            PadLeft(std::to_string(c.microbatches), 6) + "  " + PadRight(c.schedule, 18) +
+            PadLeft(std::to_string(c.microbatches), 6) + "  " +
+            PadRight(c.ScheduleText(result.config.model.transformer.layers), 18) +
             PadRight(c.RecomputeText(), 13) + PadLeft(std::to_string(c.zero_stage), 5) +
             PadLeft(FormatMs(plan.step), 14) + PadLeft(FormatFixed(plan.tokens_per_s, 0), 11) +
             PadLeft(FormatFixed(plan.mfu, 3), 8) + PadLeft(FormatFixed(plan.bubble_pipeline, 3), 8) +
@@ -290,7 +295,8 @@ std::string FormatSweepTable(const PlanSpec& spec, const std::vector<SweepRow>& 
     }
     text += PadRight(EngineName(c.engine), 10) + PadLeft(Layout(c), 24) +
             PadLeft(std::to_string(c.vpp), 5) + PadLeft(std::to_string(c.micro_batch_size), 5) +
-            "  " + PadRight(c.schedule, 18) + PadRight(c.RecomputeText(), 10) +
+            "  " + PadRight(c.ScheduleText(result.config.model.transformer.layers), 18) +
+            PadRight(c.RecomputeText(), 10) +
             PadLeft(FormatMs(best.step), 13) + PadLeft(FormatFixed(best.tokens_per_s, 0), 12) +
             PadLeft(FormatFixed(per_gpu, 1), 14) + PadLeft(FormatFixed(best.mfu, 3), 8) +
             PadLeft(FormatGib(best.memory.peak_bytes) + " GiB", 16) +

@@ -142,6 +142,58 @@ TEST(PlanRulesTest, TorchtitanSplitsUnevenlyMegatronDoesNot) {
 }
 
 
+TEST(CandidateTest, AnUnevenMegatronSplitGivesTheEndsTheirLayers) {
+  Config config;
+  config.model.transformer.layers = 80;
+  Candidate c;
+  c.engine = Engine::kMegatron;
+  c.pp = 8;
+  c.schedule = "1f1b";
+  c.first_stage_layers = 5;
+  c.last_stage_layers = 9;
+  c.ApplyTo(config);
+  // 80 - 5 - 9 = 66 decoders over the 6 middle stages; the embedding and the head ride along.
+  EXPECT_EQ(config.parallel.layer_counts, (std::vector<int32_t>{6, 11, 11, 11, 11, 11, 11, 10}));
+  EXPECT_EQ(c.ScheduleText(80), "1f1b 5/11/9");
+}
+
+// Megatron's uneven split, derived by the screen: Llama 3 70B on 64 H100. The head and its
+// cross entropy make the even split's last stage the slowest; the best plan (an uneven split)
+// is faster than the same layout split evenly, and the two ends' decoders leave the middle
+// stages an even share.
+TEST(PlanTest, DerivesAnUnevenSplitFasterThanTheEvenOne) {
+  PlanSpec spec;
+  spec.run.config_path =
+      (std::filesystem::path(STAGECRAFT_TESTS_DIR) / "golden" / "data" / "llama-3-70b.yaml")
+          .string();
+  spec.run.cluster = "h100x8";
+  spec.gpus = 64;
+  spec.global_batch = 512;
+  spec.engine = Engine::kMegatron;
+  spec.simulate = 30;
+  spec.top = 30;
+  auto planned = PlanLayouts(spec);
+  ASSERT_TRUE(planned.ok()) << planned.error().message;
+  const PlanResult& result = planned.value();
+  ASSERT_FALSE(result.plans.empty());
+  const Candidate& best = result.plans.front().candidate;
+  ASSERT_GT(best.first_stage_layers, 0) << best.Describe();
+  ASSERT_GE(best.pp, 3);
+  EXPECT_EQ((80 - best.first_stage_layers - best.last_stage_layers) % (best.pp - 2), 0);
+  EXPECT_LT(best.last_stage_layers, 80 / best.pp);  // the head's stage takes fewer decoders
+  bool even_twin = false;
+  for (const PlannedLayout& plan : result.all_fitting) {
+    Candidate twin = plan.candidate;
+    if (twin.first_stage_layers != 0) continue;
+    twin.first_stage_layers = best.first_stage_layers;
+    twin.last_stage_layers = best.last_stage_layers;
+    if (twin.Describe() != best.Describe()) continue;
+    even_twin = true;
+    EXPECT_GT(plan.step, result.plans.front().step);
+  }
+  EXPECT_TRUE(even_twin);
+}
+
 // Megatron's block recomputation, derived by the screen: Llama 3 70B at 32,768 tokens on 32 H100
 // fits only with recomputation. The best plan recomputes N of a chunk's layers (1 <= N < L), it
 // fits, it is faster than every plan that recomputes all layers, and the same layout with one

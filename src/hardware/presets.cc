@@ -89,7 +89,8 @@ const std::vector<DevicePreset>& DevicePresets() {
        "only and is not modelled: tp 2 is costed over PCIe too), 84 SMs; a 100 Gb/s NIC per "
        "GPU assumed; Vidur's A40 cluster (its config explorer) has 8 per node",
        WithSms(kAmpere, 84),
-       "as a100 (no published A40 MAMF in our sources: A100's share assumed), 84 SMs (GA102)"},
+       "as a100 (no published A40 MAMF in our sources: A100's share assumed), 84 SMs (GA102)",
+       kNvlinkEfficiency, kNvlinkLatencyNs, "PCIe", "GDDR6"},
       {"h100", "NVIDIA H100 SXM5 80 GB", 989.5 * kTera, 1979 * kTera, 80 * kGB, 3350 * kGiga,
        450 * kGiga, 50 * kGiga, 8,
        "NVIDIA H100 datasheet (SXM5): BF16 989 TFLOP/s, FP8 1,979 TFLOP/s dense, 80 GB HBM3 at "
@@ -107,7 +108,8 @@ const std::vector<DevicePreset>& DevicePresets() {
        "NVIDIA H100 datasheet (PCIe): BF16 756 TFLOP/s, FP8 1,513 TFLOP/s dense, 80 GB HBM2e at "
        "2 TB/s, 114 SMs; GPUs of a server joined by PCIe Gen5 x16 (64 GB/s each way), one 400 "
        "Gb/s NIC per GPU",
-       WithSms(kHopper, 114), "as h100 (SXM5's MAMF share assumed), 114 SMs (H100 whitepaper)"},
+       WithSms(kHopper, 114), "as h100 (SXM5's MAMF share assumed), 114 SMs (H100 whitepaper)",
+       kNvlinkEfficiency, kNvlinkLatencyNs, "PCIe"},
       {"h100-nvl", "NVIDIA H100 NVL 94 GB", 835 * kTera, 1670 * kTera, 94 * kGB, 3900 * kGiga,
        300 * kGiga, 50 * kGiga, 8,
        "NVIDIA H100 datasheet (NVL): BF16 1,671 TFLOP/s with sparsity (835 dense), FP8 3,341 "

@@ -42,6 +42,10 @@ struct DevicePreset {
   // table of the device's own exists (presets.cc); else the defaults above.
   double nvlink_efficiency = kNvlinkEfficiency;
   int64_t nvlink_latency_ns = kNvlinkLatencyNs;
+  // What `list presets` calls the intra-node link and the device memory ("PCIe" and "GDDR6"
+  // for a40; the link's figures are in the NVLink fields whatever it is).
+  const char* intra_node_link = "NVLink";
+  const char* memory_kind = "HBM";
 };
 
 // The table, in the order `list presets` prints it.

@@ -229,9 +229,9 @@ Status RunList(const std::string& what, Transcript& transcript) {
           << (preset.fp8_flops_per_s > 0
                   ? FormatFixed(preset.fp8_flops_per_s / 1e12, 1) + " TFLOP/s"
                   : std::string("none"))
-          << ", HBM " << preset.hbm_bytes / 1'000'000'000 << " GB at "
-          << FormatFixed(preset.hbm_bytes_per_s / 1e9, 0) << " GB/s, NVLink "
-          << FormatFixed(preset.nvlink_bytes_per_s / 1e9, 0) << " GB/s, NIC "
+          << ", " << preset.memory_kind << " " << preset.hbm_bytes / 1'000'000'000 << " GB at "
+          << FormatFixed(preset.hbm_bytes_per_s / 1e9, 0) << " GB/s, " << preset.intra_node_link
+          << " " << FormatFixed(preset.nvlink_bytes_per_s / 1e9, 0) << " GB/s, NIC "
           << FormatFixed(preset.nic_bytes_per_s / 1e9, 0) << " GB/s per GPU, "
           << preset.devices_per_node << " per node\n";
       const KernelModel& kernels = preset.kernels;

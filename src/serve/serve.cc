@@ -5,6 +5,7 @@
 #include <sstream>
 
 #include "core/units.h"
+#include "hardware/presets.h"
 #include "model/kv_cache.h"
 #include "report/json_writer.h"
 #include "serve/disaggregated_sim.h"
@@ -12,6 +13,13 @@
 
 namespace stagecraft {
 namespace {
+
+// What the node's GPUs talk over: the preset's name for it ("PCIe" on the a40 and h100-pcie),
+// NVLink for a custom device.
+std::string IntraNodeLink(const ClusterSpec& cluster) {
+  auto preset = FindDevicePreset(cluster.device);
+  return preset.ok() ? preset.value()->intra_node_link : "NVLink";
+}
 
 Result<Routing> ParseRouting(const std::string& text) {
   for (Routing routing : {Routing::kRoundRobin, Routing::kLeastOutstanding, Routing::kKvAware}) {
@@ -152,8 +160,8 @@ std::string FormatText(const std::string& label, const std::string& model,
   if (placement.disaggregated()) {
     out << "  KV hand-off: prefill to decode instance, each GPU its shard over "
         << (2 * placement.shape.gpus_per_replica() <= replica.cluster.devices_per_node
-                ? "NVLink"
-                : "the network")
+                ? IntraNodeLink(replica.cluster)
+                : std::string("the network"))
         << ": " << FormatFixed(placement.transfer_mean_s * 1e3, 3) << " ms mean, "
         << FormatFixed(placement.transfer_max_s * 1e3, 3) << " ms longest\n";
   }

@@ -91,6 +91,9 @@ struct ParallelSpec {
                                            // (torchao; torchtitan enable_fsdp_float8_all_gather)
   bool fused_kernels = true;  // norms, activations, rotary embedding fused (Transformer Engine,
                               // torch.compile); false: eager PyTorch ops (torchtitan uncompiled)
+  // The head's cross entropy: unfused (Megatron's default), Megatron's native fusion or
+  // Transformer Engine's (--cross-entropy-loss-fusion --cross-entropy-fusion-impl).
+  CrossEntropyFusion cross_entropy_fusion = CrossEntropyFusion::kNone;
   // The engines' overlap of communication with computation, by the flag they model:
   // Megatron-LM's --overlap-grad-reduce (the DP reduction in buckets during the last backward),
   // --overlap-param-gather (with the distributed optimizer, the bf16 parameter all-gather

@@ -67,12 +67,20 @@ void KernelSum::MixtureOfExperts(double tokens, double hidden, double experts, d
   Elementwise(2 * tokens * top_k * hidden * 2 * 2);
 }
 
-void KernelSum::OutputAndLoss(double tokens, double hidden, double vocab) {
+void KernelSum::OutputAndLoss(double tokens, double hidden, double vocab,
+                              CrossEntropyFusion fusion) {
   Linear(tokens, vocab, hidden);
-  times.forward += MemoryBoundSeconds(device, tokens * vocab * 38);
-  times.input_grad += MemoryBoundSeconds(device, tokens * vocab * 14);
-  forward_kernels += 6;
-  input_kernels += 3;
+  struct Passes {
+    double forward_bytes, backward_bytes;
+    int32_t forward_kernels, backward_kernels;
+  };
+  const Passes passes = fusion == CrossEntropyFusion::kTe       ? Passes{2, 4, 2, 1}
+                        : fusion == CrossEntropyFusion::kNative ? Passes{26, 14, 4, 3}
+                                                                : Passes{38, 14, 6, 3};
+  times.forward += MemoryBoundSeconds(device, tokens * vocab * passes.forward_bytes);
+  times.input_grad += MemoryBoundSeconds(device, tokens * vocab * passes.backward_bytes);
+  forward_kernels += passes.forward_kernels;
+  input_kernels += passes.backward_kernels;
 }
 
 LayerKernelTimes EmbeddingKernels(const DeviceRates& device, double tokens, double hidden) {

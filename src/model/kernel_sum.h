@@ -6,6 +6,7 @@
 #pragma once
 
 #include "hardware/kernel_model.h"
+#include "model/transformer.h"
 
 namespace stagecraft {
 
@@ -57,8 +58,15 @@ struct KernelSum {
   // scaling by the loss gradient (read and write 4) and the cast of the gradient back to bf16
   // (read 4, write 2), 14 bytes in three (the target gather and scatter are per token).
   // PyTorch's F.cross_entropy on fp32-cast logits (torchtitan, LLM Foundry) moves about 22 + 26,
-  // the same total within 8%. The final norm is the caller's.
-  void OutputAndLoss(double tokens, double hidden, double vocab);
+  // the same total within 8%. Fused (`fusion`): Megatron's native jit passes
+  // (megatron/core/fusions/fused_cross_entropy.py) fuse the cast with the max and the
+  // subtraction with the exp, 26 bytes in four kernels forward (14 backward, as unfused);
+  // Transformer Engine's Triton kernels (transformer_engine/pytorch/triton/cross_entropy.py)
+  // read the bf16 logits once forward (an online softmax; the loss from per-token statistics)
+  // and write the gradient in place in the backward, 2 and 4 bytes. The final norm is the
+  // caller's.
+  void OutputAndLoss(double tokens, double hidden, double vocab,
+                     CrossEntropyFusion fusion = CrossEntropyFusion::kNone);
   // The times with each pass at least its kernels times the host's issue time per kernel.
   LayerKernelTimes HostBound() const;
 };

@@ -79,6 +79,11 @@ struct TransformerSpec {
 // (torchtitan's per-op policy: every op but the matmuls and the attention kernel is recomputed,
 // and every second matmul); full (the whole forward, of all layers or recompute_fraction).
 enum class Recompute : uint8_t { kNone, kSelective, kSelectiveOp, kFull };
+
+// How the head's cross entropy runs (Megatron's --cross-entropy-loss-fusion and
+// --cross-entropy-fusion-impl): kNone the unfused VocabParallelCrossEntropy, kNative its
+// jit-fused passes, kTe Transformer Engine's Triton kernels (kernel_sum.h, OutputAndLoss).
+enum class CrossEntropyFusion : uint8_t { kNone, kNative, kTe };
 // "none", "selective", "selective-op", "full": the names parallel.recompute takes.
 const char* RecomputeName(Recompute recompute);
 
@@ -99,6 +104,7 @@ struct TransformerRun {
   // Norms, activations and the rotary embedding as fused kernels (Transformer Engine, Apex,
   // torch.compile), or as eager PyTorch ops, each its own pass over memory.
   bool fused_kernels = true;
+  CrossEntropyFusion cross_entropy = CrossEntropyFusion::kNone;
   // Context parallelism by PyTorch's context_parallel: one attention kernel per ring step, the
   // partial outputs merged and the gradients accumulated in fp32 (transformer_kernels.cc).
   bool ring_merge = false;

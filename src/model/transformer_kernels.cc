@@ -229,7 +229,7 @@ LayerKernelTimes HeadKernelTimes(const TransformerSpec& spec, const TransformerR
   const double h = static_cast<double>(spec.hidden);
   const double vocab = static_cast<double>(spec.vocab) / t;
   AddNorm(spec, run, ReplicatedTokens(run), acc);  // final norm
-  acc.OutputAndLoss(tokens, h, vocab);
+  acc.OutputAndLoss(tokens, h, vocab, run.cross_entropy);
   return acc.HostBound();
 }
 

@@ -2,6 +2,7 @@
 
 #include <gtest/gtest.h>
 
+#include <tuple>
 #include <vector>
 
 #include "hardware/presets.h"
@@ -280,7 +281,7 @@ TEST(TransformerKernelsTest, HeadCostsAtLeastItsProjection) {
 // exp and divide 8 each, sum 4), 14 backward (scale 8, cast back 6). Two heads that differ only
 // in their vocabulary differ by the projection's GEMMs and those bytes at the achieved bandwidth
 // (the final norm is the same; every pass here is far above the kernel floor).
-TEST(TransformerKernelsTest, CrossEntropyMovesMegatronsBytesPerLogit) {
+TEST(TransformerKernelsTest, CrossEntropyMovesItsEnginesBytesPerLogit) {
   const DeviceRates h100 = Rates("h100");
   TransformerRun run;
   run.seq_len = 4096;
@@ -299,6 +300,18 @@ TEST(TransformerKernelsTest, CrossEntropyMovesMegatronsBytesPerLogit) {
                              GemmSeconds(h100, {tokens, 4096, 32768});
   EXPECT_NEAR(b.forward - a.forward, forward_gemms + 38 * logits / bandwidth, 1e-9);
   EXPECT_NEAR(b.input_grad - a.input_grad, input_gemms + 14 * logits / bandwidth, 1e-9);
+  // Fused: Megatron's native passes 26 forward (14 backward); Transformer Engine's Triton
+  // kernels read the bf16 logits once forward and rewrite them as the gradient backward, 2 + 4.
+  for (const auto& [fusion, forward, backward] :
+       {std::tuple{CrossEntropyFusion::kNative, 26.0, 14.0},
+        std::tuple{CrossEntropyFusion::kTe, 2.0, 4.0}}) {
+    TransformerRun fused = run;
+    fused.cross_entropy = fusion;
+    const LayerKernelTimes fa = HeadKernelTimes(small, fused, h100);
+    const LayerKernelTimes fb = HeadKernelTimes(large, fused, h100);
+    EXPECT_NEAR(fb.forward - fa.forward, forward_gemms + forward * logits / bandwidth, 1e-9);
+    EXPECT_NEAR(fb.input_grad - fa.input_grad, input_gemms + backward * logits / bandwidth, 1e-9);
+  }
 }
 
 // PyTorch's context_parallel (ring_merge): the same attention FLOPs in cp shorter kernels, plus its

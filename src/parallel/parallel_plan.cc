@@ -37,6 +37,7 @@ TransformerRun RunOf(const Config& config) {
   run.recompute = config.parallel.recompute;
   run.fp8 = config.parallel.fp8;
   run.fused_kernels = config.parallel.fused_kernels;
+  run.cross_entropy = config.parallel.cross_entropy_fusion;
   run.ring_merge = config.parallel.cp_rotate != CpRotate::kNone;
   if (config.parallel.recompute_num_layers > 0) {
     // Megatron's --recompute-method block --recompute-num-layers N: N layers per pipeline chunk.
@@ -228,6 +229,12 @@ std::vector<std::pair<std::string, std::string>> CostAssumptions(const Config& c
                                                                  "(enable_fsdp_float8_all_gather)"
                                                                : ""));
   out.emplace_back("fused_kernels", on(parallel.fused_kernels));
+  if (parallel.cross_entropy_fusion != CrossEntropyFusion::kNone) {
+    out.emplace_back("cross_entropy",
+                     parallel.cross_entropy_fusion == CrossEntropyFusion::kTe
+                         ? "fused, Transformer Engine's kernels (cross_entropy_fusion: te)"
+                         : "fused, Megatron's native passes (cross_entropy_fusion: native)");
+  }
   if (parallel.cp > 1) {
     const char* mode =
         parallel.cp_rotate == CpRotate::kAllGather

@@ -68,7 +68,8 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   if (arguments.size() > 1 && seen(1) == "bench-schedules") {
     bool names_config = false;
     for (size_t index = 2; index < arguments.size(); ++index) {
-      names_config = names_config || seen(index).ends_with(".yaml") || seen(index).ends_with(".yml");
+      const std::string_view argument = seen(index);
+      names_config = names_config || argument.ends_with(".yaml") || argument.ends_with(".yml");
     }
     if (!names_config) return 0;
   }

@@ -8,10 +8,10 @@
 // attention (DeepSeek-V2/V3: kv_lora_rank, q_lora_rank, qk_nope_head_dim, qk_rope_head_dim,
 // v_head_dim). Sliding windows (sliding_window, and which layers use it: layer_types,
 // sliding_window_pattern, gemma2's alternation, Qwen2's use_sliding_window and
-// max_window_layers). DeepSeek-V4.1 (model_type deepseek_v41_text, alone or as text_config; the field
-// names of NeMo AutoModel's DeepseekV41TextConfig): the CSA2 layer list from compress_ratios and
-// the KV / index source lists, dims from the config. JSON is read with the YAML parser (JSON is
-// YAML).
+// max_window_layers). DeepSeek-V4.1 (model_type deepseek_v41_text, alone or as text_config; the
+// field names of NeMo AutoModel's DeepseekV41TextConfig): the CSA2 layer list from
+// compress_ratios and the KV / index source lists, dims from the config. JSON is read with the
+// YAML parser (JSON is YAML).
 #pragma once
 
 #include <string_view>

@@ -81,7 +81,8 @@ std::string PlanReportHtml(const PlanResult& result) {
     const Candidate& c = plan.candidate;
     rows.push_back({std::to_string(++rank), EngineName(c.engine), Layout(c), std::to_string(c.vpp),
                     std::to_string(c.micro_batch_size), std::to_string(c.microbatches),
-                    c.ScheduleText(result.config.model.transformer.layers), c.RecomputeText(), std::to_string(c.zero_stage), FormatMs(plan.step),
+                    c.ScheduleText(result.config.model.transformer.layers), c.RecomputeText(),
+                    std::to_string(c.zero_stage), FormatMs(plan.step),
                     FormatFixed(plan.tokens_per_s, 0), FormatFixed(plan.mfu, 3),
                     FormatFixed(plan.bubble_pipeline, 3), FormatFixed(plan.bubble_exposed, 3),
                     FormatGib(plan.memory.peak_bytes), FitsWord(plan.memory)});

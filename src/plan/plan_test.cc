@@ -31,6 +31,22 @@ PlanSpec Spec(Engine engine) {
   return spec;
 }
 
+// Megatron plans of tests/golden/data/llama-3-70b.yaml on nodes of 8 H100, the best `simulate`
+// of the screen simulated and all kept.
+PlanSpec MegatronLlama70b(int32_t gpus, int64_t global_batch, int32_t simulate) {
+  PlanSpec spec;
+  spec.run.config_path =
+      (std::filesystem::path(STAGECRAFT_TESTS_DIR) / "golden" / "data" / "llama-3-70b.yaml")
+          .string();
+  spec.run.cluster = "h100x8";
+  spec.gpus = gpus;
+  spec.global_batch = global_batch;
+  spec.engine = Engine::kMegatron;
+  spec.simulate = simulate;
+  spec.top = simulate;
+  return spec;
+}
+
 TEST(PlanRulesTest, EveryLegalMegatronCandidateObeysMegatronsChecks) {
   const Enumeration e = EnumerateCandidates(Spec(Engine::kMegatron), Llama70b());
   ASSERT_FALSE(e.legal.empty());
@@ -162,16 +178,7 @@ TEST(CandidateTest, AnUnevenMegatronSplitGivesTheEndsTheirLayers) {
 // is faster than the same layout split evenly, and the two ends' decoders leave the middle
 // stages an even share.
 TEST(PlanTest, DerivesAnUnevenSplitFasterThanTheEvenOne) {
-  PlanSpec spec;
-  spec.run.config_path =
-      (std::filesystem::path(STAGECRAFT_TESTS_DIR) / "golden" / "data" / "llama-3-70b.yaml")
-          .string();
-  spec.run.cluster = "h100x8";
-  spec.gpus = 64;
-  spec.global_batch = 512;
-  spec.engine = Engine::kMegatron;
-  spec.simulate = 30;
-  spec.top = 30;
+  const PlanSpec spec = MegatronLlama70b(64, 512, 30);
   auto planned = PlanLayouts(spec);
   ASSERT_TRUE(planned.ok()) << planned.error().message;
   const PlanResult& result = planned.value();
@@ -199,17 +206,8 @@ TEST(PlanTest, DerivesAnUnevenSplitFasterThanTheEvenOne) {
 // fits, it is faster than every plan that recomputes all layers, and the same layout with one
 // layer fewer (N - 1, or none) does not fit: N is the fewest that fit.
 TEST(PlanTest, DerivesTheFewestBlockRecomputedLayersThatFit) {
-  PlanSpec spec;
-  spec.run.config_path =
-      (std::filesystem::path(STAGECRAFT_TESTS_DIR) / "golden" / "data" / "llama-3-70b.yaml")
-          .string();
-  spec.run.cluster = "h100x8";
+  PlanSpec spec = MegatronLlama70b(32, 256, 20);
   spec.run.seq_len = "32768";
-  spec.gpus = 32;
-  spec.global_batch = 256;
-  spec.engine = Engine::kMegatron;
-  spec.simulate = 20;
-  spec.top = 20;
   auto planned = PlanLayouts(spec);
   ASSERT_TRUE(planned.ok()) << planned.error().message;
   const PlanResult& result = planned.value();

@@ -132,9 +132,25 @@ std::vector<Pass> PassesInTimeOrder(const std::vector<Slots>& ranks) {
   return passes;
 }
 
-// The passes that `pass` waits for on its own or a neighbouring rank, read through `slot_of`.
+// The slot of rank `rank`'s index-th input-gradient pass in time, read through `slot_of`: the
+// index-th smallest of its I slots (up and down chunks together).
 template <typename SlotOf>
-int64_t LatestDependency(const std::vector<Slots>& ranks, const Pass& pass, SlotOf slot_of) {
+int64_t NthInputGrad(const std::vector<Slots>& ranks, int32_t rank, int32_t index, SlotOf slot_of) {
+  std::vector<int64_t> input_grads;
+  for (const int kind : {kUpInputGrad, kDownInputGrad}) {
+    for (size_t i = 0; i < ranks[rank][kind].size(); ++i) {
+      input_grads.push_back(slot_of(rank, kind, static_cast<int32_t>(i)));
+    }
+  }
+  std::nth_element(input_grads.begin(), input_grads.begin() + index, input_grads.end());
+  return input_grads[static_cast<size_t>(index)];
+}
+
+// The passes that `pass` waits for on its own or a neighbouring rank, read through `slot_of`; a
+// W pass waits for the index-th I of its rank in time, `nth_input_grad(rank, index)`.
+template <typename SlotOf, typename NthInput>
+int64_t LatestDependency(const std::vector<Slots>& ranks, const Pass& pass, SlotOf slot_of,
+                         NthInput nth_input_grad) {
   const int32_t last_rank = static_cast<int32_t>(ranks.size()) - 1;
   int64_t latest = kFree;
   const auto after = [&](int32_t rank, int kind, int32_t index) {
@@ -145,16 +161,7 @@ int64_t LatestDependency(const std::vector<Slots>& ranks, const Pass& pass, Slot
   if (from_below && pass.rank > 0) after(pass.rank - 1, pass.kind, pass.index);
   if (from_above && pass.rank < last_rank) after(pass.rank + 1, pass.kind, pass.index);
   if (pass.kind > kDownForward && pass.kind < kWeight) after(pass.rank, pass.kind - 1, pass.index);
-  if (pass.kind == kWeight) {  // the index-th I of the rank, in time
-    std::vector<int64_t> input_grads;
-    for (const int kind : {kUpInputGrad, kDownInputGrad}) {
-      for (size_t index = 0; index < ranks[pass.rank][kind].size(); ++index) {
-        input_grads.push_back(slot_of(pass.rank, kind, static_cast<int32_t>(index)));
-      }
-    }
-    std::nth_element(input_grads.begin(), input_grads.begin() + pass.index, input_grads.end());
-    latest = std::max(latest, input_grads[static_cast<size_t>(pass.index)]);
-  }
+  if (pass.kind == kWeight) latest = std::max(latest, nth_input_grad(pass.rank, pass.index));
   if (pass.index > 0) after(pass.rank, pass.kind, pass.index - 1);
   return latest;
 }
@@ -177,9 +184,12 @@ void Squeeze(std::vector<Slots>& ranks, bool weights_placed) {
     if (phase == 1 && pass.kind == kDownForward && pass.index == last_microbatch) phase = 2;
     int64_t& slot = ranks[pass.rank][pass.kind][static_cast<size_t>(pass.index)];
     if (!keep) {
+      const auto slot_of = [&](int32_t rank, int kind, int32_t index) {
+        return ranks[rank][kind][static_cast<size_t>(index)];
+      };
       const int64_t earliest =
-          1 + LatestDependency(ranks, pass, [&](int32_t rank, int kind, int32_t index) {
-            return ranks[rank][kind][static_cast<size_t>(index)];
+          1 + LatestDependency(ranks, pass, slot_of, [&](int32_t rank, int32_t index) {
+            return NthInputGrad(ranks, rank, index, slot_of);
           });
       for (int64_t candidate = earliest; candidate < pass.slot; ++candidate) {
         if (taken[pass.rank][static_cast<size_t>(candidate)]) continue;
@@ -199,14 +209,34 @@ void Compact(std::vector<Slots>& ranks) {
     for (int kind = 0; kind < kKinds; ++kind) start[rank][kind].assign(ranks[rank][kind].size(), 0);
   }
   std::vector<int64_t> rank_free(ranks.size(), 0);
+  // A rank's passes get increasing starts in the order they are placed, so its I starts so far
+  // are a sorted list, and the passes not placed yet still read 0: the index-th smallest of all
+  // its I starts is 0 while index < the I passes not placed, else the (index - those)-th placed
+  // (NthInputGrad's answer in O(1), where it costs O(m) per W pass).
+  std::vector<std::vector<int64_t>> placed_inputs(ranks.size());
+  std::vector<size_t> input_passes(ranks.size());
+  for (size_t rank = 0; rank < ranks.size(); ++rank) {
+    input_passes[rank] = ranks[rank][kUpInputGrad].size() + ranks[rank][kDownInputGrad].size();
+  }
+  const auto nth_input_grad = [&](int32_t rank, int32_t index) -> int64_t {
+    const std::vector<int64_t>& placed = placed_inputs[static_cast<size_t>(rank)];
+    const size_t unplaced = input_passes[static_cast<size_t>(rank)] - placed.size();
+    return static_cast<size_t>(index) < unplaced ? 0
+                                                 : placed[static_cast<size_t>(index) - unplaced];
+  };
   for (const Pass& pass : PassesInTimeOrder(ranks)) {
-    const int64_t ready =
-        1 + LatestDependency(ranks, pass, [&](int32_t rank, int kind, int32_t index) {
-          return start[rank][kind][static_cast<size_t>(index)];
-        });
+    const int64_t ready = 1 + LatestDependency(
+                                  ranks, pass,
+                                  [&](int32_t rank, int kind, int32_t index) {
+                                    return start[rank][kind][static_cast<size_t>(index)];
+                                  },
+                                  nth_input_grad);
     int64_t& at = start[pass.rank][pass.kind][static_cast<size_t>(pass.index)];
     at = std::max(ready, rank_free[pass.rank]);
     rank_free[pass.rank] = at + 1;
+    if (pass.kind == kUpInputGrad || pass.kind == kDownInputGrad) {
+      placed_inputs[static_cast<size_t>(pass.rank)].push_back(at);
+    }
   }
   ranks = std::move(start);
 }

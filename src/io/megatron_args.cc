@@ -69,11 +69,16 @@ Result<Config> ReadMegatronArgs(const std::string& text, const std::string& sour
                                                     "--recompute-method",
                                                     "--recompute-num-layers",
                                                     "--decoder-first-pipeline-num-layers",
-                                                    "--decoder-last-pipeline-num-layers"};
-  const std::vector<std::string> megatron_only = {
-      "--use-distributed-optimizer", "--overlap-param-gather", "--overlap-grad-reduce",
-      "--context-parallel-size", "--num-layers-per-virtual-pipeline-stage",
-      "--decoder-first-pipeline-num-layers", "--decoder-last-pipeline-num-layers"};
+                                                    "--decoder-last-pipeline-num-layers",
+                                                    "--pipeline-model-parallel-layout"};
+  const std::vector<std::string> megatron_only = {"--use-distributed-optimizer",
+                                                  "--overlap-param-gather",
+                                                  "--overlap-grad-reduce",
+                                                  "--context-parallel-size",
+                                                  "--num-layers-per-virtual-pipeline-stage",
+                                                  "--decoder-first-pipeline-num-layers",
+                                                  "--decoder-last-pipeline-num-layers",
+                                                  "--pipeline-model-parallel-layout"};
   std::vector<std::string> switches = megatron_switches;
   std::vector<std::string> valued = megatron_valued;
   if (deepspeed) {
@@ -96,6 +101,8 @@ Result<Config> ReadMegatronArgs(const std::string& text, const std::string& sour
   std::string recompute_method = "uniform";
   int64_t recompute_num_layers = 0;
   std::string recompute_num_layers_where;
+  std::string layout;  // --pipeline-model-parallel-layout, "" = not given
+  std::string layout_where;
   while (std::getline(lines, line)) {
     ++line_number;
     const std::string where = source + ":" + std::to_string(line_number) + ": ";
@@ -189,6 +196,11 @@ Result<Config> ReadMegatronArgs(const std::string& text, const std::string& sour
       recompute_num_layers_where = where;
       continue;
     }
+    if (flag == "--pipeline-model-parallel-layout") {
+      layout = value;
+      layout_where = where;
+      continue;
+    }
     STAGECRAFT_RETURN_IF_ERROR(integer(flag == "--moe-shared-expert-intermediate-size" ? 0 : 1));
     if (flag == "--num-layers") t.layers = static_cast<int32_t>(number);
     if (flag == "--hidden-size") t.hidden = number;
@@ -242,6 +254,16 @@ Result<Config> ReadMegatronArgs(const std::string& text, const std::string& sour
   }
   config.model.name = deepspeed ? "megatron-deepspeed-args" : "megatron-args";
   p.vpp = 1;
+  if (!layout.empty() &&
+      (layers_per_virtual_stage > 0 || first_stage_layers > 0 || last_stage_layers > 0)) {
+    // megatron/training/arguments.py (no more than one of the virtual-stage arguments and the
+    // layout) and transformer_config.py (the layout with no other pipeline layout argument).
+    return Error{
+        layout_where +
+        "--pipeline-model-parallel-layout cannot be set with "
+        "--num-layers-per-virtual-pipeline-stage or --decoder-first/last-pipeline-num-"
+        "layers (Megatron's arguments.py and transformer_config.py; expected one of them)"};
+  }
   if (layers_per_virtual_stage > 0) {
     if (t.layers % (int64_t{p.pp} * layers_per_virtual_stage) != 0) {
       return Error{source + ": --num-layers-per-virtual-pipeline-stage " +
@@ -249,6 +271,39 @@ Result<Config> ReadMegatronArgs(const std::string& text, const std::string& sour
                    std::to_string(t.layers) + " layers over " + std::to_string(p.pp) + " stages"};
     }
     p.vpp = static_cast<int32_t>(t.layers / (p.pp * layers_per_virtual_stage));
+  }
+  bool layout_read = false;
+  if (!layout.empty()) {
+    // Megatron's syntax (megatron/core/transformer/pipeline_parallel_layer_layout.py,
+    // parse_str_to_list): commas are cosmetic; 'E' the embedding, 't' a decoder, 'L' the loss,
+    // 'm' an MTP layer; X*N and (...)*N repeat; '|' separates the pp x vpp stages, listed
+    // virtual stage by virtual stage (stage vpp_rank x pp + pp_rank), as stagecraft's loop
+    // placement numbers them. The flattened layout spells E, the decoders, L
+    // (validate_layer_layout).
+    std::string spelled;
+    for (char c : layout) {
+      if (c != ',') spelled += c;
+    }
+    if (spelled.find('m') != std::string::npos) {
+      return Error{layout_where + "--pipeline-model-parallel-layout '" + EscapeBytes(layout) +
+                   "' places MTP layers ('m'), which stagecraft does not model (expected 'E', 't', "
+                   "'L', '|', '*N' and '(...)*N')"};
+    }
+    std::string letters = "E" + std::string(static_cast<size_t>(t.layers), 't') + "L";
+    auto partition = PartitionFromLayout(spelled, letters);
+    if (!partition.ok()) {
+      return Error{layout_where + "--pipeline-model-parallel-layout " + partition.error().message};
+    }
+    const int32_t stages = partition.value().num_stages();
+    if (stages % p.pp != 0) {
+      return Error{layout_where + "--pipeline-model-parallel-layout has " + std::to_string(stages) +
+                   " stages, not a multiple of pp " + std::to_string(p.pp) +
+                   " (Megatron's arguments.py: the layout's length divided "
+                   "by pp is the virtual pipeline size)"};
+    }
+    p.vpp = stages / p.pp;
+    layout_read = true;
+    layout = spelled;
   }
   const int64_t world =
       config.cluster.given ? int64_t{config.cluster.nodes} * config.cluster.devices_per_node : 0;
@@ -290,6 +345,11 @@ Result<Config> ReadMegatronArgs(const std::string& text, const std::string& sour
     p.layer_counts.assign(static_cast<size_t>(p.pp), static_cast<int32_t>(middle / (p.pp - 2)));
     p.layer_counts.front() = static_cast<int32_t>(first_stage_layers) + 1;  // and the embedding
     p.layer_counts.back() = static_cast<int32_t>(last_stage_layers) + 1;    // and the head
+  }
+  if (layout_read) {
+    p.partition = PartitionMethod::kLayout;
+    p.layout = layout;
+    p.layer_counts.clear();
   }
   return config;
 }

@@ -608,7 +608,11 @@ Result<Config> ReadTorchtitanConfig(const std::string& text, const std::string& 
                                     bool model_given) {
   auto parsed = ParseToml(text, source);
   if (!parsed.ok()) return parsed.error();
-  const TomlDocument& document = parsed.value();
+  return ReadTorchtitanDocument(parsed.value(), source, std::move(base), model_given);
+}
+
+Result<Config> ReadTorchtitanDocument(const TomlDocument& document, const std::string& source,
+                                      Config base, bool model_given) {
   STAGECRAFT_RETURN_IF_ERROR(CheckTables(document, source));
   Config config = std::move(base);
   const TableValues model = Table(document, source, "model");

@@ -14,6 +14,7 @@
 
 #include "core/result.h"
 #include "io/config.h"
+#include "io/toml.h"
 
 namespace stagecraft {
 
@@ -22,5 +23,10 @@ std::string Llama3FlavorOf(const TransformerSpec& transformer);
 
 Result<Config> ReadTorchtitanConfig(const std::string& text, const std::string& source, Config base,
                                     bool model_given);
+
+// The same from a parsed job config: the tables and keys of the 0.2 releases, each value's line
+// the line errors name (io/torchtitan_registry.h translates the Python config registry into it).
+Result<Config> ReadTorchtitanDocument(const TomlDocument& document, const std::string& source,
+                                      Config base, bool model_given);
 
 }  // namespace stagecraft

@@ -1,6 +1,7 @@
 #include "plan/export.h"
 
 #include <algorithm>
+#include <cctype>
 #include <sstream>
 
 #include "io/torchtitan_config.h"
@@ -53,8 +54,15 @@ std::vector<std::pair<std::string, std::string>> MegatronArgs(const Config& conf
     args.push_back({"--num-layers-per-virtual-pipeline-stage", Str(t.layers / (c.pp * c.vpp))});
   }
   if (c.first_stage_layers > 0 && c.engine == Engine::kMegatron) {
-    args.push_back({"--decoder-first-pipeline-num-layers", Str(c.first_stage_layers)});
-    args.push_back({"--decoder-last-pipeline-num-layers", Str(c.last_stage_layers)});
+    // The uneven split as Megatron's layout string (megatron/core/transformer/
+    // pipeline_parallel_layer_layout.py): the embedding and the first stage's decoders, the
+    // middle stages', the last stage's with the loss; `simulate --from-megatron` also reads the
+    // equivalent --decoder-first/last-pipeline-num-layers.
+    const int32_t middle = (t.layers - c.first_stage_layers - c.last_stage_layers) / (c.pp - 2);
+    std::string layout = "Et*" + Str(c.first_stage_layers);
+    for (int32_t stage = 1; stage + 1 < c.pp; ++stage) layout += "|t*" + Str(middle);
+    layout += "|t*" + Str(c.last_stage_layers) + "L";
+    args.push_back({"--pipeline-model-parallel-layout", layout});
   }
   args.push_back({"--context-parallel-size", Str(c.cp)});
   if (c.ep > 1) args.push_back({"--expert-model-parallel-size", Str(c.ep)});
@@ -98,7 +106,7 @@ int32_t Nodes(const Config& config, const Candidate& c) {
 }
 
 std::string TorchrunLauncher(const Config& config, const Candidate& c, const std::string& script,
-                             const std::string& arguments) {
+                             const std::string& arguments, const std::string& environment = "") {
   const bool megatron = c.engine != Engine::kTorchtitan;
   return "#!/usr/bin/env bash\n" + Header(config, c, "#") +
          "# Run on every node: NODE_RANK, MASTER_ADDR and MASTER_PORT name this node and node 0.\n"
@@ -106,9 +114,10 @@ std::string TorchrunLauncher(const Config& config, const Candidate& c, const std
          "here=$(cd \"$(dirname \"$0\")\" && pwd)\n" +
          (megatron ? "export CUDA_DEVICE_MAX_CONNECTIONS=1  # Megatron's TP/SP overlap needs one "
                      "queue\n"
+                     "set -f  # the arguments are split on spaces, never globbed (a layout's '*')\n"
                    : "") +
-         "torchrun --nnodes " +
-         Str(Nodes(config, c)) + " --nproc-per-node " + Str(config.cluster.devices_per_node) +
+         environment + "torchrun --nnodes " + Str(Nodes(config, c)) + " --nproc-per-node " +
+         Str(config.cluster.devices_per_node) +
          " --node-rank \"${NODE_RANK:-0}\" \\\n"
          "  --master-addr \"${MASTER_ADDR:-localhost}\" --master-port \"${MASTER_PORT:-6000}\" \\\n"
          "  " +
@@ -194,6 +203,94 @@ std::string TorchtitanToml(const Config& config, const Candidate& c, int64_t glo
   return toml.str();
 }
 
+// The current generation (pytorch/torchtitan main at b5bcd76c, 2026-08-21: torchtitan/config/
+// manager.py, --module/--config): a Python function returning the Trainer.Config, started from
+// the llama3 registry function of the model's flavor, every value the plan rests on set
+// explicitly. io/torchtitan_registry.h reads it back.
+std::string TorchtitanRegistryPy(const Config& config, const Candidate& c, int64_t global_batch) {
+  const TransformerSpec& t = config.model.transformer;
+  const std::string flavor = Llama3FlavorOf(t);
+  const int64_t seq = config.model.seq_len;
+  const bool compiles = config.parallel.fused_kernels;
+  std::string base = "llama3_" + flavor;  // the registry function: llama3_8b, _70b, _405b
+  for (char& ch : base) ch = static_cast<char>(std::tolower(static_cast<unsigned char>(ch)));
+  std::ostringstream py;
+  py << Header(config, c, "#")
+     << "# torchtitan's Python config registry (main after the 0.2 releases; read at b5bcd76c): "
+        "launch-registry.sh\n# runs `-m torchtitan.train --module stagecraft_plan --config "
+        "stagecraft_plan` with this folder on PYTHONPATH.\n# The model's dimensions: layers "
+     << t.layers << ", dim " << t.hidden << ", heads " << t.heads << ", kv heads "
+     << t.kv_heads_or_heads() << ", ffn " << t.ffn_or_default() << ", vocab " << t.vocab << ".\n";
+  if (flavor.empty()) {
+    py << "# It is not one of torchtitan's llama3 flavors: set config.model_spec to its ModelSpec "
+          "and\n# read this back with --hf-config.\n";
+  }
+  py << "\n";
+  if (config.parallel.fp8 && !flavor.empty()) {
+    py << "from torchtitan.components.quantization import Float8LinearConverter\n";
+  }
+  py << "from torchtitan.distributed.activation_checkpoint import FullAC, SelectiveAC\n";
+  if (!flavor.empty()) {
+    py << "from torchtitan.models.llama3 import model_registry\n"
+       << "from torchtitan.models.llama3.config_registry import " << base << "\n";
+  }
+  py << "from torchtitan.trainer import Trainer\n\n\n"
+     << "def stagecraft_plan() -> Trainer.Config:\n";
+  if (flavor.empty()) {
+    py << "    config = Trainer.Config()\n";
+  } else {
+    py << "    config = " << base << "()\n    config.model_spec = model_registry(\"" << flavor
+       << "\"";
+    if (config.parallel.fp8) {
+      py << ", converters=[Float8LinearConverter.Config(filter_fqns=[\"lm_head\"], "
+            "model_compile_enabled="
+         << (compiles ? "True" : "False") << ")]";
+    }
+    py << ")\n";
+  }
+  const auto set = [&py](const std::string& field, const std::string& value) {
+    py << "    config." << field << " = " << value << "\n";
+  };
+  const auto flag = [](bool value) { return std::string(value ? "True" : "False"); };
+  set("training.max_context_length", Str(seq));
+  set("training.num_tokens_per_microbatch_per_dp_rank", Str(int64_t{c.micro_batch_size} * seq));
+  set("training.num_tokens_per_train_step", Str(global_batch * seq));
+  set("training.mixed_precision_param", "\"bfloat16\"");
+  if (c.pp > 1) {
+    py << "    # CUDA graphs refuse pipeline parallelism (torchtitan/trainer.py).\n";
+    set("training.disable_cuda_graphs", "True");
+  }
+  set("parallelism.data_parallel_replicate_degree", "1");
+  set("parallelism.data_parallel_shard_degree", Str(c.dp));
+  set("parallelism.tensor_parallel_degree", Str(c.tp));
+  set("parallelism.context_parallel_degree", Str(c.cp));
+  set("parallelism.expert_parallel_degree", Str(c.ep));
+  set("parallelism.pipeline_parallel_degree", Str(c.pp));
+  if (c.pp > 1) {
+    const int64_t stages = int64_t{c.pp} * c.vpp;
+    const int64_t per_stage = (t.layers + stages - 1) / stages;
+    set("parallelism.pipeline_parallel_schedule",
+        std::string("\"") + TorchtitanSchedule(c.schedule) + "\"");
+    set("parallelism.num_pp_microbatches", Str(c.microbatches));
+    if ((t.layers + per_stage - 1) / per_stage == stages) {
+      set("parallelism.pipeline_parallel_layers_per_stage", Str(per_stage));
+      set("parallelism.pipeline_parallel_first_stage_less_layers", "0");
+      set("parallelism.pipeline_parallel_last_stage_less_layers", "0");
+    } else {
+      py << "    # " << t.layers << " layers over " << stages
+         << " stages: no layers_per_stage makes that many; set module_fqns_per_model_part\n";
+    }
+  }
+  set("activation_checkpoint", c.recompute == Recompute::kNone   ? "None"
+                               : c.recompute == Recompute::kFull ? "FullAC.Config()"
+                                                                 : "SelectiveAC.Config()");
+  set("compile.enable", flag(compiles));
+  if (compiles) set("compile.components", "[\"model\", \"loss\"]");
+  set("compile.enable_async_tensor_parallel", flag(config.parallel.async_tp && c.tp > 1));
+  py << "    return config\n";
+  return py.str();
+}
+
 std::string DeepSpeedJson(const Candidate& c, int64_t global_batch) {
   std::ostringstream json;
   json << "{\n  \"train_batch_size\": " << global_batch
@@ -240,6 +337,16 @@ Result<std::vector<ExportedFile>> ExportPlan(const Config& config, const Candida
                        TorchrunLauncher(config, candidate, "-m torchtitan.train",
                                         "--job.config_file \"$here/torchtitan.toml\"")});
       files.push_back({"slurm.sbatch", SlurmScript(config, candidate)});
+      // At main, EP borrows TP ranks (parallel_dims.py), a layout stagecraft does not model:
+      // a plan with both is written only in the 0.2 generation, where experts are TP-split.
+      if (candidate.ep > 1 && candidate.tp > 1) break;
+      files.push_back(
+          {"stagecraft_plan.py", TorchtitanRegistryPy(config, candidate, global_batch)});
+      files.push_back(
+          {"launch-registry.sh",
+           TorchrunLauncher(config, candidate, "-m torchtitan.train",
+                            "--module stagecraft_plan --config stagecraft_plan",
+                            "export PYTHONPATH=\"$here${PYTHONPATH:+:$PYTHONPATH}\"\n")});
       break;
     case Engine::kDeepSpeed: {
       files.push_back({"ds_config.json", DeepSpeedJson(candidate, global_batch)});

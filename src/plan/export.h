@@ -1,9 +1,11 @@
 // A plan as the files an engine launches it with (planner issue, Part C): `plan --export ENGINE
 // DIR`. Megatron-LM: pretrain_gpt.py's arguments (one per line, megatron-args.txt), a torchrun
-// launcher and a SLURM batch script; torchtitan: the TOML job config of its 0.2 releases and the
-// launcher; DeepSpeed: ds_config.json and Megatron-DeepSpeed's arguments with the launcher.
-// io/megatron_args.h reads megatron-args.txt back (`simulate --from-megatron`), so an exported
-// plan simulates to the same step.
+// launcher and a SLURM batch script; torchtitan: the TOML job config of its 0.2 releases and its
+// launcher, and the Python config registry function of the generation after them
+// (stagecraft_plan.py, launch-registry.sh); DeepSpeed: ds_config.json and Megatron-DeepSpeed's
+// arguments with the launcher. io/megatron_args.h, io/torchtitan_config.h,
+// io/torchtitan_registry.h and io/deepspeed_config.h read them back (`simulate --from-ENGINE`),
+// so an exported plan simulates to the same step.
 #pragma once
 
 #include <string>

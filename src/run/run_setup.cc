@@ -9,16 +9,17 @@
 #include <system_error>
 #include <utility>
 
-#include "run/bundled_config.h"
-#include "run/run_shape.h"
 #include "core/suggest.h"
 #include "core/units.h"
-#include "io/hf_config.h"
 #include "io/deepspeed_config.h"
+#include "io/hf_config.h"
 #include "io/megatron_args.h"
 #include "io/torchtitan_config.h"
+#include "io/torchtitan_registry.h"
 #include "model/layer_costs.h"
 #include "model/model_spec.h"
+#include "run/bundled_config.h"
+#include "run/run_shape.h"
 #include "schedule/generator.h"
 #include "schedule/schedule_csv.h"
 
@@ -148,15 +149,15 @@ std::vector<RunOverride> MakeRunOverrides() {
        "sequences per iteration N: microbatches = N / (dp x micro_batch_size), which "
        "must divide (instead of --microbatches)",
        &RunSpec::global_batch_size},
-      {"--seq-len", "model.seq_len", "S", "tokens per sequence S (layer-list and transformer models)",
-       &RunSpec::seq_len, [](S v, F f, C& c) { return ApplyCount(v, f, c.model.seq_len); }},
+      {"--seq-len", "model.seq_len", "S",
+       "tokens per sequence S (layer-list and transformer models)", &RunSpec::seq_len,
+       [](S v, F f, C& c) { return ApplyCount(v, f, c.model.seq_len); }},
       {"--micro-batch-size", "model.micro_batch_size", "B",
-       "sequences per microbatch B (layer-list and transformer models)",
-       &RunSpec::micro_batch_size,
+       "sequences per microbatch B (layer-list and transformer models)", &RunSpec::micro_batch_size,
        [](S v, F f, C& c) { return ApplyCount(v, f, c.model.micro_batch_size); }},
       {"--tp", "parallel.tp", "T",
-       "tensor-parallel ranks per stage T (transformer and CSA2 layer-list models)",
-       &RunSpec::tp, [](S v, F f, C& c) { return ApplyCount(v, f, c.parallel.tp); }},
+       "tensor-parallel ranks per stage T (transformer and CSA2 layer-list models)", &RunSpec::tp,
+       [](S v, F f, C& c) { return ApplyCount(v, f, c.parallel.tp); }},
       {"--dp", "parallel.dp", "D", "data-parallel replicas D (transformer models)", &RunSpec::dp,
        [](S v, F f, C& c) { return ApplyCount(v, f, c.parallel.dp); }},
       {"--cp", "parallel.cp", "C",
@@ -227,8 +228,9 @@ std::vector<RunOverride> MakeRunOverrides() {
        "--export megatron` writes them (megatron-args.txt); dp from the cluster's GPUs",
        &RunSpec::from_megatron},
       {"--from-torchtitan", "model, parallel", "FILE",
-       "take the layout from torchtitan's TOML job config (0.2 releases), as `plan --export "
-       "torchtitan` writes it (torchtitan.toml); the model from the config, --hf-config or its "
+       "take the layout from torchtitan's TOML job config (0.2 releases, FILE.toml) or its "
+       "Python config registry function (FILE.py), as `plan --export torchtitan` writes them "
+       "(torchtitan.toml, stagecraft_plan.py); the model from the config, --hf-config or its "
        "llama3 flavor; its GPUs are the cluster's",
        &RunSpec::from_torchtitan},
       {"--from-deepspeed", "model, parallel", "DIR|JSON",
@@ -541,8 +543,11 @@ Status ReadEngineExports(const RunSpec& flags, PreparedRun& run) {
     const bool model_given = flags.hf_config.has_value() ||
                              (!flags.config_path.empty() && run.config.model.is_transformer());
     if (!flags.loaded) STAGECRAFT_RETURN_IF_ERROR(ApplyHfModel(flags, run.config));
-    auto config = ReadTorchtitanConfig(text.value(), BaseName(*flags.from_torchtitan), run.config,
-                                       model_given);
+    const std::string& path = *flags.from_torchtitan;
+    const bool python = path.size() >= 3 && path.compare(path.size() - 3, 3, ".py") == 0;
+    auto config =
+        python ? ReadTorchtitanRegistry(text.value(), BaseName(path), run.config, model_given)
+               : ReadTorchtitanConfig(text.value(), BaseName(path), run.config, model_given);
     if (!config.ok()) return Error{"--from-torchtitan: " + config.error().message};
     run.config = std::move(config).value();
     run.label = BaseName(*flags.from_torchtitan);

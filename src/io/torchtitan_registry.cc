@@ -413,7 +413,7 @@ class Reader {
     const std::string inner = value.substr(prefix.size(), value.size() - prefix.size() - 1);
     const size_t comma = inner.find(',');
     auto flavor = Literal(inner.substr(0, comma));
-    if (!flavor || flavor->value.kind != TomlValue::Kind::kString) return Unread(s);
+    if (!flavor || flavor->none || flavor->value.kind != TomlValue::Kind::kString) return Unread(s);
     registry_.flavor = flavor->value.text;
     registry_.model_line = s.line;
     registry_.fp8 = false;
@@ -426,7 +426,7 @@ class Reader {
                     "Float8LinearConverter or none)");
       }
       registry_.fp8 = rest.find("Float8LinearConverter.Config(") != std::string::npos;
-      if (!registry_.fp8 && rest != "converters=[])") return Unread(s);
+      if (!registry_.fp8 && rest != "converters=[]") return Unread(s);
     }
     return Status::Ok();
   }

@@ -100,6 +100,12 @@ TEST(TorchtitanRegistryTest, The405bBaseBringsFloat8AndAsyncTp) {
       "run.py", Cluster(32), false);
   ASSERT_TRUE(bf16.ok()) << bf16.error().message;
   EXPECT_FALSE(bf16.value().parallel.fp8);
+  auto no_converters = ReadTorchtitanRegistry(
+      Function("    config = llama3_405b()\n    config.model_spec = model_registry(\"405B\", "
+               "converters=[])\n"),
+      "run.py", Cluster(32), false);
+  ASSERT_TRUE(no_converters.ok()) << no_converters.error().message;
+  EXPECT_FALSE(no_converters.value().parallel.fp8);
   auto eager = ReadTorchtitanRegistry(
       Function("    config = llama3_405b()\n    config.compile.enable = False\n"), "run.py",
       Cluster(32), false);

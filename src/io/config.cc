@@ -21,6 +21,7 @@
 #include "core/suggest.h"
 #include "core/units.h"
 #include "hardware/presets.h"
+#include "io/hf_config.h"
 #include "schedule/generator.h"
 
 namespace stagecraft {
@@ -621,6 +622,12 @@ Status ReadTransformer(const Reader& reader, const Field& field, TransformerSpec
                                   "' (a transformer is given by layers, hidden, heads and vocab; "
                                   "kv_heads, head_dim, ffn_hidden, swiglu, causal optional)");
     }
+  }
+  if (spec->layers > kMaxTransformerLayers) {
+    return reader.At(*Find(written, "layers"),
+                     std::to_string(spec->layers) + " layers is above the limit of " +
+                         std::to_string(kMaxTransformerLayers) +
+                         " (more than any published model; expected a real layer count)");
   }
   if (spec->head_dim == 0 && spec->hidden % spec->heads != 0) {
     return reader.At(*Find(written, "heads"),

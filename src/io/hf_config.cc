@@ -36,15 +36,11 @@ Status ReadInteger(const YAML::Node& node, const char* key, std::string_view sou
 // A model name is printed in every table, plot and trace; a longer one is a mistake.
 constexpr size_t kMaxModelNameBytes = 256;
 
-// More decoder layers than any published model has (the largest have a few hundred), and few
-// enough that partitioning them stays fast: PartitionByCost is O(stages x layers^2), about 1 s
-// for 1000 layers on 2 stages in a Debug build, 75 s for 10^4.
-constexpr int64_t kMaxHfLayers = 1024;
 
 Status CheckLayerCount(const YAML::Node& node, int64_t layers, std::string_view source) {
-  if (layers <= kMaxHfLayers) return Status::Ok();
+  if (layers <= kMaxTransformerLayers) return Status::Ok();
   return Error{Where(source, node) + "num_hidden_layers " + std::to_string(layers) +
-               " is above the limit of " + std::to_string(kMaxHfLayers) + " layers"};
+               " is above the limit of " + std::to_string(kMaxTransformerLayers) + " layers"};
 }
 
 // An integer list such as compress_ratios; false when the node is not one.

@@ -14,12 +14,20 @@
 // YAML parser (JSON is YAML).
 #pragma once
 
+#include <cstdint>
 #include <string_view>
 
 #include "core/result.h"
 #include "model/model_spec.h"
 
 namespace stagecraft {
+
+// The most decoder layers a transformer may have, from a HuggingFace config, a config's
+// model.transformer.layers or Megatron's --num-layers: more than any published model has (the
+// largest have a few hundred), and few enough that partitioning them stays fast
+// (PartitionByCost is O(stages x layers^2), about 1 s for 1000 layers on 2 stages in a Debug
+// build, 75 s for 10^4; a layer list of 2 x 10^9 entries does not fit in memory).
+inline constexpr int64_t kMaxTransformerLayers = 1024;
 
 // `base` keeps its seq_len and micro_batch_size; everything else comes from the file. Errors
 // name the file, the key and what was expected.

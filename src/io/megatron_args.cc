@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "core/suggest.h"
+#include "io/hf_config.h"
 #include "schedule/partition.h"
 
 namespace stagecraft {
@@ -202,6 +203,11 @@ Result<Config> ReadMegatronArgs(const std::string& text, const std::string& sour
       continue;
     }
     STAGECRAFT_RETURN_IF_ERROR(integer(flag == "--moe-shared-expert-intermediate-size" ? 0 : 1));
+    if (flag == "--num-layers" && number > kMaxTransformerLayers) {
+      return Error{where + "--num-layers " + std::to_string(number) +
+                   " is above the limit of " + std::to_string(kMaxTransformerLayers) +
+                   " layers (more than any published model; expected a real layer count)"};
+    }
     if (flag == "--num-layers") t.layers = static_cast<int32_t>(number);
     if (flag == "--hidden-size") t.hidden = number;
     if (flag == "--num-attention-heads") t.heads = number;

@@ -224,6 +224,10 @@ std::string TorchtitanRegistryPy(const Config& config, const Candidate& c, int64
   if (flavor.empty()) {
     py << "# It is not one of torchtitan's llama3 flavors: set config.model_spec to its ModelSpec "
           "and\n# read this back with --hf-config.\n";
+    if (config.parallel.fp8) {
+      py << "# The plan runs float8 linears: give that ModelSpec a Float8LinearConverter (the\n"
+            "# read-back cannot see it there, and simulates bf16).\n";
+    }
   }
   py << "\n";
   if (config.parallel.fp8 && !flavor.empty()) {

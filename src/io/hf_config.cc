@@ -36,7 +36,6 @@ Status ReadInteger(const YAML::Node& node, const char* key, std::string_view sou
 // A model name is printed in every table, plot and trace; a longer one is a mistake.
 constexpr size_t kMaxModelNameBytes = 256;
 
-
 Status CheckLayerCount(const YAML::Node& node, int64_t layers, std::string_view source) {
   if (layers <= kMaxTransformerLayers) return Status::Ok();
   return Error{Where(source, node) + "num_hidden_layers " + std::to_string(layers) +

@@ -204,8 +204,8 @@ Result<Config> ReadMegatronArgs(const std::string& text, const std::string& sour
     }
     STAGECRAFT_RETURN_IF_ERROR(integer(flag == "--moe-shared-expert-intermediate-size" ? 0 : 1));
     if (flag == "--num-layers" && number > kMaxTransformerLayers) {
-      return Error{where + "--num-layers " + std::to_string(number) +
-                   " is above the limit of " + std::to_string(kMaxTransformerLayers) +
+      return Error{where + "--num-layers " + std::to_string(number) + " is above the limit of " +
+                   std::to_string(kMaxTransformerLayers) +
                    " layers (more than any published model; expected a real layer count)"};
     }
     if (flag == "--num-layers") t.layers = static_cast<int32_t>(number);

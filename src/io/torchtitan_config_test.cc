@@ -4,6 +4,8 @@
 
 #include <string>
 
+#include "io/torchtitan_registry.h"
+
 namespace stagecraft {
 namespace {
 
@@ -88,6 +90,157 @@ TEST(TorchtitanConfigTest, ReplicateIsDdpAndHsdpIsRefused) {
             "t.toml:9: [parallelism] data_parallel_replicate_degree with "
             "data_parallel_shard_degree x context_parallel_degree > 1 is HSDP, which stagecraft "
             "does not read yet (expected replicate 1, or shard and cp 1: DDP)");
+}
+
+// torchtitan's Python config registry (io/torchtitan_registry.h).
+
+std::string Function(const std::string& body) {
+  return "# a comment\nfrom torchtitan.models.llama3.config_registry import llama3_70b\n"
+         "from torchtitan.trainer import Trainer\n\n\ndef my_run() -> Trainer.Config:\n" +
+         body + "    return config\n";
+}
+
+// The base function's values are what a function that starts from it inherits:
+// torchtitan/models/llama3/config_registry.py's llama3_70b (b5bcd76) runs 8 x 8192 tokens a
+// microbatch at context 8192, TP 8, full activation checkpointing.
+TEST(TorchtitanRegistryTest, ABaseFunctionGivesItsValues) {
+  auto config =
+      ReadTorchtitanRegistry(Function("    config = llama3_70b()\n"), "run.py", Cluster(8), false);
+  ASSERT_TRUE(config.ok()) << config.error().message;
+  const Config& c = config.value();
+  EXPECT_EQ(c.model.transformer.layers, 80);
+  EXPECT_EQ(c.model.seq_len, 8192);
+  EXPECT_EQ(c.model.micro_batch_size, 8);
+  EXPECT_EQ(c.parallel.tp, 8);
+  EXPECT_EQ(c.parallel.dp, 8);  // data_parallel_shard_degree -1: 64 GPUs / tp 8
+  EXPECT_EQ(c.parallel.pp, 1);
+  EXPECT_EQ(c.parallel.recompute, Recompute::kFull);
+  EXPECT_FALSE(c.parallel.fused_kernels);
+  EXPECT_FALSE(c.parallel.fp8);
+}
+
+// The same layout written in both generations reads to the same config: tokens per microbatch
+// and num_pp_microbatches mean the 0.2 local batch and microbatch size.
+TEST(TorchtitanRegistryTest, BothGenerationsReadAlike) {
+  const std::string toml =
+      "[model]\nname = \"llama3\"\nflavor = \"70B\"\n[training]\nlocal_batch_size = 16\n"
+      "global_batch_size = 32\nseq_len = 8192\n[parallelism]\npipeline_parallel_degree = 4\n"
+      "tensor_parallel_degree = 8\npipeline_parallel_schedule = \"Interleaved1F1B\"\n"
+      "pipeline_parallel_microbatch_size = 2\n[activation_checkpoint]\nmode = \"selective\"\n"
+      "selective_ac_option = \"op\"\n[compile]\nenable = true\n";
+  const std::string py = Function(
+      "    config = llama3_70b()\n"
+      "    config.training.num_tokens_per_microbatch_per_dp_rank = 2 * 8192\n"
+      "    config.training.num_tokens_per_train_step = 32 * 8192\n"
+      "    config.training.disable_cuda_graphs = True\n"
+      "    config.parallelism = ParallelismConfig(\n"
+      "        tensor_parallel_degree=8,\n"
+      "        pipeline_parallel_degree=4,  # four ranks\n"
+      "        pipeline_parallel_schedule=\"Interleaved1F1B\",\n"
+      "        num_pp_microbatches=8,\n"
+      "    )\n"
+      "    config.activation_checkpoint = SelectiveAC.Config()\n"
+      "    config.compile.enable = True\n"
+      "    config.optimizer = default_adamw(lr=1.5e-4)\n"
+      "    config.training.steps = 1_000\n");
+  auto a = ReadTorchtitanConfig(toml, "t.toml", Cluster(8), false);
+  auto b = ReadTorchtitanRegistry(py, "run.py", Cluster(8), false);
+  ASSERT_TRUE(a.ok()) << a.error().message;
+  ASSERT_TRUE(b.ok()) << b.error().message;
+  EXPECT_EQ(b.value().parallel.microbatches, 8);
+  EXPECT_EQ(b.value().model.micro_batch_size, 2);
+  EXPECT_EQ(b.value().parallel.dp, 2);
+  EXPECT_EQ(b.value().parallel.vpp, 2);
+  EXPECT_EQ(b.value().parallel.recompute, Recompute::kSelectiveOp);
+  EXPECT_TRUE(b.value().parallel.fused_kernels);
+  EXPECT_EQ(b.value().schedule.name, a.value().schedule.name);
+  EXPECT_EQ(b.value().parallel.microbatches, a.value().parallel.microbatches);
+  EXPECT_EQ(b.value().model.micro_batch_size, a.value().model.micro_batch_size);
+  EXPECT_EQ(b.value().parallel.recompute, a.value().parallel.recompute);
+  EXPECT_EQ(b.value().parallel.layer_counts, a.value().parallel.layer_counts);
+}
+
+// llama3_405b brings float8, compile and async TP; model_registry without converters drops
+// float8; async TP without compile is CompileConfig's error.
+TEST(TorchtitanRegistryTest, The405bBaseBringsFloat8AndAsyncTp) {
+  auto base = ReadTorchtitanRegistry(
+      Function("    config = llama3_405b()\n    config.parallelism.data_parallel_shard_degree = "
+               "32\n"),
+      "run.py", Cluster(32), false);
+  ASSERT_TRUE(base.ok()) << base.error().message;
+  EXPECT_TRUE(base.value().parallel.fp8);
+  EXPECT_TRUE(base.value().parallel.async_tp);
+  EXPECT_TRUE(base.value().parallel.fused_kernels);
+  EXPECT_EQ(base.value().model.transformer.layers, 126);
+  auto bf16 = ReadTorchtitanRegistry(
+      Function("    config = llama3_405b()\n    config.model_spec = model_registry(\"405B\")\n"),
+      "run.py", Cluster(32), false);
+  ASSERT_TRUE(bf16.ok()) << bf16.error().message;
+  EXPECT_FALSE(bf16.value().parallel.fp8);
+  auto no_converters = ReadTorchtitanRegistry(
+      Function("    config = llama3_405b()\n    config.model_spec = model_registry(\"405B\", "
+               "converters=[])\n"),
+      "run.py", Cluster(32), false);
+  ASSERT_TRUE(no_converters.ok()) << no_converters.error().message;
+  EXPECT_FALSE(no_converters.value().parallel.fp8);
+  auto eager = ReadTorchtitanRegistry(
+      Function("    config = llama3_405b()\n    config.compile.enable = False\n"), "run.py",
+      Cluster(32), false);
+  ASSERT_FALSE(eager.ok());
+  EXPECT_NE(eager.error().message.find("enable_async_tensor_parallel needs compile.enable"),
+            std::string::npos)
+      << eager.error().message;
+}
+
+// Each error names the file and line and what was expected.
+TEST(TorchtitanRegistryTest, ErrorsNameTheLine) {
+  struct Case {
+    std::string body;
+    std::string expected;
+  };
+  const Case cases[] = {
+      {"    config = llama3_70b()\n    config.parallelism.pipeline_parallel_degree = 2\n",
+       "run.py:8: pipeline parallelism with CUDA graphs on"},
+      {"    config = llama3_70b()\n    config.parallelism.tensor_paralel_degree = 4\n",
+       "run.py:8: unknown field config.parallelism.tensor_paralel_degree; did you mean "
+       "'tensor_parallel_degree'?"},
+      {"    config = llama3_7b()\n", "run.py:7: base 'llama3_7b()' is not one stagecraft knows"},
+      {"    config = llama3_70b()\n    config.training.num_tokens_per_microbatch_per_dp_rank = "
+       "1000\n",
+       "run.py:8: training.num_tokens_per_microbatch_per_dp_rank 1000 is not a whole number"},
+      {"    config = llama3_70b()\n    print(config)\n",
+       "run.py:8: 'print(config)' is not a "
+       "statement stagecraft reads"},
+      {"    config = llama3_70b()\n    config.activation_checkpoint = MemoryBudgetAC.Config()\n",
+       "run.py:8: activation_checkpoint = MemoryBudgetAC.Config() is not read"},
+      {"    config = llama3_70b()\n    config.parallelism.expert_parallel_degree = 2\n",
+       "run.py:8: expert_parallel_degree > 1 with tensor_parallel_degree > 1"},
+      {"    config = llama3_70b()\n    config.training.disable_cuda_graphs = True\n"
+       "    config.parallelism.pipeline_parallel_degree = 4\n"
+       "    config.parallelism.num_pp_microbatches = 2\n",
+       "run.py:10: parallelism.num_pp_microbatches 2 is fewer than the 4 pipeline ranks"},
+      {"    config = llama3_70b()\n    config.parallelism.tensor_parallel_degree = \"8\n",
+       "run.py:8: a string left open"},
+      {"    config = llama3_70b()\n    config.parallelism = ParallelismConfig(\n",
+       "run.py:8: a bracket opened here is never closed"},
+  };
+  for (const Case& c : cases) {
+    auto config = ReadTorchtitanRegistry(Function(c.body), "run.py", Cluster(8), false);
+    ASSERT_FALSE(config.ok()) << c.body;
+    EXPECT_EQ(config.error().message.rfind(c.expected, 0), 0u)
+        << "got: " << config.error().message << "\nexpected to start with: " << c.expected;
+  }
+  auto no_return =
+      ReadTorchtitanRegistry("def f():\n    config = llama3_70b()\n", "run.py", Cluster(8), false);
+  ASSERT_FALSE(no_return.ok());
+  EXPECT_EQ(no_return.error().message,
+            "run.py: the function never returns config (expected `return config`)");
+  auto no_model = ReadTorchtitanRegistry(
+      "def f():\n    config = Trainer.Config()\n    return "
+      "config\n",
+      "run.py", Cluster(8), false);
+  ASSERT_FALSE(no_model.ok());
+  EXPECT_NE(no_model.error().message.find("no model_spec names the model"), std::string::npos);
 }
 
 }  // namespace

@@ -523,27 +523,63 @@ Status ReadPipeline(const TableValues& p, const TransformerSpec& t, int64_t loca
   return Status::Ok();
 }
 
-Result<Recompute> ReadRecompute(const TableValues& ac) {
+// The activation checkpointing into p.recompute and p.recompute_num_layers. "selective" with a
+// number N is torchtitan's layer policy (torchtitan/distributed/activation_checkpoint.py at v0.2.0,
+// _apply_layer_sac): one process-wide counter over the transformer blocks, a block checkpointed
+// (recomputed whole) when the count is a multiple of N, every block when N is 0. Without pipeline
+// parallelism the process holds the whole model, so floor(layers / N) of its blocks recompute
+// (recompute_num_layers, costed as that share of the layers; none when N > layers). Under
+// pipeline parallelism the counter runs over a rank's chunks, so chunks recompute different
+// counts: refused.
+Status ReadRecompute(const TableValues& ac, int32_t layers, ParallelSpec& p) {
   STAGECRAFT_ASSIGN_OR_RETURN(mode, ac.String("mode"));
   STAGECRAFT_ASSIGN_OR_RETURN(option, ac.String("selective_ac_option"));
+  p.recompute_num_layers = 0;
   const std::string m = mode.value_or("selective");
-  if (m == "none") return Recompute::kNone;
-  if (m == "full") return Recompute::kFull;
+  if (m == "none" || m == "full") {
+    p.recompute = m == "none" ? Recompute::kNone : Recompute::kFull;
+    return Status::Ok();
+  }
   if (m != "selective") {
     return ac.Fail("mode", "'" + EscapeBytes(m) + "'" +
                                DidYouMean(m, {"none", "selective", "full"}) +
                                " (expected 'none', 'selective' or 'full')");
   }
   const std::string o = option.value_or("2");
-  if (o == "op") return Recompute::kSelectiveOp;
-  if (o == "1") return Recompute::kFull;
-  return ac.Fail(option ? "selective_ac_option" : "mode",
-                 std::string(option ? ""
-                             : mode ? "'selective' with torchtitan's default option "
-                                    : "absent: torchtitan's default 'selective' with option ") +
-                     "'" + EscapeBytes(o) +
-                     "' (every Nth layer checkpointed) is not read (expected selective_ac_option "
-                     "'op', or mode 'full' or 'none')");
+  if (o == "op") {
+    p.recompute = Recompute::kSelectiveOp;
+    return Status::Ok();
+  }
+  const std::string what =
+      std::string(option ? ""
+                  : mode ? "'selective' with torchtitan's default option "
+                         : "absent: torchtitan's default 'selective' with option ") +
+      "'" + EscapeBytes(o) + "'";
+  int64_t every = 0;
+  const bool number = !o.empty() && o.size() <= 9 &&
+                      std::all_of(o.begin(), o.end(), [](char c) { return c >= '0' && c <= '9'; });
+  if (!number) {
+    return ac.Fail(option ? "selective_ac_option" : "mode",
+                   what + " (expected 'op' or a number N: every Nth layer checkpointed)");
+  }
+  for (char c : o) every = every * 10 + (c - '0');
+  if (every <= 1) {  // 0 and 1: every block
+    p.recompute = Recompute::kFull;
+    return Status::Ok();
+  }
+  if (p.pp > 1) {
+    return ac.Fail(option ? "selective_ac_option" : "mode",
+                   what +
+                       " (every Nth layer checkpointed) is read without pipeline parallelism "
+                       "only: torchtitan's counter runs over a rank's chunks, which then "
+                       "recompute different counts (expected selective_ac_option 'op', or mode "
+                       "'full' or 'none')");
+  }
+  const int64_t recomputed = layers / every;
+  p.recompute = recomputed > 0 ? Recompute::kFull : Recompute::kNone;
+  p.recompute_num_layers =
+      recomputed > 0 && recomputed < layers ? static_cast<int32_t>(recomputed) : 0;
+  return Status::Ok();
 }
 
 // FSDP's resharding, compile (fused kernels), async TP, float8; what is not modelled is an error.
@@ -664,9 +700,7 @@ Result<Config> ReadTorchtitanDocument(const TomlDocument& document, const std::s
     config.model.micro_batch_size = static_cast<int32_t>(local);
     p.microbatches = static_cast<int32_t>(accumulation);
   }
-  STAGECRAFT_ASSIGN_OR_RETURN(recompute, ReadRecompute(ac));
-  p.recompute = recompute;
-  p.recompute_num_layers = 0;
+  STAGECRAFT_RETURN_IF_ERROR(ReadRecompute(ac, t.layers, p));
   // The layout as the planner's torchtitan candidates run it (plan/plan.cc, Candidate::ApplyTo).
   p.partition = PartitionMethod::kCounts;
   p.layout.clear();

@@ -92,6 +92,41 @@ TEST(TorchtitanConfigTest, ReplicateIsDdpAndHsdpIsRefused) {
             "does not read yet (expected replicate 1, or shard and cp 1: DDP)");
 }
 
+// torchtitan's layer policy (selective with a number N, its default "2"): a process-wide counter
+// checkpoints every Nth transformer block (activation_checkpoint.py at v0.2.0, _apply_layer_sac),
+// floor(32 / N) of Llama 3 8B's blocks without pipeline parallelism; refused with it.
+TEST(TorchtitanConfigTest, EveryNthLayerIsCheckpointedWithoutPipelineParallelism) {
+  const auto read = [](const std::string& extra) {
+    return ReadTorchtitanConfig(
+        "[model]\nflavor = \"8B\"\n[training]\nlocal_batch_size = 4\n"
+        "seq_len = 8192\n" +
+            extra,
+        "t.toml", Cluster(1), false);
+  };
+  auto by_default = read("");
+  ASSERT_TRUE(by_default.ok()) << by_default.error().message;
+  EXPECT_EQ(by_default.value().parallel.recompute, Recompute::kFull);
+  EXPECT_EQ(by_default.value().parallel.recompute_num_layers, 16);
+  auto third = read("[activation_checkpoint]\nmode = \"selective\"\nselective_ac_option = \"3\"\n");
+  ASSERT_TRUE(third.ok()) << third.error().message;
+  EXPECT_EQ(third.value().parallel.recompute_num_layers, 10);
+  auto every = read("[activation_checkpoint]\nselective_ac_option = \"0\"\n");
+  ASSERT_TRUE(every.ok()) << every.error().message;
+  EXPECT_EQ(every.value().parallel.recompute, Recompute::kFull);
+  EXPECT_EQ(every.value().parallel.recompute_num_layers, 0);  // all of them
+  auto none = read("[activation_checkpoint]\nselective_ac_option = \"40\"\n");
+  ASSERT_TRUE(none.ok()) << none.error().message;
+  EXPECT_EQ(none.value().parallel.recompute, Recompute::kNone);
+  auto piped = read("[parallelism]\npipeline_parallel_degree = 2\n");
+  ASSERT_FALSE(piped.ok());
+  EXPECT_NE(piped.error().message.find("read without pipeline parallelism only"), std::string::npos)
+      << piped.error().message;
+  auto word = read("[activation_checkpoint]\nselective_ac_option = \"two\"\n");
+  ASSERT_FALSE(word.ok());
+  EXPECT_NE(word.error().message.find("expected 'op' or a number N"), std::string::npos)
+      << word.error().message;
+}
+
 // torchtitan's Python config registry (io/torchtitan_registry.h).
 
 std::string Function(const std::string& body) {

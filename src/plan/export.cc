@@ -58,7 +58,7 @@ std::vector<std::pair<std::string, std::string>> MegatronArgs(const Config& conf
     // pipeline_parallel_layer_layout.py): the embedding and the first stage's decoders, the
     // middle stages', the last stage's with the loss; `simulate --from-megatron` also reads the
     // equivalent --decoder-first/last-pipeline-num-layers.
-    const int32_t middle = (t.layers - c.first_stage_layers - c.last_stage_layers) / (c.pp - 2);
+    const int32_t middle = c.MiddleStageLayers(t.layers);
     std::string layout = "Et*" + Str(c.first_stage_layers);
     for (int32_t stage = 1; stage + 1 < c.pp; ++stage) layout += "|t*" + Str(middle);
     layout += "|t*" + Str(c.last_stage_layers) + "L";

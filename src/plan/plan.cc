@@ -64,9 +64,8 @@ void Candidate::ApplyTo(Config& config) const {
   p.layout.clear();
   p.layer_counts = EvenTransformerCounts(config.model.transformer.layers, std::max(1, pp * vpp));
   if (first_stage_layers > 0 && pp >= 3 && vpp == 1) {
-    const int32_t middle = (config.model.transformer.layers - first_stage_layers -
-                            last_stage_layers) / (pp - 2);
-    p.layer_counts.assign(static_cast<size_t>(pp), middle);
+    p.layer_counts.assign(static_cast<size_t>(pp),
+                          MiddleStageLayers(config.model.transformer.layers));
     p.layer_counts.front() = first_stage_layers + 1;  // and the embedding
     p.layer_counts.back() = last_stage_layers + 1;    // and the head
   }
@@ -110,8 +109,7 @@ std::string Candidate::Describe() const {
 std::string Candidate::ScheduleText(int32_t layers) const {
   if (first_stage_layers == 0 || pp < 3) return schedule;
   return schedule + " " + std::to_string(first_stage_layers) + "/" +
-         std::to_string((layers - first_stage_layers - last_stage_layers) / (pp - 2)) + "/" +
-         std::to_string(last_stage_layers);
+         std::to_string(MiddleStageLayers(layers)) + "/" + std::to_string(last_stage_layers);
 }
 
 std::string Candidate::RecomputeText() const {

@@ -82,6 +82,10 @@ struct Candidate {
   // layout: the split that balances the embedding and the head (PlanLayouts).
   int32_t first_stage_layers = 0;
   int32_t last_stage_layers = 0;
+  // Decoders on each middle stage of that split, of `layers` in all. REQUIRES: pp >= 3.
+  int32_t MiddleStageLayers(int32_t layers) const {
+    return (layers - first_stage_layers - last_stage_layers) / (pp - 2);
+  }
 
   // The config changes that make this layout (what a RunSpec's `edit` applies).
   void ApplyTo(Config& config) const;

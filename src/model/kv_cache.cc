@@ -52,9 +52,17 @@ double KvCachePerToken::BytesForContext(int64_t context) const {
   return total() * static_cast<double>(context) - windowed_bytes * past_window;
 }
 
+double Csa2MainEntryBytes(const Csa2Dims& dims) { return dims.kv_dim / 2.0 + dims.kv_dim / 16.0; }
+
+double Csa2IndexEntryBytes(const Csa2Dims& dims) {
+  return dims.indexer_key_dim / 2.0 + dims.indexer_key_dim / 32.0;
+}
+
+double Csa2WindowEntryBytes(const Csa2Dims& dims) { return static_cast<double>(dims.head_dim); }
+
 KvCachePerToken Csa2KvCachePerToken(const std::vector<LayerSpec>& layers, const Csa2Dims& dims) {
-  const double main_entry = dims.kv_dim / 2.0 + dims.kv_dim / 16.0;
-  const double index_entry = dims.indexer_key_dim / 2.0 + dims.indexer_key_dim / 32.0;
+  const double main_entry = Csa2MainEntryBytes(dims);
+  const double index_entry = Csa2IndexEntryBytes(dims);
   KvCachePerToken cache;
   cache.attention = AttentionKind::kCsa2;
   for (const LayerSpec& layer : layers) {

@@ -53,4 +53,13 @@ KvCachePerToken TransformerKvCachePerToken(const TransformerSpec& spec,
 // layer), not per token, and is left out.
 KvCachePerToken Csa2KvCachePerToken(const std::vector<LayerSpec>& layers, const Csa2Dims& dims);
 
+// The inference storage formats of one cached entry (doc/csa2.md "Storage formats at
+// inference"): a compressed KV entry, FP4 E2M1 with an E4M3 scale byte per 16 channels
+// (kv_dim/2 + kv_dim/16 bytes: 288 for V4.1); an indexer key, MXFP4 with an E8M0 scale byte per
+// 32 (c_I/2 + c_I/32: 68); a sliding-window token of one layer, FP8 over the shared K = V head
+// (head_dim bytes: 512; the report gives no scale granularity, none is counted).
+double Csa2MainEntryBytes(const Csa2Dims& dims);
+double Csa2IndexEntryBytes(const Csa2Dims& dims);
+double Csa2WindowEntryBytes(const Csa2Dims& dims);
+
 }  // namespace stagecraft

@@ -129,6 +129,26 @@ Time FlopsToTime(double flops, double flops_per_second) {
 
 }  // namespace
 
+AttentionSpan LayerAttentionSpan(const LayerSpec& layer, const Csa2Dims& dims, int64_t begin,
+                                 int64_t end) {
+  assert(0 <= begin && begin <= end);
+  AttentionSpan span;
+  span.window_pairs = SumWindow(end, dims.window) - SumWindow(begin, dims.window);
+  span.window_entries = static_cast<double>(std::min<int64_t>(end, dims.window));
+  if (layer.kind != LayerKind::kDecoder || layer.attention == AttentionMode::kSwaOnly) return span;
+  const int64_t m = std::max(layer.compress_ratio, 1);
+  span.compressed_pairs = SumCompressed(end, m, dims.top_k) - SumCompressed(begin, m, dims.top_k);
+  span.scored_pairs = ScoredEntries(layer, dims, begin, end);
+  span.visible_entries = static_cast<double>(end / m);
+  if (layer.attention == AttentionMode::kFull) {
+    span.scorable_entries = span.visible_entries;
+  } else if (layer.attention == AttentionMode::kReindex) {
+    span.scorable_entries = std::min(
+        span.visible_entries, static_cast<double>(dims.candidate_blocks) * kCandidateBlockPositions);
+  }
+  return span;
+}
+
 double LayerRoutedExpertParams(const LayerSpec& layer, const Csa2Dims& dims) {
   if (layer.kind != LayerKind::kDecoder || layer.mlp != MlpKind::kMoe) return 0.0;
   return static_cast<double>(dims.routed_experts) * 3.0 * dims.hidden * dims.expert_width;

@@ -108,6 +108,22 @@ double LayerReplicatedFlops(const LayerSpec& layer, const Csa2Dims& dims, int32_
 double LayerAttentionCoreFlops(const LayerSpec& layer, const Csa2Dims& dims, int32_t seq_len,
                                int32_t micro_batch_size);
 
+// The attention work of one decoder for the query positions begin+1 .. end (1-based) of one
+// sequence: a serving iteration's prefill chunk (end - begin tokens) or decode step (one token).
+// Pair counts sum over the span's queries (LayerForwardFlops's terms); the *_entries read at the
+// span's last position are what its kernels read from the cache.
+struct AttentionSpan {
+  double window_pairs = 0;      // Σ min(t, n_win): (query, window key) pairs
+  double compressed_pairs = 0;  // Σ min(k, ⌊t/m⌋): (query, top-k compressed entry) pairs
+  double scored_pairs = 0;      // Σ the entries the indexer scores (full ⌊t/m⌋; reindex ≤ pool)
+  double window_entries = 0;    // min(end, n_win): the window's cached tokens
+  double visible_entries = 0;   // ⌊end/m⌋: compressed entries visible (0 for swa_only)
+  double scorable_entries = 0;  // of those, what the indexer may score (full all, reindex ≤ pool)
+};
+// REQUIRES: 0 <= begin <= end; layer is a decoder.
+AttentionSpan LayerAttentionSpan(const LayerSpec& layer, const Csa2Dims& dims, int64_t begin,
+                                 int64_t end);
+
 // Tensor parallelism of a layer list: `tp` must divide the query heads and the output groups of
 // every decoder, the expert width of every MoE decoder and the dense width of every dense one.
 // The error starts with "layers[N]: " naming the first layer that cannot be split.

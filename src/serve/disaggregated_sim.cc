@@ -9,7 +9,9 @@ namespace stagecraft {
 double KvTransferSeconds(const ReplicaModel& replica, int64_t prompt_tokens) {
   const bool same_node = 2 * replica.shape.gpus_per_replica() <= replica.cluster.devices_per_node;
   const LinkSpec& link = same_node ? replica.cluster.intra_node : replica.cluster.inter_node;
-  const double bytes = static_cast<double>(prompt_tokens) * replica.kv_bytes_per_token_per_gpu;
+  // The KV the request holds (a sliding window's or CSA2's window KV past the window dropped).
+  const double bytes = KvTokensHeld(replica, static_cast<double>(prompt_tokens)) *
+                       replica.kv_bytes_per_token_per_gpu;
   return static_cast<double>(link.latency.ns()) * 1e-9 +
          (link.bandwidth_bytes_per_s > 0 ? bytes / link.bandwidth_bytes_per_s : 0);
 }

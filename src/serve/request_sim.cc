@@ -382,12 +382,9 @@ class ServingModel {
     IterationWork work;
     for (int32_t id : replica.batch) {
       const Request& request = requests_[id];
-      const double tokens = static_cast<double>(request.scheduled);
-      const double context = static_cast<double>(request.computed);
-      work.new_tokens += tokens;
-      work.context_tokens += KvTokensHeld(model_, context);
-      work.attention_pairs += tokens * context + tokens * (tokens + 1) / 2;
-      if (request.scheduled == request.pending()) work.sequences += 1;
+      AddSequence(model_, static_cast<double>(request.scheduled),
+                  static_cast<double>(request.computed), request.scheduled == request.pending(),
+                  work);
     }
     const double seconds = IterationSeconds(model_, work).total_s;
     const int64_t duration = std::max<int64_t>(1, std::llround(seconds * 1e9));

@@ -46,10 +46,25 @@ DecodePoint LargestDecode(const ReplicaModel& replica, const Workload& workload)
       replica.engine.max_seqs,
       static_cast<int64_t>(std::floor(static_cast<double>(replica.kv_capacity_tokens) / held)));
   IterationWork work;
-  work.new_tokens = static_cast<double>(point.batch);
-  work.sequences = work.new_tokens;
-  work.context_tokens = work.new_tokens * KvTokensHeld(replica, static_cast<double>(point.context));
-  work.attention_pairs = work.context_tokens + work.new_tokens;
+  if (replica.csa2) {
+    // Each sequence's reads and pairs at its position (AddSequence); the same for every one.
+    IterationWork one;
+    AddSequence(replica, 1, static_cast<double>(point.context), /*finishes=*/true, one);
+    const double batch = static_cast<double>(point.batch);
+    work = {.new_tokens = batch,
+            .sequences = batch,
+            .context_tokens = one.context_tokens * batch,
+            .attention_pairs = one.attention_pairs * batch,
+            .csa2_core_flops = one.csa2_core_flops * batch,
+            .csa2_scoring_flops = one.csa2_scoring_flops * batch,
+            .csa2_read_bytes = one.csa2_read_bytes * batch};
+  } else {
+    work.new_tokens = static_cast<double>(point.batch);
+    work.sequences = work.new_tokens;
+    work.context_tokens =
+        work.new_tokens * KvTokensHeld(replica, static_cast<double>(point.context));
+    work.attention_pairs = work.context_tokens + work.new_tokens;
+  }
   point.cost = IterationSeconds(replica, work);
   return point;
 }
@@ -112,6 +127,16 @@ std::string FormatJson(const std::string& model, const ReplicaModel& replica,
   json.Key("weight_bytes_per_parameter").Fixed(replica.engine.weight_bytes, 1);
   json.Key("kv_bytes_per_element").Int(replica.engine.kv_bytes);
   json.Key("kv_capacity_tokens").Int(replica.kv_capacity_tokens);
+  if (replica.csa2) {
+    int64_t decoders = 0;
+    for (const Csa2Serving::LayerClass& layers : replica.csa2->classes) decoders += layers.count;
+    json.Key("window_kv_bytes_per_request")
+        .Fixed(static_cast<double>(decoders) * static_cast<double>(replica.csa2->window) *
+                   replica.csa2->window_entry_bytes,
+               0);
+    json.Key("kv_tokens_held_at_decode_context")
+        .Fixed(KvTokensHeld(replica, static_cast<double>(decode.context)), 0);
+  }
   if (replica.kv.window_tokens > 0) {
     json.Key("sliding_window").Int(replica.kv.window_tokens);
     json.Key("window_layers").Int(replica.model.window_layers);
@@ -165,11 +190,31 @@ std::string FormatText(const std::string& label, const std::string& model,
         << ": " << FormatFixed(placement.transfer_mean_s * 1e3, 3) << " ms mean, "
         << FormatFixed(placement.transfer_max_s * 1e3, 3) << " ms longest\n";
   }
-  out << "  KV cache: " << AttentionKindName(replica.kv.attention) << ", "
-      << FormatFixed(replica.kv.total(), 0) << " B per token, "
-      << FormatFixed(replica.kv_bytes_per_token_per_gpu, 0) << " B of it per GPU ("
-      << (replica.engine.kv_bytes == 1 ? "fp8" : "bf16")
-      << (replica.kv_replicated ? ", replicated across TP ranks)" : ")") << "\n";
+  if (replica.csa2) {
+    // The model's own formats (doc/csa2.md), the whole cache on every TP rank.
+    const Csa2Serving& csa2 = *replica.csa2;
+    int64_t decoders = 0;
+    for (const Csa2Serving::LayerClass& layers : csa2.classes) decoders += layers.count;
+    out << "  KV cache: CSA2, " << FormatFixed(replica.kv.total(), 0)
+        << " B per token (compressed KV FP4 + indexer keys MXFP4 of the full layers), "
+        << FormatFixed(replica.kv_bytes_per_token_per_gpu, 0)
+        << " B of it per GPU on the fullest stage; window KV FP8 of " << decoders
+        << " layers x " << csa2.window << " tokens x " << FormatFixed(csa2.window_entry_bytes, 0)
+        << " B per request"
+        << (replica.kv_replicated ? "; replicated across TP ranks\n" : "\n");
+    const double context = static_cast<double>(decode.context);
+    out << "  a request of " << decode.context << " tokens keeps "
+        << FormatFixed(KvTokensHeld(replica, context), 0)
+        << " tokens' worth of KV; a decode token reads its window, top-" << csa2.dims.top_k
+        << " compressed entries per layer and the indexer keys its full and reindex layers "
+           "score\n";
+  } else {
+    out << "  KV cache: " << AttentionKindName(replica.kv.attention) << ", "
+        << FormatFixed(replica.kv.total(), 0) << " B per token, "
+        << FormatFixed(replica.kv_bytes_per_token_per_gpu, 0) << " B of it per GPU ("
+        << (replica.engine.kv_bytes == 1 ? "fp8" : "bf16")
+        << (replica.kv_replicated ? ", replicated across TP ranks)" : ")") << "\n";
+  }
   out << "  per GPU: weights " << FormatGib(replica.weight_bytes_per_gpu) << " GiB ("
       << FormatFixed(replica.engine.weight_bytes, 1) << " B per parameter), activations "
       << FormatGib(replica.activation_bytes_per_gpu) << " GiB, reserve "
@@ -242,18 +287,12 @@ std::string FormatText(const std::string& label, const std::string& model,
 
 }  // namespace
 
-Status CheckServable(const ModelSpec& model, const std::string& command) {
-  if (model.is_transformer() || model.layers.empty()) return Status::Ok();
-  const KvCachePerToken kv = Csa2KvCachePerToken(model.layers, model.dims);
-  return Error{command + ": layer-list models (model.type: layers, e.g. a CSA2 model such as " +
-               "DeepSeek-V4.1) are not served yet: their KV cache per token is known (" +
-               FormatFixed(kv.total(), 1) + " B: compressed KV " +
-               FormatFixed(kv.main_kv_bytes, 1) + " B + indexer keys " +
-               FormatFixed(kv.indexer_key_bytes, 1) +
-               " B; stagecraft derive shows it), but the step cost is missing: the CSA2 "
-               "layers' sparse top-k KV reads, the indexer's scoring, their FP8 sliding windows "
-               "and the per-layer weights and experts as a decode streams them (expected "
-               "model.type: transformer, or --hf-config FILE of a dense or MoE transformer)"};
+Status CheckServable(const ModelSpec& model, const std::string& kv_dtype,
+                     const std::string& command) {
+  if (model.is_transformer() || model.layers.empty() || kv_dtype.empty()) return Status::Ok();
+  return Error{"--kv-dtype " + kv_dtype + ": a CSA2 layer list keeps its KV cache in its own " +
+               "inference formats (compressed KV FP4 E2M1, indexer keys MXFP4, window KV FP8; " +
+               "doc/csa2.md), which " + command + " models as they are (drop --kv-dtype)"};
 }
 
 std::string FormatServeTrace(const std::vector<IterationRecord>& iterations, int32_t replicas) {
@@ -308,7 +347,7 @@ Status RunServe(const ServeSpec& spec, Transcript& transcript) {
   auto run = ResolveRun(spec.run);
   if (!run.ok()) return run.error();
   const Config& config = run.value().config;
-  STAGECRAFT_RETURN_IF_ERROR(CheckServable(config.model, "serve"));
+  STAGECRAFT_RETURN_IF_ERROR(CheckServable(config.model, spec.kv_dtype, "serve"));
   ServeShape shape;
   // The config's parallel.tp and parallel.pp when it writes them; else one GPU, one stage.
   const auto& written = run.value().locations.by_path;
@@ -388,7 +427,7 @@ Status RunServe(const ServeSpec& spec, Transcript& transcript) {
       ApplyDtypes(spec.weight_dtype, spec.kv_dtype, config.model.transformer, engine));
   engine.cuda_graphs = !spec.eager;
   STAGECRAFT_RETURN_IF_ERROR(ApplyBatching(spec.batching, config.model.seq_len, engine));
-  auto replica = BuildReplicaModel(config.model.transformer, config.cluster, shape, engine);
+  auto replica = BuildReplicaModel(config.model, config.cluster, shape, engine);
   if (!replica.ok()) return replica.error();
   std::vector<IterationRecord> iterations;
   const bool keep_iterations = !spec.trace_path.empty() || !spec.report_path.empty();
@@ -399,7 +438,7 @@ Status RunServe(const ServeSpec& spec, Transcript& transcript) {
     // The two pools: the layout's instances, each pool its own replicas.
     ServeShape prefill_shape = shape;
     prefill_shape.replicas = spec.prefill_instances;
-    auto prefill = BuildReplicaModel(config.model.transformer, config.cluster, prefill_shape, engine);
+    auto prefill = BuildReplicaModel(config.model, config.cluster, prefill_shape, engine);
     if (!prefill.ok()) return prefill.error();
     auto result = SimulateDisaggregated(prefill.value(), replica.value(), workload,
                                         routing.value(), slo.value(),

@@ -54,9 +54,11 @@ Result<Slo> ParseSlo(const std::string& text);
 
 Status RunServe(const ServeSpec& spec, Transcript& transcript);
 
-// A layer-list model (CSA2) is refused with what is missing to serve it (exit 2); a transformer
-// or a model with neither passes (the latter fails later, "not a transformer").
-Status CheckServable(const ModelSpec& model, const std::string& command);
+// A layer-list model (CSA2) with --kv-dtype is refused (exit 2): its cache keeps the model's
+// own inference formats. Everything else passes (a model with neither a transformer nor layers
+// fails later, in BuildReplicaModel).
+Status CheckServable(const ModelSpec& model, const std::string& kv_dtype,
+                     const std::string& command);
 
 // The Chrome / Perfetto trace of the batches: one process per replica, one complete event per
 // iteration with its prefill and decode tokens, and a counter track of the KV blocks in use.

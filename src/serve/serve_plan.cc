@@ -10,6 +10,7 @@
 #include "report/json_writer.h"
 #include "report/svg_plot.h"
 #include "serve/bisect.h"
+#include "serve/csa2_replica.h"
 #include "serve/disaggregated_sim.h"
 #include "serve/disaggregation.h"
 #include "serve/explorer_search.h"
@@ -131,7 +132,7 @@ std::string RejectionReason(const Error& error) {
 // (less the KV transfer), the decode-only rate within the TPOT bound, each found by simulation,
 // then the split of the GPUs into prefill and decode instances with the most requests per GPU
 // (disaggregation.h's arithmetic). A plan, or a rejection counted.
-Status EvaluateDisaggregated(const TransformerSpec& model, const ClusterSpec& cluster,
+Status EvaluateDisaggregated(const ModelSpec& model, const ClusterSpec& cluster,
                              const EngineOptions& engine, const ReplicaModel& replica,
                              const Workload& workload, const PercentileSlo& slo, int32_t gpus,
                              ServePlanResult& result) {
@@ -226,7 +227,7 @@ Status EvaluateDisaggregated(const TransformerSpec& model, const ClusterSpec& cl
 }
 
 // One layout: sized, its highest rate searched; a plan, or a rejection counted.
-Status EvaluateLayout(const TransformerSpec& model, const ClusterSpec& cluster,
+Status EvaluateLayout(const ModelSpec& model, const ClusterSpec& cluster,
                       const EngineOptions& engine, const Workload& workload,
                       const PercentileSlo& slo, const ServeShape& one, int32_t gpus,
                       ServePlanResult& result) {
@@ -291,15 +292,16 @@ Result<ServePlanResult> PlanServing(const ServePlanSpec& spec) {
   auto run = ResolveRun(spec.run);
   if (!run.ok()) return run.error();
   const Config& config = run.value().config;
-  STAGECRAFT_RETURN_IF_ERROR(CheckServable(config.model, "serve-plan"));
-  const TransformerSpec& model = config.model.transformer;
+  STAGECRAFT_RETURN_IF_ERROR(CheckServable(config.model, spec.kv_dtype, "serve-plan"));
+  const ModelSpec& model = config.model;
   EngineOptions engine;
-  STAGECRAFT_RETURN_IF_ERROR(ApplyDtypes(spec.weight_dtype, spec.kv_dtype, model, engine));
+  STAGECRAFT_RETURN_IF_ERROR(
+      ApplyDtypes(spec.weight_dtype, spec.kv_dtype, model.transformer, engine));
   STAGECRAFT_RETURN_IF_ERROR(ApplyBatching(spec.batching, config.model.seq_len, engine));
-  if (!config.model.is_transformer()) {
+  if (!model.is_transformer() && model.layers.empty()) {
     return Error{
-        "serve-plan: the model is not a transformer (expected model.type: transformer "
-        "with its dimensions, or --hf-config FILE)"};
+        "serve-plan: the model is not a transformer or a layer list (expected model.type: "
+        "transformer with its dimensions, model.type: layers, or --hf-config FILE)"};
   }
   if (spec.gpus > config.cluster.num_devices()) {
     return Error{"serve-plan: --gpus " + std::to_string(spec.gpus) +
@@ -328,7 +330,7 @@ Result<ServePlanResult> PlanServing(const ServePlanSpec& spec) {
   // the GPUs (ep = tp would cost as plain TP here); an ep not dividing the experts is a
   // counted rejection.
   const size_t plain = layouts.size();
-  if (model.moe()) {
+  if (ServedModelHasExperts(model)) {
     for (size_t index = 0; index < plain; ++index) {
       const ServeShape base = layouts[index];
       for (int32_t groups = 2; int64_t{base.tp} * groups * base.pp <= spec.gpus; ++groups) {

@@ -6,6 +6,7 @@
 
 #include "comm/collective.h"
 #include "core/units.h"
+#include "model/layer_costs.h"
 
 namespace stagecraft {
 namespace {
@@ -55,8 +56,10 @@ Status CheckExperts(const TransformerSpec& model, const ServeShape& shape) {
   return Status::Ok();
 }
 
-Status CheckShape(const TransformerSpec& model, const ClusterSpec& cluster,
-                  const ServeShape& shape) {
+}  // namespace
+
+Status CheckServeShape(const TransformerSpec& model, const ClusterSpec& cluster,
+                       const ServeShape& shape) {
   if (shape.tp < 1 || shape.pp < 1 || shape.replicas < 1 || shape.ep < 1) {
     return Error{"serve: --tp, --pp, --ep and --replicas must be at least 1 (got tp " +
                  Num(shape.tp) + ", pp " + Num(shape.pp) + ", ep " + Num(shape.ep) + ", replicas " +
@@ -91,6 +94,8 @@ Status CheckShape(const TransformerSpec& model, const ClusterSpec& cluster,
   }
   return CheckHeads(model, shape);
 }
+
+namespace {
 
 // The forward workspace the engine profiles at the token budget (vLLM's profile run): the
 // residual stream and its normed copy (2h per token), the MLP's gate-and-up output (2f/tp) and
@@ -226,7 +231,7 @@ Result<ReplicaModel> BuildReplicaModel(const TransformerSpec& model, const Clust
         "serve: the model is not a transformer (expected model.type: transformer with "
         "its dimensions, or --hf-config FILE)"};
   }
-  STAGECRAFT_RETURN_IF_ERROR(CheckShape(model, cluster, shape));
+  STAGECRAFT_RETURN_IF_ERROR(CheckServeShape(model, cluster, shape));
   ReplicaModel replica;
   replica.model = model;
   replica.cluster = cluster;
@@ -250,6 +255,16 @@ Result<ReplicaModel> BuildReplicaModel(const TransformerSpec& model, const Clust
       ((layers / shape.pp - routed + ends) / shape.tp + routed / expert_split) *
       engine.weight_bytes;
   replica.activation_bytes_per_gpu = ActivationBytes(model, shape, engine);
+  replica.kernels_per_iteration = model.layers * kKernelsPerLayer;
+  replica.stage_cut_width = model.hidden;
+  STAGECRAFT_RETURN_IF_ERROR(SizeKvCapacity(replica));
+  return replica;
+}
+
+Status SizeKvCapacity(ReplicaModel& replica) {
+  const ClusterSpec& cluster = replica.cluster;
+  const ServeShape& shape = replica.shape;
+  const EngineOptions engine = replica.engine;
   replica.reserve_bytes_per_gpu = static_cast<double>(cluster.memory_reserve_bytes);
   replica.kv_budget_bytes_per_gpu =
       static_cast<double>(cluster.hbm_bytes) * engine.memory_utilization -
@@ -275,7 +290,7 @@ Result<ReplicaModel> BuildReplicaModel(const TransformerSpec& model, const Clust
   replica.engine.token_budget = engine.token_budget * groups;
   replica.engine.max_seqs = engine.max_seqs * groups;
   if (engine.max_running > 0) replica.engine.max_running = engine.max_running * groups;
-  return replica;
+  return Status::Ok();
 }
 
 double TpAllReduceSeconds(const ClusterSpec& cluster, int32_t tp, double bytes) {
@@ -295,6 +310,15 @@ double TpAllReduceSeconds(const ClusterSpec& cluster, int32_t tp, double bytes) 
 }
 
 double KvTokensHeld(const ReplicaModel& replica, double context) {
+  if (replica.csa2) {
+    // The bounding stage's bytes, in its bytes per token: the compressed entries and indexer
+    // keys grow with the context, the window KV stops at n_win tokens.
+    const Csa2Serving& csa2 = *replica.csa2;
+    const double unit = replica.kv_bytes_per_token_per_gpu;
+    if (unit <= 0) return context;
+    const double windowed = std::min(context, static_cast<double>(csa2.window));
+    return (csa2.stage_token_bytes * context + csa2.stage_window_bytes * windowed) / unit;
+  }
   const KvCachePerToken& kv = replica.kv;
   if (kv.window_tokens <= 0 || kv.windowed_bytes <= 0 || kv.total() <= 0) return context;
   const double past = std::max(0.0, context - static_cast<double>(kv.window_tokens));
@@ -365,7 +389,9 @@ void AddCommunication(const ReplicaModel& replica, const IterationWork& work, It
   if (shape.pp > 1) {
     const bool crosses_nodes = shape.gpus_per_replica() > replica.cluster.devices_per_node;
     const LinkSpec& link = crosses_nodes ? replica.cluster.inter_node : replica.cluster.intra_node;
-    const double bytes = hidden_bytes / shape.tp;  // each TP rank sends its slice (sequence-split)
+    // Each TP rank sends its slice (sequence-split) of what crosses the cut.
+    const double bytes = group_tokens * static_cast<double>(replica.stage_cut_width) *
+                         replica.engine.activation_bytes / shape.tp;
     const double one = static_cast<double>(link.latency.ns()) * 1e-9 +
                        (link.bandwidth_bytes_per_s > 0 ? bytes / link.bandwidth_bytes_per_s : 0);
     cost.handoff_s = (shape.pp - 1) * one;
@@ -381,8 +407,12 @@ IterationCost IterationSeconds(const ReplicaModel& replica, const IterationWork&
   // The stage's GPUs share the work: tp ways within an attention DP group, the groups each
   // their share of the sequences; under EP the experts' FLOPs spread over the same GPUs.
   const double gpus = replica.shape.stage_gpus();
-  const double kv_read = work.context_tokens / replica.shape.attention_dp() *
-                         replica.kv_bytes_per_token_per_gpu * replica.shape.pp;
+  const double dp = replica.shape.attention_dp();
+  // CSA2: what its kernels read (AddSequence); else every cached token's KV on every stage.
+  const double kv_read =
+      replica.csa2 ? work.csa2_read_bytes / dp
+                   : work.context_tokens / dp * replica.kv_bytes_per_token_per_gpu *
+                         replica.shape.pp;
   // Under EP each GPU streams only its own experts that the batch touches; the share touched
   // is the same per GPU as for the whole model (RoutedExpertsTouched).
   const double weights =
@@ -391,8 +421,11 @@ IterationCost IterationSeconds(const ReplicaModel& replica, const IterationWork&
   cost.memory_s = MemoryBoundSeconds(rates, weights + kv_read);
   const double matmul_flops =
       (2.0 * replica.matmul_params * work.new_tokens + 2.0 * replica.head_params * work.sequences) /
-      gpus;
-  const double attention_flops = replica.attention_flops_per_pair * work.attention_pairs / gpus;
+          gpus +
+      2.0 * replica.replicated_matmul_params * work.new_tokens / dp;
+  const double attention_flops =
+      replica.csa2 ? work.csa2_core_flops / gpus + work.csa2_scoring_flops / dp
+                   : replica.attention_flops_per_pair * work.attention_pairs / gpus;
   const double bf16_rate = rates.bf16_flops_per_s * rates.kernels.gemm_efficiency;
   const bool fp8 = replica.engine.fp8_compute && rates.fp8_flops_per_s > 0;
   const double fp8_share = rates.kernels.fp8_gemm_efficiency > 0 ? rates.kernels.fp8_gemm_efficiency
@@ -402,11 +435,38 @@ IterationCost IterationSeconds(const ReplicaModel& replica, const IterationWork&
   AddCommunication(replica, work, cost);
   const KernelModel& kernels = replica.cluster.kernels;
   cost.launch_s =
-      static_cast<double>(replica.model.layers) * kKernelsPerLayer *
+      static_cast<double>(replica.kernels_per_iteration) *
       (replica.engine.cuda_graphs ? kernels.kernel_floor_s : kernels.host_seconds_per_kernel);
   cost.total_s = std::max({cost.memory_s, cost.compute_s, cost.launch_s}) + cost.allreduce_s +
                  cost.alltoall_s + cost.handoff_s;
   return cost;
+}
+
+void AddSequence(const ReplicaModel& replica, double tokens, double context, bool finishes,
+                 IterationWork& work) {
+  work.new_tokens += tokens;
+  if (finishes) work.sequences += 1;
+  work.context_tokens += KvTokensHeld(replica, context);
+  work.attention_pairs += tokens * context + tokens * (tokens + 1) / 2;
+  if (!replica.csa2) return;
+  const Csa2Serving& csa2 = *replica.csa2;
+  const Csa2Dims& dims = csa2.dims;
+  const double core_per_pair = 4.0 * dims.heads * dims.head_dim;  // QK^T and PV, K = V
+  const double score_per_entry = 2.0 * dims.indexer_heads * dims.indexer_key_dim;
+  const auto begin = static_cast<int64_t>(context);
+  const auto end = static_cast<int64_t>(context + tokens);
+  for (const Csa2Serving::LayerClass& layers : csa2.classes) {
+    const AttentionSpan span = LayerAttentionSpan(layers.layer, dims, begin, end);
+    // The chunk's queries select at most tokens x top-k distinct entries of those visible.
+    const double selected = std::min(span.visible_entries, tokens * dims.top_k);
+    work.csa2_core_flops +=
+        layers.count * core_per_pair * (span.window_pairs + span.compressed_pairs);
+    work.csa2_scoring_flops += layers.count * score_per_entry * span.scored_pairs;
+    work.csa2_read_bytes +=
+        layers.count * (span.window_entries * csa2.window_entry_bytes +
+                        selected * csa2.main_entry_bytes +
+                        span.scorable_entries * csa2.index_entry_bytes);
+  }
 }
 
 }  // namespace stagecraft

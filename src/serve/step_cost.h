@@ -6,11 +6,15 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <string>
+#include <vector>
 
 #include "core/result.h"
 #include "hardware/cluster_spec.h"
 #include "model/kv_cache.h"
+#include "model/layer_spec.h"
+#include "model/model_spec.h"
 #include "model/transformer.h"
 
 namespace stagecraft {
@@ -58,9 +62,35 @@ struct EngineOptions {
   Batching batching = Batching::kChunked;
 };
 
+// A CSA2 layer list served (doc/serving.md, "CSA2 layer lists"; doc/csa2.md's storage formats
+// at inference). Its attention reads are not proportional to the context: each query reads its
+// layer's window, its top-k compressed entries and (full and reindex layers) the indexer keys it
+// scores, so a sequence's share of an iteration is summed per layer class (AddSequence).
+struct Csa2Serving {
+  // The decoders of one attention mode and compression ratio (their attention work is equal).
+  struct LayerClass {
+    LayerSpec layer;
+    int32_t count = 0;
+  };
+  std::vector<LayerClass> classes;
+  Csa2Dims dims;
+  double main_entry_bytes = 0;    // a compressed KV entry: FP4 E2M1 + an E4M3 scale per 16
+  double index_entry_bytes = 0;   // an indexer key: MXFP4 + an E8M0 scale per 32
+  double window_entry_bytes = 0;  // a window KV token of one layer: FP8, head_dim bytes (K = V)
+  int64_t window = 0;             // n_win tokens
+  // The stage that bounds the KV capacity, per GPU (TP ranks each hold the whole shared KV
+  // head): compressed KV + indexer keys per token of context, window KV per windowed token.
+  double stage_token_bytes = 0;
+  double stage_window_bytes = 0;
+};
+
 // What one replica holds and can hold. Bytes are per GPU (the fullest GPU of the replica).
 struct ReplicaModel {
+  // A transformer's dimensions; for a CSA2 layer list, its dims in a transformer's terms (hidden,
+  // heads, one KV head, decoders as layers, experts), which the shape checks and the
+  // collectives read, with `csa2` holding the rest.
   TransformerSpec model;
+  std::optional<Csa2Serving> csa2;
   ClusterSpec cluster;
   ServeShape shape;
   EngineOptions engine;
@@ -83,6 +113,12 @@ struct ReplicaModel {
   double matmul_params = 0;        // parameters a token multiplies (active experts only), no head
   double head_params = 0;          // the output projection (one logit row per sequence)
   double attention_flops_per_pair = 0;  // all layers: a query against one cached key and value
+  // Parameters a token multiplies that tensor parallelism does not split (every TP rank does
+  // them whole): 0 for transformers; CSA2's query down-projection, shared KV head, compressor,
+  // indexer and router (LayerReplicatedParams).
+  double replicated_matmul_params = 0;
+  int32_t kernels_per_iteration = 0;  // kernels one forward launches (the launch floor)
+  int64_t stage_cut_width = 0;        // elements per token crossing a stage cut (hidden; CSA2 hc·d)
 };
 
 // --weight-dtype bf16|fp8|int8|int4|fp4 and --kv-dtype bf16|fp8 into `engine`; a flag left
@@ -100,11 +136,26 @@ Status ApplyDtypes(const std::string& weight_flag, const std::string& kv_flag,
 // sequence length).
 Status ApplyBatching(const std::string& batching, int64_t max_model_len, EngineOptions& engine);
 
+// The layout's checks on the model's dimensions: degrees at least 1, EP on a MoE model within
+// its experts, TP within a node and dividing the heads, pp dividing the layers, the GPUs within
+// the cluster, a preset with HBM. Bad input naming the flag and what would work.
+Status CheckServeShape(const TransformerSpec& model, const ClusterSpec& cluster,
+                       const ServeShape& shape);
+
 // Checks the layout against the model (heads and KV heads divide or are divided by tp, pp
 // divides the layers, the cluster is a preset with HBM) and sizes the replica. Bad input: the
 // flag and what would work; a replica whose weights leave no room for one KV block: kInfeasible.
 Result<ReplicaModel> BuildReplicaModel(const TransformerSpec& model, const ClusterSpec& cluster,
                                        const ServeShape& shape, const EngineOptions& engine);
+// A config's model: a transformer as above, or a CSA2 layer list (csa2_replica.h). The uniform
+// model (no layers) is bad input.
+Result<ReplicaModel> BuildReplicaModel(const ModelSpec& model, const ClusterSpec& cluster,
+                                       const ServeShape& shape, const EngineOptions& engine);
+
+// Sizes the KV cache of a replica whose weights, activations and KV bytes per token per GPU are
+// set: the budget, the capacity in whole blocks (over the attention DP groups) and the engine's
+// pooled budgets. kInfeasible when no block fits.
+Status SizeKvCapacity(ReplicaModel& replica);
 
 // One engine iteration's work on a replica.
 struct IterationWork {
@@ -112,7 +163,20 @@ struct IterationWork {
   double sequences = 0;        // sequences that emit a logit (decodes, and prefills that finish)
   double context_tokens = 0;   // cached tokens whose KV is read (every sequence's prior context)
   double attention_pairs = 0;  // query-key pairs: each new token against the keys it attends to
+  // CSA2 layer lists (AddSequence), whole model: the attention core's FLOPs (all heads), the
+  // indexer scoring's (whole on every TP rank) and the cache bytes one TP rank reads.
+  double csa2_core_flops = 0;
+  double csa2_scoring_flops = 0;
+  double csa2_read_bytes = 0;
 };
+
+// One sequence's share of an iteration: `tokens` new tokens after `context` computed ones;
+// `finishes` when the iteration ends its prompt or it decodes (it emits a logit). Transformers:
+// the KV held and the query-key pairs; CSA2 layer lists: per layer class, LayerAttentionSpan's
+// pairs and the entries read (window, min(visible, tokens x top-k) compressed entries, the
+// scorable indexer keys).
+void AddSequence(const ReplicaModel& replica, double tokens, double context, bool finishes,
+                 IterationWork& work);
 
 struct IterationCost {
   double memory_s = 0;     // weights + KV read at the achieved HBM bandwidth (MemoryBoundSeconds)

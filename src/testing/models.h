@@ -2,6 +2,9 @@
 // into the tool).
 #pragma once
 
+#include <vector>
+
+#include "model/layer_spec.h"
 #include "model/transformer.h"
 
 namespace stagecraft {
@@ -40,6 +43,36 @@ inline TransformerSpec Mistral7bV01Spec() {
   spec.sliding_window = 4096;
   spec.window_layers = 32;
   return spec;
+}
+
+// DeepSeek-V4.1-Flash's layer list (doc/csa2.md "Attention modes and the layer layout"): the
+// embedding, L0-1 swa_only, L2-19 at m = 2 (full at 2, 8, 14, else reuse), L20-39 at m = 1
+// (full at 20, reindex at 24, 28, 32, 36, else reuse), the head; no Engram. With Csa2Dims'
+// defaults it is the model of doc/csa2.md "Backbone".
+inline std::vector<LayerSpec> V41FlashLayers() {
+  const auto of = [](LayerKind kind, AttentionMode mode = AttentionMode::kFull, int32_t ratio = 1) {
+    LayerSpec layer;
+    layer.kind = kind;
+    layer.attention = mode;
+    layer.compress_ratio = ratio;
+    return layer;
+  };
+  std::vector<LayerSpec> layers = {of(LayerKind::kEmbedding)};
+  for (int index = 0; index < 2; ++index) {
+    layers.push_back(of(LayerKind::kDecoder, AttentionMode::kSwaOnly, 0));
+  }
+  for (int index = 2; index < 20; ++index) {
+    layers.push_back(of(LayerKind::kDecoder,
+                        index % 6 == 2 ? AttentionMode::kFull : AttentionMode::kReuse, 2));
+  }
+  for (int index = 20; index < 40; ++index) {
+    const AttentionMode mode = index == 20       ? AttentionMode::kFull
+                               : index % 4 == 0 ? AttentionMode::kReindex
+                                                : AttentionMode::kReuse;
+    layers.push_back(of(LayerKind::kDecoder, mode, 1));
+  }
+  layers.push_back(of(LayerKind::kHead));
+  return layers;
 }
 
 }  // namespace stagecraft

@@ -143,8 +143,9 @@ AttentionSpan LayerAttentionSpan(const LayerSpec& layer, const Csa2Dims& dims, i
   if (layer.attention == AttentionMode::kFull) {
     span.scorable_entries = span.visible_entries;
   } else if (layer.attention == AttentionMode::kReindex) {
-    span.scorable_entries = std::min(
-        span.visible_entries, static_cast<double>(dims.candidate_blocks) * kCandidateBlockPositions);
+    span.scorable_entries =
+        std::min(span.visible_entries,
+                 static_cast<double>(dims.candidate_blocks) * kCandidateBlockPositions);
   }
   return span;
 }

@@ -115,7 +115,7 @@ double LayerAttentionCoreFlops(const LayerSpec& layer, const Csa2Dims& dims, int
 struct AttentionSpan {
   double window_pairs = 0;      // Σ min(t, n_win): (query, window key) pairs
   double compressed_pairs = 0;  // Σ min(k, ⌊t/m⌋): (query, top-k compressed entry) pairs
-  double scored_pairs = 0;      // Σ the entries the indexer scores (full ⌊t/m⌋; reindex ≤ pool)
+  double scored_pairs = 0;  // Σ the entries the indexer scores (full ⌊t/m⌋; reindex ≤ pool)
   double window_entries = 0;    // min(end, n_win): the window's cached tokens
   double visible_entries = 0;   // ⌊end/m⌋: compressed entries visible (0 for swa_only)
   double scorable_entries = 0;  // of those, what the indexer may score (full all, reindex ≤ pool)

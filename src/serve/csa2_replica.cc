@@ -67,8 +67,9 @@ Result<ReplicaModel> BuildCsa2ReplicaModel(const ModelSpec& model, const Cluster
     if (layer.mlp == MlpKind::kDense) ++dense;
   }
   if (decoders == 0) {
-    return Error{"serve: the layer list has no decoder layers (expected model.layers with at "
-                 "least one decoder)"};
+    return Error{
+        "serve: the layer list has no decoder layers (expected model.layers with at "
+        "least one decoder)"};
   }
   ReplicaModel replica;
   replica.model = ProxyTransformer(model, decoders, dense);
@@ -126,9 +127,10 @@ Result<ReplicaModel> BuildCsa2ReplicaModel(const ModelSpec& model, const Cluster
       stage.token_bytes +=
           (csa2.main_entry_bytes + csa2.index_entry_bytes) / std::max(layer.compress_ratio, 1);
     }
-    replica.kernels_per_iteration += 12 + (layer.attention == AttentionMode::kFull      ? 5
-                                           : layer.attention == AttentionMode::kReindex ? 3
-                                                                                        : 0) +
+    replica.kernels_per_iteration += 12 +
+                                     (layer.attention == AttentionMode::kFull      ? 5
+                                      : layer.attention == AttentionMode::kReindex ? 3
+                                                                                   : 0) +
                                      (layer.engram ? 1 : 0);
     ffn = std::max(ffn, layer.mlp == MlpKind::kMoe
                             ? static_cast<double>(dims.expert_width) *
@@ -141,8 +143,9 @@ Result<ReplicaModel> BuildCsa2ReplicaModel(const ModelSpec& model, const Cluster
   }
   // The forward workspace at the token budget (as step_cost.cc's ActivationBytes): the hc
   // residual streams and a normed copy, the MLP's gate-and-up output / tp, fp32 logits.
-  const double per_token = (static_cast<double>(dims.hc_streams + 1) * dims.hidden + 2.0 * ffn / tp) *
-                           engine.activation_bytes;
+  const double per_token =
+      (static_cast<double>(dims.hc_streams + 1) * dims.hidden + 2.0 * ffn / tp) *
+      engine.activation_bytes;
   replica.activation_bytes_per_gpu =
       static_cast<double>(engine.token_budget) * per_token +
       static_cast<double>(engine.max_seqs) * static_cast<double>(dims.vocab) / tp * 4.0;
@@ -156,8 +159,7 @@ Result<ReplicaModel> BuildCsa2ReplicaModel(const ModelSpec& model, const Cluster
     const double budget = static_cast<double>(cluster.hbm_bytes) * engine.memory_utilization -
                           stage.weight_bytes - replica.activation_bytes_per_gpu -
                           replica.reserve_bytes_per_gpu;
-    const double requests =
-        budget / (stage.token_bytes * context + stage.window_bytes * windowed);
+    const double requests = budget / (stage.token_bytes * context + stage.window_bytes * windowed);
     if (requests < fewest) {
       fewest = requests;
       bound = &stage;

@@ -103,8 +103,9 @@ TEST(Csa2ServeTest, V41Tp8Fp8WeightsAndKvCapacityMatchTheHandCalculation) {
   // window tokens of 512 B: 4096 + 2,621,440 / 890 tokens' worth; 8754 of them fit.
   const double held = KvTokensHeld(replica, 4096);
   EXPECT_DOUBLE_EQ(held, 4096 + 2'621'440.0 / 890);
-  EXPECT_EQ(static_cast<int64_t>(std::floor(static_cast<double>(replica.kv_capacity_tokens) / held)),
-            8754);
+  EXPECT_EQ(
+      static_cast<int64_t>(std::floor(static_cast<double>(replica.kv_capacity_tokens) / held)),
+      8754);
   // A 1-token request still holds its one window token per layer.
   EXPECT_DOUBLE_EQ(KvTokensHeld(replica, 1), 1 + 40.0 * 512 / 890);
 }

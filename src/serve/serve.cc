@@ -198,10 +198,9 @@ std::string FormatText(const std::string& label, const std::string& model,
     out << "  KV cache: CSA2, " << FormatFixed(replica.kv.total(), 0)
         << " B per token (compressed KV FP4 + indexer keys MXFP4 of the full layers), "
         << FormatFixed(replica.kv_bytes_per_token_per_gpu, 0)
-        << " B of it per GPU on the fullest stage; window KV FP8 of " << decoders
-        << " layers x " << csa2.window << " tokens x " << FormatFixed(csa2.window_entry_bytes, 0)
-        << " B per request"
-        << (replica.kv_replicated ? "; replicated across TP ranks\n" : "\n");
+        << " B of it per GPU on the fullest stage; window KV FP8 of " << decoders << " layers x "
+        << csa2.window << " tokens x " << FormatFixed(csa2.window_entry_bytes, 0)
+        << " B per request" << (replica.kv_replicated ? "; replicated across TP ranks\n" : "\n");
     const double context = static_cast<double>(decode.context);
     out << "  a request of " << decode.context << " tokens keeps "
         << FormatFixed(KvTokensHeld(replica, context), 0)

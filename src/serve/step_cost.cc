@@ -409,10 +409,9 @@ IterationCost IterationSeconds(const ReplicaModel& replica, const IterationWork&
   const double gpus = replica.shape.stage_gpus();
   const double dp = replica.shape.attention_dp();
   // CSA2: what its kernels read (AddSequence); else every cached token's KV on every stage.
-  const double kv_read =
-      replica.csa2 ? work.csa2_read_bytes / dp
-                   : work.context_tokens / dp * replica.kv_bytes_per_token_per_gpu *
-                         replica.shape.pp;
+  const double kv_read = replica.csa2 ? work.csa2_read_bytes / dp
+                                      : work.context_tokens / dp *
+                                            replica.kv_bytes_per_token_per_gpu * replica.shape.pp;
   // Under EP each GPU streams only its own experts that the batch touches; the share touched
   // is the same per GPU as for the whole model (RoutedExpertsTouched).
   const double weights =
@@ -462,10 +461,9 @@ void AddSequence(const ReplicaModel& replica, double tokens, double context, boo
     work.csa2_core_flops +=
         layers.count * core_per_pair * (span.window_pairs + span.compressed_pairs);
     work.csa2_scoring_flops += layers.count * score_per_entry * span.scored_pairs;
-    work.csa2_read_bytes +=
-        layers.count * (span.window_entries * csa2.window_entry_bytes +
-                        selected * csa2.main_entry_bytes +
-                        span.scorable_entries * csa2.index_entry_bytes);
+    work.csa2_read_bytes += layers.count * (span.window_entries * csa2.window_entry_bytes +
+                                            selected * csa2.main_entry_bytes +
+                                            span.scorable_entries * csa2.index_entry_bytes);
   }
 }
 

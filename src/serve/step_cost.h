@@ -118,7 +118,7 @@ struct ReplicaModel {
   // indexer and router (LayerReplicatedParams).
   double replicated_matmul_params = 0;
   int32_t kernels_per_iteration = 0;  // kernels one forward launches (the launch floor)
-  int64_t stage_cut_width = 0;        // elements per token crossing a stage cut (hidden; CSA2 hc·d)
+  int64_t stage_cut_width = 0;  // elements per token crossing a stage cut (hidden; CSA2 hc·d)
 };
 
 // --weight-dtype bf16|fp8|int8|int4|fp4 and --kv-dtype bf16|fp8 into `engine`; a flag left

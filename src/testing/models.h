@@ -62,11 +62,11 @@ inline std::vector<LayerSpec> V41FlashLayers() {
     layers.push_back(of(LayerKind::kDecoder, AttentionMode::kSwaOnly, 0));
   }
   for (int index = 2; index < 20; ++index) {
-    layers.push_back(of(LayerKind::kDecoder,
-                        index % 6 == 2 ? AttentionMode::kFull : AttentionMode::kReuse, 2));
+    layers.push_back(
+        of(LayerKind::kDecoder, index % 6 == 2 ? AttentionMode::kFull : AttentionMode::kReuse, 2));
   }
   for (int index = 20; index < 40; ++index) {
-    const AttentionMode mode = index == 20       ? AttentionMode::kFull
+    const AttentionMode mode = index == 20      ? AttentionMode::kFull
                                : index % 4 == 0 ? AttentionMode::kReindex
                                                 : AttentionMode::kReuse;
     layers.push_back(of(LayerKind::kDecoder, mode, 1));

@@ -61,9 +61,31 @@ struct Probe {
   double tpot_p90_s = 0;
 };
 
+// How long a probe's arrivals last, in units of the SLO's delay (ProbeRequests). At a rate
+// (1 + d) times what the replica serves in steady state the queue grows by d / (1 + d) of the
+// arrivals, so the P90 request waits about 0.9 x N x d / ((1 + d) x rate) after N arrivals;
+// 20 delays' worth of arrivals makes that wait exceed the delay from d = 6% on, so a probe
+// cannot pass by draining a short burst faster than its rate could be sustained.
+constexpr double kProbeDelays = 20;  // FormatPlanText says "20"
+constexpr int64_t kMaxProbeRequests = 200'000;
+
+// The requests of a probe at `rate_rps`: the workload's, or more, so that the arrivals span
+// kProbeDelays x the SLO's delay: the TTFT bound, or with it unbounded (a decode-only pool,
+// whose queueing shows in the TPOT) the TPOT bound over the mean output tokens after the first.
+int64_t ProbeRequests(const Workload& workload, double rate_rps, const PercentileSlo& slo) {
+  const double after_first =
+      std::max(1.0, static_cast<double>(workload.output.low + workload.output.high) / 2 - 1);
+  const double decode_delay = slo.tpot_p90_s * after_first;
+  const double delay = std::isfinite(slo.ttft_p90_s) ? slo.ttft_p90_s : decode_delay;
+  const double needed = std::ceil(kProbeDelays * rate_rps * delay);
+  if (!std::isfinite(needed)) return std::max(workload.requests, kMaxProbeRequests);
+  return std::max(workload.requests, std::min(kMaxProbeRequests, static_cast<int64_t>(needed)));
+}
+
 Result<Probe> ProbeRate(const ReplicaModel& replica, Workload workload, double rate_rps,
                         const PercentileSlo& slo) {
   workload.rate_rps = rate_rps;
+  workload.requests = ProbeRequests(workload, rate_rps, slo);
   auto stats = SimulateServing(replica, workload, Routing::kRoundRobin, Slo{});
   if (!stats.ok()) return stats.error();
   Probe probe;
@@ -371,7 +393,8 @@ std::string FormatPlanText(const ServePlanSpec& spec, const std::string& label,
       << ", SLO " << spec.slo << ", prompt " << spec.prompt_tokens << ", output "
       << spec.output_tokens << " tokens\n";
   out << "  candidates " << result.candidates << ", feasible and meeting the SLO "
-      << result.plans.size() << "; each probe " << spec.requests << " requests, seed " << spec.seed
+      << result.plans.size() << "; each probe " << spec.requests
+      << " requests or, at higher rates, 20 TTFT bounds' worth of arrivals, seed " << spec.seed
       << "\n\n";
   out << "  rank  tp x pp  placement  gpus   rate_rps  goodput/gpu  ttft_p90_ms  tpot_p90_ms  "
          "kv_tokens\n";

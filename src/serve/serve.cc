@@ -125,7 +125,8 @@ std::string FormatJson(const std::string& model, const ReplicaModel& replica,
   json.Key("kv_bytes_per_token_per_gpu").Fixed(replica.kv_bytes_per_token_per_gpu, 0);
   json.Key("weight_bytes_per_gpu").Fixed(replica.weight_bytes_per_gpu, 0);
   json.Key("weight_bytes_per_parameter").Fixed(replica.engine.weight_bytes, 1);
-  json.Key("kv_bytes_per_element").Int(replica.engine.kv_bytes);
+  // A CSA2 cache has its own formats (window_kv_bytes_per_request below), no one element size.
+  if (!replica.csa2) json.Key("kv_bytes_per_element").Int(replica.engine.kv_bytes);
   json.Key("kv_capacity_tokens").Int(replica.kv_capacity_tokens);
   if (replica.csa2) {
     int64_t decoders = 0;
@@ -197,10 +198,11 @@ std::string FormatText(const std::string& label, const std::string& model,
     for (const Csa2Serving::LayerClass& layers : csa2.classes) decoders += layers.count;
     out << "  KV cache: CSA2, " << FormatFixed(replica.kv.total(), 0)
         << " B per token (compressed KV FP4 + indexer keys MXFP4 of the full layers), "
-        << FormatFixed(replica.kv_bytes_per_token_per_gpu, 0)
-        << " B of it per GPU on the fullest stage; window KV FP8 of " << decoders << " layers x "
-        << csa2.window << " tokens x " << FormatFixed(csa2.window_entry_bytes, 0)
-        << " B per request" << (replica.kv_replicated ? "; replicated across TP ranks\n" : "\n");
+        << FormatFixed(replica.kv_bytes_per_token_per_gpu, 0) << " B of it per GPU"
+        << (replica.shape.pp > 1 ? " on the stage that bounds the capacity" : "")
+        << "; window KV FP8 of " << decoders << " layers x " << csa2.window << " tokens x "
+        << FormatFixed(csa2.window_entry_bytes, 0) << " B per request"
+        << (replica.kv_replicated ? "; replicated across TP ranks\n" : "\n");
     const double context = static_cast<double>(decode.context);
     out << "  a request of " << decode.context << " tokens keeps "
         << FormatFixed(KvTokensHeld(replica, context), 0)

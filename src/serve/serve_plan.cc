@@ -19,6 +19,14 @@
 namespace stagecraft {
 namespace {
 
+// The engine's batch limits searched for the best colocated layouts: vLLM's
+// max_num_batched_tokens (the chunk a long prompt is cut into, and with it the prefill work that
+// can stall the decodes of an iteration) and max_num_seqs (the decode batch), around its
+// defaults 8192 and 256 (vllm/engine/arg_utils.py).
+constexpr size_t kRefinedLayouts = 2;
+constexpr int64_t kTokenBudgets[] = {1024, 2048, 8192, 16384};
+constexpr int32_t kMaxSeqs[] = {128, 256, 512};
+
 // The lowest per-replica rate a probe tries; below it a layout "meets no rate".
 constexpr double kLowestRateRps = 0.05;
 constexpr int kDoublings = 16;  // up to 0.05 x 2^16 = 3277 rps per replica
@@ -97,23 +105,37 @@ Result<Probe> ProbeRate(const ReplicaModel& replica, Workload workload, double r
 }
 
 // The highest per-replica rate meeting the SLO; nothing when even the lowest rate fails
-// (`lowest` then holds that probe).
+// (`lowest` then holds the lowest rate's probe). From kLowestRateRps, doubled until a probe
+// fails; with `start` above it (a rate known to be close: the same layout at other batch
+// limits) from `start`, halved until a probe meets when it fails. Then bisected.
 Result<std::optional<std::pair<double, Probe>>> HighestRate(const ReplicaModel& replica,
                                                             const Workload& workload,
                                                             const PercentileSlo& slo, Probe& lowest,
-                                                            std::vector<Probe>& trail) {
+                                                            std::vector<Probe>& trail,
+                                                            double start = 0) {
   const auto probe_at = [&](double rate) {
     auto probe = ProbeRate(replica, workload, rate, slo);
     if (probe.ok()) trail.push_back(probe.value());
     return probe;
   };
-  auto first = probe_at(kLowestRateRps);
-  if (!first.ok()) return first.error();
-  lowest = first.value();
-  if (!lowest.meets) return std::optional<std::pair<double, Probe>>();
-  double good = kLowestRateRps;
-  Probe good_probe = lowest;
+  const std::optional<std::pair<double, Probe>> none;
+  double good = 0;
+  Probe good_probe;
   double bad = 0;
+  for (double rate = std::max(start, kLowestRateRps); good == 0; rate /= 2) {
+    if (rate < kLowestRateRps) return none;
+    auto probe = probe_at(rate);
+    if (!probe.ok()) return probe.error();
+    lowest = probe.value();
+    if (probe.value().meets) {
+      good = rate;
+      good_probe = probe.value();
+    } else if (rate == kLowestRateRps) {
+      return none;
+    } else {
+      bad = rate;
+    }
+  }
   for (int step = 0; step < kDoublings && bad == 0; ++step) {
     auto probe = probe_at(good * 2);
     if (!probe.ok()) return probe.error();
@@ -241,6 +263,8 @@ Status EvaluateDisaggregated(const ModelSpec& model, const ClusterSpec& cluster,
   best.shape = {.tp = replica.shape.tp,
                 .pp = replica.shape.pp,
                 .replicas = static_cast<int32_t>(best.prefill_instances + best.decode_instances)};
+  best.token_budget = engine.token_budget;
+  best.max_seqs = engine.max_seqs;
   best.ttft_p90_s = held.stats.ttft_s.p90;
   best.tpot_p90_s = held.stats.tpot_s.p90;
   best.kv_capacity_tokens = replica.kv_capacity_tokens;
@@ -248,14 +272,15 @@ Status EvaluateDisaggregated(const ModelSpec& model, const ClusterSpec& cluster,
   return Status::Ok();
 }
 
-// One layout: sized, its highest rate searched; a plan, or a rejection counted.
+// One layout: sized, its highest rate searched (from `start_rate` per replica when above the
+// lowest, HighestRate); a plan, or a rejection counted. Colocated, and disaggregated too when
+// `try_disaggregated` (EP layouts never: serve's --ep is colocated only).
 Status EvaluateLayout(const ModelSpec& model, const ClusterSpec& cluster,
                       const EngineOptions& engine, const Workload& workload,
                       const PercentileSlo& slo, const ServeShape& one, int32_t gpus,
-                      ServePlanResult& result) {
+                      bool try_disaggregated, double start_rate, ServePlanResult& result) {
   auto replica = BuildReplicaModel(model, cluster, one, engine);
-  // EP layouts are searched colocated only (serve's --ep is too).
-  const bool disaggregate = one.ep == 1;
+  const bool disaggregate = try_disaggregated && one.ep == 1;
   if (!replica.ok()) {
     ++result.rejections[RejectionReason(replica.error())];
     if (disaggregate) ++result.rejections["disaggregated: " + RejectionReason(replica.error())];
@@ -267,7 +292,7 @@ Status EvaluateLayout(const ModelSpec& model, const ClusterSpec& cluster,
   }
   Probe lowest;
   std::vector<Probe> trail;
-  auto highest = HighestRate(replica.value(), workload, slo, lowest, trail);
+  auto highest = HighestRate(replica.value(), workload, slo, lowest, trail, start_rate);
   if (!highest.ok()) {
     ++result.rejections[RejectionReason(highest.error())];
     return Status::Ok();
@@ -286,6 +311,8 @@ Status EvaluateLayout(const ModelSpec& model, const ClusterSpec& cluster,
   plan.ttft_p90_s = highest.value()->second.ttft_p90_s;
   plan.tpot_p90_s = highest.value()->second.tpot_p90_s;
   plan.kv_capacity_tokens = replica.value().kv_capacity_tokens;
+  plan.token_budget = engine.token_budget;
+  plan.max_seqs = engine.max_seqs;
   for (const Probe& probe : trail) {
     plan.probes.push_back({.rate_rps = probe.rate_rps * plan.shape.replicas,
                            .ttft_p90_s = probe.ttft_p90_s,
@@ -373,13 +400,67 @@ Result<ServePlanResult> PlanServing(const ServePlanSpec& spec) {
                     (one.ep > 1 ? " ep " + std::to_string(one.ep) : ""));
     }
     STAGECRAFT_RETURN_IF_ERROR(EvaluateLayout(model, config.cluster, engine, workload, slo.value(),
-                                              one, spec.gpus, result));
+                                              one, spec.gpus, /*try_disaggregated=*/true,
+                                              /*start_rate=*/0, result));
+  }
+  const auto best_first = [](const ServePlan& a, const ServePlan& b) {
+    return a.goodput_rps_per_gpu > b.goodput_rps_per_gpu;
+  };
+  std::stable_sort(result.plans.begin(), result.plans.end(), best_first);
+  // The engine's batch limits, for the best colocated layouts: each keeps its best variant.
+  // Each variant's search starts from the layout's rate per replica at the default limits.
+  std::vector<std::pair<ServeShape, double>> refined;
+  for (const ServePlan& plan : result.plans) {
+    if (plan.disaggregated || refined.size() == kRefinedLayouts) continue;
+    ServeShape one = plan.shape;
+    one.replicas = 1;
+    refined.emplace_back(one, plan.rate_rps / plan.shape.replicas);
+  }
+  const bool chunked = engine.batching == EngineOptions::Batching::kChunked;
+  result.default_token_budget = engine.token_budget;
+  result.default_max_seqs = engine.max_seqs;
+  result.token_budgets_searched = chunked;
+  for (size_t index = 0; index < refined.size(); ++index) {
+    const auto& [one, start_rate] = refined[index];
+    if (spec.progress) {
+      spec.progress("[batch limits " + std::to_string(index + 1) + "/" +
+                    std::to_string(refined.size()) + "] tp " + std::to_string(one.tp) + " x pp " +
+                    std::to_string(one.pp) + (one.ep > 1 ? " ep " + std::to_string(one.ep) : ""));
+    }
+    for (int64_t budget : kTokenBudgets) {
+      // Prefill-first batching keeps its budget (whole prompts, max_model_len at least).
+      if (!chunked && budget != engine.token_budget) continue;
+      for (int32_t seqs : kMaxSeqs) {
+        if (budget == engine.token_budget && seqs == engine.max_seqs) continue;  // searched
+        EngineOptions variant = engine;
+        variant.token_budget = budget;
+        variant.max_seqs = seqs;
+        ++result.candidates;
+        ServePlanResult tried;
+        tried.best_ttft_p90_s = result.best_ttft_p90_s;
+        tried.best_tpot_p90_s = result.best_tpot_p90_s;
+        STAGECRAFT_RETURN_IF_ERROR(EvaluateLayout(model, config.cluster, variant, workload,
+                                                  slo.value(), one, spec.gpus,
+                                                  /*try_disaggregated=*/false, start_rate, tried));
+        for (const auto& [reason, count] : tried.rejections) {
+          result.rejections["batch limits: " + reason] += count;
+        }
+        for (ServePlan& plan : tried.plans) {
+          auto same =
+              std::find_if(result.plans.begin(), result.plans.end(), [&](const ServePlan& other) {
+                return !other.disaggregated && other.shape == plan.shape;
+              });
+          if (same == result.plans.end()) {
+            result.plans.push_back(std::move(plan));
+          } else if (plan.goodput_rps_per_gpu > same->goodput_rps_per_gpu) {
+            *same = std::move(plan);
+          }
+        }
+      }
+    }
   }
   if (spec.progress) spec.progress("");
-  std::stable_sort(result.plans.begin(), result.plans.end(),
-                   [](const ServePlan& a, const ServePlan& b) {
-                     return a.goodput_rps_per_gpu > b.goodput_rps_per_gpu;
-                   });
+  std::stable_sort(result.plans.begin(), result.plans.end(), best_first);
   return result;
 }
 
@@ -395,9 +476,17 @@ std::string FormatPlanText(const ServePlanSpec& spec, const std::string& label,
   out << "  candidates " << result.candidates << ", feasible and meeting the SLO "
       << result.plans.size() << "; each probe " << spec.requests
       << " requests or, at higher rates, 20 TTFT bounds' worth of arrivals, seed " << spec.seed
-      << "\n\n";
-  out << "  rank  tp x pp  placement  gpus   rate_rps  goodput/gpu  ttft_p90_ms  tpot_p90_ms  "
-         "kv_tokens\n";
+      << "\n";
+  out << "  batch (token budget/max_num_seqs per engine): " << result.default_token_budget << "/"
+      << result.default_max_seqs << " for every layout; for the best " << kRefinedLayouts
+      << " colocated also "
+      << (result.token_budgets_searched
+              ? std::to_string(kTokenBudgets[0]) + "-" +
+                    std::to_string(kTokenBudgets[std::size(kTokenBudgets) - 1]) + " x "
+              : std::to_string(result.default_token_budget) + "/")
+      << kMaxSeqs[0] << "-" << kMaxSeqs[std::size(kMaxSeqs) - 1] << ", each keeping its best\n\n";
+  out << "  rank  tp x pp  placement  gpus     batch   rate_rps  goodput/gpu  ttft_p90_ms  "
+         "tpot_p90_ms  kv_tokens\n";
   const size_t shown = std::min<size_t>(result.plans.size(), static_cast<size_t>(spec.top));
   for (size_t rank = 0; rank < shown; ++rank) {
     const ServePlan& plan = result.plans[rank];
@@ -412,6 +501,7 @@ std::string FormatPlanText(const ServePlanSpec& spec, const std::string& label,
                                       : std::to_string(plan.shape.replicas) + " colo",
                    11)
         << PadLeft(std::to_string(plan.shape.gpus()), 6)
+        << PadLeft(std::to_string(plan.token_budget) + "/" + std::to_string(plan.max_seqs), 10)
         << PadLeft(FormatFixed(plan.rate_rps, 3), 11)
         << PadLeft(FormatFixed(plan.goodput_rps_per_gpu, 4), 13)
         << PadLeft(FormatFixed(plan.ttft_p90_s * 1e3, 3), 13)
@@ -444,6 +534,8 @@ std::string FormatPlanJson(const ServePlanSpec& spec, const ServePlanResult& res
     json.Key("placement").String(plan.disaggregated ? "disaggregated" : "colocated");
     json.Key("prefill_instances").Int(plan.prefill_instances);
     json.Key("decode_instances").Int(plan.decode_instances);
+    json.Key("token_budget").Int(plan.token_budget);
+    json.Key("max_num_seqs").Int(plan.max_seqs);
     json.Key("rate_rps").Fixed(plan.rate_rps, 3);
     json.Key("goodput_rps_per_gpu").Fixed(plan.goodput_rps_per_gpu, 4);
     json.Key("ttft_p90_ms").Fixed(plan.ttft_p90_s * 1e3, 3);

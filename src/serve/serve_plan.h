@@ -9,8 +9,9 @@
 // (disaggregated_sim.h) and its rate lowered until both P90s hold there. Rejections are counted
 // by reason. A MoE model adds EP layouts (ep = tp x d attention data-parallel groups, d >= 2,
 // step_cost.h ServeShape::ep), colocated only; an ep not dividing the routed experts is a
-// rejection counted. Not searched yet: token budgets. `--space vidur` searches Vidur's space
-// instead (explorer_search.h).
+// rejection counted. The engine's batch limits are searched for the best colocated layouts
+// (kRefinedLayouts): every token budget x max_num_seqs of kTokenBudgets x kMaxSeqs, each layout
+// keeping its best. `--space vidur` searches Vidur's space instead (explorer_search.h).
 #pragma once
 
 #include <cstdint>
@@ -73,6 +74,10 @@ struct ServePlan {
   double ttft_p90_s = 0;           // at that rate
   double tpot_p90_s = 0;
   int64_t kv_capacity_tokens = 0;
+  // The engine's batch limits (per engine: an attention DP group's own): max_num_batched_tokens
+  // and max_num_seqs.
+  int64_t token_budget = 0;
+  int32_t max_seqs = 0;
   std::vector<RateProbe> probes;  // every rate tried, in order
 };
 
@@ -82,6 +87,11 @@ struct ServePlanResult {
   int64_t candidates = 0;
   std::vector<ServePlan> plans;               // best first
   std::map<std::string, int64_t> rejections;  // reason -> candidates
+  // The engine's batch limits every layout was searched at; whether the token budget was also
+  // varied for the best colocated ones (chunked batching; prefill-first keeps its budget).
+  int64_t default_token_budget = 0;
+  int32_t default_max_seqs = 0;
+  bool token_budgets_searched = false;
   // For an SLO no layout meets: the lowest P90 TTFT and TPOT any feasible layout reached at
   // the lowest rate tried, and the layouts they came from.
   double best_ttft_p90_s = 0;

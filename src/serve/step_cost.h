@@ -36,6 +36,7 @@ struct ServeShape {
   // In 64 bits: --pp and --ep come from the command line before the cluster bounds them.
   int64_t gpus_per_replica() const { return int64_t{stage_gpus()} * pp; }
   int64_t gpus() const { return gpus_per_replica() * replicas; }
+  bool operator==(const ServeShape&) const = default;
 };
 
 // The engine's settings; defaults are vLLM's (vllm/engine/arg_utils.py, EngineArgs).

@@ -75,7 +75,7 @@ struct Probe {
 // 20 delays' worth of arrivals makes that wait exceed the delay from d = 6% on, so a probe
 // cannot pass by draining a short burst faster than its rate could be sustained.
 constexpr double kProbeDelays = 20;  // FormatPlanText says "20"
-constexpr int64_t kMaxProbeRequests = 200'000;
+constexpr int64_t kMaxProbeRequests = 20'000;
 
 // The requests of a probe at `rate_rps`: the workload's, or more, so that the arrivals span
 // kProbeDelays x the SLO's delay: the TTFT bound, or with it unbounded (a decode-only pool,

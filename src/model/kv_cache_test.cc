@@ -94,34 +94,12 @@ TEST(KvCacheTest, DeepSeekV3MlaIs70272BytesPerToken) {
   EXPECT_EQ(cache.total(), 70'272.0);
 }
 
-LayerSpec Decoder(AttentionMode mode, int32_t ratio) {
-  LayerSpec layer;
-  layer.attention = mode;
-  layer.compress_ratio = ratio;
-  return layer;
-}
-
 // DeepSeek-V4.1-Flash (doc/csa2.md "Storage formats at inference"): full layers L2, L8, L14 at
 // m = 2 and L20 at m = 1 store main KV (512/2 + 512/16 = 288 B per entry) and indexer keys
 // (128/2 + 128/32 = 68 B per entry): 288 x (3/2 + 1) = 720 B and 68 x 2.5 = 170 B, 890 B in all;
 // swa_only, reuse and reindex layers add nothing.
 TEST(KvCacheTest, V41FlashCsa2Is890BytesPerToken) {
-  LayerSpec embedding;
-  embedding.kind = LayerKind::kEmbedding;
-  std::vector<LayerSpec> layers = {embedding, Decoder(AttentionMode::kSwaOnly, 0),
-                                   Decoder(AttentionMode::kSwaOnly, 0)};
-  for (int index = 2; index < 20; ++index) {
-    layers.push_back(
-        Decoder(index % 6 == 2 ? AttentionMode::kFull : AttentionMode::kReuse, /*ratio=*/2));
-  }
-  layers.push_back(Decoder(AttentionMode::kFull, 1));
-  for (int index = 21; index < 40; ++index) {
-    layers.push_back(
-        Decoder(index % 4 == 0 ? AttentionMode::kReindex : AttentionMode::kReuse, /*ratio=*/1));
-  }
-  LayerSpec head;
-  head.kind = LayerKind::kHead;
-  layers.push_back(head);
+  const std::vector<LayerSpec> layers = V41FlashLayers();
   const KvCachePerToken cache = Csa2KvCachePerToken(layers, Csa2Dims());
   EXPECT_EQ(cache.attention, AttentionKind::kCsa2);
   EXPECT_EQ(cache.main_kv_bytes, 720.0);

@@ -8,6 +8,8 @@
 #include <cmath>
 #include <vector>
 
+#include "testing/models.h"
+
 namespace stagecraft {
 namespace {
 
@@ -52,22 +54,6 @@ Csa2Dims WithoutMoe() {
   dims.expert_width = 0;
   dims.routed_experts = 0;
   return dims;
-}
-
-// csa2.md "Backbone": 40 layers, L0-1 swa_only, L2-19 m = 2, L20-39 m = 1.
-std::vector<LayerSpec> V41FlashLayers() {
-  std::vector<LayerSpec> layers = {OfKind(LayerKind::kEmbedding)};
-  for (int layer = 0; layer < 2; ++layer) layers.push_back(Decoder(AttentionMode::kSwaOnly, 0));
-  for (int layer = 2; layer < 20; ++layer) {
-    layers.push_back(Decoder(layer % 6 == 2 ? AttentionMode::kFull : AttentionMode::kReuse, 2));
-  }
-  for (int layer = 20; layer < 40; ++layer) {
-    AttentionMode mode = layer % 4 == 0 ? AttentionMode::kReindex : AttentionMode::kReuse;
-    if (layer == 20) mode = AttentionMode::kFull;
-    layers.push_back(Decoder(mode, 1));
-  }
-  layers.push_back(OfKind(LayerKind::kHead));
-  return layers;
 }
 
 // A swa_only layer at t = 1 costs 2·P + 4·n_h·c (one window key) + MoE.

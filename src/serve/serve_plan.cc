@@ -77,23 +77,25 @@ struct Probe {
 constexpr double kProbeDelays = 20;  // FormatPlanText says "20"
 constexpr int64_t kMaxProbeRequests = 20'000;
 
-// The requests of a probe at `rate_rps`: the workload's, or more, so that the arrivals span
-// kProbeDelays x the SLO's delay: the TTFT bound, or with it unbounded (a decode-only pool,
-// whose queueing shows in the TPOT) the TPOT bound over the mean output tokens after the first.
-int64_t ProbeRequests(const Workload& workload, double rate_rps, const PercentileSlo& slo) {
+}  // namespace
+
+int64_t ProbeRequests(const Workload& workload, double rate_rps, double ttft_p90_s,
+                      double tpot_p90_s) {
   const double after_first =
       std::max(1.0, static_cast<double>(workload.output.low + workload.output.high) / 2 - 1);
-  const double decode_delay = slo.tpot_p90_s * after_first;
-  const double delay = std::isfinite(slo.ttft_p90_s) ? slo.ttft_p90_s : decode_delay;
+  const double decode_delay = tpot_p90_s * after_first;
+  const double delay = std::isfinite(ttft_p90_s) ? ttft_p90_s : decode_delay;
   const double needed = std::ceil(kProbeDelays * rate_rps * delay);
   if (!std::isfinite(needed)) return std::max(workload.requests, kMaxProbeRequests);
   return std::max(workload.requests, std::min(kMaxProbeRequests, static_cast<int64_t>(needed)));
 }
 
+namespace {
+
 Result<Probe> ProbeRate(const ReplicaModel& replica, Workload workload, double rate_rps,
                         const PercentileSlo& slo) {
   workload.rate_rps = rate_rps;
-  workload.requests = ProbeRequests(workload, rate_rps, slo);
+  workload.requests = ProbeRequests(workload, rate_rps, slo.ttft_p90_s, slo.tpot_p90_s);
   auto stats = SimulateServing(replica, workload, Routing::kRoundRobin, Slo{});
   if (!stats.ok()) return stats.error();
   Probe probe;
@@ -450,11 +452,13 @@ Result<ServePlanResult> PlanServing(const ServePlanSpec& spec) {
               std::find_if(result.plans.begin(), result.plans.end(), [&](const ServePlan& other) {
                 return !other.disaggregated && other.shape == plan.shape;
               });
+          // The layout keeps its best batch limits; the other is a rejection counted.
           if (same == result.plans.end()) {
             result.plans.push_back(std::move(plan));
-          } else if (plan.goodput_rps_per_gpu > same->goodput_rps_per_gpu) {
-            *same = std::move(plan);
+            continue;
           }
+          ++result.rejections["batch limits: slower than the layout's best"];
+          if (plan.goodput_rps_per_gpu > same->goodput_rps_per_gpu) *same = std::move(plan);
         }
       }
     }

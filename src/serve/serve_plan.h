@@ -99,6 +99,13 @@ struct ServePlanResult {
 };
 
 Result<ServePlanResult> PlanServing(const ServePlanSpec& spec);
+
+// The requests a serve-plan probe at `rate_rps` (per replica) simulates: the workload's, or
+// more, so that the arrivals span 20 times the SLO's delay (the TTFT bound; with it infinite, a
+// decode-only pool whose queueing shows in the TPOT, the TPOT bound times the mean output tokens
+// after the first), at most 20,000. doc/serving.md says why.
+int64_t ProbeRequests(const Workload& workload, double rate_rps, double ttft_p90_s,
+                      double tpot_p90_s);
 Status RunServePlan(const ServePlanSpec& spec, Transcript& transcript);
 
 // The probes of every plan as a scatter (x: P90 TPOT in ms, y: GPU-seconds per request, the

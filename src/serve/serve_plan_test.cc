@@ -57,12 +57,16 @@ TEST(ServePlanTest, PlansMeetTheSloAndAreRankedByGoodputPerGpu) {
     if (best.disaggregated) continue;  // DisaggregatedPlansSplitTheGpus
     ServeShape one = best.shape;
     one.replicas = 1;
+    EngineOptions engine;  // the plan's batch limits (searched for the best layouts)
+    engine.token_budget = best.token_budget;
+    engine.max_seqs = best.max_seqs;
     auto replica = BuildReplicaModel(cluster.value().config.model.transformer,
-                                     cluster.value().config.cluster, one, EngineOptions{});
+                                     cluster.value().config.cluster, one, engine);
     ASSERT_TRUE(replica.ok());
     Workload workload;
     workload.requests = spec.requests;
     workload.rate_rps = best.rate_rps / best.shape.replicas;
+    workload.requests = ProbeRequests(workload, workload.rate_rps, 0.4, 0.04);
     auto stats = SimulateServing(replica.value(), workload, Routing::kRoundRobin, Slo{});
     ASSERT_TRUE(stats.ok());
     EXPECT_LE(stats.value().ttft_s.p90, 0.4);

@@ -59,10 +59,16 @@ void Candidate::ApplyTo(Config& config) const {
   config.model.micro_batch_size = micro_batch_size;
   config.schedule.name = schedule;
   config.schedule.group_size = 0;
-  // The engines' default split (schedule/partition.h).
-  p.partition = PartitionMethod::kCounts;
   p.layout.clear();
-  p.layer_counts = EvenTransformerCounts(config.model.transformer.layers, std::max(1, pp * vpp));
+  if (layer_list) {
+    p.partition = partition;
+    p.layer_counts.clear();
+    config.schedule.state_policy = state_policy;
+  } else {
+    // The engines' default split (schedule/partition.h).
+    p.partition = PartitionMethod::kCounts;
+    p.layer_counts = EvenTransformerCounts(config.model.transformer.layers, std::max(1, pp * vpp));
+  }
   if (first_stage_layers > 0 && pp >= 3 && vpp == 1) {
     p.layer_counts.assign(static_cast<size_t>(pp),
                           MiddleStageLayers(config.model.transformer.layers));
@@ -103,10 +109,16 @@ std::string Candidate::Describe() const {
          " recompute " + RecomputeText() + " zero " + std::to_string(zero_stage) +
          (first_stage_layers > 0 ? " first " + std::to_string(first_stage_layers) + " last " +
                                        std::to_string(last_stage_layers)
-                                 : std::string());
+                                 : std::string()) +
+         (layer_list ? std::string(" partition ") + PartitionMethodName(partition) + " state " +
+                           StatePolicyName(state_policy)
+                     : std::string());
 }
 
 std::string Candidate::ScheduleText(int32_t layers) const {
+  if (layer_list) {
+    return schedule + " " + PartitionMethodName(partition) + "/" + StatePolicyName(state_policy);
+  }
   if (first_stage_layers == 0 || pp < 3) return schedule;
   return schedule + " " + std::to_string(first_stage_layers) + "/" +
          std::to_string(MiddleStageLayers(layers)) + "/" + std::to_string(last_stage_layers);
@@ -143,7 +155,7 @@ struct Costed {
 // Everything but the schedule's order and the microbatch count changes the costs; the screen
 // prepares one representative per key.
 using CostKey = std::tuple<int, int32_t, int32_t, int32_t, int32_t, int32_t, int32_t, int32_t, int,
-                           int32_t, int32_t, bool, int32_t, int32_t>;
+                           int32_t, int32_t, bool, int32_t, int32_t, int, int>;
 CostKey KeyOf(const Candidate& c) {
   return {static_cast<int>(c.engine),
           c.tp,
@@ -158,7 +170,9 @@ CostKey KeyOf(const Candidate& c) {
           c.zero_stage,
           c.schedule == "dualpipev",
           c.first_stage_layers,
-          c.last_stage_layers};
+          c.last_stage_layers,
+          static_cast<int>(c.partition),
+          static_cast<int>(c.state_policy)};
 }
 
 // The planner's run of `candidate`: the loaded config with the candidate's layout applied.
@@ -287,10 +301,21 @@ Result<PlanResult> PlanLayouts(const PlanSpec& spec) {
   auto resolved = ResolveRun(resolve_spec);
   if (!resolved.ok()) return resolved.error();
   const Config& config = resolved.value().config;
-  if (!config.model.is_transformer()) {
+  const bool layer_list = !config.model.is_transformer();
+  if (layer_list && config.model.layers.empty()) {
     return Error{"plan: the model '" + config.model.name +
-                 "' is not a transformer (model.type: transformer or --hf-config); the planner "
-                 "searches dense and MoE transformers so far"};
+                 "' has no layers to split (expected model.type: transformer, model.type: layers "
+                 "or --hf-config)"};
+  }
+  if (layer_list && spec.export_engine) {
+    return Error{"plan: --export: the model '" + config.model.name +
+                 "' is a layer list (CSA2); no engine export writes its layers (drop --export)"};
+  }
+  if (layer_list && spec.engine != Engine::kAny) {
+    return Error{"plan: --engine " + std::string(EngineName(spec.engine)) + ": the model '" +
+                 config.model.name +
+                 "' is a layer list (CSA2), which no engine stagecraft writes rules for runs; "
+                 "plan it with --engine any (the layouts the run library simulates)"};
   }
   if (!config.cluster.given) {
     return Error{
@@ -307,11 +332,15 @@ Result<PlanResult> PlanLayouts(const PlanSpec& spec) {
   }
   const TransformerSpec& t = config.model.transformer;
   PlanShape shape;
-  shape.layers = t.layers;
-  shape.heads = t.heads;
-  shape.kv_heads = t.kv_heads_or_heads();
-  shape.ffn = t.moe() ? std::max<int64_t>(t.ffn_or_default(), 1) : t.ffn_or_default();
-  shape.experts = t.experts;
+  if (layer_list) {
+    shape = LayerListShape(config.model);
+  } else {
+    shape.layers = t.layers;
+    shape.heads = t.heads;
+    shape.kv_heads = t.kv_heads_or_heads();
+    shape.ffn = t.moe() ? std::max<int64_t>(t.ffn_or_default(), 1) : t.ffn_or_default();
+    shape.experts = t.experts;
+  }
   shape.seq_len = config.model.seq_len;
   shape.gpus_per_node = config.cluster.devices_per_node;
 
@@ -554,8 +583,12 @@ Result<PlanResult> PlanLayouts(const PlanSpec& spec) {
   }
   result.plans = std::move(plans);
   result.assumptions = {
-      "step times: the kernel model and the parallel cost model (doc/fidelity.md), the "
-      "engines' overlap options per engine (doc/plan.md)",
+      layer_list ? "step times: the kernel model on the layer list's per-layer costs and the "
+                   "parallel cost model (doc/fidelity.md), shared state moved by each "
+                   "candidate's state policy (doc/csa2.md); a layer list obeys no engine's rules "
+                   "(doc/plan.md)"
+                 : "step times: the kernel model and the parallel cost model (doc/fidelity.md), "
+                   "the engines' overlap options per engine (doc/plan.md)",
       "screen: the schedule's closed form on the slowest chunk plus the exposed DP tail; "
       "ranking: the exact simulation of the best " +
           std::to_string(simulate) + " of " + std::to_string(fitting.size()),

@@ -6,7 +6,8 @@
 // costs of the kernel model and the parallel cost model, the schedule's closed form, the memory
 // per device), then simulates the best of them exactly through the run library and ranks those
 // by the simulated step time. A candidate whose memory does not fit is rejected with its reason;
-// every rejection is counted by reason.
+// every rejection is counted by reason. A CSA2 layer list obeys no engine (kAny only, no export):
+// its candidates add the partition and the state policy (plan_rules.cc, LayerListSpace).
 #pragma once
 
 #include <cstdint>
@@ -82,6 +83,12 @@ struct Candidate {
   // layout: the split that balances the embedding and the head (PlanLayouts).
   int32_t first_stage_layers = 0;
   int32_t last_stage_layers = 0;
+  // A layer-list model (CSA2): no engine's rules (engine kAny), its layers split by `partition`
+  // (state-aware or cost, schedule/partition.h) and its shared state moved by `state_policy`
+  // (payload, direct or shadow, lower/state_flow.h), both searched.
+  bool layer_list = false;
+  PartitionMethod partition = PartitionMethod::kStateAware;
+  StatePolicy state_policy = StatePolicy::kPayload;
   // Decoders on each middle stage of that split, of `layers` in all. REQUIRES: pp >= 3.
   int32_t MiddleStageLayers(int32_t layers) const {
     return (layers - first_stage_layers - last_stage_layers) / (pp - 2);
@@ -93,7 +100,8 @@ struct Candidate {
   std::string Describe() const;
   // "none", "selective", "full", or "full:N" for N layers of each chunk.
   std::string RecomputeText() const;
-  // The schedule, with an uneven split's decoders per stage: "1f1b 9/10/9" (first/middle/last).
+  // The schedule, with an uneven split's decoders per stage: "1f1b 9/10/9" (first/middle/last);
+  // for a layer list with its partition and state policy: "1f1b state-aware/payload".
   std::string ScheduleText(int32_t layers) const;
 };
 
@@ -126,8 +134,9 @@ struct PlanResult {
   Config config;                            // the model and cluster planned for
 };
 
-// Errors (bad input): no --gpus or --global-batch-size, a model that is not a transformer, a
-// world that does not fit the cluster, no candidate at all (with the counts by reason).
+// Errors (bad input): no --gpus or --global-batch-size, a model with neither transformer
+// dimensions nor layers, a layer list with an engine named or --export, a world that does not fit
+// the cluster, no candidate at all (with the counts by reason).
 Result<PlanResult> PlanLayouts(const PlanSpec& spec);
 
 // The ranked table (with the rejections by reason), and the JSON object of the interface

@@ -46,6 +46,10 @@ void PlanObject(JsonWriter& json, const PlannedLayout& plan) {
   json.Key("micro_batch_size").Int(c.micro_batch_size);
   json.Key("microbatches").Int(c.microbatches);
   json.Key("schedule").String(c.schedule);
+  if (c.layer_list) {
+    json.Key("partition").String(PartitionMethodName(c.partition));
+    json.Key("state_policy").String(StatePolicyName(c.state_policy));
+  }
   if (c.first_stage_layers > 0) {
     json.Key("first_stage_layers").Int(c.first_stage_layers);
     json.Key("last_stage_layers").Int(c.last_stage_layers);
@@ -150,10 +154,17 @@ std::string FormatPlanTable(const PlanResult& result) {
           ", " + std::to_string(result.simulated) + " simulated\n";
   for (const std::string& assumption : result.assumptions) text += "  rests on: " + assumption + "\n";
   text += "\n";
-  text +=
-      "  rank  engine      tp x pp x dp x cp x ep  vpp  mbs     m  schedule          "
-      "recompute     zero       step_ms   tokens/s     mfu  bubble  exposed  memory_fullest  "
-      "fits\n";
+  // The schedule column fits its longest entry (a layer list's names its partition and policy).
+  size_t schedule_width = 18;
+  for (const PlannedLayout& plan : result.plans) {
+    schedule_width =
+        std::max(schedule_width,
+                 plan.candidate.ScheduleText(result.config.model.transformer.layers).size() + 1);
+  }
+  text += "  rank  engine      tp x pp x dp x cp x ep  vpp  mbs     m  " +
+          PadRight("schedule", schedule_width) +
+          "recompute     zero       step_ms   tokens/s     mfu  bubble  exposed  memory_fullest  "
+          "fits\n";
   int rank = 0;
   for (const PlannedLayout& plan : result.plans) {
     const Candidate& c = plan.candidate;
@@ -162,14 +173,14 @@ std::string FormatPlanTable(const PlanResult& result) {
             PadLeft(Layout(c), 24) + PadLeft(std::to_string(c.vpp), 5) +
             PadLeft(std::to_string(c.micro_batch_size), 5) +
             PadLeft(std::to_string(c.microbatches), 6) + "  " +
-            PadRight(c.ScheduleText(result.config.model.transformer.layers), 18) +
+            PadRight(c.ScheduleText(result.config.model.transformer.layers), schedule_width) +
             PadRight(c.RecomputeText(), 13) + PadLeft(std::to_string(c.zero_stage), 5) +
             PadLeft(FormatMs(plan.step), 14) + PadLeft(FormatFixed(plan.tokens_per_s, 0), 11) +
-            PadLeft(FormatFixed(plan.mfu, 3), 8) + PadLeft(FormatFixed(plan.bubble_pipeline, 3), 8) +
+            PadLeft(FormatFixed(plan.mfu, 3), 8) +
+            PadLeft(FormatFixed(plan.bubble_pipeline, 3), 8) +
             PadLeft(FormatFixed(plan.bubble_exposed, 3), 9) +
             PadLeft(FormatGib(plan.memory.peak_bytes) + " GiB", 16) +
-            PadLeft(FitsWord(plan.memory), 6) +
-            "\n";
+            PadLeft(FitsWord(plan.memory), 6) + "\n";
   }
   if (result.plans.empty()) text += "  (no layout fits)\n";
   text += "\n  rejected (candidates by reason):\n";

@@ -23,6 +23,8 @@
 #include "plan/plan_rules.h"
 
 #include <algorithm>
+#include <iterator>
+#include <numeric>
 #include <utility>
 
 namespace stagecraft {
@@ -72,6 +74,20 @@ EngineSpace SpaceOf(Engine engine) {
   return {{{"1f1b", {1}}}, {Recompute::kNone, Recompute::kFull}, {0, 1, 2, 3}};
 }
 
+// A layer list's space (no engine's rules: the layouts the run library simulates): the
+// generators it runs on layer lists, each partition that balances the stages by itself and each
+// state policy that moves shared state by one rule (auto, which picks per flow, is left to
+// `simulate --state-policy auto`).
+EngineSpace LayerListSpace() {
+  return {{{"1f1b", {1}}, {"interleaved-1f1b", {2, 4}}, {"zb-h1", {1}}, {"dualpipev", {2}}},
+          {Recompute::kNone, Recompute::kSelective, Recompute::kFull},
+          {0, 1, 2}};
+}
+constexpr PartitionMethod kLayerListPartitions[] = {PartitionMethod::kStateAware,
+                                                    PartitionMethod::kCost};
+constexpr StatePolicy kLayerListPolicies[] = {StatePolicy::kPayload, StatePolicy::kDirect,
+                                              StatePolicy::kShadow};
+
 // The first rule `c` breaks, or "" when it is legal.
 std::string Broken(const Candidate& c, const PlanSpec& spec, const PlanShape& shape) {
   const bool deepspeed = c.engine == Engine::kDeepSpeed;
@@ -82,7 +98,10 @@ std::string Broken(const Candidate& c, const PlanSpec& spec, const PlanShape& sh
   if (shape.heads % c.tp != 0) return "tp does not divide the attention heads";
   if (shape.kv_heads % c.tp != 0) return "tp does not divide the KV heads";
   if (shape.ffn % c.tp != 0) return "tp does not divide the MLP width";
-  if (torchtitan) {
+  if (shape.output_groups > 0 && shape.output_groups % c.tp != 0) {
+    return "tp does not divide the output groups";
+  }
+  if (torchtitan || shape.layer_list) {
     // torchtitan splits the model's modules over the stages itself, unevenly when it must
     // (torchtitan/distributed/pipeline.py, generate_llm_fqn_per_model_part); every stage needs a
     // layer.
@@ -119,7 +138,16 @@ std::string Broken(const Candidate& c, const PlanSpec& spec, const PlanShape& sh
 
 void EnumerateEngine(Engine engine, const PlanSpec& spec, const PlanShape& shape,
                      Enumeration& out) {
-  const EngineSpace space = SpaceOf(engine);
+  const EngineSpace space = shape.layer_list ? LayerListSpace() : SpaceOf(engine);
+  // Transformers: the engines' own split, no shared state (one pass of the last two loops).
+  const std::vector<PartitionMethod> partitions =
+      shape.layer_list ? std::vector<PartitionMethod>(std::begin(kLayerListPartitions),
+                                                      std::end(kLayerListPartitions))
+                       : std::vector<PartitionMethod>{PartitionMethod::kStateAware};
+  const std::vector<StatePolicy> policies =
+      shape.layer_list
+          ? std::vector<StatePolicy>(std::begin(kLayerListPolicies), std::end(kLayerListPolicies))
+          : std::vector<StatePolicy>{StatePolicy::kPayload};
   const int32_t n = spec.gpus;
   for (int32_t tp : Divisors(n)) {
     for (int32_t pp : Divisors(n / tp)) {
@@ -134,27 +162,39 @@ void EnumerateEngine(Engine engine, const PlanSpec& spec, const PlanShape& shape
               for (int32_t vpp : vpps) {
                 for (Recompute recompute : space.recompute) {
                   for (int32_t zero : space.zero) {
-                    Candidate c;
-                    c.engine = engine;
-                    c.tp = tp;
-                    c.pp = pp;
-                    c.dp = dp;
-                    c.cp = cp;
-                    c.ep = ep;
-                    c.vpp = vpp;
-                    c.micro_batch_size = mbs;
-                    const int64_t per_step = int64_t{dp} * mbs;
-                    c.microbatches = static_cast<int32_t>(
-                        std::min<int64_t>(spec.global_batch / per_step, int64_t{1} << 30));
-                    c.schedule = schedule;
-                    c.recompute = recompute;
-                    c.zero_stage = zero;
-                    ++out.asked;
-                    const std::string reason = Broken(c, spec, shape);
-                    if (reason.empty()) {
-                      out.legal.push_back(std::move(c));
-                    } else {
-                      ++out.rejected[reason];
+                    for (PartitionMethod partition : partitions) {
+                      for (StatePolicy policy : policies) {
+                        // One stage: nothing to partition and no state between stages.
+                        if (pp == 1 &&
+                            (partition != partitions.front() || policy != policies.front())) {
+                          continue;
+                        }
+                        Candidate c;
+                        c.engine = engine;
+                        c.layer_list = shape.layer_list;
+                        c.partition = partition;
+                        c.state_policy = policy;
+                        c.tp = tp;
+                        c.pp = pp;
+                        c.dp = dp;
+                        c.cp = cp;
+                        c.ep = ep;
+                        c.vpp = vpp;
+                        c.micro_batch_size = mbs;
+                        const int64_t per_step = int64_t{dp} * mbs;
+                        c.microbatches = static_cast<int32_t>(
+                            std::min<int64_t>(spec.global_batch / per_step, int64_t{1} << 30));
+                        c.schedule = schedule;
+                        c.recompute = recompute;
+                        c.zero_stage = zero;
+                        ++out.asked;
+                        const std::string reason = Broken(c, spec, shape);
+                        if (reason.empty()) {
+                          out.legal.push_back(std::move(c));
+                        } else {
+                          ++out.rejected[reason];
+                        }
+                      }
                     }
                   }
                 }
@@ -169,9 +209,30 @@ void EnumerateEngine(Engine engine, const PlanSpec& spec, const PlanShape& shape
 
 }  // namespace
 
+PlanShape LayerListShape(const ModelSpec& model) {
+  const Csa2Dims& dims = model.dims;
+  PlanShape shape;
+  shape.layer_list = true;
+  shape.layers = static_cast<int32_t>(model.layers.size());
+  shape.heads = dims.heads;
+  shape.kv_heads = dims.heads;  // one shared K = V head, replicated on every TP rank
+  shape.output_groups = dims.output_groups;
+  const int64_t dense = dims.dense_width > 0 ? dims.dense_width : 4 * int64_t{dims.hidden};
+  for (const LayerSpec& layer : model.layers) {
+    if (layer.kind != LayerKind::kDecoder) continue;
+    const int64_t width = layer.mlp == MlpKind::kMoe ? dims.expert_width : dense;
+    shape.ffn = std::gcd(shape.ffn, width);
+    if (layer.mlp == MlpKind::kMoe) shape.experts = dims.routed_experts;
+  }
+  if (shape.ffn == 0) shape.ffn = 1;  // no decoder: nothing for tp to split
+  return shape;
+}
+
 Enumeration EnumerateCandidates(const PlanSpec& spec, const PlanShape& shape) {
   Enumeration out;
-  if (spec.engine == Engine::kAny) {
+  if (shape.layer_list) {
+    EnumerateEngine(Engine::kAny, spec, shape, out);
+  } else if (spec.engine == Engine::kAny) {
     for (Engine engine : {Engine::kMegatron, Engine::kTorchtitan, Engine::kDeepSpeed}) {
       EnumerateEngine(engine, spec, shape, out);
     }

@@ -20,7 +20,17 @@ struct PlanShape {
   int64_t experts = 0;  // 0: dense
   int32_t seq_len = 0;
   int32_t gpus_per_node = 8;
+  // A layer-list model (CSA2): tp must also divide the output groups; pp x vpp stages take the
+  // layers unevenly (the partition balances them), so they need only as many layers; the
+  // candidates obey no engine's rules (LayerListSpace in plan_rules.cc).
+  bool layer_list = false;
+  int64_t output_groups = 0;
 };
+
+// A layer list's shape: its layers (embedding and head included), the query heads and output
+// groups tp splits, the widths of its MLPs (the gcd of the experts' and the dense one's in use),
+// its routed experts when any decoder is MoE. The shared KV head is replicated, not split.
+PlanShape LayerListShape(const ModelSpec& model);
 
 struct Enumeration {
   std::vector<Candidate> legal;

@@ -7,6 +7,7 @@
 
 #include "plan/plan_rules.h"
 #include "run/simulate.h"
+#include "testing/models.h"
 
 namespace stagecraft {
 namespace {
@@ -236,6 +237,86 @@ TEST(PlanTest, DerivesTheFewestBlockRecomputedLayersThatFit) {
   auto outcome = SimulateSpec(run);
   ASSERT_TRUE(outcome.ok()) << outcome.error().message;
   EXPECT_FALSE(outcome.value().info.memory.fits) << fewer.Describe();
+}
+
+// A CSA2 layer list (V4.1-Flash's 40 decoders between an embedding and a head): tp must divide
+// the 64 query heads, the 8 output groups and the experts' width 2304; the shared KV head does
+// not constrain it. The candidates follow no engine (kAny); with one stage they carry one
+// partition and one state policy (nothing to split, no state between stages), with more every
+// partition and policy of the space.
+TEST(PlanRulesTest, LayerListCandidatesSplitWhatTheLayerListSplits) {
+  ModelSpec model;
+  model.layers = V41FlashLayers();
+  PlanShape shape = LayerListShape(model);
+  EXPECT_TRUE(shape.layer_list);
+  EXPECT_EQ(shape.layers, 42);
+  EXPECT_EQ(shape.heads, 64);
+  EXPECT_EQ(shape.kv_heads, 64);
+  EXPECT_EQ(shape.output_groups, 8);
+  EXPECT_EQ(shape.ffn, 2304);
+  EXPECT_EQ(shape.experts, 384);
+  shape.seq_len = 4096;
+  shape.gpus_per_node = 8;
+  PlanSpec spec = Spec(Engine::kAny);
+  const Enumeration enumeration = EnumerateCandidates(spec, shape);
+  ASSERT_FALSE(enumeration.legal.empty());
+  std::set<std::pair<int, int>> staged;
+  for (const Candidate& c : enumeration.legal) {
+    EXPECT_EQ(c.engine, Engine::kAny);
+    EXPECT_TRUE(c.layer_list);
+    EXPECT_EQ(8 % c.tp, 0) << c.Describe();
+    EXPECT_EQ(2304 % c.tp, 0) << c.Describe();
+    EXPECT_LE(c.pp * c.vpp, 42) << c.Describe();
+    EXPECT_EQ(384 % c.ep, 0) << c.Describe();
+    if (c.pp == 1) {
+      EXPECT_EQ(c.partition, PartitionMethod::kStateAware) << c.Describe();
+      EXPECT_EQ(c.state_policy, StatePolicy::kPayload) << c.Describe();
+    } else {
+      staged.insert({static_cast<int>(c.partition), static_cast<int>(c.state_policy)});
+    }
+  }
+  EXPECT_EQ(staged.size(), 6u);  // {state-aware, cost} x {payload, direct, shadow}
+  EXPECT_GT(enumeration.rejected.count("tp does not divide the output groups") +
+                enumeration.rejected.count("tp crosses a node"),
+            0u);
+}
+
+// The best plan of a small CSA2 model replays exactly: `simulate` with its layout applied gives
+// the plan's step time and memory verdict.
+TEST(PlanTest, PlansACsa2LayerListAndItsBestReplays) {
+  PlanSpec spec;
+  spec.run.config_path =
+      (std::filesystem::path(STAGECRAFT_TESTS_DIR) / ".." / "examples" / "csa2-small.yaml")
+          .string();
+  spec.run.cluster = "h100";
+  spec.gpus = 8;
+  spec.global_batch = 32;
+  spec.simulate = 10;
+  auto planned = PlanLayouts(spec);
+  ASSERT_TRUE(planned.ok()) << planned.error().message;
+  const PlanResult& result = planned.value();
+  ASSERT_FALSE(result.plans.empty());
+  const PlannedLayout& best = result.plans.front();
+  EXPECT_TRUE(best.candidate.layer_list);
+  RunSpec run = spec.run;
+  const Candidate c = best.candidate;
+  run.edit = [c](Config& config) {
+    c.ApplyTo(config);
+    return Status::Ok();
+  };
+  auto outcome = SimulateSpec(run);
+  ASSERT_TRUE(outcome.ok()) << outcome.error().message;
+  EXPECT_EQ(outcome.value().metrics.makespan, best.step);
+  EXPECT_EQ(outcome.value().info.memory.fits, best.memory.fits);
+  EXPECT_EQ(outcome.value().info.memory.peak_bytes, best.memory.peak_bytes);
+  for (size_t rank = 1; rank < result.plans.size(); ++rank) {
+    EXPECT_GE(result.plans[rank].step, result.plans[rank - 1].step);
+  }
+  // No engine runs a layer list: naming one, or an export, is bad input.
+  spec.engine = Engine::kMegatron;
+  auto refused = PlanLayouts(spec);
+  ASSERT_FALSE(refused.ok());
+  EXPECT_NE(refused.error().message.find("--engine any"), std::string::npos);
 }
 
 }  // namespace

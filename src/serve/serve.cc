@@ -129,11 +129,9 @@ std::string FormatJson(const std::string& model, const ReplicaModel& replica,
   if (!replica.csa2) json.Key("kv_bytes_per_element").Int(replica.engine.kv_bytes);
   json.Key("kv_capacity_tokens").Int(replica.kv_capacity_tokens);
   if (replica.csa2) {
-    int64_t decoders = 0;
-    for (const Csa2Serving::LayerClass& layers : replica.csa2->classes) decoders += layers.count;
     json.Key("window_kv_bytes_per_request")
-        .Fixed(static_cast<double>(decoders) * static_cast<double>(replica.csa2->window) *
-                   replica.csa2->window_entry_bytes,
+        .Fixed(static_cast<double>(replica.csa2->decoders()) *
+                   static_cast<double>(replica.csa2->window) * replica.csa2->window_entry_bytes,
                0);
     json.Key("kv_tokens_held_at_decode_context")
         .Fixed(KvTokensHeld(replica, static_cast<double>(decode.context)), 0);
@@ -194,13 +192,11 @@ std::string FormatText(const std::string& label, const std::string& model,
   if (replica.csa2) {
     // The model's own formats (doc/csa2.md), the whole cache on every TP rank.
     const Csa2Serving& csa2 = *replica.csa2;
-    int64_t decoders = 0;
-    for (const Csa2Serving::LayerClass& layers : csa2.classes) decoders += layers.count;
     out << "  KV cache: CSA2, " << FormatFixed(replica.kv.total(), 0)
         << " B per token (compressed KV FP4 + indexer keys MXFP4 of the full layers), "
         << FormatFixed(replica.kv_bytes_per_token_per_gpu, 0) << " B of it per GPU"
         << (replica.shape.pp > 1 ? " on the stage that bounds the capacity" : "")
-        << "; window KV FP8 of " << decoders << " layers x " << csa2.window << " tokens x "
+        << "; window KV FP8 of " << csa2.decoders() << " layers x " << csa2.window << " tokens x "
         << FormatFixed(csa2.window_entry_bytes, 0) << " B per request"
         << (replica.kv_replicated ? "; replicated across TP ranks\n" : "\n");
     const double context = static_cast<double>(decode.context);

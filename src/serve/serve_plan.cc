@@ -74,7 +74,7 @@ struct Probe {
 // arrivals, so the P90 request waits about 0.9 x N x d / ((1 + d) x rate) after N arrivals;
 // 20 delays' worth of arrivals makes that wait exceed the delay from d = 6% on, so a probe
 // cannot pass by draining a short burst faster than its rate could be sustained.
-constexpr double kProbeDelays = 20;  // FormatPlanText says "20"
+constexpr double kProbeDelays = 20;
 constexpr int64_t kMaxProbeRequests = 20'000;
 
 }  // namespace
@@ -479,8 +479,8 @@ std::string FormatPlanText(const ServePlanSpec& spec, const std::string& label,
       << spec.output_tokens << " tokens\n";
   out << "  candidates " << result.candidates << ", feasible and meeting the SLO "
       << result.plans.size() << "; each probe " << spec.requests
-      << " requests or, at higher rates, 20 TTFT bounds' worth of arrivals, seed " << spec.seed
-      << "\n";
+      << " requests or, at higher rates, " << static_cast<int>(kProbeDelays)
+      << " TTFT bounds' worth of arrivals, seed " << spec.seed << "\n";
   out << "  batch (token budget/max_num_seqs per engine): " << result.default_token_budget << "/"
       << result.default_max_seqs << " for every layout; for the best " << kRefinedLayouts
       << " colocated also "

@@ -74,6 +74,11 @@ struct Csa2Serving {
     int32_t count = 0;
   };
   std::vector<LayerClass> classes;
+  int32_t decoders() const {
+    int32_t count = 0;
+    for (const LayerClass& layers : classes) count += layers.count;
+    return count;
+  }
   Csa2Dims dims;
   double main_entry_bytes = 0;    // a compressed KV entry: FP4 E2M1 + an E4M3 scale per 16
   double index_entry_bytes = 0;   // an indexer key: MXFP4 + an E8M0 scale per 32

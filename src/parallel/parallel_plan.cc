@@ -118,11 +118,20 @@ std::vector<std::pair<double, Time>> Buckets(GradBuckets mode, int32_t dp,
   const double regular =
       mode == GradBuckets::kPytorch ? 25 * mib : std::max(4e7, 1e6 * dp) * kGradientBytes;
   double done = 0;
+  // The buckets but the first (PyTorch's) and the last are one size: each size is costed once
+  // (a 70B model's unsharded gradients make thousands of buckets per layout).
+  double costed_size = -1;
+  Time costed_time;
+  buckets.reserve(static_cast<size_t>(std::ceil(grad_bytes / regular)) + 2);
   while (done < grad_bytes) {
     const double size =
         std::min(grad_bytes - done, mode == GradBuckets::kPytorch && done == 0 ? mib : regular);
     done += size;
-    buckets.emplace_back(done / grad_bytes, RingTime(cluster, kind, ranks, per_node, size));
+    if (size != costed_size) {
+      costed_size = size;
+      costed_time = RingTime(cluster, kind, ranks, per_node, size);
+    }
+    buckets.emplace_back(done / grad_bytes, costed_time);
   }
   return buckets;
 }

@@ -5,6 +5,7 @@
 #include <sstream>
 
 #include "io/torchtitan_config.h"
+#include "schedule/partition.h"
 
 namespace stagecraft {
 namespace {
@@ -50,19 +51,19 @@ std::vector<std::pair<std::string, std::string>> MegatronArgs(const Config& conf
   args.push_back({"--global-batch-size", Str(global_batch)});
   args.push_back({"--tensor-model-parallel-size", Str(c.tp)});
   args.push_back({"--pipeline-model-parallel-size", Str(c.pp)});
-  if (c.vpp > 1) {
-    args.push_back({"--num-layers-per-virtual-pipeline-stage", Str(t.layers / (c.pp * c.vpp))});
-  }
-  if (c.first_stage_layers > 0 && c.engine == Engine::kMegatron) {
+  const bool layout =
+      c.engine == Engine::kMegatron && (c.first_stage_layers > 0 || !c.layout_counts.empty());
+  if (layout) {
     // The uneven split as Megatron's layout string (megatron/core/transformer/
-    // pipeline_parallel_layer_layout.py): the embedding and the first stage's decoders, the
-    // middle stages', the last stage's with the loss; `simulate --from-megatron` also reads the
-    // equivalent --decoder-first/last-pipeline-num-layers.
-    const int32_t middle = c.MiddleStageLayers(t.layers);
-    std::string layout = "Et*" + Str(c.first_stage_layers);
-    for (int32_t stage = 1; stage + 1 < c.pp; ++stage) layout += "|t*" + Str(middle);
-    layout += "|t*" + Str(c.last_stage_layers) + "L";
-    args.push_back({"--pipeline-model-parallel-layout", layout});
+    // pipeline_parallel_layer_layout.py): the chunks in virtual-stage order, the embedding with
+    // the first and the loss with the last; the number of chunks over pp is the virtual
+    // pipeline size, so --num-layers-per-virtual-pipeline-stage is not given with it
+    // (arguments.py). `simulate --from-megatron` also reads a first/last split as
+    // --decoder-first/last-pipeline-num-layers.
+    args.push_back({"--pipeline-model-parallel-layout",
+                    TransformerLayoutString(c.StageCounts(static_cast<int32_t>(t.layers)))});
+  } else if (c.vpp > 1) {
+    args.push_back({"--num-layers-per-virtual-pipeline-stage", Str(t.layers / (c.pp * c.vpp))});
   }
   args.push_back({"--context-parallel-size", Str(c.cp)});
   if (c.ep > 1) args.push_back({"--expert-model-parallel-size", Str(c.ep)});

@@ -2,6 +2,8 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstddef>
+#include <limits>
 #include <map>
 #include <memory>
 #include <tuple>
@@ -45,6 +47,17 @@ Result<Engine> ParseEngine(const std::string& name, const std::string& flag) {
                JoinChoices(names) + ")"};
 }
 
+std::vector<int32_t> Candidate::StageCounts(int32_t layers) const {
+  if (!layout_counts.empty()) return layout_counts;
+  if (first_stage_layers > 0 && pp >= 3 && vpp == 1) {
+    std::vector<int32_t> counts(static_cast<size_t>(pp), MiddleStageLayers(layers));
+    counts.front() = first_stage_layers + 1;  // and the embedding
+    counts.back() = last_stage_layers + 1;    // and the head
+    return counts;
+  }
+  return EvenTransformerCounts(layers, std::max(1, pp * vpp));  // the engines' default split
+}
+
 void Candidate::ApplyTo(Config& config) const {
   ParallelSpec& p = config.parallel;
   p.tp = tp;
@@ -65,15 +78,8 @@ void Candidate::ApplyTo(Config& config) const {
     p.layer_counts.clear();
     config.schedule.state_policy = state_policy;
   } else {
-    // The engines' default split (schedule/partition.h).
     p.partition = PartitionMethod::kCounts;
-    p.layer_counts = EvenTransformerCounts(config.model.transformer.layers, std::max(1, pp * vpp));
-  }
-  if (first_stage_layers > 0 && pp >= 3 && vpp == 1) {
-    p.layer_counts.assign(static_cast<size_t>(pp),
-                          MiddleStageLayers(config.model.transformer.layers));
-    p.layer_counts.front() = first_stage_layers + 1;  // and the embedding
-    p.layer_counts.back() = last_stage_layers + 1;    // and the head
+    p.layer_counts = StageCounts(config.model.transformer.layers);
   }
   p.placement = Placement::kLoop;
   const bool data_parallel = dp * cp > 1;
@@ -110,6 +116,8 @@ std::string Candidate::Describe() const {
          (first_stage_layers > 0 ? " first " + std::to_string(first_stage_layers) + " last " +
                                        std::to_string(last_stage_layers)
                                  : std::string()) +
+         (layout_counts.empty() ? std::string()
+                                : " layout " + TransformerLayoutString(layout_counts)) +
          (layer_list ? std::string(" partition ") + PartitionMethodName(partition) + " state " +
                            StatePolicyName(state_policy)
                      : std::string());
@@ -119,6 +127,7 @@ std::string Candidate::ScheduleText(int32_t layers) const {
   if (layer_list) {
     return schedule + " " + PartitionMethodName(partition) + "/" + StatePolicyName(state_policy);
   }
+  if (!layout_counts.empty()) return schedule + " " + TransformerLayoutString(layout_counts);
   if (first_stage_layers == 0 || pp < 3) return schedule;
   return schedule + " " + std::to_string(first_stage_layers) + "/" +
          std::to_string(MiddleStageLayers(layers)) + "/" + std::to_string(last_stage_layers);
@@ -154,8 +163,9 @@ struct Costed {
 
 // Everything but the schedule's order and the microbatch count changes the costs; the screen
 // prepares one representative per key.
-using CostKey = std::tuple<int, int32_t, int32_t, int32_t, int32_t, int32_t, int32_t, int32_t, int,
-                           int32_t, int32_t, bool, int32_t, int32_t, int, int>;
+using CostKey =
+    std::tuple<int, int32_t, int32_t, int32_t, int32_t, int32_t, int32_t, int32_t, int, int32_t,
+               int32_t, bool, int32_t, int32_t, std::vector<int32_t>, int, int>;
 CostKey KeyOf(const Candidate& c) {
   return {static_cast<int>(c.engine),
           c.tp,
@@ -171,6 +181,7 @@ CostKey KeyOf(const Candidate& c) {
           c.schedule == "dualpipev",
           c.first_stage_layers,
           c.last_stage_layers,
+          c.layout_counts,
           static_cast<int>(c.partition),
           static_cast<int>(c.state_policy)};
 }
@@ -378,20 +389,17 @@ Result<PlanResult> PlanLayouts(const PlanSpec& spec) {
   std::vector<Costed> costs;
   costs.reserve(costed_bytes.size());
   for (const std::string& bytes : costed_bytes) costs.push_back(ByteReader(bytes).Get<Costed>());
+  // Each candidate's screened step, fitting or not (-1 ns: none); the uneven splits below start
+  // from it.
+  std::vector<Time> screen_step;
   const auto screen = [&](size_t index, const Costed& costed) {
     const Candidate& c = enumeration.legal[index];
+    screen_step.resize(enumeration.legal.size(), Time::Nanoseconds(-1));
     if (!costed.ok) {
       ++result.rejected["refused when prepared (stagecraft simulate says why)"];
       return;
     }
     ++result.screened;
-    const double memory = costed.states +
-                          static_cast<double>(ChunksInFlight(c) * costed.chunk_activations) +
-                          static_cast<double>(costed.reserve);
-    if (costed.capacity > 0 && memory > Budget(spec, costed.capacity)) {
-      ++result.rejected["over memory (screen)"];
-      return;
-    }
     ClosedFormInputs inputs;
     inputs.schedule = c.pp == 1 ? "1f1b" : c.schedule;
     inputs.pp = c.pp;
@@ -401,11 +409,19 @@ Result<PlanResult> PlanLayouts(const PlanSpec& spec) {
     inputs.chunk_backward = costed.backward;
     inputs.chunk_weight_grad = costed.weight_grad;
     auto form = DeriveClosedForm(inputs);
+    if (form.ok()) screen_step[index] = form.value().makespan + costed.tail;
+    const double memory = costed.states +
+                          static_cast<double>(ChunksInFlight(c) * costed.chunk_activations) +
+                          static_cast<double>(costed.reserve);
+    if (costed.capacity > 0 && memory > Budget(spec, costed.capacity)) {
+      ++result.rejected["over memory (screen)"];
+      return;
+    }
     if (!form.ok()) {
       ++result.rejected["no closed form to screen it"];
       return;
     }
-    fitting.push_back({index, form.value().makespan + costed.tail});
+    fitting.push_back({index, screen_step[index]});
   };
   const size_t enumerated = enumeration.legal.size();
   for (size_t index = 0; index < enumerated; ++index) {
@@ -446,54 +462,108 @@ Result<PlanResult> PlanLayouts(const PlanSpec& spec) {
     partial.recompute_num_layers = static_cast<int32_t>(std::max(1.0, layers));
     derived.push_back(partial);
   }
-  // Megatron's uneven split (--decoder-first-pipeline-num-layers F
-  // --decoder-last-pipeline-num-layers L; megatron/core/transformer/transformer_config.py: the
-  // middle stages' decoders even, vpp 1 here): the first stage also holds the embedding and the
-  // last the head and the loss, so the even split leaves them the slowest. From a layout's
-  // screened costs (one decoder's F + B with its collectives, and what the embedding and the head
-  // add), every (F, L) whose middle divides evenly is tried and the one with the least slowest
-  // stage kept, when it beats the even split; it is costed and screened as a candidate of its own.
+  // Megatron's uneven splits. The first stage also holds the embedding and the last the head
+  // and the loss, so the even split leaves them the slowest. From a layout's screened costs (one
+  // decoder's F + B with its collectives, and what the embedding and the head add), two
+  // derivations, each costed and screened as a candidate of its own where it beats the even
+  // split's slowest rank:
+  // - vpp 1: --decoder-first-pipeline-num-layers F --decoder-last-pipeline-num-layers L
+  //   (megatron/core/transformer/transformer_config.py: the middle stages' decoders even); every
+  //   (F, L) whose middle divides evenly is tried and the one with the least slowest stage kept;
+  // - any vpp: --pipeline-model-parallel-layout (pipeline_parallel_layer_layout.py, which takes
+  //   any count per virtual stage): the exact balance of BalancedTransformerCounts, kept where it
+  //   also beats the first/last split (the simpler flags win a tie).
+  // A split can only make a layout faster by what it takes off the slowest rank (or chunk), so
+  // a parent whose screened step, scaled by that share, is no faster than the screen's
+  // simulate-th best cannot reach the exact simulation; its splits are not derived.
+  Time cutoff = Time::Nanoseconds(std::numeric_limits<int64_t>::max());
+  const size_t keep = static_cast<size_t>(std::max(1, spec.simulate));
+  if (fitting.size() >= keep) {
+    std::vector<Time> steps;
+    for (const Screened& one : fitting) steps.push_back(one.step);
+    std::nth_element(steps.begin(), steps.begin() + static_cast<std::ptrdiff_t>(keep - 1),
+                     steps.end());
+    cutoff = steps[keep - 1];
+  }
   for (size_t index = 0; index < enumerated; ++index) {
     const Candidate& c = enumeration.legal[index];
-    if (c.engine != Engine::kMegatron || c.vpp != 1 || c.pp < 3) continue;
+    if (c.engine != Engine::kMegatron || c.pp < 2) continue;
     const Costed& costed = costs[key_index.at(KeyOf(c))];
-    if (!costed.ok || costed.decoder <= Time()) continue;
-    const int64_t layers = shape.layers;
-    const int64_t middle_stages = c.pp - 2;
-    const int64_t decoder = costed.decoder.ns();
-    const auto slowest = [&](int64_t first, int64_t last) {
-      const int64_t middle = (layers - first - last) / middle_stages;
-      return std::max({costed.embedding.ns() + first * decoder, last * decoder + costed.head.ns(),
-                       middle * decoder});
+    if (!costed.ok || costed.decoder <= Time() || screen_step[index] < Time()) continue;
+    const std::vector<int32_t> parent = c.StageCounts(shape.layers);
+    // Whether `counts` may screen below the cutoff: the parent's step scaled by the larger of
+    // the two shares a split takes off (its slowest rank's and its slowest chunk's).
+    const auto promising = [&](const std::vector<int32_t>& counts) {
+      const auto chunks = static_cast<int32_t>(counts.size());
+      const double rank_share =
+          static_cast<double>(
+              SlowestTransformerRank(counts, c.pp, costed.decoder, costed.embedding, costed.head)
+                  .ns()) /
+          static_cast<double>(
+              SlowestTransformerRank(parent, c.pp, costed.decoder, costed.embedding, costed.head)
+                  .ns());
+      const double chunk_share =
+          static_cast<double>(
+              SlowestTransformerRank(counts, chunks, costed.decoder, costed.embedding, costed.head)
+                  .ns()) /
+          static_cast<double>(
+              SlowestTransformerRank(parent, chunks, costed.decoder, costed.embedding, costed.head)
+                  .ns());
+      return static_cast<double>(screen_step[index].ns()) * std::min(rank_share, chunk_share) <
+             static_cast<double>(cutoff.ns());
     };
-    const int64_t even = layers / c.pp;
-    int64_t best_first = even;
-    int64_t best_last = even;
-    // The least slowest stage; where two splits differ by less than 1% of one decoder (below
-    // what the model resolves), the one nearer the even split (fewer stages at the maximum).
+    const int64_t layers = shape.layers;
+    const int64_t decoder = costed.decoder.ns();
+    // Where two splits differ by less than 1% of one decoder (below what the model resolves),
+    // the one nearer the even split (fewer stages at the maximum).
     const int64_t tie = std::max<int64_t>(1, decoder / 100);
-    int64_t best = slowest(even, even);
-    int64_t best_distance = 0;
-    for (int64_t first = 1; first < layers; ++first) {
-      for (int64_t last = 1; first + last + middle_stages <= layers; ++last) {
-        if ((layers - first - last) % middle_stages != 0) continue;
-        const int64_t time = slowest(first, last);
-        const int64_t distance = std::abs(first - even) + std::abs(last - even);
-        const bool faster = time + tie <= best;
-        const bool as_fast_and_nearer = time < best + tie && distance < best_distance;
-        if (faster || as_fast_and_nearer) {
-          best = std::min(best, time);
-          best_distance = distance;
-          best_first = first;
-          best_last = last;
+    // The split it runs: the even one, or (pp x vpp not dividing the layers) its layout.
+    int64_t best = SlowestTransformerRank(c.StageCounts(shape.layers), c.pp, costed.decoder,
+                                          costed.embedding, costed.head)
+                       .ns();
+    if (c.vpp == 1 && c.pp >= 3) {
+      const int64_t middle_stages = c.pp - 2;
+      const auto slowest = [&](int64_t first, int64_t last) {
+        const int64_t middle = (layers - first - last) / middle_stages;
+        return std::max({costed.embedding.ns() + first * decoder, last * decoder + costed.head.ns(),
+                         middle * decoder});
+      };
+      const int64_t even = layers / c.pp;
+      int64_t best_first = even;
+      int64_t best_last = even;
+      int64_t best_distance = 0;
+      for (int64_t first = 1; first < layers; ++first) {
+        for (int64_t last = 1; first + last + middle_stages <= layers; ++last) {
+          if ((layers - first - last) % middle_stages != 0) continue;
+          const int64_t time = slowest(first, last);
+          const int64_t distance = std::abs(first - even) + std::abs(last - even);
+          const bool faster = time + tie <= best;
+          const bool as_fast_and_nearer = time < best + tie && distance < best_distance;
+          if (faster || as_fast_and_nearer) {
+            best = std::min(best, time);
+            best_distance = distance;
+            best_first = first;
+            best_last = last;
+          }
         }
       }
+      if (best_first != even || best_last != even) {
+        Candidate uneven = c;
+        uneven.first_stage_layers = static_cast<int32_t>(best_first);
+        uneven.last_stage_layers = static_cast<int32_t>(best_last);
+        uneven.layout_counts.clear();
+        if (promising(uneven.StageCounts(shape.layers))) derived.push_back(uneven);
+      }
     }
-    if (best_first == even && best_last == even) continue;
-    Candidate uneven = c;
-    uneven.first_stage_layers = static_cast<int32_t>(best_first);
-    uneven.last_stage_layers = static_cast<int32_t>(best_last);
-    derived.push_back(uneven);
+    std::vector<int32_t> balanced = BalancedTransformerCounts(
+        shape.layers, c.pp, c.vpp, costed.decoder, costed.embedding, costed.head);
+    if (balanced.empty()) continue;
+    const Time time =
+        SlowestTransformerRank(balanced, c.pp, costed.decoder, costed.embedding, costed.head);
+    if (time.ns() + tie > best || balanced == c.layout_counts || !promising(balanced)) continue;
+    Candidate layout = c;
+    layout.layout_counts = std::move(balanced);
+    derived.push_back(std::move(layout));
   }
   if (!derived.empty()) {
     std::vector<size_t> new_keys;  // indices into `derived` of the first of each new key

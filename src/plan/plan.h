@@ -83,6 +83,11 @@ struct Candidate {
   // layout: the split that balances the embedding and the head (PlanLayouts).
   int32_t first_stage_layers = 0;
   int32_t last_stage_layers = 0;
+  // Megatron's --pipeline-model-parallel-layout (any vpp): the layers of each of the pp x vpp
+  // chunks, the embedding with the first and the head with the last (as EvenTransformerCounts);
+  // empty = the even split or the first/last one above. The planner derives it for a layout: the
+  // split whose slowest rank is fastest (BalancedTransformerCounts), where it beats both.
+  std::vector<int32_t> layout_counts;
   // A layer-list model (CSA2): no engine's rules (engine kAny), its layers split by `partition`
   // (state-aware or cost, schedule/partition.h) and its shared state moved by `state_policy`
   // (payload, direct or shadow, lower/state_flow.h), both searched.
@@ -94,13 +99,18 @@ struct Candidate {
     return (layers - first_stage_layers - last_stage_layers) / (pp - 2);
   }
 
+  // The layers of each chunk this layout runs (the embedding and the head included): the
+  // layout's counts, the first/last split's, or the engines' even split.
+  std::vector<int32_t> StageCounts(int32_t layers) const;
+
   // The config changes that make this layout (what a RunSpec's `edit` applies).
   void ApplyTo(Config& config) const;
   // "megatron tp 8 pp 4 vpp 2 dp 2 cp 1 ep 1 mbs 1 m 32 interleaved-1f1b recompute selective zero 1".
   std::string Describe() const;
   // "none", "selective", "full", or "full:N" for N layers of each chunk.
   std::string RecomputeText() const;
-  // The schedule, with an uneven split's decoders per stage: "1f1b 9/10/9" (first/middle/last);
+  // The schedule, with an uneven split's decoders per stage: "1f1b 9/10/9" (first/middle/last),
+  // or a derived layout's string: "interleaved-1f1b Et*2|(t*3|)*2(t*2|)*36L";
   // for a layer list with its partition and state policy: "1f1b state-aware/payload".
   std::string ScheduleText(int32_t layers) const;
 };

@@ -12,6 +12,7 @@
 #include "report/html.h"
 #include "report/json_writer.h"
 #include "report/svg_plot.h"
+#include "schedule/partition.h"
 
 namespace stagecraft {
 namespace {
@@ -54,6 +55,7 @@ void PlanObject(JsonWriter& json, const PlannedLayout& plan) {
     json.Key("first_stage_layers").Int(c.first_stage_layers);
     json.Key("last_stage_layers").Int(c.last_stage_layers);
   }
+  if (!c.layout_counts.empty()) json.Key("layout").String(TransformerLayoutString(c.layout_counts));
   json.Key("recompute").String(RecomputeName(c.recompute));
   if (c.recompute_num_layers > 0) json.Key("recompute_num_layers").Int(c.recompute_num_layers);
   json.Key("zero_stage").Int(c.zero_stage);

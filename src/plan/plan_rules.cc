@@ -2,18 +2,20 @@
 // versions named; the checks moved between files over the releases):
 //   Megatron-LM   megatron/training/arguments.py, validate_args (core_r0.9-r0.12): world size
 //                 divisible by tp x pp x cp; num_attention_heads and num_query_groups divisible
-//                 by tp; num_layers divisible by pp (without an uneven layout); with a virtual
-//                 pipeline, layers per stage divisible by vpp; the interleaved schedule needs the
+//                 by tp; num_layers divisible by pp and, with a virtual pipeline, layers per
+//                 stage divisible by vpp, unless --pipeline-model-parallel-layout gives the
+//                 split (then any pp x vpp up to the layers); the interleaved schedule needs the
 //                 microbatches divisible by pp (megatron/core/pipeline_parallel/schedules.py,
 //                 forward_backward_pipelining_with_interleaving); context parallelism with load
 //                 balancing splits the sequence into 2 x cp chunks. Recompute: none, selective,
 //                 full. The distributed optimizer is ZeRO-1 over dp x cp.
 //   torchtitan    torchtitan/distributed/parallel_dims.py (dp_replicate x dp_shard x cp x tp x pp
 //                 = world; FSDP over dp_shard x cp), torchtitan/distributed/pipeline.py (the
-//                 layers split over the stages, unevenly when pp x vpp does not divide them), torch/distributed/pipelining/schedules.py
-//                 (GPipe, 1F1B, Interleaved1F1B and LoopedBFS with n_microbatches a multiple of
-//                 the pipeline ranks, DualPipeV with at least 2 x pp microbatches);
-//                 activation checkpointing none, selective per op, full.
+//                 layers split over the stages, unevenly when pp x vpp does not divide them),
+//                 torch/distributed/pipelining/schedules.py (GPipe, 1F1B, Interleaved1F1B and
+//                 LoopedBFS with n_microbatches a multiple of the pipeline ranks, DualPipeV with at
+//                 least 2 x pp microbatches); activation checkpointing none, selective per op,
+//                 full.
 //   DeepSpeed     deepspeed/runtime/pipe/engine.py and schedule.py: the pipeline engine runs
 //                 one schedule (TrainSchedule, 1F1B), no interleaving, and asserts ZeRO stage < 2
 //                 with pipeline parallelism; ZeRO 0-3 without it; activation checkpointing full
@@ -26,6 +28,8 @@
 #include <iterator>
 #include <numeric>
 #include <utility>
+
+#include "schedule/partition.h"
 
 namespace stagecraft {
 namespace {
@@ -101,12 +105,14 @@ std::string Broken(const Candidate& c, const PlanSpec& spec, const PlanShape& sh
   if (shape.output_groups > 0 && shape.output_groups % c.tp != 0) {
     return "tp does not divide the output groups";
   }
-  if (torchtitan || shape.layer_list) {
+  if (torchtitan || shape.layer_list || !c.layout_counts.empty()) {
     // torchtitan splits the model's modules over the stages itself, unevenly when it must
-    // (torchtitan/distributed/pipeline.py, generate_llm_fqn_per_model_part); every stage needs a
-    // layer.
+    // (torchtitan/distributed/pipeline.py, generate_llm_fqn_per_model_part); Megatron takes any
+    // split as --pipeline-model-parallel-layout (pipeline_parallel_layer_layout.py; arguments.py
+    // drops the divisibility checks with it). Every stage needs a layer.
     if (shape.layers < c.pp * c.vpp) return "fewer layers than pipeline stages";
   } else {
+    if (shape.layers < c.pp * c.vpp) return "fewer layers than pipeline stages";
     if (shape.layers % c.pp != 0) return "pp does not divide the layers";
     if (c.vpp > 1 && (shape.layers / c.pp) % c.vpp != 0) {
       return "vpp does not divide the layers of a stage";
@@ -187,6 +193,12 @@ void EnumerateEngine(Engine engine, const PlanSpec& spec, const PlanShape& shape
                         c.schedule = schedule;
                         c.recompute = recompute;
                         c.zero_stage = zero;
+                        if (engine == Engine::kMegatron && !shape.layer_list && pp > 1 &&
+                            shape.layers % (pp * vpp) != 0 && shape.layers >= pp * vpp) {
+                          // pp x vpp does not divide the layers: Megatron runs it only as a
+                          // layout string, here the even split's (the screen may balance it).
+                          c.layout_counts = EvenTransformerCounts(shape.layers, pp * vpp);
+                        }
                         ++out.asked;
                         const std::string reason = Broken(c, spec, shape);
                         if (reason.empty()) {

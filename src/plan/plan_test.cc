@@ -58,7 +58,18 @@ TEST(PlanRulesTest, EveryLegalMegatronCandidateObeysMegatronsChecks) {
     EXPECT_EQ(c.tp * c.pp * c.dp * c.cp, 64) << c.Describe();
     EXPECT_LE(c.tp, 8) << c.Describe();
     EXPECT_EQ(8 % c.tp, 0) << c.Describe();
-    EXPECT_EQ(80 % (c.pp * c.vpp), 0) << c.Describe();
+    if (80 % (c.pp * c.vpp) != 0) {
+      // Only through --pipeline-model-parallel-layout, every chunk holding a layer.
+      ASSERT_EQ(c.layout_counts.size(), static_cast<size_t>(c.pp * c.vpp)) << c.Describe();
+      int32_t layers = 0;
+      for (int32_t count : c.layout_counts) {
+        EXPECT_GE(count, 1) << c.Describe();
+        layers += count;
+      }
+      EXPECT_EQ(layers, 82) << c.Describe();  // the decoders, the embedding and the head
+    } else {
+      EXPECT_TRUE(c.layout_counts.empty()) << c.Describe();
+    }
     EXPECT_EQ(int64_t{c.dp} * c.micro_batch_size * c.microbatches, 512) << c.Describe();
     EXPECT_TRUE(c.schedule == "1f1b" || c.schedule == "interleaved-1f1b") << c.Describe();
     if (c.schedule == "interleaved-1f1b") {
@@ -69,7 +80,8 @@ TEST(PlanRulesTest, EveryLegalMegatronCandidateObeysMegatronsChecks) {
     EXPECT_LE(c.zero_stage, 1);
   }
   EXPECT_GT(e.rejected.at("tp crosses a node"), 0);
-  EXPECT_GT(e.rejected.at("pp does not divide the layers"), 0);
+  EXPECT_GT(e.rejected.at("fewer layers than pipeline stages"), 0);
+  EXPECT_EQ(e.rejected.count("pp does not divide the layers"), 0u);
 }
 
 TEST(PlanRulesTest, DeepSpeedRunsOneScheduleAndNoZero23UnderPipelines) {
@@ -142,7 +154,7 @@ TEST(CandidateTest, AnUnevenSplitGivesTheMiddleStagesOneMore) {
   EXPECT_EQ(config.parallel.layer_counts, (std::vector<int32_t>{16, 16, 16, 16, 16, 16, 16, 16}));
 }
 
-TEST(PlanRulesTest, TorchtitanSplitsUnevenlyMegatronDoesNot) {
+TEST(PlanRulesTest, TorchtitanSplitsUnevenlyMegatronThroughALayout) {
   PlanShape shape = Llama70b();
   shape.layers = 126;
   shape.heads = 128;
@@ -155,9 +167,14 @@ TEST(PlanRulesTest, TorchtitanSplitsUnevenlyMegatronDoesNot) {
   for (const Candidate& c : EnumerateCandidates(spec, shape).legal) pp8 = pp8 || c.pp == 8;
   EXPECT_TRUE(pp8);
   spec.engine = Engine::kMegatron;
-  for (const Candidate& c : EnumerateCandidates(spec, shape).legal) EXPECT_NE(c.pp, 8);
+  pp8 = false;
+  for (const Candidate& c : EnumerateCandidates(spec, shape).legal) {
+    if (c.pp != 8) continue;
+    pp8 = true;
+    EXPECT_EQ(c.layout_counts.size(), static_cast<size_t>(8 * c.vpp)) << c.Describe();
+  }
+  EXPECT_TRUE(pp8);
 }
-
 
 TEST(CandidateTest, AnUnevenMegatronSplitGivesTheEndsTheirLayers) {
   Config config;
@@ -172,6 +189,27 @@ TEST(CandidateTest, AnUnevenMegatronSplitGivesTheEndsTheirLayers) {
   // 80 - 5 - 9 = 66 decoders over the 6 middle stages; the embedding and the head ride along.
   EXPECT_EQ(config.parallel.layer_counts, (std::vector<int32_t>{6, 11, 11, 11, 11, 11, 11, 10}));
   EXPECT_EQ(c.ScheduleText(80), "1f1b 5/11/9");
+}
+
+TEST(CandidateTest, AMegatronLayoutGivesEachChunkItsLayers) {
+  Config config;
+  config.model.transformer.layers = 80;
+  Candidate c;
+  c.engine = Engine::kMegatron;
+  c.pp = 8;
+  c.vpp = 6;
+  c.schedule = "interleaved-1f1b";
+  // A head worth two decoders: rank 7 takes 8 decoders (10 decoders' time with the head), ranks
+  // 1 and 2 take 11 and the others 10 (the least slowest rank: 82.1 decoders' time over 8).
+  c.layout_counts = BalancedTransformerCounts(80, 8, 6, Time::Nanoseconds(1000),
+                                              Time::Nanoseconds(100), Time::Nanoseconds(2000));
+  ASSERT_EQ(c.layout_counts.size(), 48u);
+  c.ApplyTo(config);
+  EXPECT_EQ(config.parallel.partition, PartitionMethod::kCounts);
+  EXPECT_EQ(config.parallel.layer_counts, c.layout_counts);
+  EXPECT_EQ(c.StageCounts(80), c.layout_counts);
+  EXPECT_EQ(c.ScheduleText(80), "interleaved-1f1b Et|(t*2|)*30t|(t*2|)*3(t|)*12L");
+  EXPECT_NE(c.Describe().find(" layout Et|(t*2|)*30t|(t*2|)*3(t|)*12L"), std::string::npos);
 }
 
 // Megatron's uneven split, derived by the screen: Llama 3 70B on 64 H100. The head and its

@@ -3,6 +3,11 @@
 #include <algorithm>
 #include <cctype>
 #include <cstddef>
+#include <functional>
+#include <queue>
+#include <string>
+#include <utility>
+#include <vector>
 
 #include "core/suggest.h"
 
@@ -388,6 +393,116 @@ Result<Partition> PartitionFromLayout(std::string_view layout, std::string_view 
   LayoutChecker checker(layer_kinds);
   STAGECRAFT_RETURN_IF_ERROR(checker.Expand(items.value()));
   return checker.Finish(static_cast<int32_t>(layout.size()) + 1);
+}
+
+namespace {
+
+// Hands `units` equal units of `unit` cost to the bins, each to the bin least loaded after taking
+// it; ties go to the bin first in `order` (a permutation of the bins' indices). Greedy is exact
+// here: with equal units, no assignment has a smaller largest load.
+void WaterFill(std::vector<int64_t>& load, std::vector<int32_t>& count,
+               const std::vector<int32_t>& order, int64_t units, int64_t unit) {
+  std::vector<int32_t> rank_of(order.size());
+  for (size_t position = 0; position < order.size(); ++position) {
+    rank_of[static_cast<size_t>(order[position])] = static_cast<int32_t>(position);
+  }
+  using Entry = std::pair<int64_t, int32_t>;  // (load after one more unit, position in `order`)
+  std::priority_queue<Entry, std::vector<Entry>, std::greater<>> next;
+  for (size_t bin = 0; bin < load.size(); ++bin) next.push({load[bin] + unit, rank_of[bin]});
+  for (int64_t given = 0; given < units; ++given) {
+    const auto [after, position] = next.top();
+    next.pop();
+    const auto bin = static_cast<size_t>(order[static_cast<size_t>(position)]);
+    load[bin] = after;
+    ++count[bin];
+    next.push({after + unit, position});
+  }
+}
+
+}  // namespace
+
+std::vector<int32_t> BalancedTransformerCounts(int32_t decoders, int32_t pp, int32_t vpp,
+                                               Time decoder, Time embedding, Time head) {
+  const int32_t chunks = pp * vpp;
+  std::vector<int64_t> extra(static_cast<size_t>(chunks), 0);
+  extra.front() += embedding.ns();
+  extra.back() += head.ns();
+  // Each chunk but the first (the embedding) and the last (the head) needs a decoder.
+  const auto needs = [&](int32_t chunk) { return chunk != 0 && chunk != chunks - 1 ? 1 : 0; };
+  std::vector<int64_t> rank_load(static_cast<size_t>(pp), 0);
+  std::vector<int32_t> rank_decoders(static_cast<size_t>(pp), 0);
+  int64_t left = decoders;
+  for (int32_t chunk = 0; chunk < chunks; ++chunk) {
+    const auto rank = static_cast<size_t>(chunk % pp);
+    rank_load[rank] += extra[static_cast<size_t>(chunk)] + needs(chunk) * decoder.ns();
+    rank_decoders[rank] += needs(chunk);
+    left -= needs(chunk);
+  }
+  if (left < 0) return {};
+  std::vector<int32_t> order;  // the middle ranks first, then the first and the last
+  for (int32_t rank = 1; rank + 1 < pp; ++rank) order.push_back(rank);
+  order.push_back(0);
+  if (pp > 1) order.push_back(pp - 1);
+  WaterFill(rank_load, rank_decoders, order, left, decoder.ns());
+
+  std::vector<int32_t> counts(static_cast<size_t>(chunks), 0);
+  for (int32_t rank = 0; rank < pp; ++rank) {
+    std::vector<int64_t> load;
+    std::vector<int32_t> held;
+    std::vector<int32_t> in_order;
+    int64_t spare = rank_decoders[static_cast<size_t>(rank)];
+    for (int32_t v = 0; v < vpp; ++v) {
+      const int32_t chunk = v * pp + rank;
+      load.push_back(extra[static_cast<size_t>(chunk)] + needs(chunk) * decoder.ns());
+      held.push_back(needs(chunk));
+      in_order.push_back(v);
+      spare -= needs(chunk);
+    }
+    WaterFill(load, held, in_order, spare, decoder.ns());
+    for (int32_t v = 0; v < vpp; ++v) counts[static_cast<size_t>(v * pp + rank)] = held[v];
+  }
+  counts.front() += 1;  // the embedding
+  counts.back() += 1;   // the head
+  return counts;
+}
+
+Time SlowestTransformerRank(const std::vector<int32_t>& counts, int32_t pp, Time decoder,
+                            Time embedding, Time head) {
+  std::vector<int64_t> rank_load(static_cast<size_t>(pp), 0);
+  const auto chunks = static_cast<int32_t>(counts.size());
+  for (int32_t chunk = 0; chunk < chunks; ++chunk) {
+    int64_t load = int64_t{counts[static_cast<size_t>(chunk)]} * decoder.ns();
+    if (chunk == 0) load += embedding.ns() - decoder.ns();
+    if (chunk == chunks - 1) load += head.ns() - decoder.ns();
+    rank_load[static_cast<size_t>(chunk % pp)] += load;
+  }
+  return Time::Nanoseconds(*std::max_element(rank_load.begin(), rank_load.end()));
+}
+
+std::string TransformerLayoutString(const std::vector<int32_t>& counts) {
+  const size_t chunks = counts.size();
+  std::vector<std::string> terms;
+  for (size_t chunk = 0; chunk < chunks; ++chunk) {
+    const int32_t decoders = counts[chunk] - (chunk == 0 ? 1 : 0) - (chunk + 1 == chunks ? 1 : 0);
+    std::string term = chunk == 0 ? "E" : "";
+    if (decoders == 1) term += "t";
+    if (decoders > 1) term += "t*" + std::to_string(decoders);
+    if (chunk + 1 == chunks) term += "L";
+    terms.push_back(std::move(term));
+  }
+  std::string layout;
+  for (size_t chunk = 0; chunk < chunks;) {
+    size_t run = 1;
+    while (chunk + run < chunks && terms[chunk + run] == terms[chunk]) ++run;
+    if (run >= 2) {  // middle chunks only: the first and the last are unique
+      layout += "(" + terms[chunk] + "|)*" + std::to_string(run);
+    } else {
+      layout += terms[chunk];
+      if (chunk + 1 < chunks) layout += "|";
+    }
+    chunk += run;
+  }
+  return layout;
 }
 
 }  // namespace stagecraft

@@ -48,6 +48,29 @@ Result<Partition> PartitionStateAware(const std::vector<Time>& layer_costs,
 // order, then the first and the last. REQUIRES: stages >= 1.
 std::vector<int32_t> EvenTransformerCounts(int32_t decoders, int32_t stages);
 
+// The counts of a transformer's layer list over `pp` x `vpp` chunks (chunk c on rank c mod pp,
+// Megatron's virtual-stage order) that make the slowest rank as fast as it can be, where a chunk
+// costs `decoder` per decoder, plus `embedding` on the first chunk and `head` on the last. Exact:
+// the decoders all cost the same, so handing each next decoder to the rank that is least loaded
+// after taking it (then, within each rank, to its least loaded chunk) minimises the largest rank
+// total, and the chunks' too. Every chunk keeps at least one layer (the first may hold only the
+// embedding, the last only the head). Ties go to the middle ranks in order, then the first and the
+// last (as EvenTransformerCounts). Counts include the embedding and the head, like
+// EvenTransformerCounts'. Empty when the chunks outnumber what the layers can fill.
+// REQUIRES: pp >= 1, vpp >= 1, decoder > 0, embedding >= 0, head >= 0.
+std::vector<int32_t> BalancedTransformerCounts(int32_t decoders, int32_t pp, int32_t vpp,
+                                               Time decoder, Time embedding, Time head);
+
+// The slowest rank's time of `counts` (chunk counts with the embedding and the head, as above)
+// over `pp` ranks: the measure BalancedTransformerCounts minimises.
+Time SlowestTransformerRank(const std::vector<int32_t>& counts, int32_t pp, Time decoder,
+                            Time embedding, Time head);
+
+// Megatron-LM's --pipeline-model-parallel-layout string of such counts: "Et*4|(t*5|)*14t*6L"
+// (runs of equal middle chunks grouped, empty terms left out; PartitionFromLayout and Megatron's
+// parse_str_to_list read it back). REQUIRES: counts.size() >= 1, each chunk non-empty.
+std::string TransformerLayoutString(const std::vector<int32_t>& counts);
+
 // Explicit layer counts per stage (each >= 1, summing to num_layers).
 Result<Partition> PartitionFromCounts(const std::vector<int32_t>& counts, int32_t num_layers);
 

@@ -332,5 +332,95 @@ TEST(PartitionFromLayoutTest, MismatchWithTheModelErrors) {
             "layout:3: expected 'L' (layer 7 is the head), found 't'");
 }
 
+// Every way to give `decoders` decoders to `chunks` chunks (the first and the last may take none:
+// they hold the embedding and the head), as layer counts with those two.
+void EveryTransformerSplit(int32_t decoders, int32_t chunks, std::vector<int32_t>& counts,
+                           std::vector<std::vector<int32_t>>& out) {
+  const auto chunk = static_cast<int32_t>(counts.size());
+  if (chunk == chunks - 1) {
+    if (chunks == 1 || decoders >= 0) {
+      counts.push_back(decoders);
+      std::vector<int32_t> with_ends = counts;
+      with_ends.front() += 1;
+      with_ends.back() += 1;
+      out.push_back(with_ends);
+      counts.pop_back();
+    }
+    return;
+  }
+  const int32_t least = chunk == 0 ? 0 : 1;
+  for (int32_t taken = least; taken <= decoders; ++taken) {
+    counts.push_back(taken);
+    EveryTransformerSplit(decoders - taken, chunks, counts, out);
+    counts.pop_back();
+  }
+}
+
+TEST(BalancedTransformerCountsTest, NoSplitHasASlowerSlowestRankThanItsOwn) {
+  std::mt19937 random(20261202);
+  std::uniform_int_distribution<int64_t> extra(0, 3000);
+  for (int32_t pp = 1; pp <= 3; ++pp) {
+    for (int32_t vpp = 1; vpp <= 2; ++vpp) {
+      for (int32_t decoders = 1; decoders <= 9; ++decoders) {
+        const Time decoder = Time::Nanoseconds(1000);
+        const Time embedding = Time::Nanoseconds(extra(random));
+        const Time head = Time::Nanoseconds(extra(random));
+        const int32_t chunks = pp * vpp;
+        std::vector<std::vector<int32_t>> splits;
+        std::vector<int32_t> scratch;
+        EveryTransformerSplit(decoders, chunks, scratch, splits);
+        const std::vector<int32_t> counts =
+            BalancedTransformerCounts(decoders, pp, vpp, decoder, embedding, head);
+        SCOPED_TRACE("pp " + std::to_string(pp) + " vpp " + std::to_string(vpp) + " decoders " +
+                     std::to_string(decoders));
+        if (splits.empty()) {  // fewer decoders than the middle chunks need
+          EXPECT_TRUE(counts.empty());
+          continue;
+        }
+        ASSERT_EQ(counts.size(), static_cast<size_t>(chunks));
+        int32_t layers = 0;
+        for (int32_t count : counts) {
+          EXPECT_GE(count, 1);
+          layers += count;
+        }
+        EXPECT_EQ(layers, decoders + 2);
+        Time best = SlowestTransformerRank(splits.front(), pp, decoder, embedding, head);
+        for (const auto& split : splits) {
+          best = std::min(best, SlowestTransformerRank(split, pp, decoder, embedding, head));
+        }
+        EXPECT_EQ(SlowestTransformerRank(counts, pp, decoder, embedding, head), best);
+      }
+    }
+  }
+}
+
+TEST(BalancedTransformerCountsTest, GivesTheHeadsRankFewerDecodersUnderVirtualStages) {
+  // 80 decoders, pp 8 x vpp 5, a head worth two decoders: the even split (2 per chunk) leaves
+  // rank 7 with 10 decoders and the head (12 decoders' time); the balanced one gives it 8 and
+  // the two it sheds to ranks 1 and 2 (11 each), the head alone on the last chunk.
+  const Time d = Time::Nanoseconds(1000);
+  const Time e = Time::Nanoseconds(100);
+  const Time h = Time::Nanoseconds(2000);
+  EXPECT_EQ(SlowestTransformerRank(EvenTransformerCounts(80, 40), 8, d, e, h),
+            Time::Nanoseconds(12000));
+  const std::vector<int32_t> counts = BalancedTransformerCounts(80, 8, 5, d, e, h);
+  EXPECT_EQ(SlowestTransformerRank(counts, 8, d, e, h), Time::Nanoseconds(11000));
+  EXPECT_EQ(TransformerLayoutString(counts), "Et*2|(t*3|)*2(t*2|)*36L");
+}
+
+TEST(TransformerLayoutStringTest, GroupsEqualMiddleChunksAndReadsBack) {
+  std::vector<int32_t> counts(16, 5);
+  counts.front() = 5;  // the embedding and 4 decoders
+  counts.back() = 7;   // 6 decoders and the head
+  EXPECT_EQ(TransformerLayoutString(counts), "Et*4|(t*5|)*14t*6L");
+  const std::string letters = "E" + std::string(80, 't') + "L";
+  auto read = PartitionFromLayout(TransformerLayoutString(counts), letters);
+  ASSERT_TRUE(read.ok()) << read.error().message;
+  EXPECT_EQ(read.value(), PartitionFromCounts(counts, 82).value());
+  EXPECT_EQ(TransformerLayoutString({1, 2, 1}), "E|t*2|L");
+  EXPECT_EQ(TransformerLayoutString({1, 2, 2, 3}), "E|(t*2|)*2t*2L");
+  EXPECT_EQ(TransformerLayoutString({4}), "Et*2L");
+}
+
 }  // namespace
 }  // namespace stagecraft

@@ -92,6 +92,7 @@ Result<Config> ReadMegatronArgs(const std::string& text, const std::string& sour
                   list->end());
     }
     switches.push_back("--deepspeed");
+    switches.push_back("--no-pipeline-parallel");
     valued.push_back("--deepspeed_config");
     valued.push_back("--zero-stage");
   }
@@ -99,7 +100,10 @@ Result<Config> ReadMegatronArgs(const std::string& text, const std::string& sour
   const std::string exporter = deepspeed ? "deepspeed" : "megatron";
   int64_t first_stage_layers = 0;  // --decoder-first/last-pipeline-num-layers, 0 = not given
   int64_t last_stage_layers = 0;
+  bool no_pipeline_parallel =
+      false;  // Megatron-DeepSpeed: the Megatron model, not DeepSpeed's pipe
   std::string recompute_method = "uniform";
+  std::string recompute_method_where;
   int64_t recompute_num_layers = 0;
   std::string recompute_num_layers_where;
   std::string layout;  // --pipeline-model-parallel-layout, "" = not given
@@ -165,6 +169,7 @@ Result<Config> ReadMegatronArgs(const std::string& text, const std::string& sour
     if (flag == "--overlap-param-gather") p.overlap_param_gather = true;
     if (flag == "--overlap-grad-reduce") p.overlap_grad_reduce = true;
     if (flag == "--use-flash-attn") t.causal = true;
+    if (flag == "--no-pipeline-parallel") no_pipeline_parallel = true;
     if (is_switch) continue;
     if (flag == "--normalization") {
       STAGECRAFT_RETURN_IF_ERROR(choice({"LayerNorm", "RMSNorm"}));
@@ -189,6 +194,7 @@ Result<Config> ReadMegatronArgs(const std::string& text, const std::string& sour
     if (flag == "--recompute-method") {
       STAGECRAFT_RETURN_IF_ERROR(choice({"uniform", "block"}));
       recompute_method = value;
+      recompute_method_where = where;
       continue;
     }
     if (flag == "--recompute-num-layers") {
@@ -233,6 +239,34 @@ Result<Config> ReadMegatronArgs(const std::string& text, const std::string& sour
   // Megatron's full recomputation: 'uniform' with 1 recomputes every layer; 'block' with N the
   // first N layers of each pipeline chunk (megatron/core/transformer/transformer_block.py,
   // _checkpointed_forward); uniform groups of more than one layer are not modelled.
+  if (deepspeed) {
+    // Megatron-DeepSpeed builds DeepSpeed's pipeline model (GPTModelPipe) unless
+    // --no-pipeline-parallel (pretrain_gpt.py, model_provider). That model checkpoints through
+    // the pipeline engine's activation_checkpoint_interval, taken from the uniform method only
+    // ("deepspeed's pipeline doesn't support the block recompute method", gpt_model.py: with
+    // block it checkpoints nothing), and DeepSpeed's PipelineEngine asserts ZeRO stage < 2
+    // (deepspeed/runtime/pipe/engine.py). stagecraft reads --no-pipeline-parallel with pp 1, as
+    // `plan --export deepspeed` writes it (arguments.py's own check of that is commented out).
+    if (no_pipeline_parallel && p.pp != 1) {
+      return Error{source +
+                   ": --no-pipeline-parallel is read with --pipeline-model-parallel-size "
+                   "1 only (as `plan --export deepspeed` writes it); drop it to run "
+                   "DeepSpeed's pipeline engine"};
+    }
+    if (!no_pipeline_parallel && p.zero_stage >= 2) {
+      return Error{source + ": --zero-stage " + std::to_string(p.zero_stage) +
+                   " with DeepSpeed's pipeline model: its PipelineEngine asserts ZeRO stage < 2 "
+                   "(deepspeed/runtime/pipe/engine.py); add --no-pipeline-parallel (pp 1) or use "
+                   "--zero-stage 0 or 1"};
+    }
+    if (!no_pipeline_parallel && p.recompute == Recompute::kFull && recompute_method == "block") {
+      return Error{recompute_method_where +
+                   "--recompute-method block with DeepSpeed's pipeline model checkpoints nothing "
+                   "(Megatron-DeepSpeed's gpt_model.py takes the interval from the uniform method "
+                   "only); add --no-pipeline-parallel (pp 1, Megatron's block method) or use "
+                   "--recompute-method uniform"};
+    }
+  }
   if (recompute_num_layers > 0) {
     if (recompute_method == "block") {
       p.recompute_num_layers = static_cast<int32_t>(recompute_num_layers);

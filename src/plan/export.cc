@@ -72,7 +72,7 @@ std::vector<std::pair<std::string, std::string>> MegatronArgs(const Config& conf
     args.push_back({"--recompute-granularity", "selective"});
   } else if (c.recompute == Recompute::kFull) {
     args.push_back({"--recompute-granularity", "full"});
-    if (c.recompute_num_layers > 0 && c.engine == Engine::kMegatron) {
+    if (c.recompute_num_layers > 0) {  // Megatron's, or Megatron-DeepSpeed's without its pipe
       args.push_back({"--recompute-method", "block"});
       args.push_back({"--recompute-num-layers", Str(c.recompute_num_layers)});
     } else {
@@ -367,6 +367,9 @@ Result<std::vector<ExportedFile>> ExportPlan(const Config& config, const Candida
       }
       lines += "--deepspeed\n--deepspeed_config ds_config.json\n--zero-stage " +
                Str(candidate.zero_stage) + "\n";
+      // Without pipeline stages, Megatron's own model rather than DeepSpeed's pipe model
+      // (pretrain_gpt.py): the pipe engine asserts ZeRO < 2 and has no block recomputation.
+      if (candidate.pp == 1) lines += "--no-pipeline-parallel\n";
       files.push_back({"megatron-deepspeed-args.txt", lines});
       files.push_back({"launch.sh",
                        TorchrunLauncher(config, candidate, "pretrain_gpt.py",

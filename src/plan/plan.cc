@@ -436,7 +436,11 @@ Result<PlanResult> PlanLayouts(const PlanSpec& spec) {
   std::vector<Candidate> derived;
   for (size_t index = 0; index < enumerated; ++index) {
     const Candidate& c = enumeration.legal[index];
-    if (c.engine != Engine::kMegatron || c.recompute != Recompute::kFull) continue;
+    // Megatron, and Megatron-DeepSpeed without pipeline stages (its Megatron model, written with
+    // --no-pipeline-parallel: DeepSpeed's pipe model has no block method).
+    const bool block =
+        c.engine == Engine::kMegatron || (c.engine == Engine::kDeepSpeed && c.pp == 1);
+    if (!block || c.recompute != Recompute::kFull) continue;
     const int32_t chunk_layers = shape.layers / std::max(1, c.pp * c.vpp);
     if (chunk_layers < 2) continue;
     Candidate twin = c;

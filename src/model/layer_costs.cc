@@ -8,6 +8,7 @@
 #include <cassert>
 #include <cmath>
 #include <string>
+#include <vector>
 
 #include "model/layer_kernels.h"
 
@@ -342,6 +343,14 @@ void EstimateLayerCosts(ModelSpec& model, double flops_per_second, double bytes_
                         const LayerRun& run, const DeviceRates* device) {
   assert(flops_per_second > 0);
   const int64_t tokens = model.tokens_per_microbatch() / std::max(run.context.ranks, 1);
+  // Layers alike but for where they were written and how they recompute cost the same: a layer
+  // list repeats a few classes (V4.1-Flash: 43 layers, 7 classes), so each is costed once.
+  struct Costed {
+    LayerSpec layer;
+    Recompute recompute;
+    LayerKernelTimes times;
+  };
+  std::vector<Costed> costed;
   for (size_t index = 0; index < model.layers.size(); ++index) {
     LayerSpec& layer = model.layers[index];
     const Recompute recompute = run.RecomputeOf(layer, index);
@@ -349,10 +358,22 @@ void EstimateLayerCosts(ModelSpec& model, double flops_per_second, double bytes_
     const bool derived_by_kernels = layer.forward == Time() && device != nullptr;
     if (derived_by_kernels) {
       // All three from the kernels (an embedding's input gradient is none: it stays 0).
-      LayerRun layer_run = run;
-      layer_run.recompute = recompute;
-      const LayerKernelTimes times = Csa2LayerKernelTimes(
-          layer, model.dims, model.seq_len, model.micro_batch_size, layer_run, *device);
+      LayerSpec key = layer;
+      key.line = 0;
+      const auto same =
+          static_cast<size_t>(std::find_if(costed.begin(), costed.end(),
+                                           [&](const Costed& one) {
+                                             return one.recompute == recompute && one.layer == key;
+                                           }) -
+                              costed.begin());
+      if (same == costed.size()) {
+        LayerRun layer_run = run;
+        layer_run.recompute = recompute;
+        costed.push_back({key, recompute,
+                          Csa2LayerKernelTimes(layer, model.dims, model.seq_len,
+                                               model.micro_batch_size, layer_run, *device)});
+      }
+      const LayerKernelTimes& times = costed[same].times;
       layer.forward = FromSeconds(times.forward);
       if (layer.input_grad == Time()) layer.input_grad = FromSeconds(times.input_grad);
       if (layer.weight_grad == Time()) layer.weight_grad = FromSeconds(times.weight_grad);

@@ -596,57 +596,111 @@ Result<PlanResult> PlanLayouts(const PlanSpec& spec) {
   std::stable_sort(fitting.begin(), fitting.end(),
                    [](const Screened& a, const Screened& b) { return a.step < b.step; });
 
-  // The exact simulation of the best of the screen, through the run library.
-  const size_t simulate = std::min(fitting.size(), static_cast<size_t>(std::max(1, spec.simulate)));
-  const std::vector<std::string> simulated = split.Map(
-      simulate,
-      [&](size_t rank) {
-        auto outcome = SimulateSpec(RunOf(spec, base, enumeration.legal[fitting[rank].index]));
-        ByteWriter bytes;
-        bytes.Put<uint8_t>(outcome.ok() ? 1 : 0);
-        if (!outcome.ok()) return bytes.Take();
-        const RunOutcome& o = outcome.value();
-        const Throughput rate = ThroughputOf(o.info, o.metrics);
-        const double device_time = static_cast<double>(o.metrics.makespan.ns()) *
-                                   static_cast<double>(std::max<size_t>(1, o.metrics.ranks.size()));
-        const BubbleSplit& split_time = o.metrics.bubble;
-        const Time exposed =
-            split_time.exposed_collectives + split_time.exposed_p2p + split_time.exposed_state;
-        bytes.Put(o.metrics.makespan).Put(rate.tokens_per_s).Put(rate.mfu).Put(rate.tflops_per_gpu);
-        bytes.Put(device_time > 0 ? static_cast<double>(split_time.pipeline.ns()) / device_time : 0.0);
-        bytes.Put(device_time > 0 ? static_cast<double>(exposed.ns()) / device_time : 0.0);
-        bytes.Put(o.info.memory);
-        return bytes.Take();
-      },
-      [&](size_t taken) {
-        if (!spec.progress || taken == 0) return;
-        spec.progress("[" + std::to_string(taken) + "/" + std::to_string(simulate) +
-                      "] simulating " + enumeration.legal[fitting[taken - 1].index].Describe());
-      });
+  // The exact simulation of the best of the screen, through the run library. A layer list's
+  // candidates come in partition x state policy variants of one layout, which the screen does
+  // not tell apart (it leaves out the shared state's transfers): the first round takes the best
+  // `simulate` layouts, each once (its best-screened variant), and a second round every other
+  // variant of the kVariantLayouts fastest of them, so that near-duplicates do not crowd out
+  // the layouts and the policies are still ranked by simulation.
+  constexpr size_t kVariantLayouts = 5;
+  const auto layout_of = [&](size_t position) {
+    Candidate c = enumeration.legal[fitting[position].index];
+    c.partition = PartitionMethod::kStateAware;
+    c.state_policy = StatePolicy::kPayload;
+    return c.Describe();
+  };
+  const size_t wanted = static_cast<size_t>(std::max(1, spec.simulate));
+  std::vector<size_t> first_round;                      // positions in `fitting`
+  std::map<std::string, std::vector<size_t>> variants;  // layout -> its other positions
+  for (size_t position = 0; position < fitting.size(); ++position) {
+    if (!layer_list) {
+      if (first_round.size() == wanted) break;
+      first_round.push_back(position);
+      continue;
+    }
+    const std::string layout = layout_of(position);
+    const auto found = variants.find(layout);
+    if (found != variants.end()) {
+      found->second.push_back(position);
+    } else if (first_round.size() < wanted) {
+      first_round.push_back(position);
+      variants[layout];
+    }
+  }
   std::vector<PlannedLayout> plans;
-  for (size_t rank = 0; rank < simulate; ++rank) {
-    ++result.simulated;
-    ByteReader bytes(simulated[rank]);
-    if (bytes.Get<uint8_t>() == 0) {
-      ++result.rejected["failed in simulation"];
-      continue;
+  size_t simulate = 0;  // candidates simulated, both rounds
+  const auto simulate_round = [&](const std::vector<size_t>& positions) {
+    const std::vector<std::string> simulated = split.Map(
+        positions.size(),
+        [&](size_t rank) {
+          auto outcome =
+              SimulateSpec(RunOf(spec, base, enumeration.legal[fitting[positions[rank]].index]));
+          ByteWriter bytes;
+          bytes.Put<uint8_t>(outcome.ok() ? 1 : 0);
+          if (!outcome.ok()) return bytes.Take();
+          const RunOutcome& o = outcome.value();
+          const Throughput rate = ThroughputOf(o.info, o.metrics);
+          const double device_time =
+              static_cast<double>(o.metrics.makespan.ns()) *
+              static_cast<double>(std::max<size_t>(1, o.metrics.ranks.size()));
+          const BubbleSplit& split_time = o.metrics.bubble;
+          const Time exposed =
+              split_time.exposed_collectives + split_time.exposed_p2p + split_time.exposed_state;
+          bytes.Put(o.metrics.makespan).Put(rate.tokens_per_s).Put(rate.mfu);
+          bytes.Put(rate.tflops_per_gpu);
+          bytes.Put(device_time > 0 ? static_cast<double>(split_time.pipeline.ns()) / device_time
+                                    : 0.0);
+          bytes.Put(device_time > 0 ? static_cast<double>(exposed.ns()) / device_time : 0.0);
+          bytes.Put(o.info.memory);
+          return bytes.Take();
+        },
+        [&](size_t taken) {
+          if (!spec.progress || taken == 0) return;
+          spec.progress("[" + std::to_string(simulate + taken) + "/" +
+                        std::to_string(simulate + positions.size()) + "] simulating " +
+                        enumeration.legal[fitting[positions[taken - 1]].index].Describe());
+        });
+    for (size_t rank = 0; rank < positions.size(); ++rank) {
+      ++result.simulated;
+      ByteReader bytes(simulated[rank]);
+      if (bytes.Get<uint8_t>() == 0) {
+        ++result.rejected["failed in simulation"];
+        continue;
+      }
+      PlannedLayout plan;
+      plan.candidate = enumeration.legal[fitting[positions[rank]].index];
+      plan.screen_step = fitting[positions[rank]].step;
+      plan.step = bytes.Get<Time>();
+      plan.tokens_per_s = bytes.Get<double>();
+      plan.mfu = bytes.Get<double>();
+      plan.tflops_per_gpu = bytes.Get<double>();
+      plan.bubble_pipeline = bytes.Get<double>();
+      plan.bubble_exposed = bytes.Get<double>();
+      plan.memory = bytes.Get<MemoryInfo>();
+      if (plan.memory.capacity_known &&
+          plan.memory.peak_bytes > Budget(spec, plan.memory.capacity_bytes)) {
+        ++result.rejected["over memory (simulated)"];
+        continue;
+      }
+      plans.push_back(plan);
     }
-    PlannedLayout plan;
-    plan.candidate = enumeration.legal[fitting[rank].index];
-    plan.screen_step = fitting[rank].step;
-    plan.step = bytes.Get<Time>();
-    plan.tokens_per_s = bytes.Get<double>();
-    plan.mfu = bytes.Get<double>();
-    plan.tflops_per_gpu = bytes.Get<double>();
-    plan.bubble_pipeline = bytes.Get<double>();
-    plan.bubble_exposed = bytes.Get<double>();
-    plan.memory = bytes.Get<MemoryInfo>();
-    if (plan.memory.capacity_known &&
-        plan.memory.peak_bytes > Budget(spec, plan.memory.capacity_bytes)) {
-      ++result.rejected["over memory (simulated)"];
-      continue;
+    simulate += positions.size();
+  };
+  simulate_round(first_round);
+  if (layer_list) {
+    std::vector<PlannedLayout> fastest = plans;
+    std::stable_sort(
+        fastest.begin(), fastest.end(),
+        [](const PlannedLayout& a, const PlannedLayout& b) { return a.step < b.step; });
+    std::vector<size_t> second_round;
+    for (size_t rank = 0; rank < std::min(kVariantLayouts, fastest.size()); ++rank) {
+      Candidate c = fastest[rank].candidate;
+      c.partition = PartitionMethod::kStateAware;
+      c.state_policy = StatePolicy::kPayload;
+      for (size_t position : variants[c.Describe()]) second_round.push_back(position);
     }
-    plans.push_back(plan);
+    std::sort(second_round.begin(), second_round.end());
+    simulate_round(second_round);
   }
   if (spec.progress) spec.progress("");
   std::stable_sort(plans.begin(), plans.end(),
@@ -665,7 +719,12 @@ Result<PlanResult> PlanLayouts(const PlanSpec& spec) {
                    "the engines' overlap options per engine (doc/plan.md)",
       "screen: the schedule's closed form on the slowest chunk plus the exposed DP tail; "
       "ranking: the exact simulation of the best " +
-          std::to_string(simulate) + " of " + std::to_string(fitting.size()),
+          (layer_list ? std::to_string(first_round.size()) + " layouts of " +
+                            std::to_string(fitting.size()) + " candidates (one partition and " +
+                            "state policy each), then every variant of the " +
+                            std::to_string(std::min(kVariantLayouts, first_round.size())) +
+                            " fastest: " + std::to_string(simulate) + " simulated"
+                      : std::to_string(simulate) + " of " + std::to_string(fitting.size())),
       "memory: model states + activations at the schedule's peak + the framework reserve, "
       "against the device" +
           (spec.headroom > 0

@@ -90,7 +90,7 @@ struct Candidate {
   std::vector<int32_t> layout_counts;
   // A layer-list model (CSA2): no engine's rules (engine kAny), its layers split by `partition`
   // (state-aware or cost, schedule/partition.h) and its shared state moved by `state_policy`
-  // (payload, direct or shadow, lower/state_flow.h), both searched.
+  // (payload, direct, shadow or auto, lower/state_flow.h), both searched.
   bool layer_list = false;
   PartitionMethod partition = PartitionMethod::kStateAware;
   StatePolicy state_policy = StatePolicy::kPayload;

@@ -90,7 +90,7 @@ EngineSpace LayerListSpace() {
 constexpr PartitionMethod kLayerListPartitions[] = {PartitionMethod::kStateAware,
                                                     PartitionMethod::kCost};
 constexpr StatePolicy kLayerListPolicies[] = {StatePolicy::kPayload, StatePolicy::kDirect,
-                                              StatePolicy::kShadow};
+                                              StatePolicy::kShadow, StatePolicy::kAuto};
 
 // The first rule `c` breaks, or "" when it is legal.
 std::string Broken(const Candidate& c, const PlanSpec& spec, const PlanShape& shape) {

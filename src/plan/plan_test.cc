@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 #include <filesystem>
+#include <map>
 #include <set>
 
 #include "plan/plan_rules.h"
@@ -313,7 +314,7 @@ TEST(PlanRulesTest, LayerListCandidatesSplitWhatTheLayerListSplits) {
       staged.insert({static_cast<int>(c.partition), static_cast<int>(c.state_policy)});
     }
   }
-  EXPECT_EQ(staged.size(), 6u);  // {state-aware, cost} x {payload, direct, shadow}
+  EXPECT_EQ(staged.size(), 8u);  // {state-aware, cost} x {payload, direct, shadow, auto}
   EXPECT_GT(enumeration.rejected.count("tp does not divide the output groups") +
                 enumeration.rejected.count("tp crosses a node"),
             0u);
@@ -355,6 +356,41 @@ TEST(PlanTest, PlansACsa2LayerListAndItsBestReplays) {
   auto refused = PlanLayouts(spec);
   ASSERT_FALSE(refused.ok());
   EXPECT_NE(refused.error().message.find("--engine any"), std::string::npos);
+}
+
+// A layer list's exact simulation runs in two rounds: the best `simulate` layouts of the screen,
+// one partition and state policy each, then every other variant of the fastest of them. With
+// --simulate 3 on 4 GPUs: at most 3 distinct layouts are simulated, and the best layout (a
+// pipeline) is simulated under all 2 partitions x 4 policies.
+TEST(PlanTest, ALayerListSimulatesLayoutsThenTheVariantsOfTheFastest) {
+  PlanSpec spec;
+  spec.run.config_path =
+      (std::filesystem::path(STAGECRAFT_TESTS_DIR) / ".." / "examples" / "csa2-small.yaml")
+          .string();
+  spec.gpus = 4;
+  spec.global_batch = 32;
+  spec.simulate = 3;
+  spec.top = 100;
+  auto planned = PlanLayouts(spec);
+  ASSERT_TRUE(planned.ok()) << planned.error().message;
+  const PlanResult& result = planned.value();
+  ASSERT_FALSE(result.all_fitting.empty());
+  std::map<std::string, std::set<std::pair<int, int>>> layouts;
+  for (const PlannedLayout& plan : result.all_fitting) {
+    Candidate c = plan.candidate;
+    c.partition = PartitionMethod::kStateAware;
+    c.state_policy = StatePolicy::kPayload;
+    layouts[c.Describe()].insert({static_cast<int>(plan.candidate.partition),
+                                  static_cast<int>(plan.candidate.state_policy)});
+  }
+  EXPECT_LE(layouts.size(), 3u);
+  EXPECT_GT(result.simulated, 3);
+  const Candidate& best = result.plans.front().candidate;
+  ASSERT_GT(best.pp, 1) << best.Describe();
+  Candidate key = best;
+  key.partition = PartitionMethod::kStateAware;
+  key.state_policy = StatePolicy::kPayload;
+  EXPECT_EQ(layouts[key.Describe()].size(), 8u) << best.Describe();
 }
 
 }  // namespace

@@ -612,20 +612,42 @@ Result<PlanResult> PlanLayouts(const PlanSpec& spec) {
   const size_t wanted = static_cast<size_t>(std::max(1, spec.simulate));
   std::vector<size_t> first_round;                      // positions in `fitting`
   std::map<std::string, std::vector<size_t>> variants;  // layout -> its other positions
-  for (size_t position = 0; position < fitting.size(); ++position) {
-    if (!layer_list) {
-      if (first_round.size() == wanted) break;
+  if (!layer_list) {
+    for (size_t position = 0; position < std::min(wanted, fitting.size()); ++position) {
       first_round.push_back(position);
-      continue;
     }
-    const std::string layout = layout_of(position);
-    const auto found = variants.find(layout);
-    if (found != variants.end()) {
-      found->second.push_back(position);
-    } else if (first_round.size() < wanted) {
-      first_round.push_back(position);
+  } else {
+    // Each schedule's layouts in screen order; the schedules take turns, best first, so that a
+    // schedule the screen overrates (its closed form leaves out the state transfers of deeper
+    // interleaving) cannot take every slot.
+    std::vector<std::pair<std::string, std::vector<size_t>>> by_schedule;
+    for (size_t position = 0; position < fitting.size(); ++position) {
+      const std::string layout = layout_of(position);
+      const auto found = variants.find(layout);
+      if (found != variants.end()) {
+        found->second.push_back(position);
+        continue;
+      }
       variants[layout];
+      const std::string& schedule = enumeration.legal[fitting[position].index].schedule;
+      auto family = std::find_if(by_schedule.begin(), by_schedule.end(),
+                                 [&](const auto& one) { return one.first == schedule; });
+      if (family == by_schedule.end()) {
+        by_schedule.push_back({schedule, {}});
+        family = by_schedule.end() - 1;
+      }
+      family->second.push_back(position);
     }
+    for (size_t turn = 0; first_round.size() < wanted; ++turn) {
+      bool taken = false;
+      for (const auto& [schedule, positions] : by_schedule) {
+        if (turn >= positions.size() || first_round.size() == wanted) continue;
+        first_round.push_back(positions[turn]);
+        taken = true;
+      }
+      if (!taken) break;
+    }
+    std::sort(first_round.begin(), first_round.end());
   }
   std::vector<PlannedLayout> plans;
   size_t simulate = 0;  // candidates simulated, both rounds

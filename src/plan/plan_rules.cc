@@ -83,9 +83,10 @@ EngineSpace SpaceOf(Engine engine) {
 // state policy that moves shared state by one rule (auto, which picks per flow, is left to
 // `simulate --state-policy auto`).
 EngineSpace LayerListSpace() {
-  return {{{"1f1b", {1}}, {"interleaved-1f1b", {2, 4}}, {"zb-h1", {1}}, {"dualpipev", {2}}},
-          {Recompute::kNone, Recompute::kSelective, Recompute::kFull},
-          {0, 1, 2}};
+  return {
+      {{"1f1b", {1}}, {"interleaved-1f1b", InterleavedVpps()}, {"zb-h1", {1}}, {"dualpipev", {2}}},
+      {Recompute::kNone, Recompute::kSelective, Recompute::kFull},
+      {0, 1, 2}};
 }
 constexpr PartitionMethod kLayerListPartitions[] = {PartitionMethod::kStateAware,
                                                     PartitionMethod::kCost};

@@ -125,6 +125,8 @@ std::string Candidate::Describe() const {
 
 std::string Candidate::ScheduleText(int32_t layers) const {
   if (layer_list) {
+    // One stage: nothing to partition, no state between stages.
+    if (pp == 1) return schedule;
     return schedule + " " + PartitionMethodName(partition) + "/" + StatePolicyName(state_policy);
   }
   if (!layout_counts.empty()) return schedule + " " + TransformerLayoutString(layout_counts);

@@ -111,7 +111,7 @@ struct Candidate {
   std::string RecomputeText() const;
   // The schedule, with an uneven split's decoders per stage: "1f1b 9/10/9" (first/middle/last),
   // or a derived layout's string: "interleaved-1f1b Et*2|(t*3|)*2(t*2|)*36L";
-  // for a layer list with its partition and state policy: "1f1b state-aware/payload".
+  // for a layer list over stages with its partition and state policy: "1f1b state-aware/payload".
   std::string ScheduleText(int32_t layers) const;
 };
 

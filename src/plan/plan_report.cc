@@ -283,10 +283,21 @@ std::string FormatSweepTable(const PlanSpec& spec, const std::vector<SweepRow>& 
                      EngineName(spec.engine) + "\n";
   text += "  the planner once per cluster (each its own search: doc/plan.md); the best plan of "
           "each\n\n";
-  text +=
-      "  cluster       gpus  best: engine tp x pp x dp x cp x ep  vpp  mbs  schedule          "
-      "recompute      step_ms    tokens/s  tokens/s/gpu     mfu  memory_fullest  fits  "
-      "screened\n";
+  // The schedule column fits its longest entry (a layout string, a layer list's partition and
+  // policy).
+  size_t schedule_width = 18;
+  for (const SweepRow& row : rows) {
+    if (!row.result.ok() || row.result.value().plans.empty()) continue;
+    const PlanResult& result = row.result.value();
+    schedule_width = std::max(
+        schedule_width,
+        result.plans.front().candidate.ScheduleText(result.config.model.transformer.layers).size() +
+            1);
+  }
+  text += "  cluster       gpus  best: engine tp x pp x dp x cp x ep  vpp  mbs  " +
+          PadRight("schedule", schedule_width) +
+          "recompute      step_ms    tokens/s  tokens/s/gpu     mfu  memory_fullest  fits  "
+          "screened\n";
   const SweepRow* fastest_per_gpu = nullptr;
   for (const SweepRow& row : rows) {
     text += "  " + PadRight(row.cluster, 12) + PadLeft(std::to_string(row.gpus), 6) + "  ";
@@ -309,13 +320,13 @@ std::string FormatSweepTable(const PlanSpec& spec, const std::vector<SweepRow>& 
     }
     text += PadRight(EngineName(c.engine), 10) + PadLeft(Layout(c), 24) +
             PadLeft(std::to_string(c.vpp), 5) + PadLeft(std::to_string(c.micro_batch_size), 5) +
-            "  " + PadRight(c.ScheduleText(result.config.model.transformer.layers), 18) +
-            PadRight(c.RecomputeText(), 10) +
-            PadLeft(FormatMs(best.step), 13) + PadLeft(FormatFixed(best.tokens_per_s, 0), 12) +
-            PadLeft(FormatFixed(per_gpu, 1), 14) + PadLeft(FormatFixed(best.mfu, 3), 8) +
+            "  " +
+            PadRight(c.ScheduleText(result.config.model.transformer.layers), schedule_width) +
+            PadRight(c.RecomputeText(), 10) + PadLeft(FormatMs(best.step), 13) +
+            PadLeft(FormatFixed(best.tokens_per_s, 0), 12) + PadLeft(FormatFixed(per_gpu, 1), 14) +
+            PadLeft(FormatFixed(best.mfu, 3), 8) +
             PadLeft(FormatGib(best.memory.peak_bytes) + " GiB", 16) +
-            PadLeft(FitsWord(best.memory), 6) + PadLeft(std::to_string(result.screened), 10) +
-            "\n";
+            PadLeft(FitsWord(best.memory), 6) + PadLeft(std::to_string(result.screened), 10) + "\n";
   }
   if (fastest_per_gpu != nullptr) {
     text += "\n  most tokens per GPU: " + fastest_per_gpu->cluster + "\n";

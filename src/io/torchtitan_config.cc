@@ -701,10 +701,29 @@ Result<Config> ReadTorchtitanDocument(const TomlDocument& document, const std::s
     p.microbatches = static_cast<int32_t>(accumulation);
   }
   STAGECRAFT_RETURN_IF_ERROR(ReadRecompute(ac, t.layers, p));
-  // The layout as the planner's torchtitan candidates run it (plan/plan.cc, Candidate::ApplyTo).
+  // The layout torchtitan runs (pipeline_parallel.py, generate_llm_fqn_per_model_part): its
+  // splitter with the first and last stage's less-layers weights (default 1 each), as the
+  // planner's torchtitan candidates run it (plan/plan.cc, Candidate::StageCounts).
   p.partition = PartitionMethod::kCounts;
   p.layout.clear();
   p.layer_counts = EvenTransformerCounts(t.layers, p.pp * p.vpp);
+  if (p.pp * p.vpp > 1) {
+    STAGECRAFT_ASSIGN_OR_RETURN(first_less,
+                                parallelism.Int("pipeline_parallel_first_stage_less_layers", 0));
+    STAGECRAFT_ASSIGN_OR_RETURN(last_less,
+                                parallelism.Int("pipeline_parallel_last_stage_less_layers", 0));
+    auto counts = TorchtitanTransformerCounts(t.layers, p.pp * p.vpp,
+                                              static_cast<int32_t>(first_less.value_or(1)),
+                                              static_cast<int32_t>(last_less.value_or(1)));
+    if (!counts.ok()) {
+      return parallelism.Fail(
+          "pipeline_parallel_first_stage_less_layers",
+          "and pipeline_parallel_last_stage_less_layers: " + counts.error().message +
+              " (torchtitan's pipeline_parallel.py, "
+              "generate_llm_fqn_per_model_part)");
+    }
+    p.layer_counts = std::move(counts).value();
+  }
   p.placement = Placement::kLoop;
   p.sequence_parallel = p.tp > 1;  // torchtitan's TP always shards the sequence
   p.distributed_optimizer = false;

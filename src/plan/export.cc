@@ -146,6 +146,26 @@ const char* TorchtitanSchedule(const std::string& schedule) {
   return nullptr;
 }
 
+// torchtitan's stage split as the exports write it: the less-layers weights the plan ran
+// (Candidate::first_less, last_less) and the pipeline_parallel_layers_per_stage that
+// makes pp x vpp stages with them (pipeline_parallel.py: ceil((layers + first + last) /
+// layers_per_stage) stages); per_stage 0 when none does.
+struct StageSplit {
+  int64_t per_stage = 0;
+  int32_t first_less = 1;
+  int32_t last_less = 1;
+};
+StageSplit TorchtitanStageSplit(const Candidate& c, int32_t layers) {
+  const int64_t stages = int64_t{c.pp} * c.vpp;
+  StageSplit split;
+  split.first_less = c.first_less;
+  split.last_less = c.last_less;
+  const int64_t effective = int64_t{layers} + split.first_less + split.last_less;
+  const int64_t per = (effective + stages - 1) / stages;
+  if ((effective + per - 1) / per == stages) split.per_stage = per;
+  return split;
+}
+
 std::string TorchtitanToml(const Config& config, const Candidate& c, int64_t global_batch) {
   const TransformerSpec& t = config.model.transformer;
   std::ostringstream toml;
@@ -177,20 +197,19 @@ std::string TorchtitanToml(const Config& config, const Candidate& c, int64_t glo
   if (config.parallel.async_tp && c.tp > 1) toml << "enable_async_tensor_parallel = true\n";
   if (c.pp > 1) {
     // torchtitan's pipeline_parallel.py makes ceil((layers + first + last less layers) /
-    // layers_per_stage) stages; with both weights 0 the embedding and the head ride with the
-    // first and last stage, the split the plan simulated (EvenTransformerCounts).
-    const int64_t stages = int64_t{c.pp} * c.vpp;
-    const int64_t per_stage = (t.layers + stages - 1) / stages;
+    // layers_per_stage) stages and splits them with those weights, the split the plan simulated
+    // (Candidate::StageCounts).
+    const StageSplit split = TorchtitanStageSplit(c, static_cast<int32_t>(t.layers));
     toml << "pipeline_parallel_schedule = \"" << TorchtitanSchedule(c.schedule) << "\"\n"
          << "pipeline_parallel_microbatch_size = " << c.micro_batch_size << "\n";
-    if ((t.layers + per_stage - 1) / per_stage == stages) {
-      toml << "pipeline_parallel_layers_per_stage = " << per_stage << "\n"
-           << "pipeline_parallel_first_stage_less_layers = 0\n"
-           << "pipeline_parallel_last_stage_less_layers = 0\n";
+    if (split.per_stage > 0) {
+      toml << "pipeline_parallel_layers_per_stage = " << split.per_stage << "\n";
     } else {
-      toml << "# " << t.layers << " layers over " << stages
+      toml << "# " << t.layers << " layers over " << int64_t{c.pp} * c.vpp
            << " stages: no layers_per_stage makes that many; give module_fqns_per_model_part\n";
     }
+    toml << "pipeline_parallel_first_stage_less_layers = " << split.first_less << "\n"
+         << "pipeline_parallel_last_stage_less_layers = " << split.last_less << "\n";
   }
   toml << "\n[activation_checkpoint]\nmode = \""
        << (c.recompute == Recompute::kNone ? "none"
@@ -273,14 +292,14 @@ std::string TorchtitanRegistryPy(const Config& config, const Candidate& c, int64
   set("parallelism.pipeline_parallel_degree", Str(c.pp));
   if (c.pp > 1) {
     const int64_t stages = int64_t{c.pp} * c.vpp;
-    const int64_t per_stage = (t.layers + stages - 1) / stages;
+    const StageSplit split = TorchtitanStageSplit(c, static_cast<int32_t>(t.layers));
     set("parallelism.pipeline_parallel_schedule",
         std::string("\"") + TorchtitanSchedule(c.schedule) + "\"");
     set("parallelism.num_pp_microbatches", Str(c.microbatches));
-    if ((t.layers + per_stage - 1) / per_stage == stages) {
-      set("parallelism.pipeline_parallel_layers_per_stage", Str(per_stage));
-      set("parallelism.pipeline_parallel_first_stage_less_layers", "0");
-      set("parallelism.pipeline_parallel_last_stage_less_layers", "0");
+    set("parallelism.pipeline_parallel_first_stage_less_layers", Str(split.first_less));
+    set("parallelism.pipeline_parallel_last_stage_less_layers", Str(split.last_less));
+    if (split.per_stage > 0) {
+      set("parallelism.pipeline_parallel_layers_per_stage", Str(split.per_stage));
     } else {
       py << "    # " << t.layers << " layers over " << stages
          << " stages: no layers_per_stage makes that many; set module_fqns_per_model_part\n";

@@ -6,6 +6,7 @@
 #include <limits>
 #include <map>
 #include <memory>
+#include <optional>
 #include <tuple>
 #include <utility>
 
@@ -55,7 +56,13 @@ std::vector<int32_t> Candidate::StageCounts(int32_t layers) const {
     counts.back() = last_stage_layers + 1;    // and the head
     return counts;
   }
-  return EvenTransformerCounts(layers, std::max(1, pp * vpp));  // the engines' default split
+  const int32_t stages = std::max(1, pp * vpp);
+  if (engine == Engine::kTorchtitan && stages > 1 && layers >= stages) {
+    // torchtitan's own splitter, with the less-layers weights the export writes.
+    auto counts = TorchtitanTransformerCounts(layers, stages, first_less, last_less);
+    if (counts.ok()) return std::move(counts).value();
+  }
+  return EvenTransformerCounts(layers, stages);  // Megatron's and DeepSpeed's default split
 }
 
 void Candidate::ApplyTo(Config& config) const {
@@ -116,6 +123,9 @@ std::string Candidate::Describe() const {
          (first_stage_layers > 0 ? " first " + std::to_string(first_stage_layers) + " last " +
                                        std::to_string(last_stage_layers)
                                  : std::string()) +
+         (engine == Engine::kTorchtitan && pp > 1 && (first_less != 1 || last_less != 1)
+              ? " less " + std::to_string(first_less) + "/" + std::to_string(last_less)
+              : std::string()) +
          (layout_counts.empty() ? std::string()
                                 : " layout " + TransformerLayoutString(layout_counts)) +
          (layer_list ? std::string(" partition ") + PartitionMethodName(partition) + " state " +
@@ -130,6 +140,9 @@ std::string Candidate::ScheduleText(int32_t layers) const {
     return schedule + " " + PartitionMethodName(partition) + "/" + StatePolicyName(state_policy);
   }
   if (!layout_counts.empty()) return schedule + " " + TransformerLayoutString(layout_counts);
+  if (engine == Engine::kTorchtitan && pp > 1 && (first_less != 1 || last_less != 1)) {
+    return schedule + " less " + std::to_string(first_less) + "/" + std::to_string(last_less);
+  }
   if (first_stage_layers == 0 || pp < 3) return schedule;
   return schedule + " " + std::to_string(first_stage_layers) + "/" +
          std::to_string(MiddleStageLayers(layers)) + "/" + std::to_string(last_stage_layers);
@@ -167,7 +180,7 @@ struct Costed {
 // prepares one representative per key.
 using CostKey =
     std::tuple<int, int32_t, int32_t, int32_t, int32_t, int32_t, int32_t, int32_t, int, int32_t,
-               int32_t, bool, int32_t, int32_t, std::vector<int32_t>, int, int>;
+               int32_t, bool, int32_t, int32_t, std::vector<int32_t>, int32_t, int32_t, int, int>;
 CostKey KeyOf(const Candidate& c) {
   return {static_cast<int>(c.engine),
           c.tp,
@@ -184,6 +197,8 @@ CostKey KeyOf(const Candidate& c) {
           c.first_stage_layers,
           c.last_stage_layers,
           c.layout_counts,
+          c.first_less,
+          c.last_less,
           static_cast<int>(c.partition),
           static_cast<int>(c.state_policy)};
 }
@@ -259,6 +274,25 @@ Costed Cost(const PlanSpec& spec, const std::shared_ptr<const LoadedConfig>& bas
   costed.reserve = r.config.cluster.given ? r.config.cluster.memory_reserve_bytes : 0;
   costed.ok = true;
   return costed;
+}
+
+// The slowest rank's time of a transformer split `counts` (the embedding and the head included)
+// under `c`'s placement: chunk s on rank s mod pp, or for a V-shaped schedule (dualpipev) rank r
+// holding chunks r and 2pp - 1 - r; a chunk costs its decoders, plus the embedding on the first
+// and the head on the last (the screen's three costs).
+int64_t SlowestRankNs(const std::vector<int32_t>& counts, const Candidate& c,
+                      const Costed& costed) {
+  const bool v_shape = c.schedule == "dualpipev";
+  std::vector<int64_t> load(static_cast<size_t>(std::max(1, c.pp)), 0);
+  const auto chunks = static_cast<int32_t>(counts.size());
+  for (int32_t chunk = 0; chunk < chunks; ++chunk) {
+    int64_t time = int64_t{counts[static_cast<size_t>(chunk)]} * costed.decoder.ns();
+    if (chunk == 0) time += costed.embedding.ns() - costed.decoder.ns();
+    if (chunk == chunks - 1) time += costed.head.ns() - costed.decoder.ns();
+    const int32_t rank = !v_shape ? chunk % c.pp : chunk < c.pp ? chunk : 2 * c.pp - 1 - chunk;
+    load[static_cast<size_t>(std::clamp(rank, 0, c.pp - 1))] += time;
+  }
+  return *std::max_element(load.begin(), load.end());
 }
 
 // Chunk activations the fullest rank (the first) holds at its peak.
@@ -493,6 +527,52 @@ Result<PlanResult> PlanLayouts(const PlanSpec& spec) {
   }
   for (size_t index = 0; index < enumerated; ++index) {
     const Candidate& c = enumeration.legal[index];
+    if (c.engine == Engine::kTorchtitan && c.pp >= 2) {
+      // torchtitan's own knob (pipeline_parallel.py): the embedding and the head count as
+      // first_less and last_less layers in its split (default 1 and 1). Every pair 0-3 that
+      // torchtitan accepts is tried under the schedule's placement, and the one with the least
+      // slowest rank kept where it beats the default by more than 1% of a decoder.
+      const Costed& costed = costs[key_index.at(KeyOf(c))];
+      if (!costed.ok || costed.decoder <= Time() || screen_step[index] < Time()) continue;
+      const int32_t stages = c.pp * c.vpp;
+      const std::vector<int32_t> parent = c.StageCounts(shape.layers);
+      const int64_t tie = std::max<int64_t>(1, costed.decoder.ns() / 100);
+      int64_t best = SlowestRankNs(parent, c, costed);
+      std::optional<std::pair<int32_t, int32_t>> chosen;
+      for (int32_t first = 0; first <= 3; ++first) {
+        for (int32_t last = 0; last <= 3; ++last) {
+          auto counts = TorchtitanTransformerCounts(shape.layers, stages, first, last);
+          if (!counts.ok()) continue;
+          const int64_t time = SlowestRankNs(counts.value(), c, costed);
+          if (time + tie <= best) {
+            best = time;
+            chosen = std::make_pair(first, last);
+          }
+        }
+      }
+      if (!chosen) continue;
+      Candidate weighted = c;
+      weighted.first_less = chosen->first;
+      weighted.last_less = chosen->second;
+      // As for Megatron below: derived only where the share it takes off could reach the
+      // simulated best.
+      const std::vector<int32_t> counts =
+          TorchtitanTransformerCounts(shape.layers, stages, chosen->first, chosen->second).value();
+      const double rank_share =
+          static_cast<double>(best) / static_cast<double>(SlowestRankNs(parent, c, costed));
+      const double chunk_share =
+          static_cast<double>(
+              SlowestTransformerRank(counts, stages, costed.decoder, costed.embedding, costed.head)
+                  .ns()) /
+          static_cast<double>(
+              SlowestTransformerRank(parent, stages, costed.decoder, costed.embedding, costed.head)
+                  .ns());
+      const double share = std::min(rank_share, chunk_share);
+      if (static_cast<double>(screen_step[index].ns()) * share < static_cast<double>(cutoff.ns())) {
+        derived.push_back(weighted);
+      }
+      continue;
+    }
     if (c.engine != Engine::kMegatron || c.pp < 2) continue;
     const Costed& costed = costs[key_index.at(KeyOf(c))];
     if (!costed.ok || costed.decoder <= Time() || screen_step[index] < Time()) continue;

@@ -83,6 +83,12 @@ struct Candidate {
   // layout: the split that balances the embedding and the head (PlanLayouts).
   int32_t first_stage_layers = 0;
   int32_t last_stage_layers = 0;
+  // torchtitan's pipeline_parallel_first_stage_less_layers and ..._last_stage_less_layers: the
+  // embedding and the head count as that many layers in torchtitan's split
+  // (TorchtitanTransformerCounts); its default 1 and 1. The planner derives other weights for a
+  // layout where they make the slowest rank faster (PlanLayouts).
+  int32_t first_less = 1;
+  int32_t last_less = 1;
   // Megatron's --pipeline-model-parallel-layout (any vpp): the layers of each of the pp x vpp
   // chunks, the embedding with the first and the head with the last (as EvenTransformerCounts);
   // empty = the even split or the first/last one above. The planner derives it for a layout: the
@@ -100,7 +106,8 @@ struct Candidate {
   }
 
   // The layers of each chunk this layout runs (the embedding and the head included): the
-  // layout's counts, the first/last split's, or the engines' even split.
+  // layout's counts, the first/last split's, torchtitan's splitter with its weights, or the even
+  // split of Megatron and DeepSpeed.
   std::vector<int32_t> StageCounts(int32_t layers) const;
 
   // The config changes that make this layout (what a RunSpec's `edit` applies).
@@ -110,7 +117,8 @@ struct Candidate {
   // "none", "selective", "full", or "full:N" for N layers of each chunk.
   std::string RecomputeText() const;
   // The schedule, with an uneven split's decoders per stage: "1f1b 9/10/9" (first/middle/last),
-  // or a derived layout's string: "interleaved-1f1b Et*2|(t*3|)*2(t*2|)*36L";
+  // or a derived layout's string: "interleaved-1f1b Et*2|(t*3|)*2(t*2|)*36L"; torchtitan's
+  // weights where not its default: "1f1b less 2/1";
   // for a layer list over stages with its partition and state policy: "1f1b state-aware/payload".
   std::string ScheduleText(int32_t layers) const;
 };

@@ -56,6 +56,10 @@ void PlanObject(JsonWriter& json, const PlannedLayout& plan) {
     json.Key("last_stage_layers").Int(c.last_stage_layers);
   }
   if (!c.layout_counts.empty()) json.Key("layout").String(TransformerLayoutString(c.layout_counts));
+  if (c.engine == Engine::kTorchtitan && c.pp > 1 && (c.first_less != 1 || c.last_less != 1)) {
+    json.Key("first_stage_less_layers").Int(c.first_less);
+    json.Key("last_stage_less_layers").Int(c.last_less);
+  }
   json.Key("recompute").String(RecomputeName(c.recompute));
   if (c.recompute_num_layers > 0) json.Key("recompute_num_layers").Int(c.recompute_num_layers);
   json.Key("zero_stage").Int(c.zero_stage);
@@ -151,7 +155,7 @@ std::string FormatPlanTable(const PlanResult& result) {
   text += "  candidates " + std::to_string(result.candidates) + " asked, " +
           std::to_string(result.screened) + " screened" +
           (result.derived > 0 ? " (" + std::to_string(result.derived) +
-                                    " derived: Megatron's block recomputation and uneven splits)"
+                                    " derived: block recomputation and uneven splits)"
                               : std::string()) +
           ", " + std::to_string(result.simulated) + " simulated\n";
   for (const std::string& assumption : result.assumptions) text += "  rests on: " + assumption + "\n";

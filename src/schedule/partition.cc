@@ -4,6 +4,7 @@
 #include <cctype>
 #include <cstddef>
 #include <functional>
+#include <limits>
 #include <queue>
 #include <string>
 #include <utility>
@@ -393,6 +394,36 @@ Result<Partition> PartitionFromLayout(std::string_view layout, std::string_view 
   LayoutChecker checker(layer_kinds);
   STAGECRAFT_RETURN_IF_ERROR(checker.Expand(items.value()));
   return checker.Finish(static_cast<int32_t>(layout.size()) + 1);
+}
+
+Result<std::vector<int32_t>> TorchtitanTransformerCounts(int32_t decoders, int32_t stages,
+                                                         int32_t input_weight,
+                                                         int32_t output_weight) {
+  if (stages == 1) return std::vector<int32_t>{decoders + 2};
+  const int64_t effective = int64_t{decoders} + input_weight + output_weight;
+  if (stages > effective) {
+    return Error{"number of stages (" + std::to_string(stages) +
+                 ") cannot be greater than effective layers (" + std::to_string(effective) + ": " +
+                 std::to_string(decoders) + " layers + weights " + std::to_string(input_weight) +
+                 " and " + std::to_string(output_weight) + ")"};
+  }
+  const int64_t per_stage = effective / stages;
+  const int64_t extra = effective % stages;
+  for (const auto& [name, weight] : {std::pair<const char*, int32_t>{"input", input_weight},
+                                     std::pair<const char*, int32_t>{"output", output_weight}}) {
+    if (weight > per_stage) {
+      return Error{std::string(name) + "_weight (" + std::to_string(weight) +
+                   ") exceeds minimum layers per stage (" + std::to_string(per_stage) + ")"};
+    }
+  }
+  std::vector<int32_t> counts;
+  for (int32_t stage = 0; stage < stages; ++stage) {
+    int64_t held = per_stage + (stage < extra ? 1 : 0);
+    if (stage == 0) held += 1 - input_weight;  // the embedding counts as a layer of its own
+    if (stage == stages - 1) held += 1 - output_weight;  // and the head
+    counts.push_back(static_cast<int32_t>(held));
+  }
+  return counts;
 }
 
 namespace {

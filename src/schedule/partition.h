@@ -5,6 +5,7 @@
 #include <cstdint>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 #include "core/result.h"
@@ -47,6 +48,17 @@ Result<Partition> PartitionStateAware(const std::vector<Time>& layer_costs,
 // (torchtitan's splitter), the stages between the first and the last take one more each, in
 // order, then the first and the last. REQUIRES: stages >= 1.
 std::vector<int32_t> EvenTransformerCounts(int32_t decoders, int32_t stages);
+
+// torchtitan's split of a transformer over `stages` (torchtitan/distributed/pipeline_parallel.py,
+// generate_llm_fqn_per_model_part): the embedding counts as `input_weight` layers and the norm
+// and output as `output_weight`; the decoders plus both weights split evenly, the first stages
+// taking one more where they do not divide, and the first and the last stage then hold that
+// many fewer decoders. Counts include the embedding and the head, like EvenTransformerCounts'.
+// Errors, as torchtitan's: more stages than effective layers, or a weight above the layers per
+// stage. REQUIRES: decoders >= 0, stages >= 1, weights >= 0.
+Result<std::vector<int32_t>> TorchtitanTransformerCounts(int32_t decoders, int32_t stages,
+                                                         int32_t input_weight,
+                                                         int32_t output_weight);
 
 // The counts of a transformer's layer list over `pp` x `vpp` chunks (chunk c on rank c mod pp,
 // Megatron's virtual-stage order) that make the slowest rank as fast as it can be, where a chunk

@@ -422,5 +422,36 @@ TEST(TransformerLayoutStringTest, GroupsEqualMiddleChunksAndReadsBack) {
   EXPECT_EQ(TransformerLayoutString({4}), "Et*2L");
 }
 
+// torchtitan's generate_llm_fqn_per_model_part (torchtitan/distributed/pipeline_parallel.py),
+// counted: the effective layers (decoders + both weights) split evenly, the first stages taking
+// the remainder, and each end holding its weight fewer decoders.
+TEST(TorchtitanTransformerCountsTest, SplitsAsTorchtitanDoes) {
+  // Llama 3.1 405B over 8 stages with torchtitan's default weights (1, 1): 128 effective
+  // layers, 16 a stage; the two ends hold 15 decoders (and the embedding, the head).
+  EXPECT_EQ(TorchtitanTransformerCounts(126, 8, 1, 1).value(),
+            (std::vector<int32_t>{16, 16, 16, 16, 16, 16, 16, 16}));
+  // 80 decoders, weights (1, 1): 82 effective layers, 10 a stage and 2 extra for stages 0 and 1;
+  // stage 0 holds 10 decoders, stage 1 11, the last 9.
+  EXPECT_EQ(TorchtitanTransformerCounts(80, 8, 1, 1).value(),
+            (std::vector<int32_t>{11, 11, 10, 10, 10, 10, 10, 10}));
+  // Weights (0, 0): the decoders alone split, the remainder to the first stages.
+  EXPECT_EQ(TorchtitanTransformerCounts(80, 8, 0, 0).value(),
+            (std::vector<int32_t>{11, 10, 10, 10, 10, 10, 10, 11}));
+  EXPECT_EQ(TorchtitanTransformerCounts(126, 8, 0, 0).value(),
+            (std::vector<int32_t>{17, 16, 16, 16, 16, 16, 15, 16}));
+  // torchtitan's docstring example: 3 layers over 2 stages, both weights 2: 7 effective layers,
+  // stage 0 takes 4 (2 decoders), stage 1 takes 3 (1 decoder).
+  EXPECT_EQ(TorchtitanTransformerCounts(3, 2, 2, 2).value(), (std::vector<int32_t>{3, 2}));
+  EXPECT_EQ(TorchtitanTransformerCounts(5, 1, 1, 1).value(), (std::vector<int32_t>{7}));
+  // A weight may take all of a stage's layers: 12 decoders and an input weight of 4 over 4
+  // stages are 4 effective layers a stage, and stage 0 holds the embedding alone.
+  EXPECT_EQ(TorchtitanTransformerCounts(12, 4, 4, 0).value(), (std::vector<int32_t>{1, 4, 4, 5}));
+  // torchtitan's ValueErrors: more stages than effective layers, a weight above the layers per
+  // stage (5 > 17 / 4).
+  EXPECT_FALSE(TorchtitanTransformerCounts(4, 8, 0, 0).ok());
+  EXPECT_FALSE(TorchtitanTransformerCounts(2, 2, 3, 0).ok());
+  EXPECT_FALSE(TorchtitanTransformerCounts(12, 4, 5, 0).ok());
+}
+
 }  // namespace
 }  // namespace stagecraft

@@ -295,6 +295,26 @@ int64_t SlowestRankNs(const std::vector<int32_t>& counts, const Candidate& c,
   return *std::max_element(load.begin(), load.end());
 }
 
+// Whether a split `counts` of the layout `c` (whose own split is `parent`, screened at `step`)
+// may screen below `cutoff`: `step` scaled by the larger of the two shares the split takes off,
+// its slowest rank's under c's placement and its slowest chunk's. In the screen's three costs
+// no split does better than that share.
+bool Promising(const std::vector<int32_t>& counts, const std::vector<int32_t>& parent,
+               const Candidate& c, const Costed& costed, Time step, Time cutoff) {
+  const auto chunks = static_cast<int32_t>(counts.size());
+  const double rank_share = static_cast<double>(SlowestRankNs(counts, c, costed)) /
+                            static_cast<double>(SlowestRankNs(parent, c, costed));
+  const double chunk_share =
+      static_cast<double>(
+          SlowestTransformerRank(counts, chunks, costed.decoder, costed.embedding, costed.head)
+              .ns()) /
+      static_cast<double>(
+          SlowestTransformerRank(parent, chunks, costed.decoder, costed.embedding, costed.head)
+              .ns());
+  return static_cast<double>(step.ns()) * std::min(rank_share, chunk_share) <
+         static_cast<double>(cutoff.ns());
+}
+
 // Chunk activations the fullest rank (the first) holds at its peak.
 int64_t ChunksInFlight(const Candidate& c) {
   const int64_t m = c.microbatches;
@@ -558,17 +578,7 @@ Result<PlanResult> PlanLayouts(const PlanSpec& spec) {
       // simulated best.
       const std::vector<int32_t> counts =
           TorchtitanTransformerCounts(shape.layers, stages, chosen->first, chosen->second).value();
-      const double rank_share =
-          static_cast<double>(best) / static_cast<double>(SlowestRankNs(parent, c, costed));
-      const double chunk_share =
-          static_cast<double>(
-              SlowestTransformerRank(counts, stages, costed.decoder, costed.embedding, costed.head)
-                  .ns()) /
-          static_cast<double>(
-              SlowestTransformerRank(parent, stages, costed.decoder, costed.embedding, costed.head)
-                  .ns());
-      const double share = std::min(rank_share, chunk_share);
-      if (static_cast<double>(screen_step[index].ns()) * share < static_cast<double>(cutoff.ns())) {
+      if (Promising(counts, parent, c, costed, screen_step[index], cutoff)) {
         derived.push_back(weighted);
       }
       continue;
@@ -577,26 +587,8 @@ Result<PlanResult> PlanLayouts(const PlanSpec& spec) {
     const Costed& costed = costs[key_index.at(KeyOf(c))];
     if (!costed.ok || costed.decoder <= Time() || screen_step[index] < Time()) continue;
     const std::vector<int32_t> parent = c.StageCounts(shape.layers);
-    // Whether `counts` may screen below the cutoff: the parent's step scaled by the larger of
-    // the two shares a split takes off (its slowest rank's and its slowest chunk's).
     const auto promising = [&](const std::vector<int32_t>& counts) {
-      const auto chunks = static_cast<int32_t>(counts.size());
-      const double rank_share =
-          static_cast<double>(
-              SlowestTransformerRank(counts, c.pp, costed.decoder, costed.embedding, costed.head)
-                  .ns()) /
-          static_cast<double>(
-              SlowestTransformerRank(parent, c.pp, costed.decoder, costed.embedding, costed.head)
-                  .ns());
-      const double chunk_share =
-          static_cast<double>(
-              SlowestTransformerRank(counts, chunks, costed.decoder, costed.embedding, costed.head)
-                  .ns()) /
-          static_cast<double>(
-              SlowestTransformerRank(parent, chunks, costed.decoder, costed.embedding, costed.head)
-                  .ns());
-      return static_cast<double>(screen_step[index].ns()) * std::min(rank_share, chunk_share) <
-             static_cast<double>(cutoff.ns());
+      return Promising(counts, parent, c, costed, screen_step[index], cutoff);
     };
     const int64_t layers = shape.layers;
     const int64_t decoder = costed.decoder.ns();

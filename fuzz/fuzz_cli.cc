@@ -4,13 +4,12 @@
 //
 // To keep each run short and the file system untouched, inputs are skipped (not run) when they
 // name a flag that writes a file (--trace, --csv, --svg-prefix, --write-schedule-csv, --report,
-// plan's --export, goodput's --plot) or searches a whole published space (serve-plan --space:
-// thousands of simulations; golden tests serve/vidur-space*), or hold a number above 64 (a
-// pipeline of 10^5 ranks is valid and takes seconds: the size limits have their own golden
-// tests; above 4 for `bench-schedules`), or run `validate` or `bench-schedules` on the bundled
-// model (below). scripts/fuzz.sh
-// runs it in tests/golden/errors, so '../data/...' paths of the seed
-// corpus resolve.
+// plan's --export, export's --out, goodput's --plot) or searches a whole published space
+// (serve-plan --space: thousands of simulations; golden tests serve/vidur-space*), or hold a number
+// above 64 (a pipeline of 10^5 ranks is valid and takes seconds: the size limits have their own
+// golden tests; above 4 for `bench-schedules`), or run `validate` or `bench-schedules` on the
+// bundled model (below). scripts/fuzz.sh runs it in tests/golden/errors, so '../data/...' paths of
+// the seed corpus resolve.
 #include <cctype>
 #include <cstddef>
 #include <cstdint>
@@ -28,6 +27,8 @@ bool Skipped(const std::string& argument, int64_t largest_number) {
        {"--trace", "--csv", "--svg", "--write", "--report", "--export", "--plot", "--space"}) {
     if (argument.find(writer) != std::string::npos) return true;
   }
+  // `export --out DIR` (not serve's --output-tokens).
+  if (argument == "--out" || argument.rfind("--out=", 0) == 0) return true;
   int64_t number = 0;
   bool in_number = false;
   for (size_t pos = 0; pos < argument.size(); ++pos) {

@@ -9,13 +9,14 @@
 
 #include "analysis/metrics.h"
 #include "cli/help_footers.h"
+#include "core/suggest.h"
 #include "fault/checkpoint_report.h"
 #include "fault/goodput.h"
+#include "plan/export.h"
 #include "plan/plan.h"
 #include "run/commands.h"
 #include "serve/serve.h"
 #include "serve/serve_plan.h"
-#include "core/suggest.h"
 
 namespace stagecraft {
 namespace {
@@ -157,9 +158,10 @@ CLI::App* AddBenchCommand(CLI::App& app, RunSpec& flags, BenchSpec& bench_flags)
   return bench;
 }
 
-const std::vector<std::string> kCommands = {
-    "simulate", "check",    "derive",  "list",  "bench-schedules", "comm",      "memory",
-    "multimodal", "validate", "plan", "checkpoint", "goodput", "serve", "serve-plan"};
+const std::vector<std::string> kCommands = {"simulate",        "check", "derive",    "list",
+                                            "bench-schedules", "comm",  "memory",    "multimodal",
+                                            "validate",        "plan",  "export",    "checkpoint",
+                                            "goodput",         "serve", "serve-plan"};
 
 CLI::App* AddCommCommand(CLI::App& app, CommSpec& flags) {
   CLI::App* comm = app.add_subcommand(
@@ -254,6 +256,20 @@ CLI::App* AddPlanCommand(CLI::App& app, PlanSpec& plan, std::string& engine,
       ->delimiter(',')
       ->type_name("LIST");
   command->footer(PlanHelpFooter());
+  return command;
+}
+
+// `export`: the run flags (the layout to write), the engine and the folder.
+CLI::App* AddExportCommand(CLI::App& app, ExportSpec& spec, std::string& engine) {
+  CLI::App* command = app.add_subcommand(
+      "export",
+      "write a config's layout as an engine's launch files (Megatron-LM, torchtitan, DeepSpeed)");
+  AddRunFlags(*command, spec.run);
+  command->add_option("--engine", engine, "megatron, torchtitan or deepspeed (required)")
+      ->type_name("ENGINE");
+  command->add_option("--out", spec.dir, "the folder to write into, which must exist (required)")
+      ->type_name("DIR");
+  command->footer(ExportHelpFooter());
   return command;
 }
 
@@ -654,6 +670,17 @@ Status RunPlanCommand(PlanSpec& spec, const std::string& engine,
   return RunPlan(spec, json, transcript);
 }
 
+// `export`: the engine by name, then the export.
+Status RunExportCommand(ExportSpec& spec, const std::string& engine, Transcript& transcript) {
+  if (engine.empty()) {
+    return Error{"export: --engine ENGINE is required (megatron, torchtitan or deepspeed)"};
+  }
+  auto chosen = ParseEngine(engine, "--engine");
+  if (!chosen.ok()) return chosen.error();
+  spec.engine = chosen.value();
+  return RunExport(spec, transcript);
+}
+
 }  // namespace
 
 int RunCli(int argc, const char* const* argv, std::ostream& out, std::ostream& err) {
@@ -736,6 +763,9 @@ int RunCli(int argc, const char* const* argv, std::ostream& out, std::ostream& e
   bool plan_json = false;
   std::vector<std::string> plan_export;
   CLI::App* plan = AddPlanCommand(app, plan_spec, plan_engine, plan_export, plan_json);
+  ExportSpec export_spec;
+  std::string export_engine;
+  CLI::App* export_command = AddExportCommand(app, export_spec, export_engine);
   CheckpointSpec checkpoint_spec;
   CLI::App* checkpoint = AddCheckpointCommand(app, checkpoint_spec);
   GoodputSpec goodput_spec;
@@ -744,8 +774,9 @@ int RunCli(int argc, const char* const* argv, std::ostream& out, std::ostream& e
   CLI::App* serve = AddServeCommand(app, serve_spec);
   ServePlanSpec serve_plan_spec;
   CLI::App* serve_plan = AddServePlanCommand(app, serve_plan_spec);
-  for (CLI::App* command : {simulate, check, derive, list, bench, comm, memory, multimodal,
-                            validate, plan, checkpoint, goodput, serve, serve_plan}) {
+  for (CLI::App* command :
+       {simulate, check, derive, list, bench, comm, memory, multimodal, validate, plan,
+        export_command, checkpoint, goodput, serve, serve_plan}) {
     command->allow_extras();
   }
 
@@ -780,6 +811,9 @@ int RunCli(int argc, const char* const* argv, std::ostream& out, std::ostream& e
     const Status status =
         RunPlanCommand(plan_spec, plan_engine, plan_export, plan_json, err, transcript);
     return Finish(transcript, status, out, err);
+  }
+  if (*export_command) {
+    return Finish(transcript, RunExportCommand(export_spec, export_engine, transcript), out, err);
   }
   if (*checkpoint) {
     const Status status = RunCheckpoint(checkpoint_spec, transcript);

@@ -53,6 +53,16 @@ const char* PlanHelpFooter() {
          "fits.";
 }
 
+const char* ExportHelpFooter() {
+  return "The config's layout (tp, pp, dp, cp, ep, virtual stages, micro-batch size, schedule,\n"
+         "recompute, ZeRO/FSDP and the split of its layers) is checked against the engine's "
+         "rules,\n"
+         "simulated as given and as the engine runs it (the engine's options, e.g. Megatron's\n"
+         "overlaps), and written as the files `plan --export` writes; `simulate --from-ENGINE`\n"
+         "reads them back to the same step. Exit status 1 when the engine's run does not fit the\n"
+         "device (nothing is written); 2 for a layout the engine cannot run (doc/plan.md).";
+}
+
 const char* CheckpointHelpFooter() {
   return "Per device of each pipeline rank (GiB = 2^30 bytes): the weights and optimizer state\n"
          "(fp32 master, Adam m and v) as ZeRO / the distributed optimizer shard them, the small\n"

@@ -10,6 +10,7 @@ const char* CommHelpFooter();      // stagecraft comm --help: algbw, busbw and t
 const char* MemoryHelpFooter();    // stagecraft memory --help: the table's columns
 const char* ValidateHelpFooter();  // stagecraft validate --help: the error measure
 const char* PlanHelpFooter();      // stagecraft plan --help: the search and the table
+const char* ExportHelpFooter();    // stagecraft export --help: what is checked and written
 const char* CheckpointHelpFooter();  // stagecraft checkpoint --help: the manifest's columns
 const char* GoodputHelpFooter();     // stagecraft goodput --help: the models and their sources
 const char* ServeHelpFooter();     // stagecraft serve --help: what one serving run models

@@ -302,8 +302,37 @@ class TomlParser {
     }
   }
 
+  // An array of strings, or (its first item an array) an array of arrays of strings.
   Result<TomlValue> ParseArray() {
     ++pos_;  // '['
+    SkipArraySpace();
+    if (Peek() != '[') return ParseStrings();
+    TomlValue value;
+    value.kind = TomlValue::Kind::kStringArrays;
+    while (true) {
+      SkipArraySpace();
+      if (Peek() == ']') break;
+      if (pos_ >= text_.size()) return Fail("unterminated array (expected ']')");
+      if (Peek() != '[') {
+        return Fail("an array of arrays holds arrays only (expected '[' or ']')");
+      }
+      ++pos_;  // '['
+      auto inner = ParseStrings();
+      if (!inner.ok()) return inner.error();
+      value.arrays.push_back(std::move(inner).value().strings);
+      SkipArraySpace();
+      if (Peek() == ',') {
+        ++pos_;
+        continue;
+      }
+      if (Peek() != ']') return Fail("expected ',' or ']' in the array");
+    }
+    ++pos_;
+    return value;
+  }
+
+  // The strings of an array whose '[' is behind, up to and past its ']'.
+  Result<TomlValue> ParseStrings() {
     TomlValue value;
     value.kind = TomlValue::Kind::kStringArray;
     while (true) {
@@ -311,7 +340,9 @@ class TomlParser {
       if (Peek() == ']') break;
       if (pos_ >= text_.size()) return Fail("unterminated array (expected ']')");
       if (Peek() != '"' && Peek() != '\'') {
-        return Fail("arrays of strings only are read (expected a \"string\" or ']')");
+        return Fail(Peek() == '['
+                        ? "arrays nest one level, of strings (expected a \"string\" or ']')"
+                        : "arrays of strings only are read (expected a \"string\" or ']')");
       }
       auto text = ParseString();
       if (!text.ok()) return text.error();
@@ -348,6 +379,8 @@ const char* TomlKindName(TomlValue::Kind kind) {
       return "a boolean";
     case TomlValue::Kind::kStringArray:
       return "an array of strings";
+    case TomlValue::Kind::kStringArrays:
+      return "an array of arrays of strings";
   }
   return "a value";
 }

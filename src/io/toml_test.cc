@@ -42,6 +42,23 @@ TEST(TomlTest, ReadsTheSubsetTorchtitanWrites) {
   EXPECT_EQ(training->keys[4].second.text, "a\"b\xc3\xa9");
 }
 
+// torchtitan's module_fqns_per_model_part: an array of arrays of strings, over several lines,
+// a trailing comma and comments between the items allowed (TOML 1.0).
+TEST(TomlTest, ReadsArraysOfArraysOfStrings) {
+  const std::string text =
+      "[parallelism]\nmodule_fqns_per_model_part = [\n  [\"tok_embeddings\", \"layers.0\"],  # "
+      "one\n"
+      "  [],\n  [\"layers.1\", 'norm', \"output\",],\n]\n";
+  auto parsed = ParseToml(text, "job.toml");
+  ASSERT_TRUE(parsed.ok()) << parsed.error().message;
+  const TomlValue& value = parsed.value().Find("parallelism")->keys[0].second;
+  EXPECT_EQ(value.kind, TomlValue::Kind::kStringArrays);
+  EXPECT_EQ(value.line, 2);
+  EXPECT_EQ(value.arrays, (std::vector<std::vector<std::string>>{
+                              {"tok_embeddings", "layers.0"}, {}, {"layers.1", "norm", "output"}}));
+  EXPECT_STREQ(TomlKindName(value.kind), "an array of arrays of strings");
+}
+
 TEST(TomlTest, ErrorsNameLineAndColumn) {
   const std::vector<std::pair<std::string, std::string>> cases = {
       {"[a]\nx = 1\nx = 2\n", "t.toml:3:5: key 'x' given twice in [a] (first on line 2)"},
@@ -64,6 +81,12 @@ TEST(TomlTest, ErrorsNameLineAndColumn) {
       {"[a]\nx = 99999999999999999999\n",
        "t.toml:2:5: integer '99999999999999999999' is out of range (64-bit)"},
       {"[a]\nx = 1__0\n", "t.toml:2:5: '1__0': '_' must sit between two digits"},
+      {"[a]\nx = [[\"a\"], \"b\"]\n",
+       "t.toml:2:13: an array of arrays holds arrays only (expected '[' or ']')"},
+      {"[a]\nx = [[[\"a\"]]]\n",
+       "t.toml:2:7: arrays nest one level, of strings (expected a \"string\" or ']')"},
+      {"[a]\nx = [\"a\", [\"b\"]]\n",
+       "t.toml:2:11: arrays nest one level, of strings (expected a \"string\" or ']')"},
   };
   for (const auto& [text, message] : cases) {
     auto parsed = ParseToml(text, "t.toml");

@@ -60,6 +60,7 @@ const std::vector<std::pair<std::string, std::vector<std::string>>>& ReadTables(
         "pipeline_parallel_schedule_csv",
         "pipeline_parallel_microbatch_size",
         "pipeline_parallel_microbatches",
+        "module_fqns_per_model_part",
         "context_parallel_degree",
         "context_parallel_rotate_method",
         "expert_parallel_degree",
@@ -132,6 +133,22 @@ class TableValues {
                   std::string("is ") + TomlKindName(value->kind) + " (expected true or false)");
     }
     return std::optional<bool>(value->boolean);
+  }
+
+  // An array of arrays of strings; nullopt when the key is absent.
+  Result<std::optional<std::vector<std::vector<std::string>>>> NameLists(
+      const std::string& key) const {
+    const TomlValue* value = Find(key);
+    if (value == nullptr) return std::optional<std::vector<std::vector<std::string>>>();
+    if (value->kind == TomlValue::Kind::kStringArrays) {
+      return std::optional<std::vector<std::vector<std::string>>>(value->arrays);
+    }
+    if (value->kind == TomlValue::Kind::kStringArray && value->strings.empty()) {
+      return std::optional<std::vector<std::vector<std::string>>>(
+          std::vector<std::vector<std::string>>());
+    }
+    return Fail(key, std::string("is ") + TomlKindName(value->kind) +
+                         " (expected an array of arrays of module names, one per stage)");
   }
 
   // An array of strings, or one string of comma-separated names (torchtitan takes both).
@@ -425,9 +442,110 @@ Result<const ScheduleName*> ReadSchedule(const TableValues& p) {
                                                   JoinChoices(names) + ")");
 }
 
-// Stages per rank as torchtitan's pipeline_llm counts them.
+// torchtitan's module_fqns_per_model_part (pipeline_llm takes it in place of its splitter;
+// pipeline_module_split keeps each stage's modules of the model): the layers of each stage, the
+// embedding and the head counted as a layer each (as EvenTransformerCounts). Read as a Llama's
+// modules: "tok_embeddings" on the first stage, "norm" and "output" on the last, and "layers.N"
+// for each decoder exactly once, each stage's a run that follows the stage before it (the
+// stages run in their order, a stage's layers in the model's); nullopt when not given.
+Result<std::optional<std::vector<int32_t>>> ModuleCounts(const TableValues& p, int32_t layers) {
+  const std::string key = "module_fqns_per_model_part";
+  STAGECRAFT_ASSIGN_OR_RETURN(lists, p.NameLists(key));
+  if (!lists) return std::optional<std::vector<int32_t>>();
+  if (lists->empty()) return p.Fail(key, "is empty (expected one array of module names a stage)");
+  const auto stages = static_cast<int32_t>(lists->size());
+  const std::vector<std::string> named = {"tok_embeddings", "norm", "output", "layers.N"};
+  std::vector<int32_t> counts;
+  std::vector<int32_t> stage_of(static_cast<size_t>(layers), -1);
+  std::vector<std::string> seen_named;
+  int32_t next = 0;  // the first decoder the next stage must hold
+  for (int32_t stage = 0; stage < stages; ++stage) {
+    const std::vector<std::string>& names = (*lists)[static_cast<size_t>(stage)];
+    const std::string where = "stage " + std::to_string(stage) + " ";
+    if (names.empty()) return p.Fail(key, where + "holds no module (expected at least one)");
+    int32_t low = layers;
+    int32_t high = -1;
+    int32_t count = 0;
+    for (const std::string& name : names) {
+      if (name == "tok_embeddings" || name == "norm" || name == "output") {
+        const bool first = name == "tok_embeddings";
+        if (std::find(seen_named.begin(), seen_named.end(), name) != seen_named.end()) {
+          return p.Fail(key, where + "names '" + name + "' again (expected each module once)");
+        }
+        seen_named.push_back(name);
+        if (first ? stage != 0 : stage != stages - 1) {
+          return p.Fail(key, where + "holds '" + name + "' (expected it on the " +
+                                 (first ? "first" : "last") + " stage: the model runs " +
+                                 (first ? "the embedding before the decoders"
+                                        : "the final norm and the output after them") +
+                                 ")");
+        }
+        continue;
+      }
+      const std::string prefix = "layers.";
+      const std::string digits =
+          name.rfind(prefix, 0) == 0 ? name.substr(prefix.size()) : std::string();
+      const bool number =
+          !digits.empty() && digits.size() <= 9 &&
+          std::all_of(digits.begin(), digits.end(), [](char c) { return c >= '0' && c <= '9'; }) &&
+          (digits.size() == 1 || digits[0] != '0');
+      if (!number) {
+        return p.Fail(key, where + "names '" + EscapeBytes(name) + "'" + DidYouMean(name, named) +
+                               " (expected tok_embeddings, layers.N, norm or output: a Llama's "
+                               "modules)");
+      }
+      const int32_t layer = std::stoi(digits);
+      if (layer >= layers) {
+        return p.Fail(key, where + "names '" + name + "' of a model with " +
+                               std::to_string(layers) + " layers (expected layers.0 to layers." +
+                               std::to_string(layers - 1) + ")");
+      }
+      if (stage_of[static_cast<size_t>(layer)] >= 0) {
+        return p.Fail(key, where + "names '" + name + "', which stage " +
+                               std::to_string(stage_of[static_cast<size_t>(layer)]) +
+                               " holds already (expected each layer once)");
+      }
+      stage_of[static_cast<size_t>(layer)] = stage;
+      low = std::min(low, layer);
+      high = std::max(high, layer);
+      ++count;
+    }
+    if (count > 0 && (low != next || high - low + 1 != count)) {
+      return p.Fail(key, where + "holds layers " + std::to_string(low) + "-" +
+                             std::to_string(high) + " in " + std::to_string(count) +
+                             (count == 1 ? " module" : " modules") + " (expected layers " +
+                             std::to_string(next) +
+                             " onward without a gap: the stages run the "
+                             "decoders in order)");
+    }
+    next += count;
+    const int32_t ends = (stage == 0 ? 1 : 0) + (stage == stages - 1 ? 1 : 0);
+    if (count == 0 && ends == 0) {
+      return p.Fail(key,
+                    where + "holds no decoder (expected at least one layer on a middle stage)");
+    }
+    counts.push_back(count + ends);
+  }
+  for (const char* needed : {"tok_embeddings", "norm", "output"}) {
+    if (std::find(seen_named.begin(), seen_named.end(), needed) == seen_named.end()) {
+      return p.Fail(key, std::string("leaves out '") + needed + "' (expected it on the " +
+                             (needed == std::string("tok_embeddings") ? "first" : "last") +
+                             " stage)");
+    }
+  }
+  if (next != layers) {
+    return p.Fail(key, "holds " + std::to_string(next) + " of the model's " +
+                           std::to_string(layers) + " layers (expected layers.0 to layers." +
+                           std::to_string(layers - 1) + ", each once)");
+  }
+  return std::optional<std::vector<int32_t>>(std::move(counts));
+}
+
+// Stages per rank as torchtitan's pipeline_llm counts them, or as `modules`
+// (module_fqns_per_model_part, ModuleCounts) gives them.
 Result<int64_t> StagesPerRank(const TableValues& p, int32_t layers, int64_t pp,
-                              const ScheduleName& schedule) {
+                              const ScheduleName& schedule,
+                              const std::optional<std::vector<int32_t>>& modules) {
   STAGECRAFT_ASSIGN_OR_RETURN(per_stage, p.Int("pipeline_parallel_layers_per_stage", 1));
   STAGECRAFT_ASSIGN_OR_RETURN(first_less, p.Int("pipeline_parallel_first_stage_less_layers", 0));
   STAGECRAFT_ASSIGN_OR_RETURN(last_less, p.Int("pipeline_parallel_last_stage_less_layers", 0));
@@ -446,6 +564,29 @@ Result<int64_t> StagesPerRank(const TableValues& p, int32_t layers, int64_t pp,
                         schedule.torchtitan + "; torchtitan's pipeline_parallel.py)");
     }
     per_rank = stages / pp;
+  }
+  if (modules) {
+    // pipeline_module_split asserts the stages divide over the ranks, two a rank in a V; with
+    // one stage a rank torch runs the single-stage schedules.
+    const auto stages = static_cast<int64_t>(modules->size());
+    const std::string what = "gives " + std::to_string(stages) + " stages";
+    if (stages % pp != 0) {
+      return p.Fail("module_fqns_per_model_part",
+                    what + " (expected a multiple of pp " + std::to_string(pp) +
+                        "; torchtitan's pipeline_module_split asserts it)");
+    }
+    if (schedule.v_shaped && stages != 2 * pp) {
+      return p.Fail("module_fqns_per_model_part", what + " over pp " + std::to_string(pp) +
+                                                      " (expected 2 x pp: " + schedule.torchtitan +
+                                                      " runs two stages a rank in a V)");
+    }
+    if (schedule.single_stage ? stages != pp : stages < 2 * pp) {
+      return p.Fail("module_fqns_per_model_part",
+                    what + " over pp " + std::to_string(pp) + " (expected " +
+                        (schedule.single_stage ? "one" : "at least two") + " per rank for " +
+                        schedule.torchtitan + ")");
+    }
+    return stages / pp;
   }
   if (schedule.v_shaped && per_rank != 2) {
     return p.Fail("pipeline_parallel_schedule",
@@ -481,11 +622,11 @@ Result<int64_t> MicrobatchSize(const TableValues& p, int64_t local_batch) {
 
 // The schedule, its stages per rank and the microbatches; fills the parallel spec.
 Status ReadPipeline(const TableValues& p, const TransformerSpec& t, int64_t local_batch,
-                    int64_t accumulation, ParallelSpec& parallel, ModelSpec& model,
-                    ScheduleSpec& schedule) {
+                    int64_t accumulation, const std::optional<std::vector<int32_t>>& modules,
+                    ParallelSpec& parallel, ModelSpec& model, ScheduleSpec& schedule) {
   STAGECRAFT_ASSIGN_OR_RETURN(found, ReadSchedule(p));
   const int64_t pp = parallel.pp;
-  STAGECRAFT_ASSIGN_OR_RETURN(per_rank, StagesPerRank(p, t.layers, pp, *found));
+  STAGECRAFT_ASSIGN_OR_RETURN(per_rank, StagesPerRank(p, t.layers, pp, *found, modules));
   STAGECRAFT_ASSIGN_OR_RETURN(mbs, MicrobatchSize(p, local_batch));
   if (local_batch % mbs != 0) {
     return p.Fail("pipeline_parallel_microbatch_size",
@@ -693,9 +834,16 @@ Result<Config> ReadTorchtitanDocument(const TomlDocument& document, const std::s
   config.schedule.name = "1f1b";
   config.schedule.group_size = 0;
   p.vpp = 1;
+  STAGECRAFT_ASSIGN_OR_RETURN(modules, ModuleCounts(parallelism, t.layers));
+  if (modules && p.pp == 1 && modules->size() != 1) {
+    return parallelism.Fail("module_fqns_per_model_part",
+                            "gives " + std::to_string(modules->size()) +
+                                " stages without pipeline parallelism (expected "
+                                "pipeline_parallel_degree > 1, or none)");
+  }
   if (p.pp > 1) {
-    STAGECRAFT_RETURN_IF_ERROR(
-        ReadPipeline(parallelism, t, local, accumulation, p, config.model, config.schedule));
+    STAGECRAFT_RETURN_IF_ERROR(ReadPipeline(parallelism, t, local, accumulation, modules, p,
+                                            config.model, config.schedule));
   } else {
     config.model.micro_batch_size = static_cast<int32_t>(local);
     p.microbatches = static_cast<int32_t>(accumulation);
@@ -707,7 +855,9 @@ Result<Config> ReadTorchtitanDocument(const TomlDocument& document, const std::s
   p.partition = PartitionMethod::kCounts;
   p.layout.clear();
   p.layer_counts = EvenTransformerCounts(t.layers, p.pp * p.vpp);
-  if (p.pp * p.vpp > 1) {
+  if (modules && p.pp > 1) {
+    p.layer_counts = *modules;
+  } else if (p.pp * p.vpp > 1) {
     STAGECRAFT_ASSIGN_OR_RETURN(first_less,
                                 parallelism.Int("pipeline_parallel_first_stage_less_layers", 0));
     STAGECRAFT_ASSIGN_OR_RETURN(last_less,

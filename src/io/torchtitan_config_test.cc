@@ -127,6 +127,86 @@ TEST(TorchtitanConfigTest, EveryNthLayerIsCheckpointedWithoutPipelineParallelism
       << word.error().message;
 }
 
+// module_fqns_per_model_part (pipeline_llm takes it in place of torchtitan's splitter): each
+// stage's modules give its layers, the embedding and the head counted as one each, and the
+// stages per rank.
+TEST(TorchtitanConfigTest, ModuleListsGiveEachStagesLayers) {
+  Config six = Cluster(1);  // a model of 6 layers, given (--hf-config)
+  six.model.transformer.layers = 6;
+  six.model.transformer.hidden = 512;
+  six.model.transformer.heads = 8;
+  six.model.transformer.ffn_hidden = 1024;
+  six.model.transformer.vocab = 1000;
+  const std::string head =
+      "[model]\nname = \"llama3\"\n[training]\nlocal_batch_size = 8\nseq_len = 2048\n"
+      "[parallelism]\npipeline_parallel_degree = 2\ndata_parallel_shard_degree = 1\n"
+      "tensor_parallel_degree = 4\n";
+  const std::string ac = "[activation_checkpoint]\nmode = \"none\"\n";
+  // Four stages over pp 2 for the looped schedule.
+  const std::string good =
+      head +
+      "pipeline_parallel_schedule = \"Interleaved1F1B\"\nmodule_fqns_per_model_part = [\n"
+      "  [\"tok_embeddings\"], [\"layers.0\", \"layers.1\", \"layers.2\"],\n"
+      "  [\"layers.4\", \"layers.3\"], [\"layers.5\", \"norm\", \"output\"]]\n" +
+      ac;
+  auto config = ReadTorchtitanConfig(good, "t.toml", six, true);
+  ASSERT_TRUE(config.ok()) << config.error().message;
+  EXPECT_EQ(config.value().parallel.vpp, 2);
+  EXPECT_EQ(config.value().parallel.layer_counts, (std::vector<int32_t>{1, 3, 2, 2}));
+
+  const std::vector<std::pair<std::string, std::string>> bad = {
+      {"[[\"layers.0\", \"tok_embeddings\"], [\"layers.1\", \"layers.2\", \"layers.3\"], "
+       "[\"layers.4\"], [\"tok_embeddings\", \"layers.5\", \"norm\", \"output\"]]",
+       "stage 3 names 'tok_embeddings' again (expected each module once)"},
+      {"[[\"tok_embeddings\", \"norm\"], [\"layers.0\"], [\"layers.1\"], "
+       "[\"layers.2\", \"layers.3\", \"layers.4\", \"layers.5\", \"output\"]]",
+       "stage 0 holds 'norm' (expected it on the last stage"},
+      {"[[\"tok_embeddings\", \"layers.0\"], [\"layers.2\"], [\"layers.1\", \"layers.3\"], "
+       "[\"layers.4\", \"layers.5\", \"norm\", \"output\"]]",
+       "stage 1 holds layers 2-2 in 1 module (expected layers 1 onward without a gap"},
+      {"[[\"tok_embeddings\", \"layers.0\"], [\"layers.1\"], [\"layers.2\", \"layer.3\"], "
+       "[\"layers.4\", \"layers.5\", \"norm\", \"output\"]]",
+       "stage 2 names 'layer.3'; did you mean 'layers.N'?"},
+      {"[[\"tok_embeddings\", \"layers.0\"], [\"layers.1\"], [\"layers.2\"], "
+       "[\"layers.3\", \"layers.4\", \"norm\", \"output\"]]",
+       "holds 5 of the model's 6 layers (expected layers.0 to layers.5, each once)"},
+      {"[[\"tok_embeddings\", \"layers.0\"], [\"layers.1\", \"layers.2\"], "
+       "[\"layers.3\", \"layers.4\", \"layers.5\", \"norm\", \"output\"]]",
+       "gives 3 stages (expected a multiple of pp 2"},
+      {"[[\"tok_embeddings\", \"layers.0\"], [], [\"layers.1\"], "
+       "[\"layers.2\", \"layers.3\", \"layers.4\", \"layers.5\", \"norm\", \"output\"]]",
+       "stage 1 holds no module (expected at least one)"},
+      {"[[\"tok_embeddings\", \"layers.0\"], [\"layers.1\", \"layers.6\"], [\"layers.2\"], "
+       "[\"layers.3\", \"norm\", \"output\"]]",
+       "stage 1 names 'layers.6' of a model with 6 layers"},
+  };
+  for (const auto& [lists, message] : bad) {
+    const std::string text = head +
+                             "pipeline_parallel_schedule = \"Interleaved1F1B\"\n"
+                             "module_fqns_per_model_part = " +
+                             lists + "\n" + ac;
+    auto read = ReadTorchtitanConfig(text, "t.toml", six, true);
+    ASSERT_FALSE(read.ok()) << lists;
+    EXPECT_NE(read.error().message.find("t.toml:11: [parallelism] module_fqns_per_model_part"),
+              std::string::npos)
+        << read.error().message;
+    EXPECT_NE(read.error().message.find(message), std::string::npos) << read.error().message;
+  }
+  // One stage a rank for 1F1B; four stages are two a rank.
+  auto single = ReadTorchtitanConfig(
+      head +
+          "pipeline_parallel_schedule = \"1F1B\"\nmodule_fqns_per_model_part = "
+          "[[\"tok_embeddings\", \"layers.0\"], [\"layers.1\", \"layers.2\"], "
+          "[\"layers.3\"], [\"layers.4\", \"layers.5\", \"norm\", \"output\"]]\n" +
+          ac,
+      "t.toml", six, true);
+  ASSERT_FALSE(single.ok());
+  EXPECT_NE(
+      single.error().message.find("gives 4 stages over pp 2 (expected one per rank for 1F1B)"),
+      std::string::npos)
+      << single.error().message;
+}
+
 // torchtitan's Python config registry (io/torchtitan_registry.h).
 
 std::string Function(const std::string& body) {
@@ -228,6 +308,39 @@ TEST(TorchtitanRegistryTest, The405bBaseBringsFloat8AndAsyncTp) {
 }
 
 // Each error names the file and line and what was expected.
+// A list of lists of module names reads as the TOML array of arrays does; a name torchtitan's
+// Llama lacks is an error naming the line.
+TEST(TorchtitanRegistryTest, ReadsModuleLists) {
+  const auto layers = [](int first, int last) {
+    std::string names;
+    for (int layer = first; layer <= last; ++layer) {
+      names += (layer > first ? ", " : "") + std::string("'layers.") + std::to_string(layer) + "'";
+    }
+    return names;
+  };
+  const auto body = [&](const std::string& tail) {
+    return Function(
+        "    config = llama3_70b()\n"
+        "    config.training.disable_cuda_graphs = True\n"
+        "    config.parallelism.pipeline_parallel_degree = 2\n"
+        "    config.parallelism.pipeline_parallel_schedule = \"Interleaved1F1B\"\n"
+        "    config.parallelism.num_pp_microbatches = 8\n"
+        "    config.parallelism.module_fqns_per_model_part = [\n"
+        "        [\"tok_embeddings\", " +
+        layers(0, 9) + "],\n        [" + layers(10, 39) + "],\n        [" + layers(40, 79) +
+        "],\n        [" + tail + "],\n    ]\n");
+  };
+  auto config = ReadTorchtitanRegistry(body("\"norm\", \"output\""), "run.py", Cluster(16), false);
+  ASSERT_TRUE(config.ok()) << config.error().message;
+  EXPECT_EQ(config.value().parallel.vpp, 2);
+  EXPECT_EQ(config.value().parallel.layer_counts, (std::vector<int32_t>{11, 30, 40, 1}));
+  auto typo = ReadTorchtitanRegistry(body("\"norm\", \"outptu\""), "run.py", Cluster(16), false);
+  ASSERT_FALSE(typo.ok());
+  EXPECT_NE(typo.error().message.find("stage 3 names 'outptu'; did you mean 'output'?"),
+            std::string::npos)
+      << typo.error().message;
+}
+
 TEST(TorchtitanRegistryTest, ErrorsNameTheLine) {
   struct Case {
     std::string body;

@@ -208,8 +208,33 @@ Result<std::vector<Statement>> Statements(const std::string& text, const std::st
   return statements;
 }
 
-// A literal: an integer (a product of integers, `_` separators), True/False, None, a string or
-// a list of strings.
+// The items of a list's inside, split at the commas outside strings and brackets.
+std::vector<std::string> ListItems(const std::string& inner) {
+  std::vector<std::string> items;
+  std::string item;
+  char quote = 0;
+  int depth = 0;
+  for (char c : inner + ",") {
+    if (quote != 0) {
+      if (c == quote) quote = 0;
+    } else if (c == '"' || c == '\'') {
+      quote = c;
+    } else if (c == '[' || c == '(') {
+      ++depth;
+    } else if (c == ']' || c == ')') {
+      --depth;
+    } else if (c == ',' && depth == 0) {
+      if (!item.empty()) items.push_back(item);
+      item.clear();
+      continue;
+    }
+    item += c;
+  }
+  return items;
+}
+
+// A literal: an integer (a product of integers, `_` separators), True/False, None, a string, a
+// list of strings or a list of lists of strings (module_fqns_per_model_part).
 std::optional<PyValue> Literal(const std::string& text) {
   PyValue out;
   if (text == "None") {
@@ -226,20 +251,19 @@ std::optional<PyValue> Literal(const std::string& text) {
     return out;
   }
   if (text.size() >= 2 && text.front() == '[' && text.back() == ']') {
-    out.value.kind = TomlValue::Kind::kStringArray;
-    const std::string inner = text.substr(1, text.size() - 2);
-    size_t start = 0;
-    while (start < inner.size()) {
-      size_t comma = inner.find(',', start);
-      if (comma == std::string::npos) comma = inner.size();
-      const std::string item = inner.substr(start, comma - start);
-      start = comma + 1;
-      if (item.empty()) continue;
+    const std::vector<std::string> items = ListItems(text.substr(1, text.size() - 2));
+    const bool nested = !items.empty() && items.front().front() == '[';
+    out.value.kind = nested ? TomlValue::Kind::kStringArrays : TomlValue::Kind::kStringArray;
+    for (const std::string& item : items) {
       auto element = Literal(item);
-      if (!element || element->value.kind != TomlValue::Kind::kString || element->none) {
+      if (!element || element->none) return std::nullopt;
+      if (nested && element->value.kind == TomlValue::Kind::kStringArray) {
+        out.value.arrays.push_back(element->value.strings);
+      } else if (!nested && element->value.kind == TomlValue::Kind::kString) {
+        out.value.strings.push_back(element->value.text);
+      } else {
         return std::nullopt;
       }
-      out.value.strings.push_back(element->value.text);
     }
     return out;
   }
@@ -676,16 +700,11 @@ Result<Config> ReadTorchtitanRegistry(const std::string& text, const std::string
         "fsdp_reshard_after_forward", "tensor_parallel_degree", "pipeline_parallel_degree",
         "pipeline_parallel_first_stage_less_layers", "pipeline_parallel_last_stage_less_layers",
         "pipeline_parallel_layers_per_stage", "pipeline_parallel_schedule",
-        "pipeline_parallel_schedule_csv", "context_parallel_degree", "expert_parallel_degree"}) {
+        "pipeline_parallel_schedule_csv", "context_parallel_degree", "expert_parallel_degree",
+        "module_fqns_per_model_part"}) {
     const PyValue* v = Get(r, "parallelism", key);
     if (v == nullptr || v->none) continue;
     put("parallelism", key, v->value, v->value.line);
-  }
-  if (const PyValue* v = Get(r, "parallelism", "module_fqns_per_model_part");
-      v != nullptr && !v->none) {
-    return fail(v, 0,
-                "parallelism.module_fqns_per_model_part is not read (expected "
-                "pipeline_parallel_layers_per_stage, or none: torchtitan's even split)");
   }
   if (pp.value() > 1) {
     put("parallelism", "pipeline_parallel_microbatch_size", Int(mbs),

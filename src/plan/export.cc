@@ -149,11 +149,14 @@ const char* TorchtitanSchedule(const std::string& schedule) {
 // torchtitan's stage split as the exports write it: the less-layers weights the plan ran
 // (Candidate::first_less, last_less) and the pipeline_parallel_layers_per_stage that
 // makes pp x vpp stages with them (pipeline_parallel.py: ceil((layers + first + last) /
-// layers_per_stage) stages); per_stage 0 when none does.
+// layers_per_stage) stages); or, where no layers_per_stage makes that many stages or the plan
+// runs a split of its own (Candidate::layout_counts), module_fqns_per_model_part: each stage's
+// modules, which pipeline_llm takes in place of its splitter.
 struct StageSplit {
   int64_t per_stage = 0;
   int32_t first_less = 1;
   int32_t last_less = 1;
+  std::vector<std::vector<std::string>> modules;  // non-empty: write these
 };
 StageSplit TorchtitanStageSplit(const Candidate& c, int32_t layers) {
   const int64_t stages = int64_t{c.pp} * c.vpp;
@@ -163,7 +166,34 @@ StageSplit TorchtitanStageSplit(const Candidate& c, int32_t layers) {
   const int64_t effective = int64_t{layers} + split.first_less + split.last_less;
   const int64_t per = (effective + stages - 1) / stages;
   if ((effective + per - 1) / per == stages) split.per_stage = per;
+  if (split.per_stage > 0 && c.layout_counts.empty()) return split;
+  const std::vector<int32_t> counts = c.StageCounts(layers);
+  int32_t layer = 0;
+  for (size_t stage = 0; stage < counts.size(); ++stage) {
+    std::vector<std::string> names;
+    if (stage == 0) names.emplace_back("tok_embeddings");
+    const int32_t decoders =
+        counts[stage] - (stage == 0 ? 1 : 0) - (stage + 1 == counts.size() ? 1 : 0);
+    for (int32_t i = 0; i < decoders; ++i) names.push_back("layers." + std::to_string(layer++));
+    if (stage + 1 == counts.size()) {
+      names.emplace_back("norm");
+      names.emplace_back("output");
+    }
+    split.modules.push_back(std::move(names));
+  }
   return split;
+}
+
+// `modules` as a list of lists, one stage a line after `indent`: [["tok_embeddings", ...], ...].
+std::string ModuleLists(const std::vector<std::vector<std::string>>& modules,
+                        const std::string& indent) {
+  std::string text = "[\n";
+  for (const std::vector<std::string>& names : modules) {
+    text += indent + "[";
+    for (size_t i = 0; i < names.size(); ++i) text += (i > 0 ? ", \"" : "\"") + names[i] + "\"";
+    text += "],\n";
+  }
+  return text + indent.substr(0, indent.size() >= 4 ? indent.size() - 4 : 0) + "]";
 }
 
 std::string TorchtitanToml(const Config& config, const Candidate& c, int64_t global_batch) {
@@ -202,14 +232,15 @@ std::string TorchtitanToml(const Config& config, const Candidate& c, int64_t glo
     const StageSplit split = TorchtitanStageSplit(c, static_cast<int32_t>(t.layers));
     toml << "pipeline_parallel_schedule = \"" << TorchtitanSchedule(c.schedule) << "\"\n"
          << "pipeline_parallel_microbatch_size = " << c.micro_batch_size << "\n";
-    if (split.per_stage > 0) {
-      toml << "pipeline_parallel_layers_per_stage = " << split.per_stage << "\n";
+    if (!split.modules.empty()) {
+      toml << "# Each stage's modules: the split the plan ran (" << t.layers << " layers over "
+           << int64_t{c.pp} * c.vpp << " stages).\n"
+           << "module_fqns_per_model_part = " << ModuleLists(split.modules, "    ") << "\n";
     } else {
-      toml << "# " << t.layers << " layers over " << int64_t{c.pp} * c.vpp
-           << " stages: no layers_per_stage makes that many; give module_fqns_per_model_part\n";
+      toml << "pipeline_parallel_layers_per_stage = " << split.per_stage << "\n"
+           << "pipeline_parallel_first_stage_less_layers = " << split.first_less << "\n"
+           << "pipeline_parallel_last_stage_less_layers = " << split.last_less << "\n";
     }
-    toml << "pipeline_parallel_first_stage_less_layers = " << split.first_less << "\n"
-         << "pipeline_parallel_last_stage_less_layers = " << split.last_less << "\n";
   }
   toml << "\n[activation_checkpoint]\nmode = \""
        << (c.recompute == Recompute::kNone ? "none"
@@ -296,13 +327,14 @@ std::string TorchtitanRegistryPy(const Config& config, const Candidate& c, int64
     set("parallelism.pipeline_parallel_schedule",
         std::string("\"") + TorchtitanSchedule(c.schedule) + "\"");
     set("parallelism.num_pp_microbatches", Str(c.microbatches));
-    set("parallelism.pipeline_parallel_first_stage_less_layers", Str(split.first_less));
-    set("parallelism.pipeline_parallel_last_stage_less_layers", Str(split.last_less));
-    if (split.per_stage > 0) {
-      set("parallelism.pipeline_parallel_layers_per_stage", Str(split.per_stage));
+    if (!split.modules.empty()) {
+      py << "    # Each stage's modules: the split the plan ran (" << t.layers << " layers over "
+         << stages << " stages).\n";
+      set("parallelism.module_fqns_per_model_part", ModuleLists(split.modules, "        "));
     } else {
-      py << "    # " << t.layers << " layers over " << stages
-         << " stages: no layers_per_stage makes that many; set module_fqns_per_model_part\n";
+      set("parallelism.pipeline_parallel_first_stage_less_layers", Str(split.first_less));
+      set("parallelism.pipeline_parallel_last_stage_less_layers", Str(split.last_less));
+      set("parallelism.pipeline_parallel_layers_per_stage", Str(split.per_stage));
     }
   }
   set("activation_checkpoint", c.recompute == Recompute::kNone   ? "None"

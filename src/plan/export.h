@@ -15,6 +15,8 @@
 #include "core/result.h"
 #include "io/config.h"
 #include "plan/plan.h"
+#include "run/run_setup.h"
+#include "run/transcript.h"
 
 namespace stagecraft {
 
@@ -28,5 +30,24 @@ struct ExportedFile {
 // engine differs, a schedule it lacks).
 Result<std::vector<ExportedFile>> ExportPlan(const Config& config, const Candidate& candidate,
                                              int64_t global_batch, Engine engine);
+
+// The layout of a prepared transformer run as `engine`'s candidate: its sizes, schedule,
+// recompute and sharding, and the split the run simulated (the engine's own where it is one:
+// Megatron's and DeepSpeed's even split, torchtitan's splitter with some less-layers weights;
+// else layout_counts; DeepSpeed runs its even split whatever the run's). Errors (bad input):
+// sharding the engine does not run (Megatron ZeRO-2/3, torchtitan ZeRO-1/2).
+Result<Candidate> CandidateOfRun(const PreparedRun& run, Engine engine);
+
+// `stagecraft export CONFIG --engine ENGINE --out DIR`: the config's layout checked against the
+// engine's rules, simulated as given and as the engine runs it (its options), and, where it fits,
+// written into DIR as ExportPlan's files (through run.files). Errors: bad input (no engine, no
+// folder, a model no engine export writes, a schedule CSV, a broken rule), kInfeasible (the
+// engine's run does not fit the device: nothing is written).
+struct ExportSpec {
+  RunSpec run;
+  Engine engine = Engine::kAny;
+  std::string dir;
+};
+Status RunExport(const ExportSpec& spec, Transcript& transcript);
 
 }  // namespace stagecraft

@@ -276,23 +276,20 @@ Costed Cost(const PlanSpec& spec, const std::shared_ptr<const LoadedConfig>& bas
   return costed;
 }
 
+// Where `c`'s chunks run: in a V for dualpipev (rank r holds chunks r and 2pp - 1 - r), else
+// chunk s on rank s mod pp.
+ChunkPlacement PlacementOf(const Candidate& c) {
+  return c.schedule == "dualpipev" ? ChunkPlacement::kV : ChunkPlacement::kLoop;
+}
+
 // The slowest rank's time of a transformer split `counts` (the embedding and the head included)
-// under `c`'s placement: chunk s on rank s mod pp, or for a V-shaped schedule (dualpipev) rank r
-// holding chunks r and 2pp - 1 - r; a chunk costs its decoders, plus the embedding on the first
-// and the head on the last (the screen's three costs).
+// under `c`'s placement; a chunk costs its decoders, plus the embedding on the first and the
+// head on the last (the screen's three costs).
 int64_t SlowestRankNs(const std::vector<int32_t>& counts, const Candidate& c,
                       const Costed& costed) {
-  const bool v_shape = c.schedule == "dualpipev";
-  std::vector<int64_t> load(static_cast<size_t>(std::max(1, c.pp)), 0);
-  const auto chunks = static_cast<int32_t>(counts.size());
-  for (int32_t chunk = 0; chunk < chunks; ++chunk) {
-    int64_t time = int64_t{counts[static_cast<size_t>(chunk)]} * costed.decoder.ns();
-    if (chunk == 0) time += costed.embedding.ns() - costed.decoder.ns();
-    if (chunk == chunks - 1) time += costed.head.ns() - costed.decoder.ns();
-    const int32_t rank = !v_shape ? chunk % c.pp : chunk < c.pp ? chunk : 2 * c.pp - 1 - chunk;
-    load[static_cast<size_t>(std::clamp(rank, 0, c.pp - 1))] += time;
-  }
-  return *std::max_element(load.begin(), load.end());
+  return SlowestTransformerRank(counts, std::max(1, c.pp), costed.decoder, costed.embedding,
+                                costed.head, PlacementOf(c))
+      .ns();
 }
 
 // Whether a split `counts` of the layout `c` (whose own split is `parent`, screened at `step`)
@@ -397,19 +394,7 @@ Result<PlanResult> PlanLayouts(const PlanSpec& spec) {
                  std::to_string((spec.gpus + config.cluster.devices_per_node - 1) /
                                 config.cluster.devices_per_node)};
   }
-  const TransformerSpec& t = config.model.transformer;
-  PlanShape shape;
-  if (layer_list) {
-    shape = LayerListShape(config.model);
-  } else {
-    shape.layers = t.layers;
-    shape.heads = t.heads;
-    shape.kv_heads = t.kv_heads_or_heads();
-    shape.ffn = t.moe() ? std::max<int64_t>(t.ffn_or_default(), 1) : t.ffn_or_default();
-    shape.experts = t.experts;
-  }
-  shape.seq_len = config.model.seq_len;
-  shape.gpus_per_node = config.cluster.devices_per_node;
+  const PlanShape shape = PlanShapeOf(config);
 
   PlanResult result;
   result.config = config;
@@ -570,17 +555,31 @@ Result<PlanResult> PlanLayouts(const PlanSpec& spec) {
           }
         }
       }
-      if (!chosen) continue;
-      Candidate weighted = c;
-      weighted.first_less = chosen->first;
-      weighted.last_less = chosen->second;
-      // As for Megatron below: derived only where the share it takes off could reach the
-      // simulated best.
-      const std::vector<int32_t> counts =
-          TorchtitanTransformerCounts(shape.layers, stages, chosen->first, chosen->second).value();
-      if (Promising(counts, parent, c, costed, screen_step[index], cutoff)) {
-        derived.push_back(weighted);
+      if (chosen) {
+        Candidate weighted = c;
+        weighted.first_less = chosen->first;
+        weighted.last_less = chosen->second;
+        // As for Megatron below: derived only where the share it takes off could reach the
+        // simulated best.
+        const std::vector<int32_t> counts =
+            TorchtitanTransformerCounts(shape.layers, stages, chosen->first, chosen->second)
+                .value();
+        if (Promising(counts, parent, c, costed, screen_step[index], cutoff)) {
+          derived.push_back(weighted);
+        }
       }
+      // Any split, as module_fqns_per_model_part (which pipeline_llm takes in place of its
+      // splitter): the exact balance under the schedule's placement, kept where it beats the
+      // best weights (the weights win a tie: one knob against a list of every module).
+      std::vector<int32_t> balanced = BalancedTransformerCounts(
+          shape.layers, c.pp, c.vpp, costed.decoder, costed.embedding, costed.head, PlacementOf(c));
+      if (balanced.empty() || SlowestRankNs(balanced, c, costed) + tie > best ||
+          !Promising(balanced, parent, c, costed, screen_step[index], cutoff)) {
+        continue;
+      }
+      Candidate layout = c;
+      layout.layout_counts = std::move(balanced);
+      derived.push_back(std::move(layout));
       continue;
     }
     if (c.engine != Engine::kMegatron || c.pp < 2) continue;

@@ -143,6 +143,61 @@ std::string Broken(const Candidate& c, const PlanSpec& spec, const PlanShape& sh
   return "";
 }
 
+}  // namespace
+
+PlanShape PlanShapeOf(const Config& config) {
+  const TransformerSpec& t = config.model.transformer;
+  PlanShape shape;
+  if (!config.model.is_transformer()) {
+    shape = LayerListShape(config.model);
+  } else {
+    shape.layers = t.layers;
+    shape.heads = t.heads;
+    shape.kv_heads = t.kv_heads_or_heads();
+    shape.ffn = t.moe() ? std::max<int64_t>(t.ffn_or_default(), 1) : t.ffn_or_default();
+    shape.experts = t.experts;
+  }
+  shape.seq_len = config.model.seq_len;
+  shape.gpus_per_node = config.cluster.devices_per_node;
+  return shape;
+}
+
+std::string BrokenRule(const Candidate& c, const PlanSpec& spec, const PlanShape& shape) {
+  if (c.engine == Engine::kAny) return "no engine named";
+  const EngineSpace space = SpaceOf(c.engine);
+  const std::string engine = EngineName(c.engine);
+  if (c.pp > 1) {
+    const auto schedule =
+        std::find_if(space.schedules.begin(), space.schedules.end(),
+                     [&](const auto& entry) { return entry.first == c.schedule; });
+    if (schedule == space.schedules.end()) {
+      std::string names;
+      for (const auto& entry : space.schedules) {
+        names += (names.empty() ? "" : ", ") + entry.first;
+      }
+      return engine + ": no schedule '" + c.schedule + "' (it runs " + names + ")";
+    }
+    const std::vector<int32_t>& vpps = schedule->second;
+    if (std::find(vpps.begin(), vpps.end(), c.vpp) == vpps.end() &&
+        !(c.schedule != "dualpipev" && c.vpp > kMaxVpp && vpps.size() > 1)) {
+      return engine + ": " + c.schedule + " with vpp " + std::to_string(c.vpp) + " (it runs vpp " +
+             (vpps.size() == 1 ? std::to_string(vpps.front())
+                               : std::to_string(vpps.front()) + " and more") +
+             ")";
+    }
+  }
+  if (std::find(space.recompute.begin(), space.recompute.end(), c.recompute) ==
+      space.recompute.end()) {
+    return engine + ": no recompute '" + std::string(RecomputeName(c.recompute)) + "'";
+  }
+  if (std::find(space.zero.begin(), space.zero.end(), c.zero_stage) == space.zero.end()) {
+    return engine + ": no ZeRO stage " + std::to_string(c.zero_stage);
+  }
+  return Broken(c, spec, shape);
+}
+
+namespace {
+
 void EnumerateEngine(Engine engine, const PlanSpec& spec, const PlanShape& shape,
                      Enumeration& out) {
   const EngineSpace space = shape.layer_list ? LayerListSpace() : SpaceOf(engine);

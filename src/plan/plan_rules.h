@@ -32,6 +32,16 @@ struct PlanShape {
 // its routed experts when any decoder is MoE. The shared KV head is replicated, not split.
 PlanShape LayerListShape(const ModelSpec& model);
 
+// The shape of the model in `config` (a transformer's dimensions, or a layer list's as
+// LayerListShape) on its cluster's nodes.
+PlanShape PlanShapeOf(const Config& config);
+
+// The first of `c.engine`'s rules that `c` breaks under `spec` (the world and global batch it
+// must fill; --tp, --max-pp) for `shape`, as the rejection reasons read ("tp crosses a node");
+// "" when the engine can run it. Includes what the engine cannot express at all: a schedule,
+// recompute option or sharding outside its space ("torchtitan: no schedule 'zb-h1'").
+std::string BrokenRule(const Candidate& c, const PlanSpec& spec, const PlanShape& shape);
+
 struct Enumeration {
   std::vector<Candidate> legal;
   std::map<std::string, int64_t> rejected;  // reason -> count

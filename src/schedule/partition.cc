@@ -452,8 +452,14 @@ void WaterFill(std::vector<int64_t>& load, std::vector<int32_t>& count,
 
 }  // namespace
 
+int32_t RankOfChunk(int32_t chunk, int32_t pp, int32_t vpp, ChunkPlacement placement) {
+  if (placement == ChunkPlacement::kV && vpp == 2) return chunk < pp ? chunk : 2 * pp - 1 - chunk;
+  return chunk % pp;
+}
+
 std::vector<int32_t> BalancedTransformerCounts(int32_t decoders, int32_t pp, int32_t vpp,
-                                               Time decoder, Time embedding, Time head) {
+                                               Time decoder, Time embedding, Time head,
+                                               ChunkPlacement placement) {
   const int32_t chunks = pp * vpp;
   std::vector<int64_t> extra(static_cast<size_t>(chunks), 0);
   extra.front() += embedding.ns();
@@ -462,11 +468,13 @@ std::vector<int32_t> BalancedTransformerCounts(int32_t decoders, int32_t pp, int
   const auto needs = [&](int32_t chunk) { return chunk != 0 && chunk != chunks - 1 ? 1 : 0; };
   std::vector<int64_t> rank_load(static_cast<size_t>(pp), 0);
   std::vector<int32_t> rank_decoders(static_cast<size_t>(pp), 0);
+  std::vector<std::vector<int32_t>> rank_chunks(static_cast<size_t>(pp));  // in chunk order
   int64_t left = decoders;
   for (int32_t chunk = 0; chunk < chunks; ++chunk) {
-    const auto rank = static_cast<size_t>(chunk % pp);
+    const auto rank = static_cast<size_t>(RankOfChunk(chunk, pp, vpp, placement));
     rank_load[rank] += extra[static_cast<size_t>(chunk)] + needs(chunk) * decoder.ns();
     rank_decoders[rank] += needs(chunk);
+    rank_chunks[rank].push_back(chunk);
     left -= needs(chunk);
   }
   if (left < 0) return {};
@@ -478,19 +486,20 @@ std::vector<int32_t> BalancedTransformerCounts(int32_t decoders, int32_t pp, int
 
   std::vector<int32_t> counts(static_cast<size_t>(chunks), 0);
   for (int32_t rank = 0; rank < pp; ++rank) {
+    const std::vector<int32_t>& own = rank_chunks[static_cast<size_t>(rank)];
     std::vector<int64_t> load;
     std::vector<int32_t> held;
     std::vector<int32_t> in_order;
     int64_t spare = rank_decoders[static_cast<size_t>(rank)];
-    for (int32_t v = 0; v < vpp; ++v) {
-      const int32_t chunk = v * pp + rank;
+    for (size_t v = 0; v < own.size(); ++v) {
+      const int32_t chunk = own[v];
       load.push_back(extra[static_cast<size_t>(chunk)] + needs(chunk) * decoder.ns());
       held.push_back(needs(chunk));
-      in_order.push_back(v);
+      in_order.push_back(static_cast<int32_t>(v));
       spare -= needs(chunk);
     }
     WaterFill(load, held, in_order, spare, decoder.ns());
-    for (int32_t v = 0; v < vpp; ++v) counts[static_cast<size_t>(v * pp + rank)] = held[v];
+    for (size_t v = 0; v < own.size(); ++v) counts[static_cast<size_t>(own[v])] = held[v];
   }
   counts.front() += 1;  // the embedding
   counts.back() += 1;   // the head
@@ -498,14 +507,15 @@ std::vector<int32_t> BalancedTransformerCounts(int32_t decoders, int32_t pp, int
 }
 
 Time SlowestTransformerRank(const std::vector<int32_t>& counts, int32_t pp, Time decoder,
-                            Time embedding, Time head) {
+                            Time embedding, Time head, ChunkPlacement placement) {
   std::vector<int64_t> rank_load(static_cast<size_t>(pp), 0);
   const auto chunks = static_cast<int32_t>(counts.size());
+  const int32_t vpp = std::max(1, chunks / std::max(1, pp));
   for (int32_t chunk = 0; chunk < chunks; ++chunk) {
     int64_t load = int64_t{counts[static_cast<size_t>(chunk)]} * decoder.ns();
     if (chunk == 0) load += embedding.ns() - decoder.ns();
     if (chunk == chunks - 1) load += head.ns() - decoder.ns();
-    rank_load[static_cast<size_t>(chunk % pp)] += load;
+    rank_load[static_cast<size_t>(RankOfChunk(chunk, pp, vpp, placement))] += load;
   }
   return Time::Nanoseconds(*std::max_element(rank_load.begin(), rank_load.end()));
 }

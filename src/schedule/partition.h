@@ -60,23 +60,33 @@ Result<std::vector<int32_t>> TorchtitanTransformerCounts(int32_t decoders, int32
                                                          int32_t input_weight,
                                                          int32_t output_weight);
 
-// The counts of a transformer's layer list over `pp` x `vpp` chunks (chunk c on rank c mod pp,
-// Megatron's virtual-stage order) that make the slowest rank as fast as it can be, where a chunk
-// costs `decoder` per decoder, plus `embedding` on the first chunk and `head` on the last. Exact:
-// the decoders all cost the same, so handing each next decoder to the rank that is least loaded
-// after taking it (then, within each rank, to its least loaded chunk) minimises the largest rank
-// total, and the chunks' too. Every chunk keeps at least one layer (the first may hold only the
-// embedding, the last only the head). Ties go to the middle ranks in order, then the first and the
-// last (as EvenTransformerCounts). Counts include the embedding and the head, like
+// Where a transformer's chunks run: chunk c of pp x vpp on rank c mod pp (Megatron's virtual-stage
+// order, torch's looped schedules), or in a V (torch's DualPipeV and ZBVZeroBubble, vpp 2):
+// rank r holds chunks r and 2pp - 1 - r.
+enum class ChunkPlacement : uint8_t { kLoop, kV };
+
+// The rank of `chunk` of pp x vpp chunks under `placement`.
+int32_t RankOfChunk(int32_t chunk, int32_t pp, int32_t vpp, ChunkPlacement placement);
+
+// The counts of a transformer's layer list over `pp` x `vpp` chunks (placed on the ranks by
+// `placement`) that make the slowest rank as fast as it can be, where a chunk costs `decoder`
+// per decoder, plus `embedding` on the first chunk and `head` on the last. Exact: the decoders
+// all cost the same, so handing each next decoder to the rank that is least loaded after taking
+// it (then, within each rank, to its least loaded chunk) minimises the largest rank total, and
+// the chunks' too. Every chunk keeps at least one layer (the first may hold only the embedding,
+// the last only the head). Ties go to the middle ranks in order, then the first and the last (as
+// EvenTransformerCounts). Counts include the embedding and the head, like
 // EvenTransformerCounts'. Empty when the chunks outnumber what the layers can fill.
-// REQUIRES: pp >= 1, vpp >= 1, decoder > 0, embedding >= 0, head >= 0.
+// REQUIRES: pp >= 1, vpp >= 1 (2 with kV), decoder > 0, embedding >= 0, head >= 0.
 std::vector<int32_t> BalancedTransformerCounts(int32_t decoders, int32_t pp, int32_t vpp,
-                                               Time decoder, Time embedding, Time head);
+                                               Time decoder, Time embedding, Time head,
+                                               ChunkPlacement placement = ChunkPlacement::kLoop);
 
 // The slowest rank's time of `counts` (chunk counts with the embedding and the head, as above)
-// over `pp` ranks: the measure BalancedTransformerCounts minimises.
+// over `pp` ranks under `placement`: the measure BalancedTransformerCounts minimises.
 Time SlowestTransformerRank(const std::vector<int32_t>& counts, int32_t pp, Time decoder,
-                            Time embedding, Time head);
+                            Time embedding, Time head,
+                            ChunkPlacement placement = ChunkPlacement::kLoop);
 
 // Megatron-LM's --pipeline-model-parallel-layout string of such counts: "Et*4|(t*5|)*14t*6L"
 // (runs of equal middle chunks grouped, empty terms left out; PartitionFromLayout and Megatron's

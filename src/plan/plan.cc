@@ -292,6 +292,21 @@ int64_t SlowestRankNs(const std::vector<int32_t>& counts, const Candidate& c,
       .ns();
 }
 
+// Whether the split `counts` of `c` lengthens, by more than `tie`, the chain of levels a looped
+// schedule with virtual stages runs (TransformerLevelChain) against `reference`. A split that
+// takes time off the slowest rank by piling a level onto one chunk (a heavy head alone on the
+// last chunk, its rank's other chunks nearly empty) runs slower in the exact simulation: the
+// ranks wait on that chunk level by level. Never for the V (dualpipev) or without virtual stages,
+// where the slowest rank is the measure.
+bool LengthensTheChain(const std::vector<int32_t>& counts, const std::vector<int32_t>& reference,
+                       const Candidate& c, const Costed& costed, int64_t tie) {
+  if (c.vpp < 2 || PlacementOf(c) != ChunkPlacement::kLoop) return false;
+  const auto chain = [&](const std::vector<int32_t>& split) {
+    return TransformerLevelChain(split, c.pp, costed.decoder, costed.embedding, costed.head).ns();
+  };
+  return chain(counts) > chain(reference) + tie;
+}
+
 // Whether a split `counts` of the layout `c` (whose own split is `parent`, screened at `step`)
 // may screen below `cutoff`: `step` scaled by the larger of the two shares the split takes off,
 // its slowest rank's under c's placement and its slowest chunk's. In the screen's three costs
@@ -543,6 +558,7 @@ Result<PlanResult> PlanLayouts(const PlanSpec& spec) {
       const std::vector<int32_t> parent = c.StageCounts(shape.layers);
       const int64_t tie = std::max<int64_t>(1, costed.decoder.ns() / 100);
       int64_t best = SlowestRankNs(parent, c, costed);
+      std::vector<int32_t> best_counts = parent;
       std::optional<std::pair<int32_t, int32_t>> chosen;
       for (int32_t first = 0; first <= 3; ++first) {
         for (int32_t last = 0; last <= 3; ++last) {
@@ -551,6 +567,7 @@ Result<PlanResult> PlanLayouts(const PlanSpec& spec) {
           const int64_t time = SlowestRankNs(counts.value(), c, costed);
           if (time + tie <= best) {
             best = time;
+            best_counts = std::move(counts).value();
             chosen = std::make_pair(first, last);
           }
         }
@@ -570,10 +587,12 @@ Result<PlanResult> PlanLayouts(const PlanSpec& spec) {
       }
       // Any split, as module_fqns_per_model_part (which pipeline_llm takes in place of its
       // splitter): the exact balance under the schedule's placement, kept where it beats the
-      // best weights (the weights win a tie: one knob against a list of every module).
+      // best weights (the weights win a tie: one knob against a list of every module) without
+      // lengthening a looped schedule's chain of levels.
       std::vector<int32_t> balanced = BalancedTransformerCounts(
           shape.layers, c.pp, c.vpp, costed.decoder, costed.embedding, costed.head, PlacementOf(c));
       if (balanced.empty() || SlowestRankNs(balanced, c, costed) + tie > best ||
+          LengthensTheChain(balanced, best_counts, c, costed, tie) ||
           !Promising(balanced, parent, c, costed, screen_step[index], cutoff)) {
         continue;
       }
@@ -637,7 +656,10 @@ Result<PlanResult> PlanLayouts(const PlanSpec& spec) {
     if (balanced.empty()) continue;
     const Time time =
         SlowestTransformerRank(balanced, c.pp, costed.decoder, costed.embedding, costed.head);
-    if (time.ns() + tie > best || balanced == c.layout_counts || !promising(balanced)) continue;
+    if (time.ns() + tie > best || balanced == c.layout_counts ||
+        LengthensTheChain(balanced, parent, c, costed, tie) || !promising(balanced)) {
+      continue;
+    }
     Candidate layout = c;
     layout.layout_counts = std::move(balanced);
     derived.push_back(std::move(layout));

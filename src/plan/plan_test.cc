@@ -275,6 +275,57 @@ TEST(PlanTest, DerivesTorchtitansLessLayersWhereTheyBalanceTheStages) {
   EXPECT_GT(twins, 0);
 }
 
+// torchtitan's splits beyond its two weights (module_fqns_per_model_part): a model whose head
+// outweighs many decoders (hidden 1024, a 256k vocabulary), where no weight of at most 3 takes
+// enough decoders off the last stage. The screen derives the exact balance under the schedule's
+// placement (BalancedTransformerCounts), each derived layout runs its own split, and where the
+// slowest rank is the measure (one stage a rank, or DualPipeV's V) every derived layout that was
+// simulated is no slower than its simulated twins with torchtitan's weights. (Under the looped
+// schedules with virtual stages the ranks also wait on each level's slowest chunk, so a balance
+// of the ranks can simulate slower: LengthensTheChain drops the worst of them, and the exact
+// simulation ranks the rest.)
+TEST(PlanTest, DerivesTorchtitanSplitsItsWeightsCannotMake) {
+  PlanSpec spec;
+  spec.run.config_path = "heavy-head.yaml";
+  spec.run.config_text =
+      "model:\n  name: heavy-head\n  type: transformer\n  seq_len: 4096\n"
+      "  micro_batch_size: 1\n  transformer:\n    layers: 24\n    hidden: 1024\n"
+      "    heads: 16\n    kv_heads: 8\n    ffn_hidden: 4096\n    vocab: 262144\n"
+      "    swiglu: true\n    causal: true\n    tied_embeddings: false\n    bias: false\n"
+      "    learned_positions: false\ncluster:\n  preset: h100x1\n";
+  spec.gpus = 4;
+  spec.global_batch = 16;
+  spec.engine = Engine::kTorchtitan;
+  spec.fixed_tp = 1;
+  spec.simulate = 400;
+  spec.top = 400;
+  auto planned = PlanLayouts(spec);
+  ASSERT_TRUE(planned.ok()) << planned.error().message;
+  const PlanResult& result = planned.value();
+  int32_t derived = 0;
+  int32_t compared = 0;
+  for (const PlannedLayout& plan : result.all_fitting) {
+    const Candidate& c = plan.candidate;
+    if (c.layout_counts.empty()) continue;
+    ++derived;
+    EXPECT_EQ(c.StageCounts(24), c.layout_counts);
+    EXPECT_LT(c.layout_counts.back(), 24 / (c.pp * c.vpp)) << c.Describe();  // the head's stage
+    for (const PlannedLayout& other : result.all_fitting) {
+      Candidate twin = other.candidate;
+      if (!twin.layout_counts.empty()) continue;
+      twin.layout_counts = c.layout_counts;
+      twin.first_less = c.first_less;
+      twin.last_less = c.last_less;
+      if (twin.Describe() != c.Describe()) continue;
+      if (c.vpp > 1 && c.schedule != "dualpipev") continue;
+      ++compared;
+      EXPECT_LE(plan.step, other.step) << c.Describe() << " against " << other.candidate.Describe();
+    }
+  }
+  EXPECT_GT(derived, 0);
+  EXPECT_GT(compared, 0);
+}
+
 // Megatron's block recomputation, derived by the screen: Llama 3 70B at 32,768 tokens on 32 H100
 // fits only with recomputation. The best plan recomputes N of a chunk's layers (1 <= N < L), it
 // fits, it is faster than every plan that recomputes all layers, and the same layout with one

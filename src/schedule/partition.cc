@@ -520,6 +520,23 @@ Time SlowestTransformerRank(const std::vector<int32_t>& counts, int32_t pp, Time
   return Time::Nanoseconds(*std::max_element(rank_load.begin(), rank_load.end()));
 }
 
+Time TransformerLevelChain(const std::vector<int32_t>& counts, int32_t pp, Time decoder,
+                           Time embedding, Time head) {
+  const auto chunks = static_cast<int32_t>(counts.size());
+  int64_t chain = 0;
+  for (int32_t first = 0; first < chunks; first += pp) {
+    int64_t slowest = 0;
+    for (int32_t chunk = first; chunk < std::min(chunks, first + pp); ++chunk) {
+      int64_t load = int64_t{counts[static_cast<size_t>(chunk)]} * decoder.ns();
+      if (chunk == 0) load += embedding.ns() - decoder.ns();
+      if (chunk == chunks - 1) load += head.ns() - decoder.ns();
+      slowest = std::max(slowest, load);
+    }
+    chain += slowest;
+  }
+  return Time::Nanoseconds(chain);
+}
+
 std::string TransformerLayoutString(const std::vector<int32_t>& counts) {
   const size_t chunks = counts.size();
   std::vector<std::string> terms;

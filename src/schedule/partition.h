@@ -88,6 +88,15 @@ Time SlowestTransformerRank(const std::vector<int32_t>& counts, int32_t pp, Time
                             Time embedding, Time head,
                             ChunkPlacement placement = ChunkPlacement::kLoop);
 
+// The chain of levels a looped schedule runs `counts` in (chunk c of pp x vpp on rank c mod pp):
+// the sum over the vpp levels (chunks v pp .. v pp + pp - 1) of the level's slowest chunk. The
+// looped and interleaved schedules run a microbatch through the levels in order, so where one
+// chunk of a level holds much more than the others (a heavy head on the last chunk) the ranks
+// wait on it whatever their totals: a split whose slowest rank is faster can still run slower.
+// With vpp 1 it is the slowest stage.
+Time TransformerLevelChain(const std::vector<int32_t>& counts, int32_t pp, Time decoder,
+                           Time embedding, Time head);
+
 // Megatron-LM's --pipeline-model-parallel-layout string of such counts: "Et*4|(t*5|)*14t*6L"
 // (runs of equal middle chunks grouped, empty terms left out; PartitionFromLayout and Megatron's
 // parse_str_to_list read it back). REQUIRES: counts.size() >= 1, each chunk non-empty.

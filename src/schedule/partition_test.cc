@@ -356,42 +356,65 @@ void EveryTransformerSplit(int32_t decoders, int32_t chunks, std::vector<int32_t
   }
 }
 
+// Exact under both placements: chunk c on rank c mod pp, and the V (vpp 2: rank r holds chunks
+// r and 2pp - 1 - r, torch's DualPipeV and ZBVZeroBubble).
 TEST(BalancedTransformerCountsTest, NoSplitHasASlowerSlowestRankThanItsOwn) {
   std::mt19937 random(20261202);
   std::uniform_int_distribution<int64_t> extra(0, 3000);
-  for (int32_t pp = 1; pp <= 3; ++pp) {
-    for (int32_t vpp = 1; vpp <= 2; ++vpp) {
-      for (int32_t decoders = 1; decoders <= 9; ++decoders) {
-        const Time decoder = Time::Nanoseconds(1000);
-        const Time embedding = Time::Nanoseconds(extra(random));
-        const Time head = Time::Nanoseconds(extra(random));
-        const int32_t chunks = pp * vpp;
-        std::vector<std::vector<int32_t>> splits;
-        std::vector<int32_t> scratch;
-        EveryTransformerSplit(decoders, chunks, scratch, splits);
-        const std::vector<int32_t> counts =
-            BalancedTransformerCounts(decoders, pp, vpp, decoder, embedding, head);
-        SCOPED_TRACE("pp " + std::to_string(pp) + " vpp " + std::to_string(vpp) + " decoders " +
-                     std::to_string(decoders));
-        if (splits.empty()) {  // fewer decoders than the middle chunks need
-          EXPECT_TRUE(counts.empty());
-          continue;
+  for (const ChunkPlacement placement : {ChunkPlacement::kLoop, ChunkPlacement::kV}) {
+    for (int32_t pp = 1; pp <= 3; ++pp) {
+      for (int32_t vpp = placement == ChunkPlacement::kV ? 2 : 1; vpp <= 2; ++vpp) {
+        for (int32_t decoders = 1; decoders <= 9; ++decoders) {
+          const Time decoder = Time::Nanoseconds(1000);
+          const Time embedding = Time::Nanoseconds(extra(random));
+          const Time head = Time::Nanoseconds(extra(random));
+          const int32_t chunks = pp * vpp;
+          std::vector<std::vector<int32_t>> splits;
+          std::vector<int32_t> scratch;
+          EveryTransformerSplit(decoders, chunks, scratch, splits);
+          const std::vector<int32_t> counts =
+              BalancedTransformerCounts(decoders, pp, vpp, decoder, embedding, head, placement);
+          SCOPED_TRACE(std::string(placement == ChunkPlacement::kV ? "V " : "loop ") + "pp " +
+                       std::to_string(pp) + " vpp " + std::to_string(vpp) + " decoders " +
+                       std::to_string(decoders));
+          if (splits.empty()) {  // fewer decoders than the middle chunks need
+            EXPECT_TRUE(counts.empty());
+            continue;
+          }
+          ASSERT_EQ(counts.size(), static_cast<size_t>(chunks));
+          int32_t layers = 0;
+          for (int32_t count : counts) {
+            EXPECT_GE(count, 1);
+            layers += count;
+          }
+          EXPECT_EQ(layers, decoders + 2);
+          const auto slowest = [&](const std::vector<int32_t>& split) {
+            return SlowestTransformerRank(split, pp, decoder, embedding, head, placement);
+          };
+          Time best = slowest(splits.front());
+          for (const auto& split : splits) best = std::min(best, slowest(split));
+          EXPECT_EQ(slowest(counts), best);
         }
-        ASSERT_EQ(counts.size(), static_cast<size_t>(chunks));
-        int32_t layers = 0;
-        for (int32_t count : counts) {
-          EXPECT_GE(count, 1);
-          layers += count;
-        }
-        EXPECT_EQ(layers, decoders + 2);
-        Time best = SlowestTransformerRank(splits.front(), pp, decoder, embedding, head);
-        for (const auto& split : splits) {
-          best = std::min(best, SlowestTransformerRank(split, pp, decoder, embedding, head));
-        }
-        EXPECT_EQ(SlowestTransformerRank(counts, pp, decoder, embedding, head), best);
       }
     }
   }
+}
+
+// The V puts the first and the last chunk on rank 0: with pp 2 and a heavy head, rank 0 (chunks
+// 0 and 3, the embedding and the head) takes fewer decoders than rank 1 (chunks 1 and 2).
+TEST(BalancedTransformerCountsTest, TheVPutsBothEndsOnRankZero) {
+  const Time d = Time::Nanoseconds(1000);
+  EXPECT_EQ(RankOfChunk(3, 2, 2, ChunkPlacement::kV), 0);
+  EXPECT_EQ(RankOfChunk(2, 2, 2, ChunkPlacement::kV), 1);
+  EXPECT_EQ(RankOfChunk(3, 2, 2, ChunkPlacement::kLoop), 1);
+  const std::vector<int32_t> counts = BalancedTransformerCounts(
+      8, 2, 2, d, Time::Nanoseconds(0), Time::Nanoseconds(2000), ChunkPlacement::kV);
+  // rank 0: the embedding, the head (2 decoders' time) and 3 decoders; rank 1: 5 decoders.
+  EXPECT_EQ(counts[0] - 1 + counts[3] - 1, 3);
+  EXPECT_EQ(counts[1] + counts[2], 5);
+  EXPECT_EQ(
+      SlowestTransformerRank(counts, 2, d, Time(), Time::Nanoseconds(2000), ChunkPlacement::kV),
+      Time::Nanoseconds(5000));
 }
 
 TEST(BalancedTransformerCountsTest, GivesTheHeadsRankFewerDecodersUnderVirtualStages) {

@@ -28,6 +28,20 @@ cp examples/*.yaml tests/golden/data/*.yaml "$corpus/fuzz_config/"
 cp examples/*.csv tests/golden/data/*.csv "$corpus/fuzz_schedule_csv/" 2>/dev/null || true
 cp tests/golden/data/hf/*.json "$corpus/fuzz_hf_config/"
 printf '[model]\nflavor = "8B"\n[training]\nlocal_batch_size = 1\nseq_len = 8192\n[parallelism]\ntensor_parallel_degree = 2\n[activation_checkpoint]\nmode = "none"\n' > "$corpus/fuzz_torchtitan/8b.toml"
+# 8B over pp 2 x 2 stages, each stage's modules listed (module_fqns_per_model_part).
+{
+  printf '[model]\nflavor = "8B"\n[training]\nlocal_batch_size = 4\nseq_len = 8192\n'
+  printf '[parallelism]\npipeline_parallel_degree = 2\ntensor_parallel_degree = 4\n'
+  printf 'pipeline_parallel_schedule = "Interleaved1F1B"\nmodule_fqns_per_model_part = [\n'
+  for stage in 0 1 2 3; do
+    printf '  ['
+    [ $stage -eq 0 ] && printf '"tok_embeddings", '
+    for layer in $(seq $((stage * 8)) $((stage * 8 + 7))); do printf '"layers.%d", ' $layer; done
+    [ $stage -eq 3 ] && printf '"norm", "output"'
+    printf '],\n'
+  done
+  printf ']\n[activation_checkpoint]\nmode = "full"\n'
+} > "$corpus/fuzz_torchtitan/modules.toml"
 printf 'from torchtitan.models.llama3.config_registry import llama3_8b\n\n\ndef run():\n    config = llama3_8b()\n    config.training.disable_cuda_graphs = True\n    config.parallelism = ParallelismConfig(\n        pipeline_parallel_degree=2,\n        num_pp_microbatches=4,\n        pipeline_parallel_schedule="Interleaved1F1B",\n    )\n    config.activation_checkpoint = None\n    return config\n' > "$corpus/fuzz_torchtitan/registry.py"
 # fuzz_cli: each golden's command, one argument per line, up to the first shell operator.
 index=0

@@ -309,25 +309,15 @@ class TomlParser {
     if (Peek() != '[') return ParseStrings();
     TomlValue value;
     value.kind = TomlValue::Kind::kStringArrays;
-    while (true) {
-      SkipArraySpace();
-      if (Peek() == ']') break;
-      if (pos_ >= text_.size()) return Fail("unterminated array (expected ']')");
-      if (Peek() != '[') {
-        return Fail("an array of arrays holds arrays only (expected '[' or ']')");
-      }
+    const Status read = ParseItems([&]() -> Status {
+      if (Peek() != '[') return Fail("an array of arrays holds arrays only (expected '[' or ']')");
       ++pos_;  // '['
       auto inner = ParseStrings();
       if (!inner.ok()) return inner.error();
       value.arrays.push_back(std::move(inner).value().strings);
-      SkipArraySpace();
-      if (Peek() == ',') {
-        ++pos_;
-        continue;
-      }
-      if (Peek() != ']') return Fail("expected ',' or ']' in the array");
-    }
-    ++pos_;
+      return Status::Ok();
+    });
+    if (!read.ok()) return read.error();
     return value;
   }
 
@@ -335,10 +325,7 @@ class TomlParser {
   Result<TomlValue> ParseStrings() {
     TomlValue value;
     value.kind = TomlValue::Kind::kStringArray;
-    while (true) {
-      SkipArraySpace();
-      if (Peek() == ']') break;
-      if (pos_ >= text_.size()) return Fail("unterminated array (expected ']')");
+    const Status read = ParseItems([&]() -> Status {
       if (Peek() != '"' && Peek() != '\'') {
         return Fail(Peek() == '['
                         ? "arrays nest one level, of strings (expected a \"string\" or ']')"
@@ -347,6 +334,21 @@ class TomlParser {
       auto text = ParseString();
       if (!text.ok()) return text.error();
       value.strings.push_back(std::move(text).value());
+      return Status::Ok();
+    });
+    if (!read.ok()) return read.error();
+    return value;
+  }
+
+  // The items of an array whose '[' is behind, each read by `item` from its first character,
+  // separated by commas (a trailing one allowed), up to and past the ']'.
+  template <typename Item>
+  Status ParseItems(Item item) {
+    while (true) {
+      SkipArraySpace();
+      if (Peek() == ']') break;
+      if (pos_ >= text_.size()) return Fail("unterminated array (expected ']')");
+      STAGECRAFT_RETURN_IF_ERROR(item());
       SkipArraySpace();
       if (Peek() == ',') {
         ++pos_;
@@ -355,7 +357,7 @@ class TomlParser {
       if (Peek() != ']') return Fail("expected ',' or ']' in the array");
     }
     ++pos_;
-    return value;
+    return Status::Ok();
   }
 
   const std::string& text_;

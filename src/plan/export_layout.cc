@@ -107,14 +107,16 @@ Result<Candidate> CandidateOfRun(const PreparedRun& run, Engine engine) {
   const int32_t layers = config.model.transformer.layers;
   if (counts != c.StageCounts(layers)) {
     if (engine == Engine::kTorchtitan) {
-      for (int32_t first = 0; first <= 3 && c.layout_counts.empty(); ++first) {
-        for (int32_t last = 0; last <= 3; ++last) {
+      // The first pair of less-layers weights (0-3 each) whose split is the run's.
+      bool found = false;
+      for (int32_t first = 0; first <= 3 && !found; ++first) {
+        for (int32_t last = 0; last <= 3 && !found; ++last) {
           auto weighted =
               TorchtitanTransformerCounts(layers, static_cast<int32_t>(counts.size()), first, last);
-          if (weighted.ok() && weighted.value() == counts) {
+          found = weighted.ok() && weighted.value() == counts;
+          if (found) {
             c.first_less = first;
             c.last_less = last;
-            break;
           }
         }
       }

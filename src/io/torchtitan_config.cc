@@ -417,19 +417,14 @@ const std::vector<ScheduleName>& Schedules() {
   return kSchedules;
 }
 
-// The schedule by torchtitan's name; split points and schedule CSVs are refused.
+// The schedule by torchtitan's name; split points are refused.
 Result<const ScheduleName*> ReadSchedule(const TableValues& p) {
   STAGECRAFT_ASSIGN_OR_RETURN(name, p.String("pipeline_parallel_schedule"));
   STAGECRAFT_ASSIGN_OR_RETURN(split_points, p.Names("pipeline_parallel_split_points"));
-  STAGECRAFT_ASSIGN_OR_RETURN(csv, p.String("pipeline_parallel_schedule_csv"));
   if (!split_points.empty()) {
     return p.Fail("pipeline_parallel_split_points",
                   "are not read (expected pipeline_parallel_layers_per_stage, or none: "
                   "torchtitan's even split)");
-  }
-  if (csv && !csv->empty()) {
-    return p.Fail("pipeline_parallel_schedule_csv",
-                  "is not read here (expected none; simulate the CSV with --schedule-csv)");
   }
   const std::string wanted = name.value_or("1F1B");
   std::vector<std::string> names;
@@ -661,6 +656,11 @@ Status ReadPipeline(const TableValues& p, const TransformerSpec& t, int64_t loca
   parallel.microbatches = static_cast<int32_t>(n);
   model.micro_batch_size = static_cast<int32_t>(mbs);
   schedule.name = found->stagecraft;
+  // With a schedule CSV torch's _PipelineScheduleRuntime runs its actions; the named class still
+  // gives the stages per rank and their placement (pipeline_llm, pipeline_module_split). The
+  // path is as written: the run reads it from the job config's folder (run/run_setup.cc).
+  STAGECRAFT_ASSIGN_OR_RETURN(csv, p.String("pipeline_parallel_schedule_csv"));
+  schedule.csv = csv.value_or("");
   return Status::Ok();
 }
 

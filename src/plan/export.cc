@@ -146,6 +146,14 @@ const char* TorchtitanSchedule(const std::string& schedule) {
   return nullptr;
 }
 
+// The schedule class torchtitan's config names: the plan's, or with a schedule CSV (torch's
+// _PipelineScheduleRuntime runs its actions) one whose stages per rank and placement are the
+// CSV's, since pipeline_llm and pipeline_module_split take those from the named class.
+std::string TorchtitanScheduleName(const Candidate& c, const ScheduleCsv* csv) {
+  if (csv == nullptr) return TorchtitanSchedule(c.schedule);
+  return csv->v_shape ? "ZBVZeroBubble" : c.vpp > 1 ? "Interleaved1F1B" : "1F1B";
+}
+
 // torchtitan's stage split as the exports write it: the less-layers weights the plan ran
 // (Candidate::first_less, last_less) and the pipeline_parallel_layers_per_stage that
 // makes pp x vpp stages with them (pipeline_parallel.py: ceil((layers + first + last) /
@@ -196,7 +204,8 @@ std::string ModuleLists(const std::vector<std::vector<std::string>>& modules,
   return text + indent.substr(0, indent.size() >= 4 ? indent.size() - 4 : 0) + "]";
 }
 
-std::string TorchtitanToml(const Config& config, const Candidate& c, int64_t global_batch) {
+std::string TorchtitanToml(const Config& config, const Candidate& c, int64_t global_batch,
+                           const ScheduleCsv* csv) {
   const TransformerSpec& t = config.model.transformer;
   std::ostringstream toml;
   toml << Header(config, c, "#")
@@ -230,8 +239,14 @@ std::string TorchtitanToml(const Config& config, const Candidate& c, int64_t glo
     // layers_per_stage) stages and splits them with those weights, the split the plan simulated
     // (Candidate::StageCounts).
     const StageSplit split = TorchtitanStageSplit(c, static_cast<int32_t>(t.layers));
-    toml << "pipeline_parallel_schedule = \"" << TorchtitanSchedule(c.schedule) << "\"\n"
-         << "pipeline_parallel_microbatch_size = " << c.micro_batch_size << "\n";
+    toml << "pipeline_parallel_schedule = \"" << TorchtitanScheduleName(c, csv) << "\"\n";
+    if (csv != nullptr) {
+      toml << "# The plan's schedule, " << c.schedule
+           << ", is not one torch ships: its actions, rank by rank (launch.sh runs from this\n"
+              "# folder, whose schedule.csv torchtitan opens from the working directory).\n"
+              "pipeline_parallel_schedule_csv = \"schedule.csv\"\n";
+    }
+    toml << "pipeline_parallel_microbatch_size = " << c.micro_batch_size << "\n";
     if (!split.modules.empty()) {
       toml << "# Each stage's modules: the split the plan ran (" << t.layers << " layers over "
            << int64_t{c.pp} * c.vpp << " stages).\n"
@@ -258,7 +273,8 @@ std::string TorchtitanToml(const Config& config, const Candidate& c, int64_t glo
 // manager.py, --module/--config): a Python function returning the Trainer.Config, started from
 // the llama3 registry function of the model's flavor, every value the plan rests on set
 // explicitly. io/torchtitan_registry.h reads it back.
-std::string TorchtitanRegistryPy(const Config& config, const Candidate& c, int64_t global_batch) {
+std::string TorchtitanRegistryPy(const Config& config, const Candidate& c, int64_t global_batch,
+                                 const ScheduleCsv* csv) {
   const TransformerSpec& t = config.model.transformer;
   const std::string flavor = Llama3FlavorOf(t);
   const int64_t seq = config.model.seq_len;
@@ -324,8 +340,13 @@ std::string TorchtitanRegistryPy(const Config& config, const Candidate& c, int64
   if (c.pp > 1) {
     const int64_t stages = int64_t{c.pp} * c.vpp;
     const StageSplit split = TorchtitanStageSplit(c, static_cast<int32_t>(t.layers));
-    set("parallelism.pipeline_parallel_schedule",
-        std::string("\"") + TorchtitanSchedule(c.schedule) + "\"");
+    set("parallelism.pipeline_parallel_schedule", "\"" + TorchtitanScheduleName(c, csv) + "\"");
+    if (csv != nullptr) {
+      py << "    # The plan's schedule, " << c.schedule
+         << ", is not one torch ships: its actions in schedule.csv (opened from the\n"
+            "    # working directory; launch-registry.sh runs from this folder).\n";
+      set("parallelism.pipeline_parallel_schedule_csv", "\"schedule.csv\"");
+    }
     set("parallelism.num_pp_microbatches", Str(c.microbatches));
     if (!split.modules.empty()) {
       py << "    # Each stage's modules: the split the plan ran (" << t.layers << " layers over "
@@ -360,8 +381,13 @@ std::string DeepSpeedJson(const Candidate& c, int64_t global_batch) {
 
 }  // namespace
 
+bool TorchtitanShipsSchedule(const std::string& schedule) {
+  return TorchtitanSchedule(schedule) != nullptr;
+}
+
 Result<std::vector<ExportedFile>> ExportPlan(const Config& config, const Candidate& candidate,
-                                             int64_t global_batch, Engine engine) {
+                                             int64_t global_batch, Engine engine,
+                                             const ScheduleCsv* csv) {
   if (engine == Engine::kAny) return Error{"--export: name one engine (megatron, torchtitan or deepspeed)"};
   if (candidate.engine != engine) {
     return Error{std::string("--export ") + EngineName(engine) + ": the plan is " +
@@ -387,23 +413,35 @@ Result<std::vector<ExportedFile>> ExportPlan(const Config& config, const Candida
       files.push_back({"slurm.sbatch", SlurmScript(config, candidate)});
       break;
     }
-    case Engine::kTorchtitan:
-      files.push_back({"torchtitan.toml", TorchtitanToml(config, candidate, global_batch)});
+    case Engine::kTorchtitan: {
+      if (candidate.pp > 1 && csv == nullptr && TorchtitanSchedule(candidate.schedule) == nullptr) {
+        return Error{"export torchtitan: torch ships no schedule '" + candidate.schedule +
+                     "' (expected one of torch's, or its actions as a schedule CSV)"};
+      }
+      if (candidate.pp == 1) csv = nullptr;
+      // torchtitan opens the CSV from the working directory: the launchers run from here.
+      const std::string from_here =
+          csv != nullptr
+              ? "cd \"$here\"  # torchtitan opens schedule.csv from the working directory\n"
+              : "";
+      files.push_back({"torchtitan.toml", TorchtitanToml(config, candidate, global_batch, csv)});
+      if (csv != nullptr) files.push_back({"schedule.csv", csv->text});
       files.push_back({"launch.sh",
                        TorchrunLauncher(config, candidate, "-m torchtitan.train",
-                                        "--job.config_file \"$here/torchtitan.toml\"")});
+                                        "--job.config_file \"$here/torchtitan.toml\"", from_here)});
       files.push_back({"slurm.sbatch", SlurmScript(config, candidate)});
       // At main, EP borrows TP ranks (parallel_dims.py), a layout stagecraft does not model:
       // a plan with both is written only in the 0.2 generation, where experts are TP-split.
       if (candidate.ep > 1 && candidate.tp > 1) break;
       files.push_back(
-          {"stagecraft_plan.py", TorchtitanRegistryPy(config, candidate, global_batch)});
-      files.push_back(
-          {"launch-registry.sh",
-           TorchrunLauncher(config, candidate, "-m torchtitan.train",
-                            "--module stagecraft_plan --config stagecraft_plan",
-                            "export PYTHONPATH=\"$here${PYTHONPATH:+:$PYTHONPATH}\"\n")});
+          {"stagecraft_plan.py", TorchtitanRegistryPy(config, candidate, global_batch, csv)});
+      files.push_back({"launch-registry.sh",
+                       TorchrunLauncher(config, candidate, "-m torchtitan.train",
+                                        "--module stagecraft_plan --config stagecraft_plan",
+                                        "export PYTHONPATH=\"$here${PYTHONPATH:+:$PYTHONPATH}\"\n" +
+                                            from_here)});
       break;
+    }
     case Engine::kDeepSpeed: {
       files.push_back({"ds_config.json", DeepSpeedJson(candidate, global_batch)});
       std::string lines = Header(config, candidate, "#");

@@ -25,11 +25,24 @@ struct ExportedFile {
   std::string text;
 };
 
+// A schedule torch ships no class for, as torch.distributed.pipelining's compute-only CSV
+// (schedule/schedule_csv.h): torchtitan runs it through pipeline_parallel_schedule_csv.
+struct ScheduleCsv {
+  std::string text;
+  bool v_shape = false;  // the V placement (two stages a rank, rank r holding r and 2pp - 1 - r)
+};
+
+// Whether torch.distributed.pipelining ships a schedule class for the generator `schedule`
+// (1f1b, gpipe, interleaved-1f1b, looped-bfs, dualpipev), which torchtitan names.
+bool TorchtitanShipsSchedule(const std::string& schedule);
+
 // The files for `engine` (not kAny) launching `candidate` of the model in `config` on its
-// cluster, with `global_batch` sequences. Errors: a candidate the engine cannot express (its
-// engine differs, a schedule it lacks).
+// cluster, with `global_batch` sequences; for torchtitan with `csv`, the schedule as
+// schedule.csv. Errors: a candidate the engine cannot express (its engine differs, a schedule it
+// lacks and no CSV).
 Result<std::vector<ExportedFile>> ExportPlan(const Config& config, const Candidate& candidate,
-                                             int64_t global_batch, Engine engine);
+                                             int64_t global_batch, Engine engine,
+                                             const ScheduleCsv* csv = nullptr);
 
 // The layout of a prepared transformer run as `engine`'s candidate: its sizes, schedule,
 // recompute and sharding, and the split the run simulated (the engine's own where it is one:

@@ -14,6 +14,7 @@
 #include "plan/plan_rules.h"
 #include "run/simulate.h"
 #include "schedule/partition.h"
+#include "schedule/schedule_csv.h"
 
 namespace stagecraft {
 namespace {
@@ -166,7 +167,13 @@ Status RunExport(const ExportSpec& spec, Transcript& transcript) {
   rules.gpus = c.tp * c.pp * c.dp * c.cp;
   rules.global_batch = int64_t{c.dp} * c.micro_batch_size * c.microbatches;
   rules.engine = spec.engine;
-  const std::string broken = BrokenRule(c, rules, PlanShapeOf(config));
+  // A schedule torch ships no class for runs in torchtitan as its actions from a CSV (the
+  // bidirectional DualPipe's placement has no torch style: pipeline_module_split knows the loop
+  // and the V only).
+  const bool csv = spec.engine == Engine::kTorchtitan && c.pp > 1 &&
+                   !TorchtitanShipsSchedule(c.schedule) &&
+                   run.schedule.placement != Placement::kDual;
+  const std::string broken = BrokenRule(c, rules, PlanShapeOf(config), csv);
   if (!broken.empty()) {
     return Error{"export " + engine + ": the layout " + c.Describe() +
                  " breaks the engine's rules: " + broken + " (doc/plan.md, the rules by engine)"};
@@ -225,7 +232,13 @@ Status RunExport(const ExportSpec& spec, Transcript& transcript) {
                          " runs it (nothing written; `stagecraft memory` shows what fills it, "
                          "`stagecraft plan` finds one that fits)");
   }
-  auto files = ExportPlan(config, c, rules.global_batch, spec.engine);
+  ScheduleCsv schedule_csv;
+  if (csv) {
+    schedule_csv.text = WriteScheduleCsv(engine_run.value().schedule);
+    schedule_csv.v_shape = engine_run.value().schedule.placement == Placement::kV;
+  }
+  auto files =
+      ExportPlan(config, c, rules.global_batch, spec.engine, csv ? &schedule_csv : nullptr);
   if (!files.ok()) return files.error();
   for (const ExportedFile& file : files.value()) {
     const std::string path = spec.dir + "/" + file.name;

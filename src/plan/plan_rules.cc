@@ -162,11 +162,12 @@ PlanShape PlanShapeOf(const Config& config) {
   return shape;
 }
 
-std::string BrokenRule(const Candidate& c, const PlanSpec& spec, const PlanShape& shape) {
+std::string BrokenRule(const Candidate& c, const PlanSpec& spec, const PlanShape& shape,
+                       bool schedule_csv) {
   if (c.engine == Engine::kAny) return "no engine named";
   const EngineSpace space = SpaceOf(c.engine);
   const std::string engine = EngineName(c.engine);
-  if (c.pp > 1) {
+  if (c.pp > 1 && !schedule_csv) {
     const auto schedule =
         std::find_if(space.schedules.begin(), space.schedules.end(),
                      [&](const auto& entry) { return entry.first == c.schedule; });

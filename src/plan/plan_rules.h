@@ -39,8 +39,10 @@ PlanShape PlanShapeOf(const Config& config);
 // The first of `c.engine`'s rules that `c` breaks under `spec` (the world and global batch it
 // must fill; --tp, --max-pp) for `shape`, as the rejection reasons read ("tp crosses a node");
 // "" when the engine can run it. Includes what the engine cannot express at all: a schedule,
-// recompute option or sharding outside its space ("torchtitan: no schedule 'zb-h1'").
-std::string BrokenRule(const Candidate& c, const PlanSpec& spec, const PlanShape& shape);
+// recompute option or sharding outside its space ("torchtitan: no schedule 'zb-h1'"), except the
+// schedule where `schedule_csv`: torchtitan runs any schedule's actions from a CSV.
+std::string BrokenRule(const Candidate& c, const PlanSpec& spec, const PlanShape& shape,
+                       bool schedule_csv = false);
 
 struct Enumeration {
   std::vector<Candidate> legal;

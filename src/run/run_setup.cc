@@ -551,6 +551,14 @@ Status ReadEngineExports(const RunSpec& flags, PreparedRun& run) {
     if (!config.ok()) return Error{"--from-torchtitan: " + config.error().message};
     run.config = std::move(config).value();
     run.label = BaseName(*flags.from_torchtitan);
+    // pipeline_parallel_schedule_csv: torchtitan opens it from its working directory, which the
+    // exported launchers make the job config's folder; read it from there (an absolute path, so
+    // that a config file given beside --from-torchtitan does not move it).
+    std::string& csv = run.config.schedule.csv;
+    if (!csv.empty()) {
+      const std::filesystem::path folder = std::filesystem::path(path).parent_path();
+      csv = std::filesystem::absolute(folder / csv).lexically_normal().string();
+    }
   }
   if (flags.from_deepspeed) {
     const std::string& path = *flags.from_deepspeed;

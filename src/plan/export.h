@@ -8,6 +8,7 @@
 // so an exported plan simulates to the same step.
 #pragma once
 
+#include <optional>
 #include <string>
 #include <utility>
 #include <vector>
@@ -35,6 +36,10 @@ struct ScheduleCsv {
 // Whether torch.distributed.pipelining ships a schedule class for the generator `schedule`
 // (1f1b, gpipe, interleaved-1f1b, looped-bfs, dualpipev), which torchtitan names.
 bool TorchtitanShipsSchedule(const std::string& schedule);
+
+// The schedule CSV torchtitan runs `c` with, from `run` (c's prepared run): c's schedule when
+// torch ships no class for it (loop or V placement); nullopt when none is needed or possible.
+std::optional<ScheduleCsv> TorchtitanScheduleCsv(const Candidate& c, const PreparedRun& run);
 
 // The files for `engine` (not kAny) launching `candidate` of the model in `config` on its
 // cluster, with `global_batch` sequences; for torchtitan with `csv`, the schedule as

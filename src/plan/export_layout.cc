@@ -62,6 +62,17 @@ std::string Ms(Time time) {
 
 }  // namespace
 
+std::optional<ScheduleCsv> TorchtitanScheduleCsv(const Candidate& c, const PreparedRun& run) {
+  if (c.engine != Engine::kTorchtitan || c.pp < 2 || TorchtitanShipsSchedule(c.schedule) ||
+      run.schedule.placement == Placement::kDual) {
+    return std::nullopt;
+  }
+  ScheduleCsv csv;
+  csv.text = WriteScheduleCsv(run.schedule);
+  csv.v_shape = run.schedule.placement == Placement::kV;
+  return csv;
+}
+
 Result<Candidate> CandidateOfRun(const PreparedRun& run, Engine engine) {
   const Config& config = run.config;
   const ParallelSpec& p = config.parallel;
@@ -170,9 +181,7 @@ Status RunExport(const ExportSpec& spec, Transcript& transcript) {
   // A schedule torch ships no class for runs in torchtitan as its actions from a CSV (the
   // bidirectional DualPipe's placement has no torch style: pipeline_module_split knows the loop
   // and the V only).
-  const bool csv = spec.engine == Engine::kTorchtitan && c.pp > 1 &&
-                   !TorchtitanShipsSchedule(c.schedule) &&
-                   run.schedule.placement != Placement::kDual;
+  const bool csv = TorchtitanScheduleCsv(c, run).has_value();
   const std::string broken = BrokenRule(c, rules, PlanShapeOf(config), csv);
   if (!broken.empty()) {
     return Error{"export " + engine + ": the layout " + c.Describe() +
@@ -232,13 +241,9 @@ Status RunExport(const ExportSpec& spec, Transcript& transcript) {
                          " runs it (nothing written; `stagecraft memory` shows what fills it, "
                          "`stagecraft plan` finds one that fits)");
   }
-  ScheduleCsv schedule_csv;
-  if (csv) {
-    schedule_csv.text = WriteScheduleCsv(engine_run.value().schedule);
-    schedule_csv.v_shape = engine_run.value().schedule.placement == Placement::kV;
-  }
-  auto files =
-      ExportPlan(config, c, rules.global_batch, spec.engine, csv ? &schedule_csv : nullptr);
+  const std::optional<ScheduleCsv> schedule_csv = TorchtitanScheduleCsv(c, engine_run.value());
+  auto files = ExportPlan(config, c, rules.global_batch, spec.engine,
+                          schedule_csv ? &*schedule_csv : nullptr);
   if (!files.ok()) return files.error();
   for (const ExportedFile& file : files.value()) {
     const std::string path = spec.dir + "/" + file.name;

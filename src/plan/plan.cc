@@ -337,6 +337,7 @@ int64_t ChunksInFlight(const Candidate& c) {
   if (c.schedule == "looped-bfs") return m * v;
   if (c.schedule == "interleaved-1f1b") return std::min(m * v, 2 * (p - 1) + (v - 1) * p + 1);
   if (c.schedule == "dualpipev") return std::min(2 * m, 2 * p + 1);
+  if (c.schedule == "zb-h2") return std::min(m, 2 * p - 1);  // 2(p - 1) warm-up forwards
   return std::min(m, p);  // 1f1b
 }
 

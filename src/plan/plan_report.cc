@@ -408,8 +408,23 @@ Status RunPlan(const PlanSpec& given, bool json, Transcript& transcript) {
   transcript.out() << (json ? FormatPlanJson(result.value()) : FormatPlanTable(result.value()));
   if (!result.value().plans.empty() && spec.export_engine) {
     const PlannedLayout& best = result.value().plans.front();
+    // A schedule torch ships no class for goes to torchtitan as its actions (a CSV).
+    RunSpec best_run = spec.run;
+    const Candidate layout = best.candidate;
+    const auto edit = spec.run.edit;
+    best_run.edit = [edit, layout](Config& config) -> Status {
+      if (edit) STAGECRAFT_RETURN_IF_ERROR(edit(config));
+      layout.ApplyTo(config);
+      return Status::Ok();
+    };
+    std::optional<ScheduleCsv> csv;
+    if (*spec.export_engine == Engine::kTorchtitan && !TorchtitanShipsSchedule(layout.schedule)) {
+      auto prepared = PrepareRun(best_run);
+      if (!prepared.ok()) return prepared.error();
+      csv = TorchtitanScheduleCsv(layout, prepared.value());
+    }
     auto files = ExportPlan(result.value().config, best.candidate, spec.global_batch,
-                            *spec.export_engine);
+                            *spec.export_engine, csv ? &*csv : nullptr);
     if (!files.ok()) return files.error();
     for (const ExportedFile& file : files.value()) {
       const std::string path = spec.export_dir + "/" + file.name;

@@ -14,8 +14,9 @@
 //                 layers split over the stages, unevenly when pp x vpp does not divide them),
 //                 torch/distributed/pipelining/schedules.py (GPipe, 1F1B, Interleaved1F1B and
 //                 LoopedBFS with n_microbatches a multiple of the pipeline ranks, DualPipeV with at
-//                 least 2 x pp microbatches); activation checkpointing none, selective per op,
-//                 full.
+//                 least 2 x pp microbatches; any other schedule's actions from a CSV through
+//                 _PipelineScheduleRuntime, pipeline_parallel_schedule_csv: ZB-H1 and ZB-H2);
+//                 activation checkpointing none, selective per op, full.
 //   DeepSpeed     deepspeed/runtime/pipe/engine.py and schedule.py: the pipeline engine runs
 //                 one schedule (TrainSchedule, 1F1B), no interleaving, and asserts ZeRO stage < 2
 //                 with pipeline parallelism; ZeRO 0-3 without it; activation checkpointing full
@@ -64,8 +65,13 @@ EngineSpace SpaceOf(Engine engine) {
               {Recompute::kNone, Recompute::kSelective, Recompute::kFull},
               {0, 1}};
     case Engine::kTorchtitan:
+      // zb-h1 and zb-h2 are not torch classes: torchtitan runs them as their actions from
+      // pipeline_parallel_schedule_csv (torch's _PipelineScheduleRuntime; the export writes the
+      // CSV). The other zero-bubble generators have no closed form to screen them.
       return {{{"gpipe", {1}},
                {"1f1b", {1}},
+               {"zb-h1", {1}},
+               {"zb-h2", {1}},
                {"interleaved-1f1b", InterleavedVpps()},
                {"looped-bfs", InterleavedVpps()},
                {"dualpipev", {2}}},

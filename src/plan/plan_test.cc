@@ -242,11 +242,16 @@ TEST(PlanTest, DerivesAnUnevenSplitFasterThanTheEvenOne) {
 }
 
 // torchtitan's less-layers weights, derived by the screen: Llama 3 70B on 64 H100 at TP 8 under
-// torchtitan's rules. Where a pipeline layout's stages balance better with other weights than
-// torchtitan's default (1, 1), the derived candidate runs torchtitan's own split with them, and
-// where both were simulated it is the faster of the two.
+// torchtitan's rules, the best 150 simulated. Where a pipeline layout's stages balance better
+// with other weights than torchtitan's default (1, 1), the derived candidate runs torchtitan's
+// own split with them. The screen weighs a stage by three costs (a decoder, the embedding, the
+// head), which the exact simulation does not follow to the last tenth of a percent: of the twins
+// simulated, some derived splits are faster (by 0.1% at most: 9 of 27 twins in this search) and
+// none is slower by more than 0.5% (0.25% at most in this search, under interleaving and ZB-H2,
+// where the ranks also wait on the levels of chunks or the deferred weight gradients fill the
+// bubbles unevenly); the exact simulation ranks them.
 TEST(PlanTest, DerivesTorchtitansLessLayersWhereTheyBalanceTheStages) {
-  PlanSpec spec = MegatronLlama70b(64, 512, 50);
+  PlanSpec spec = MegatronLlama70b(64, 512, 150);
   spec.engine = Engine::kTorchtitan;
   spec.fixed_tp = 8;
   auto planned = PlanLayouts(spec);
@@ -254,6 +259,7 @@ TEST(PlanTest, DerivesTorchtitansLessLayersWhereTheyBalanceTheStages) {
   const PlanResult& result = planned.value();
   int32_t weighted = 0;
   int32_t twins = 0;
+  int32_t faster = 0;
   for (const PlannedLayout& plan : result.all_fitting) {
     const Candidate& c = plan.candidate;
     if (c.first_less == 1 && c.last_less == 1) continue;
@@ -268,11 +274,14 @@ TEST(PlanTest, DerivesTorchtitansLessLayersWhereTheyBalanceTheStages) {
       twin.last_less = c.last_less;
       if (twin.Describe() != c.Describe()) continue;
       ++twins;
-      EXPECT_GE(other.step, plan.step) << c.Describe();
+      if (plan.step < other.step) ++faster;
+      EXPECT_LE(static_cast<double>(plan.step.ns()), 1.005 * static_cast<double>(other.step.ns()))
+          << c.Describe();
     }
   }
   EXPECT_GT(weighted, 0);
   EXPECT_GT(twins, 0);
+  EXPECT_GT(faster, 0);
 }
 
 // torchtitan's splits beyond its two weights (module_fqns_per_model_part): a model whose head

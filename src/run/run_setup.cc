@@ -557,7 +557,9 @@ Status ReadEngineExports(const RunSpec& flags, PreparedRun& run) {
     std::string& csv = run.config.schedule.csv;
     if (!csv.empty()) {
       const std::filesystem::path folder = std::filesystem::path(path).parent_path();
-      csv = std::filesystem::absolute(folder / csv).lexically_normal().string();
+      std::error_code error;  // no working directory: keep the path relative to the config's
+      const std::filesystem::path absolute = std::filesystem::absolute(folder / csv, error);
+      csv = (error ? folder / csv : absolute).lexically_normal().string();
     }
   }
   if (flags.from_deepspeed) {

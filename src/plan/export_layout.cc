@@ -5,9 +5,7 @@
 // options, which may differ from the config's), and written by ExportPlan, so the files read
 // back (`simulate --from-ENGINE`) to that simulation.
 #include <algorithm>
-#include <iomanip>
 #include <memory>
-#include <sstream>
 
 #include "core/units.h"
 #include "plan/export.h"
@@ -21,11 +19,8 @@ namespace {
 
 std::vector<int32_t> CountsOf(const Partition& partition) {
   std::vector<int32_t> counts;
-  const size_t stages = partition.first_layer.size();
-  for (size_t stage = 0; stage < stages; ++stage) {
-    const int32_t end =
-        stage + 1 < stages ? partition.first_layer[stage + 1] : partition.num_layers;
-    counts.push_back(end - partition.first_layer[stage]);
+  for (int32_t stage = 0; stage < partition.num_stages(); ++stage) {
+    counts.push_back(partition.end(stage) - partition.begin(stage));
   }
   return counts;
 }
@@ -54,19 +49,23 @@ std::vector<std::string> OptionChanges(const ParallelSpec& given, const Parallel
   return changes;
 }
 
-std::string Ms(Time time) {
-  std::ostringstream text;
-  text << std::fixed << std::setprecision(6) << time.ms() << " ms";
-  return text.str();
+std::string Ms(Time time) { return FormatMs(time) + " ms"; }
+
+}  // namespace
+
+namespace {
+
+// Whether torchtitan runs `c` from a schedule CSV: a schedule torch ships no class for, in a
+// placement pipeline_module_split knows (the loop or the V; not DualPipe's two ways).
+bool NeedsScheduleCsv(const Candidate& c, Placement placement) {
+  return c.engine == Engine::kTorchtitan && c.pp > 1 && !TorchtitanShipsSchedule(c.schedule) &&
+         placement != Placement::kDual;
 }
 
 }  // namespace
 
 std::optional<ScheduleCsv> TorchtitanScheduleCsv(const Candidate& c, const PreparedRun& run) {
-  if (c.engine != Engine::kTorchtitan || c.pp < 2 || TorchtitanShipsSchedule(c.schedule) ||
-      run.schedule.placement == Placement::kDual) {
-    return std::nullopt;
-  }
+  if (!NeedsScheduleCsv(c, run.schedule.placement)) return std::nullopt;
   ScheduleCsv csv;
   csv.text = WriteScheduleCsv(run.schedule);
   csv.v_shape = run.schedule.placement == Placement::kV;
@@ -76,7 +75,6 @@ std::optional<ScheduleCsv> TorchtitanScheduleCsv(const Candidate& c, const Prepa
 Result<Candidate> CandidateOfRun(const PreparedRun& run, Engine engine) {
   const Config& config = run.config;
   const ParallelSpec& p = config.parallel;
-  const std::string name = EngineName(engine);
   Candidate c;
   c.engine = engine;
   c.tp = p.tp;
@@ -181,8 +179,8 @@ Status RunExport(const ExportSpec& spec, Transcript& transcript) {
   // A schedule torch ships no class for runs in torchtitan as its actions from a CSV (the
   // bidirectional DualPipe's placement has no torch style: pipeline_module_split knows the loop
   // and the V only).
-  const bool csv = TorchtitanScheduleCsv(c, run).has_value();
-  const std::string broken = BrokenRule(c, rules, PlanShapeOf(config), csv);
+  const std::string broken =
+      BrokenRule(c, rules, PlanShapeOf(config), NeedsScheduleCsv(c, run.schedule.placement));
   if (!broken.empty()) {
     return Error{"export " + engine + ": the layout " + c.Describe() +
                  " breaks the engine's rules: " + broken + " (doc/plan.md, the rules by engine)"};
@@ -190,14 +188,7 @@ Status RunExport(const ExportSpec& spec, Transcript& transcript) {
 
   RunOutcome given;
   STAGECRAFT_RETURN_IF_ERROR(SimulateRun(run, given, transcript.err()));
-  RunSpec as_engine = given_spec;
-  const auto edit = given_spec.edit;
-  as_engine.edit = [edit, c](Config& target) -> Status {
-    if (edit) STAGECRAFT_RETURN_IF_ERROR(edit(target));
-    c.ApplyTo(target);
-    return Status::Ok();
-  };
-  auto engine_run = PrepareRun(as_engine);
+  auto engine_run = PrepareRun(CandidateRun(given_spec, c));
   if (!engine_run.ok()) return engine_run.error();
   // Its notes are the given run's, said once above.
   auto simulated = SimulatePrepared(engine_run.value());

@@ -114,6 +114,16 @@ void Candidate::ApplyTo(Config& config) const {
   }
 }
 
+RunSpec CandidateRun(const RunSpec& run, const Candidate& candidate) {
+  RunSpec edited = run;
+  edited.edit = [edit = run.edit, candidate](Config& config) -> Status {
+    if (edit) STAGECRAFT_RETURN_IF_ERROR(edit(config));
+    candidate.ApplyTo(config);
+    return Status::Ok();
+  };
+  return edited;
+}
+
 std::string Candidate::Describe() const {
   return std::string(EngineName(engine)) + " tp " + std::to_string(tp) + " pp " +
          std::to_string(pp) + " vpp " + std::to_string(vpp) + " dp " + std::to_string(dp) + " cp " +
@@ -208,11 +218,7 @@ RunSpec RunOf(const PlanSpec& spec, const std::shared_ptr<const LoadedConfig>& b
               const Candidate& candidate) {
   RunSpec run = spec.run;
   run.loaded = base;
-  run.edit = [candidate](Config& config) {
-    candidate.ApplyTo(config);
-    return Status::Ok();
-  };
-  return run;
+  return CandidateRun(run, candidate);
 }
 
 Costed Cost(const PlanSpec& spec, const std::shared_ptr<const LoadedConfig>& base,

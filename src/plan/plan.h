@@ -123,6 +123,10 @@ struct Candidate {
   std::string ScheduleText(int32_t layers) const;
 };
 
+// `run` with `candidate`'s layout applied after run's own edit (what the planner simulates, and
+// what an export of the candidate runs).
+RunSpec CandidateRun(const RunSpec& run, const Candidate& candidate);
+
 struct PlannedLayout {
   Candidate candidate;
   Time screen_step;  // the analytic estimate that ranked it for simulation

@@ -409,19 +409,12 @@ Status RunPlan(const PlanSpec& given, bool json, Transcript& transcript) {
   if (!result.value().plans.empty() && spec.export_engine) {
     const PlannedLayout& best = result.value().plans.front();
     // A schedule torch ships no class for goes to torchtitan as its actions (a CSV).
-    RunSpec best_run = spec.run;
-    const Candidate layout = best.candidate;
-    const auto edit = spec.run.edit;
-    best_run.edit = [edit, layout](Config& config) -> Status {
-      if (edit) STAGECRAFT_RETURN_IF_ERROR(edit(config));
-      layout.ApplyTo(config);
-      return Status::Ok();
-    };
     std::optional<ScheduleCsv> csv;
-    if (*spec.export_engine == Engine::kTorchtitan && !TorchtitanShipsSchedule(layout.schedule)) {
-      auto prepared = PrepareRun(best_run);
+    if (*spec.export_engine == Engine::kTorchtitan &&
+        !TorchtitanShipsSchedule(best.candidate.schedule)) {
+      auto prepared = PrepareRun(CandidateRun(spec.run, best.candidate));
       if (!prepared.ok()) return prepared.error();
-      csv = TorchtitanScheduleCsv(layout, prepared.value());
+      csv = TorchtitanScheduleCsv(best.candidate, prepared.value());
     }
     auto files = ExportPlan(result.value().config, best.candidate, spec.global_batch,
                             *spec.export_engine, csv ? &*csv : nullptr);

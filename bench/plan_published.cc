@@ -50,12 +50,7 @@ int Main(int argc, char** argv) {
     published.schedule = p.pp == 1 ? "1f1b" : config.schedule.name;
     published.recompute = p.recompute;
     published.zero_stage = p.distributed_optimizer ? 1 : p.zero_stage;
-    RunSpec as_planned = run;
-    as_planned.edit = [&published](Config& edited) {
-      published.ApplyTo(edited);
-      return Status::Ok();
-    };
-    auto simulated = SimulateSpec(as_planned);
+    auto simulated = SimulateSpec(CandidateRun(run, published));
     PlanSpec spec;
     spec.run = run;
     spec.gpus = p.world_size();

@@ -66,7 +66,8 @@ double MemoryBoundSeconds(const DeviceRates& device, double bytes) {
   return std::max(seconds, device.kernels.kernel_floor_s);
 }
 
-double AttentionSeconds(const DeviceRates& device, double flops, bool backward, double key_blocks) {
+double AttentionSeconds(const DeviceRates& device, double flops, bool backward, double key_blocks,
+                        AttentionKernel kernel) {
   if (flops <= 0) return 0.0;
   const KernelModel& model = device.kernels;
   double efficiency =
@@ -74,6 +75,9 @@ double AttentionSeconds(const DeviceRates& device, double flops, bool backward, 
   if (key_blocks > 0) {
     efficiency *= key_blocks / (key_blocks + 1) /
                   (kAttentionReferenceBlocks / (kAttentionReferenceBlocks + 1));
+  }
+  if (kernel == AttentionKernel::kTriton) {
+    efficiency /= backward ? kTritonAttentionBackwardSlowdown : kTritonAttentionForwardSlowdown;
   }
   return std::max(flops / (device.bf16_flops_per_s * efficiency), model.kernel_floor_s);
 }

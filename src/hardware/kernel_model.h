@@ -33,6 +33,20 @@ struct KernelModel {
   bool operator==(const KernelModel&) const = default;
 };
 
+// Which fused attention kernel a run launches (model.transformer.attn_impl, LLM Foundry's
+// name): FlashAttention-2 (flash-attn, PyTorch's SDPA, cuDNN, Transformer Engine), at the
+// device's attention efficiency above, or FlashAttention written in Triton (the FlashAttention-1
+// algorithm; LLM Foundry's MPT `attn_impl: triton`), slower by the ratios below.
+enum class AttentionKernel : uint8_t { kFlash, kTriton };
+
+// How much slower FlashAttention in Triton runs than FlashAttention-2 on the same shapes: "around
+// 1.3-1.5x faster than FlashAttention in Triton in the forward pass and around 2x faster in the
+// backward pass" (Dao 2023, FlashAttention-2, §4.1, A100 80GB, causal and not, head dim 64 and
+// 128). The forward takes the middle of the range. The same ratios on every device: the paper's
+// H100 figure (Fig. 7) has no Triton curve.
+constexpr double kTritonAttentionForwardSlowdown = 1.4;
+constexpr double kTritonAttentionBackwardSlowdown = 2.0;
+
 // What a kernel runs on: one device's peaks and its kernel constants.
 struct DeviceRates {
   double bf16_flops_per_s = 0;     // dense peak
@@ -67,8 +81,9 @@ double MemoryBoundSeconds(const DeviceRates& device, double bytes);
 // about one block's worth of fixed work (loading Q, the softmax rescale, writing O), so the
 // efficiency is the device's long-sequence figure (taken at 64 blocks, 16k causal) scaled by
 // n/(n + 1) / (64/65) (FlashAttention-2 on H100 by sequence length, Shah et al. 2024, Fig. 5;
-// doc/fidelity.md). 0 = no sequence-length roll-off.
+// doc/fidelity.md). 0 = no sequence-length roll-off. `kernel`: FlashAttention-2, or in Triton
+// (kTritonAttention*Slowdown).
 double AttentionSeconds(const DeviceRates& device, double flops, bool backward,
-                        double key_blocks = 0);
+                        double key_blocks = 0, AttentionKernel kernel = AttentionKernel::kFlash);
 
 }  // namespace stagecraft

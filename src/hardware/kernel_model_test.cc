@@ -169,6 +169,25 @@ TEST(KernelModelTest, AttentionUsesForwardAndBackwardEfficiency) {
   EXPECT_EQ(AttentionSeconds(h100, 1e3, false), h100.kernels.kernel_floor_s);
 }
 
+// FlashAttention in Triton (LLM Foundry's attn_impl: triton) against FlashAttention-2 on the same
+// work: FlashAttention-2 is "around 1.3-1.5x faster ... in the forward pass and around 2x faster
+// in the backward pass" (Dao 2023, §4.1); the roll-off by sequence length applies to both.
+TEST(KernelModelTest, TritonAttentionRunsAtThePapersRatios) {
+  const DeviceRates a100 = Rates("a100");
+  const double flops = 1e12;
+  for (const double blocks : {0.0, 8.0, 64.0}) {
+    const double forward = AttentionSeconds(a100, flops, false, blocks);
+    const double backward = AttentionSeconds(a100, flops, true, blocks);
+    EXPECT_NEAR(AttentionSeconds(a100, flops, false, blocks, AttentionKernel::kTriton) / forward,
+                1.4, 1e-12);
+    EXPECT_NEAR(AttentionSeconds(a100, flops, true, blocks, AttentionKernel::kTriton) / backward,
+                2.0, 1e-12);
+  }
+  // A tiny kernel still costs the floor, whichever implementation.
+  EXPECT_EQ(AttentionSeconds(a100, 1e3, true, 0, AttentionKernel::kTriton),
+            a100.kernels.kernel_floor_s);
+}
+
 // FlashAttention-2's forward on H100, causal, head dim 128, by sequence length (Shah et al. 2024,
 // FlashAttention-3, Fig. 5): 298, 319, 333 and 335 TFLOP/s at 2k, 4k, 8k and 16k. The roll-off
 // (one block of fixed work per query tile) reproduces each against the 16k figure within 1.5%.

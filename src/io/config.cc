@@ -589,6 +589,11 @@ Status ReadTransformer(const Reader& reader, const Field& field, TransformerSpec
                       {"vocab", wide(&spec->vocab)},
                       {"swiglu", BoolInto(reader, &spec->swiglu)},
                       {"causal", BoolInto(reader, &spec->causal)},
+                      {"attn_impl",
+                       EnumInto<AttentionKernel>(reader, "attention kernel",
+                                                 {{"flash", AttentionKernel::kFlash},
+                                                  {"triton", AttentionKernel::kTriton}},
+                                                 &spec->attention_kernel)},
                       {"tied_embeddings", BoolInto(reader, &spec->tied_embeddings)},
                       {"bias", BoolInto(reader, &spec->bias)},
                       {"learned_positions", BoolInto(reader, &spec->learned_positions)},
@@ -663,6 +668,11 @@ Status ReadTransformer(const Reader& reader, const Field& field, TransformerSpec
     return reader.At(*Find(written, "sliding_window"),
                      "a sliding window applies to MHA/GQA/MQA layers; this model's attention is "
                      "latent (kv_lora_rank): drop sliding_window");
+  }
+  if (spec->attention_kernel != AttentionKernel::kFlash && !spec->causal) {
+    return reader.At(*Find(written, "attn_impl"),
+                     "'triton' is a fused FlashAttention kernel, but this model's attention "
+                     "is the unfused path (causal: false): set causal: true, or drop attn_impl");
   }
   if (spec->kv_heads > 0 && spec->heads % spec->kv_heads != 0) {
     return reader.At(*Find(written, "kv_heads"),

@@ -39,10 +39,10 @@ void KernelSum::Elementwise(double bytes, int kernels) {
 
 void KernelSum::FusedAttention(double flops, double key_blocks) {
   if (flops <= 0) return;
-  const double forward = AttentionSeconds(device, flops, false, key_blocks);
+  const double forward = AttentionSeconds(device, flops, false, key_blocks, attention);
   times.forward += forward;
   times.attention_core += forward;
-  times.input_grad += AttentionSeconds(device, 2.5 * flops, true, key_blocks);
+  times.input_grad += AttentionSeconds(device, 2.5 * flops, true, key_blocks, attention);
   forward_kernels += 1;
   input_kernels += 1;
 }

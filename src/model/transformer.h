@@ -36,6 +36,8 @@ struct TransformerSpec {
   bool swiglu = false;            // gated MLP (3 matrices)
   bool causal = false;            // FlashAttention-style core: skips the masked half and
                                   // stores no s x s scores (Korthikanti's 5as/h term)
+  // The fused core's kernel (model.transformer.attn_impl: flash | triton); needs `causal`.
+  AttentionKernel attention_kernel = AttentionKernel::kFlash;
   bool tied_embeddings = true;    // the head reuses the embedding matrix (GPT, Megatron)
   bool bias = true;               // linear biases and LayerNorm (GPT); false: none, RMSNorm (Llama)
   bool learned_positions = true;  // a learned position table of s·h (GPT); false: RoPE

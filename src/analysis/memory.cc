@@ -55,10 +55,18 @@ void AddActivationDeltas(const std::vector<StageCost>& costs, const TaskGraph& g
         break;
       }
       case ActionKind::kBackward:
-        out.push_back({timing.end, 0, -cost.activation_bytes, 0});
+        // Recomputation's working set lives while the backward runs (StageCost::recompute_bytes).
+        if (cost.recompute_bytes > 0) {
+          out.push_back({timing.start, 1, cost.recompute_bytes, 0});
+        }
+        out.push_back({timing.end, 0, -cost.activation_bytes - cost.recompute_bytes, 0});
         break;
       case ActionKind::kInputGrad:
-        out.push_back({timing.end, 0, cost.weight_grad_bytes - cost.activation_bytes, 0});
+        if (cost.recompute_bytes > 0) {
+          out.push_back({timing.start, 1, cost.recompute_bytes, 0});
+        }
+        out.push_back({timing.end, 0,
+                       cost.weight_grad_bytes - cost.activation_bytes - cost.recompute_bytes, 0});
         break;
       case ActionKind::kWeightGrad:
         out.push_back({timing.end, 0, -cost.weight_grad_bytes, 0});

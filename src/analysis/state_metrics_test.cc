@@ -364,5 +364,27 @@ TEST(LayerStateTest, ZeroWidthStateEqualsNoSharing) {
   }
 }
 
+// Recomputation's working set is held only while a backward runs: under 1F1B at p 2, m 4, rank 0
+// holds two microbatches' M_B before its first backward and the working set on top of them
+// while that backward runs; peak_activation_bytes (program order) counts M_B only.
+TEST(MemoryTimelineTest, RecomputationWorkingSetLivesDuringTheBackward) {
+  const Schedule schedule = Generate(GenerateOneFOneB, 2, 1, 4);
+  std::vector<StageCost> costs = Costs(2, 4096);
+  for (StageCost& cost : costs) cost.recompute_bytes = 500;
+  const SimRun run = Simulated(schedule, costs, Cluster());
+  EXPECT_EQ(run.metrics.ranks[0].peak_activation_bytes, 2 * 1000);
+  EXPECT_EQ(run.metrics.ranks[0].peak_memory_bytes, 2 * 1000 + 500);
+  EXPECT_EQ(run.metrics.ranks[1].peak_memory_bytes, 1000 + 500);
+  // Split backward: the I holds it, the W does not.
+  const Schedule split = Generate(GenerateZbH1, 2, 1, 4);
+  const SimRun zb = Simulated(split, costs, Cluster());
+  const MemoryTimeline timeline = ComputeMemoryTimeline(split, costs, zb.graph, zb.trace);
+  for (size_t rank = 0; rank < timeline.ranks.size(); ++rank) {
+    EXPECT_EQ(timeline.peak_memory_bytes[rank], zb.metrics.ranks[rank].peak_activation_bytes + 500)
+        << "rank " << rank;
+    EXPECT_EQ(timeline.ranks[rank].back().activation_bytes, 0) << "rank " << rank;
+  }
+}
+
 }  // namespace
 }  // namespace stagecraft

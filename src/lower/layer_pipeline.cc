@@ -27,6 +27,7 @@ std::vector<StageCost> StageCosts(const ModelSpec& model, const Partition& parti
       cost.weight_grad += spec.weight_grad;
       cost.activation_bytes += spec.activation_bytes;
       cost.weight_grad_bytes += spec.weight_grad_bytes;
+      cost.recompute_bytes = std::max(cost.recompute_bytes, spec.recompute_bytes);
       // An F&B op overlaps this layer's forward all-to-all and its backward's (the same bytes)
       // with the other microbatch's computation: it saves min(computation, 2 · all-to-all).
       if (spec.all_to_all.ns() > 0) {

@@ -402,7 +402,16 @@ void EstimateLayerCosts(ModelSpec& model, double flops_per_second, double bytes_
       if (layer.input_grad == Time()) layer.input_grad = layer.forward;
       if (layer.weight_grad == Time()) layer.weight_grad = layer.forward;
     }
-    if (layer.activation_bytes == 0) layer.activation_bytes = activations;
+    if (layer.activation_bytes == 0) {
+      layer.activation_bytes = activations;
+      // Derived bytes: what recomputation rematerialises for the backward (given bytes are a
+      // measured run's, which include it or not as that run did).
+      if (recompute != Recompute::kNone) {
+        layer.recompute_bytes = std::max<int64_t>(
+            0,
+            LayerActivationBytes(layer, model.dims, tokens, run, Recompute::kNone) - activations);
+      }
+    }
   }
 }
 

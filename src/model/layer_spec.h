@@ -81,6 +81,10 @@ struct LayerSpec {
   Time weight_grad;
   int64_t activation_bytes = 0;   // M_B: held from F until I/B; 0 = derive
   int64_t weight_grad_bytes = 0;  // M_W: held from I until W
+  // What recomputation rematerialises for the layer's backward and holds while it runs (its
+  // activations less what the forward kept): the working set of full recomputation, the score
+  // matrix an unfused core recomputes under selective. 0 = none (no recomputation, or costs given).
+  int64_t recompute_bytes = 0;
   // From `parts`: the forward's expert all-to-all (dispatch + combine), which an overlapped F&B
   // op (DualPipe) hides behind the other microbatch's computation; zero = no parts given.
   Time all_to_all;

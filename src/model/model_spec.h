@@ -56,6 +56,9 @@ struct StageCost {
   Time weight_grad;
   int64_t activation_bytes = 0;   // M_B of this chunk
   int64_t weight_grad_bytes = 0;  // M_W of this chunk
+  // Held during the chunk's I (or B) besides M_B: the largest working set its layers'
+  // recomputation rematerialises (layers recompute one at a time; LayerSpec::recompute_bytes).
+  int64_t recompute_bytes = 0;
   int64_t p2p_bytes = 0;          // bytes this stage sends to its neighbour per microbatch
   Time overlap_saving = Time();   // an F&B op whose forward is this stage costs F + B − this
 

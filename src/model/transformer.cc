@@ -196,7 +196,11 @@ double KorthikantiLayerBytes(double sbh, double t, double score_term, bool seque
   return sequence_parallel ? sbh * (34 / t + score_term) : sbh * (10 + 24 / t + score_term);
 }
 
-double DecoderActivationBytes(const TransformerSpec& spec, const TransformerRun& run) {
+namespace {
+
+// One decoder layer's bytes stored per microbatch under `recompute` (Korthikanti et al. Table 2).
+double LayerBytesUnder(const TransformerSpec& spec, const TransformerRun& run,
+                       Recompute recompute) {
   // Context parallelism keeps s/cp tokens per rank (the attention matrix of s/cp queries by s
   // keys: the 5as/h term keeps the full s on the key side).
   const double s = static_cast<double>(run.seq_len) / std::max(1, run.context_parallel);
@@ -204,16 +208,27 @@ double DecoderActivationBytes(const TransformerSpec& spec, const TransformerRun&
   const double h = static_cast<double>(spec.hidden);
   const double a = static_cast<double>(spec.heads);
   const double t = std::max(1, run.tensor_parallel);
-  const double sbh = s * b * h;
   const double keys = static_cast<double>(run.seq_len);
   // FlashAttention-style kernels (causal: true) never store the s x s scores, Korthikanti's
   // 5as/h term, just as selective recomputation drops it.
   const double core = spec.causal ? 0.0 : 5 * a * keys / (h * t);
-  const double bytes = KorthikantiLayerBytes(sbh, t, core, run.sequence_parallel, run.recompute);
+  return KorthikantiLayerBytes(s * b * h, t, core, run.sequence_parallel, recompute);
+}
+
+}  // namespace
+
+double DecoderActivationBytes(const TransformerSpec& spec, const TransformerRun& run) {
+  const double bytes = LayerBytesUnder(spec, run, run.recompute);
   if (run.recompute != Recompute::kFull || run.recompute_fraction >= 1.0) return bytes;
   // Some layers recompute (2sbh kept), the others keep everything.
-  const double kept = KorthikantiLayerBytes(sbh, t, core, run.sequence_parallel, Recompute::kNone);
+  const double kept = LayerBytesUnder(spec, run, Recompute::kNone);
   return run.recompute_fraction * bytes + (1.0 - run.recompute_fraction) * kept;
+}
+
+double DecoderRecomputeBytes(const TransformerSpec& spec, const TransformerRun& run) {
+  if (run.recompute == Recompute::kNone || run.recompute_fraction <= 0.0) return 0.0;
+  return std::max(0.0, LayerBytesUnder(spec, run, Recompute::kNone) -
+                           LayerBytesUnder(spec, run, run.recompute));
 }
 
 namespace {
@@ -223,6 +238,7 @@ namespace {
 std::vector<LayerSpec> LayerShapes(const TransformerSpec& spec, const TransformerRun& run) {
   const double t = std::max(1, run.tensor_parallel);
   const double activations = DecoderActivationBytes(spec, run);
+  const double recomputed = DecoderRecomputeBytes(spec, run);
   const double tokens_hidden =
       2.0 * static_cast<double>(run.seq_len * run.micro_batch * spec.hidden);
   std::vector<LayerSpec> layers;
@@ -236,6 +252,7 @@ std::vector<LayerSpec> LayerShapes(const TransformerSpec& spec, const Transforme
     layer.compress_ratio = 1;
     layer.mlp = spec.moe_layer(index) ? MlpKind::kMoe : MlpKind::kDense;
     layer.activation_bytes = std::llround(activations);
+    layer.recompute_bytes = std::llround(recomputed);
     // M_W = 32sbh per layer (Qi et al., ICLR 2024, App. G): the linear layers' inputs that W
     // still needs after I, per TP rank.
     layer.weight_grad_bytes = std::llround(16 * tokens_hidden / t);

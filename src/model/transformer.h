@@ -148,6 +148,13 @@ double KorthikantiLayerBytes(double sbh, double t, double score_term, bool seque
 // and h; with recomputation what stays stored).
 double DecoderActivationBytes(const TransformerSpec& spec, const TransformerRun& run);
 
+// What one recomputing decoder layer rematerialises for its backward and holds while that runs:
+// the bytes it stores without recomputation less those it stores with it (full: everything but
+// its 2sbh input; selective: the s x s scores an unfused core recomputes, nothing for a fused
+// one). 0 without recomputation. Korthikanti et al.'s Table 2 leaves this working set out; the
+// memory timeline holds it during each of the layer's backward passes.
+double DecoderRecomputeBytes(const TransformerSpec& spec, const TransformerRun& run);
+
 // The device a layer's time is derived on: achieved FLOP/s and bytes/s.
 struct ComputeRate {
   double flops_per_s = 0;  // peak × efficiency

@@ -33,6 +33,32 @@ TEST(TransformerTest, ParametersMatchMegatron) {
   EXPECT_NEAR(TransformerParams(Gpt(80, 12288, 96), 2048) / 1e9, 145.6, 0.05);
 }
 
+// Recomputation's working set, per layer: full keeps 2sbh and rematerialises the rest of
+// Korthikanti's sbh(34 + 5as/h) (t = 1); selective rematerialises only the 5as/h scores, and
+// nothing when the core is fused (causal); no recomputation, none.
+TEST(TransformerTest, RecomputeWorkingSetIsWhatTheForwardDidNotKeep) {
+  const TransformerSpec gpt = Gpt(24, 2048, 16);
+  TransformerRun run;
+  run.seq_len = 2048;
+  run.micro_batch = 2;
+  const double sbh = 2048.0 * 2 * 2048;
+  const double scores = 5.0 * 16 * 2048 / 2048;
+  EXPECT_EQ(DecoderRecomputeBytes(gpt, run), 0.0);
+  run.recompute = Recompute::kFull;
+  EXPECT_DOUBLE_EQ(DecoderRecomputeBytes(gpt, run), sbh * (34 + scores) - 2 * sbh);
+  EXPECT_DOUBLE_EQ(DecoderActivationBytes(gpt, run) + DecoderRecomputeBytes(gpt, run),
+                   sbh * (34 + scores));
+  run.recompute = Recompute::kSelective;
+  EXPECT_DOUBLE_EQ(DecoderRecomputeBytes(gpt, run), sbh * scores);
+  TransformerSpec fused = gpt;
+  fused.causal = true;
+  EXPECT_EQ(DecoderRecomputeBytes(fused, run), 0.0);
+  // Block recomputation of some layers: the recomputing ones hold the same working set.
+  run.recompute = Recompute::kFull;
+  run.recompute_fraction = 0.25;
+  EXPECT_DOUBLE_EQ(DecoderRecomputeBytes(fused, run), 32 * sbh);
+}
+
 // Megatron's FLOPs per iteration with full recomputation, 96Bslh²(1 + s/(6h) + V/(16lh)),
 // from our per-layer counts: l decoders (forward + input grad + weight grad, recomputation in
 // the input grad) and the head (forward and backward), B sequences as B microbatches of one.

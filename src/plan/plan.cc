@@ -177,6 +177,7 @@ struct Costed {
   Time tail;          // after the pipeline: exposed DP reduction, optimizer step, first gather
   double states = 0;  // model states of the fullest device
   int64_t chunk_activations = 0;  // activations one chunk holds per microbatch (largest)
+  int64_t recompute = 0;          // recomputation's working set during a backward (largest)
   int64_t capacity = 0;
   int64_t reserve = 0;
   // With three or more stages: one decoder's F + B with its collectives (a middle stage's over
@@ -257,6 +258,7 @@ Costed Cost(const PlanSpec& spec, const std::shared_ptr<const LoadedConfig>& bas
       costed.weight_grad = cost.weight_grad;
     }
     costed.chunk_activations = std::max(costed.chunk_activations, cost.activation_bytes);
+    costed.recompute = std::max(costed.recompute, cost.recompute_bytes);
   }
   const std::vector<int32_t>& counts = r.config.parallel.layer_counts;
   if (stage_totals.size() >= 3 && counts.size() == stage_totals.size() && counts[1] > 0) {
@@ -473,9 +475,10 @@ Result<PlanResult> PlanLayouts(const PlanSpec& spec) {
     inputs.chunk_weight_grad = costed.weight_grad;
     auto form = DeriveClosedForm(inputs);
     if (form.ok()) screen_step[index] = form.value().makespan + costed.tail;
-    const double memory = costed.states +
-                          static_cast<double>(ChunksInFlight(c) * costed.chunk_activations) +
-                          static_cast<double>(costed.reserve);
+    const double memory =
+        costed.states +
+        static_cast<double>(ChunksInFlight(c) * costed.chunk_activations + costed.recompute) +
+        static_cast<double>(costed.reserve);
     if (costed.capacity > 0 && memory > Budget(spec, costed.capacity)) {
       ++result.rejected["over memory (screen)"];
       return;
@@ -517,13 +520,15 @@ Result<PlanResult> PlanLayouts(const PlanSpec& spec) {
     const double budget = Budget(spec, full.capacity);
     const double without =
         none.states + inflight * static_cast<double>(none.chunk_activations) + none.reserve;
-    const double with_all =
-        full.states + inflight * static_cast<double>(full.chunk_activations) + full.reserve;
+    // Any recomputing layer adds its working set during its backward (Costed::recompute).
+    const double with_all = full.states + inflight * static_cast<double>(full.chunk_activations) +
+                            static_cast<double>(full.recompute) + full.reserve;
     const double saved_per_layer =
         inflight * static_cast<double>(none.chunk_activations - full.chunk_activations) /
         chunk_layers;
     if (without <= budget || with_all > budget || saved_per_layer <= 0) continue;
-    const double layers = std::ceil((without - budget) / saved_per_layer);
+    const double layers =
+        std::ceil((without + static_cast<double>(full.recompute) - budget) / saved_per_layer);
     if (layers >= chunk_layers) continue;
     Candidate partial = c;
     partial.recompute_num_layers = static_cast<int32_t>(std::max(1.0, layers));

@@ -74,6 +74,10 @@ Status RunMemory(const RunSpec& flags, bool json, Transcript& transcript) {
           << FormatGib(static_cast<double>(verdict.reserve_bytes))
           << " GiB (CUDA context, workspaces, NCCL buffers; cluster.device.memory_reserve)\n";
     }
+    if (parallel.recompute != Recompute::kNone) {
+      out << "  activations include recomputation's working set: what a recomputing layer "
+             "rematerialises, held during its backward (doc/metrics.md)\n";
+    }
     if (!verdict.states_known) {
       out << "  model states: not derived for this model (parameters are known for "
              "transformer and layer-list models); activations and shared state only\n";

@@ -55,6 +55,8 @@ const std::vector<std::pair<std::string, CpSharding>>& CpShardingChoices();
 // Every activation-recomputation mode with its name (config key `parallel.recompute`, flag
 // `--recompute`).
 const std::vector<std::pair<std::string, Recompute>>& RecomputeChoices();
+enum class RecomputeMethod : uint8_t { kBlock, kUniform };
+const std::vector<std::pair<std::string, RecomputeMethod>>& RecomputeMethodChoices();
 
 // ZeRO's stages (config key `parallel.zero_stage`, flag `--zero-stage`): 0 to this.
 inline constexpr int32_t kMaxZeroStage = 3;
@@ -86,6 +88,10 @@ struct ParallelSpec {
   Recompute recompute = Recompute::kNone;  // activation recomputation
   int32_t recompute_num_layers = 0;        // with kFull: layers per pipeline chunk that
                                            // recompute (Megatron); 0 = all
+  // What recompute_num_layers means (Megatron's --recompute-method): block, the first N layers of
+  // each chunk recompute (one checkpoint each); uniform, every layer recomputes in groups of N
+  // that keep only their input (DeepSpeed's activation_checkpoint_interval). Transformer models.
+  RecomputeMethod recompute_method = RecomputeMethod::kBlock;
   bool fp8 = false;                        // FP8 linear layers (Transformer Engine, float8)
   bool fp8_all_gather = false;             // FSDP gathers the float8 linears' weights in FP8
                                            // (torchao; torchtitan enable_fsdp_float8_all_gather)

@@ -233,8 +233,10 @@ TEST(ParseConfigErrorTest, UnknownKeyInSection) {
             "run.yaml:3:3: unknown key 'microbatch' in parallel; did you mean 'microbatches'? "
             "(expected one of 'pp', 'vpp', 'microbatches', 'placement', 'partition', "
             "'layer_counts', 'layout', 'tp', 'dp', 'cp', 'ep', 'cp_mode', "
-            "'context_parallel_rotate_method', 'cp_sharding', 'cp_overlap', 'sequence_parallel', 'recompute', 'recompute_num_layers', "
-            "'distributed_optimizer', 'fp8', 'enable_fsdp_float8_all_gather', 'fused_kernels', "
+            "'context_parallel_rotate_method', 'cp_sharding', 'cp_overlap', 'sequence_parallel', "
+            "'recompute', 'recompute_num_layers', "
+            "'recompute_method', 'distributed_optimizer', 'fp8', 'enable_fsdp_float8_all_gather', "
+            "'fused_kernels', "
             "'cross_entropy_fusion', 'overlap_grad_reduce', "
             "'overlap_param_gather', 'tp_comm_overlap', 'async_tp', 'fsdp_reshard_after_forward', "
             "'grad_buckets', 'fsdp', 'zero_stage' or 'precision')");

@@ -236,9 +236,10 @@ Result<Config> ReadMegatronArgs(const std::string& text, const std::string& sour
     if (flag == "--decoder-first-pipeline-num-layers") first_stage_layers = number;
     if (flag == "--decoder-last-pipeline-num-layers") last_stage_layers = number;
   }
-  // Megatron's full recomputation: 'uniform' with 1 recomputes every layer; 'block' with N the
-  // first N layers of each pipeline chunk (megatron/core/transformer/transformer_block.py,
-  // _checkpointed_forward); uniform groups of more than one layer are not modelled.
+  // Megatron's full recomputation: 'uniform' with N recomputes every layer in groups of N, each
+  // keeping its input; 'block' with N the first N layers of each pipeline chunk
+  // (megatron/core/transformer/transformer_block.py, _checkpointed_forward). Megatron-DeepSpeed's
+  // pipeline model takes the uniform N as its activation_checkpoint_interval.
   if (deepspeed) {
     // Megatron-DeepSpeed builds DeepSpeed's pipeline model (GPTModelPipe) unless
     // --no-pipeline-parallel (pretrain_gpt.py, model_provider). That model checkpoints through
@@ -270,11 +271,9 @@ Result<Config> ReadMegatronArgs(const std::string& text, const std::string& sour
   if (recompute_num_layers > 0) {
     if (recompute_method == "block") {
       p.recompute_num_layers = static_cast<int32_t>(recompute_num_layers);
-    } else if (recompute_num_layers != 1) {
-      return Error{recompute_num_layers_where + "--recompute-num-layers " +
-                   std::to_string(recompute_num_layers) +
-                   ": with the uniform method only 1 (every layer recomputed) is read; "
-                   "--recompute-method block recomputes the first N layers of each chunk"};
+    } else if (recompute_num_layers > 1) {
+      p.recompute_num_layers = static_cast<int32_t>(recompute_num_layers);
+      p.recompute_method = RecomputeMethod::kUniform;
     }
   }
   if (t.layers == 0 || t.hidden == 0 || t.heads == 0 || t.vocab == 0 || global_batch == 0) {

@@ -219,6 +219,11 @@ double LayerBytesUnder(const TransformerSpec& spec, const TransformerRun& run,
 
 double DecoderActivationBytes(const TransformerSpec& spec, const TransformerRun& run) {
   const double bytes = LayerBytesUnder(spec, run, run.recompute);
+  // Groups of N layers keep one input each: N layers share one checkpoint (exact where N
+  // divides a chunk's layers; Megatron's last, shorter group keeps one too).
+  if (run.recompute == Recompute::kFull && run.recompute_group > 1) {
+    return bytes / run.recompute_group;
+  }
   if (run.recompute != Recompute::kFull || run.recompute_fraction >= 1.0) return bytes;
   // Some layers recompute (2sbh kept), the others keep everything.
   const double kept = LayerBytesUnder(spec, run, Recompute::kNone);
@@ -227,7 +232,9 @@ double DecoderActivationBytes(const TransformerSpec& spec, const TransformerRun&
 
 double DecoderRecomputeBytes(const TransformerSpec& spec, const TransformerRun& run) {
   if (run.recompute == Recompute::kNone || run.recompute_fraction <= 0.0) return 0.0;
-  return std::max(0.0, LayerBytesUnder(spec, run, Recompute::kNone) -
+  // A group's backward rematerialises its N layers at once, beside the one input it kept.
+  const double group = run.recompute == Recompute::kFull ? std::max(1, run.recompute_group) : 1;
+  return std::max(0.0, group * LayerBytesUnder(spec, run, Recompute::kNone) -
                            LayerBytesUnder(spec, run, run.recompute));
 }
 

@@ -102,6 +102,11 @@ struct TransformerRun {
   // --recompute-num-layers over the layers of a pipeline chunk); the others keep every
   // activation. 1 = all.
   double recompute_fraction = 1.0;
+  // With kFull, layers per checkpoint (Megatron's --recompute-method uniform
+  // --recompute-num-layers N, DeepSpeed's activation_checkpoint_interval): every layer
+  // recomputes, each group of N keeping only its input, and a group's backward rematerialises
+  // all N layers at once. 1 = each layer its own checkpoint.
+  int32_t recompute_group = 1;
   bool fp8 = false;  // FP8 linear layers (Transformer Engine, torchao float8)
   // Norms, activations and the rotary embedding as fused kernels (Transformer Engine, Apex,
   // torch.compile), or as eager PyTorch ops, each its own pass over memory.
@@ -151,8 +156,9 @@ double DecoderActivationBytes(const TransformerSpec& spec, const TransformerRun&
 // What one recomputing decoder layer rematerialises for its backward and holds while that runs:
 // the bytes it stores without recomputation less those it stores with it (full: everything but
 // its 2sbh input; selective: the s x s scores an unfused core recomputes, nothing for a fused
-// one). 0 without recomputation. Korthikanti et al.'s Table 2 leaves this working set out; the
-// memory timeline holds it during each of the layer's backward passes.
+// one). With groups of N layers (recompute_group) a group's backward rematerialises all N: N
+// layers' bytes less the one input the group kept. 0 without recomputation. Korthikanti et al.'s
+// Table 2 leaves this working set out; the memory timeline holds it during each backward.
 double DecoderRecomputeBytes(const TransformerSpec& spec, const TransformerRun& run);
 
 // The device a layer's time is derived on: achieved FLOP/s and bytes/s.

@@ -57,6 +57,12 @@ TEST(TransformerTest, RecomputeWorkingSetIsWhatTheForwardDidNotKeep) {
   run.recompute = Recompute::kFull;
   run.recompute_fraction = 0.25;
   EXPECT_DOUBLE_EQ(DecoderRecomputeBytes(fused, run), 32 * sbh);
+  // Uniform groups of 4: each layer keeps a quarter of a checkpoint, a group's backward holds
+  // four layers' activations less the input it kept.
+  run.recompute_fraction = 1.0;
+  run.recompute_group = 4;
+  EXPECT_DOUBLE_EQ(DecoderActivationBytes(fused, run), 2 * sbh / 4);
+  EXPECT_DOUBLE_EQ(DecoderRecomputeBytes(fused, run), 4 * 34 * sbh - 2 * sbh);
 }
 
 // Megatron's FLOPs per iteration with full recomputation, 96Bslh²(1 + s/(6h) + V/(16lh)),

@@ -39,7 +39,14 @@ TransformerRun RunOf(const Config& config) {
   run.fused_kernels = config.parallel.fused_kernels;
   run.cross_entropy = config.parallel.cross_entropy_fusion;
   run.ring_merge = config.parallel.cp_rotate != CpRotate::kNone;
-  if (config.parallel.recompute_num_layers > 0) {
+  if (config.parallel.recompute_num_layers > 0 &&
+      config.parallel.recompute_method == RecomputeMethod::kUniform) {
+    // Megatron's --recompute-method uniform --recompute-num-layers N: every layer, N a checkpoint
+    // (a chunk of fewer layers is one group).
+    const int32_t per_chunk = std::max(
+        1, config.model.transformer.layers / std::max(1, config.parallel.pp * config.parallel.vpp));
+    run.recompute_group = std::min(config.parallel.recompute_num_layers, per_chunk);
+  } else if (config.parallel.recompute_num_layers > 0) {
     // Megatron's --recompute-method block --recompute-num-layers N: N layers per pipeline chunk.
     const double per_chunk = static_cast<double>(config.model.transformer.layers) /
                              std::max(1, config.parallel.pp * config.parallel.vpp);
@@ -60,7 +67,7 @@ LayerRun LayerRunOf(const Config& config, const Partition* partition) {
   run.sequence_parallel = parallel.sequence_parallel;
   run.recompute = parallel.recompute;
   if (partition != nullptr && parallel.recompute == Recompute::kFull &&
-      parallel.recompute_num_layers > 0) {
+      parallel.recompute_method == RecomputeMethod::kBlock && parallel.recompute_num_layers > 0) {
     // Megatron's block method: the first N decoders of each pipeline chunk recompute.
     const std::vector<LayerSpec>& layers = config.model.layers;
     run.recomputed.assign(layers.size(), false);

@@ -72,8 +72,10 @@ std::vector<std::pair<std::string, std::string>> MegatronArgs(const Config& conf
     args.push_back({"--recompute-granularity", "selective"});
   } else if (c.recompute == Recompute::kFull) {
     args.push_back({"--recompute-granularity", "full"});
-    if (c.recompute_num_layers > 0) {  // Megatron's, or Megatron-DeepSpeed's without its pipe
-      args.push_back({"--recompute-method", "block"});
+    if (c.recompute_num_layers > 0) {
+      // block: Megatron's, or Megatron-DeepSpeed's without its pipe; uniform: groups of N (the
+      // pipe model's activation_checkpoint_interval).
+      args.push_back({"--recompute-method", c.recompute_uniform ? "uniform" : "block"});
       args.push_back({"--recompute-num-layers", Str(c.recompute_num_layers)});
     } else {
       args.push_back({"--recompute-method", "uniform"});

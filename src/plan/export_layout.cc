@@ -88,6 +88,8 @@ Result<Candidate> CandidateOfRun(const PreparedRun& run, Engine engine) {
   c.schedule = p.pp > 1 ? config.schedule.name : "1f1b";
   c.recompute = p.recompute;
   c.recompute_num_layers = p.recompute == Recompute::kFull ? p.recompute_num_layers : 0;
+  c.recompute_uniform =
+      c.recompute_num_layers > 0 && p.recompute_method == RecomputeMethod::kUniform;
   switch (engine) {
     case Engine::kMegatron:
       if (p.zero_stage > 1) {

@@ -76,6 +76,7 @@ void Candidate::ApplyTo(Config& config) const {
   p.microbatches = microbatches;
   p.recompute = recompute;
   p.recompute_num_layers = recompute == Recompute::kFull ? recompute_num_layers : 0;
+  p.recompute_method = recompute_uniform ? RecomputeMethod::kUniform : RecomputeMethod::kBlock;
   config.model.micro_batch_size = micro_batch_size;
   config.schedule.name = schedule;
   config.schedule.group_size = 0;
@@ -160,7 +161,8 @@ std::string Candidate::ScheduleText(int32_t layers) const {
 
 std::string Candidate::RecomputeText() const {
   if (recompute == Recompute::kFull && recompute_num_layers > 0) {
-    return "full:" + std::to_string(recompute_num_layers);
+    // full:N the first N layers of each chunk; full/N every layer, N to a checkpoint.
+    return (recompute_uniform ? "full/" : "full:") + std::to_string(recompute_num_layers);
   }
   return RecomputeName(recompute);
 }
@@ -189,9 +191,9 @@ struct Costed {
 
 // Everything but the schedule's order and the microbatch count changes the costs; the screen
 // prepares one representative per key.
-using CostKey =
-    std::tuple<int, int32_t, int32_t, int32_t, int32_t, int32_t, int32_t, int32_t, int, int32_t,
-               int32_t, bool, int32_t, int32_t, std::vector<int32_t>, int32_t, int32_t, int, int>;
+using CostKey = std::tuple<int, int32_t, int32_t, int32_t, int32_t, int32_t, int32_t, int32_t, int,
+                           int32_t, bool, int32_t, bool, int32_t, int32_t, std::vector<int32_t>,
+                           int32_t, int32_t, int, int>;
 CostKey KeyOf(const Candidate& c) {
   return {static_cast<int>(c.engine),
           c.tp,
@@ -203,6 +205,7 @@ CostKey KeyOf(const Candidate& c) {
           c.micro_batch_size,
           static_cast<int>(c.recompute),
           c.recompute_num_layers,
+          c.recompute_uniform,
           c.zero_stage,
           c.schedule == "dualpipev",
           c.first_stage_layers,

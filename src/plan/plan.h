@@ -76,6 +76,10 @@ struct Candidate {
   // (Megatron's --recompute-method block --recompute-num-layers N), the others keep their
   // activations. The planner derives N for a layout: the fewest layers that fit (PlanLayouts).
   int32_t recompute_num_layers = 0;
+  // With kFull and recompute_num_layers N: every layer recomputes in groups of N that keep only
+  // their input (Megatron's --recompute-method uniform, DeepSpeed's checkpoint interval) instead
+  // of the first N layers recomputing. Read from a config or launch files; not searched.
+  bool recompute_uniform = false;
   int32_t zero_stage = 0;  // Megatron: 1 = the distributed optimizer; torchtitan: 3 = FSDP
   // Megatron's uneven split (--decoder-first-pipeline-num-layers F
   // --decoder-last-pipeline-num-layers L, vpp 1): decoders on the first and the last stage, the

@@ -146,6 +146,17 @@ std::string Broken(const Candidate& c, const PlanSpec& spec, const PlanShape& sh
     return "deepspeed: ZeRO-2/3 with pipeline parallelism";
   }
   if (torchtitan && c.zero_stage == 0 && c.dp * c.cp > 1) return "torchtitan: FSDP over dp";
+  if (c.recompute == Recompute::kFull && c.recompute_num_layers > 1 && c.recompute_uniform &&
+      torchtitan) {
+    // torchtitan's full activation checkpointing wraps each TransformerBlock
+    // (torchtitan/distributed/activation_checkpoint.py).
+    return "torchtitan: full recomputation checkpoints each block, not groups of layers";
+  }
+  if (deepspeed && c.pp > 1 && c.recompute == Recompute::kFull && c.recompute_num_layers > 0 &&
+      !c.recompute_uniform) {
+    // Megatron-DeepSpeed's pipeline model takes only the uniform method's interval (gpt_model.py).
+    return "deepspeed: block recomputation with its pipeline model";
+  }
   return "";
 }
 

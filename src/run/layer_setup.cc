@@ -122,10 +122,19 @@ Status PrepareLayerModel(PreparedRun& run) {
                        cluster.hbm_bytes_per_s * cluster.memory_efficiency, layer_run,
                        cluster.kernel_costed() ? &rates : nullptr);
   };
+  if (!model.is_transformer() && parallel.recompute == Recompute::kFull &&
+      parallel.recompute_method == RecomputeMethod::kUniform && parallel.recompute_num_layers > 1) {
+    return Error{run.locations.Where("parallel.recompute_method") + "uniform groups of " +
+                 std::to_string(parallel.recompute_num_layers) +
+                 " layers are modelled for transformer models; a layer list recomputes layer by "
+                 "layer: use recompute_method: block (the first N decoders of each chunk), or "
+                 "recompute_num_layers: 1"};
+  }
   // With recompute_num_layers the layers that recompute depend on the partition: partition on
   // the costs without recomputation (each chunk then adds the same N layers' recompute), then
   // cost the chosen layers.
   const bool per_chunk = !model.is_transformer() && parallel.recompute == Recompute::kFull &&
+                         parallel.recompute_method == RecomputeMethod::kBlock &&
                          parallel.recompute_num_layers > 0;
   if (per_chunk) layer_run.recompute = Recompute::kNone;
   if (!model.is_transformer()) estimate();

@@ -69,7 +69,9 @@ std::string MemoryHint(const PreparedRun& run) {
                       ")");
   }
   const bool transformer = model.is_transformer();
-  const bool partial = parallel.recompute == Recompute::kFull && parallel.recompute_num_layers > 0;
+  const bool partial = parallel.recompute == Recompute::kFull &&
+                       parallel.recompute_num_layers > 0 &&
+                       parallel.recompute_method == RecomputeMethod::kBlock;
   if (parallel.recompute != Recompute::kFull || partial) {
     // A CSA2 layer list's selective recompute stores what none does (doc/csa2.md).
     options.push_back(partial ? "recompute more layers (a larger parallel.recompute_num_layers, "

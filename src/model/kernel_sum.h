@@ -27,8 +27,8 @@ struct KernelSum {
   const DeviceRates& device;
   bool fp8 = false;  // FP8 GEMMs, with Transformer Engine's casts
   LayerKernelTimes times;
-  AttentionKernel attention =
-      AttentionKernel::kFlash;  // the fused attention kernel's implementation
+  // The fused attention kernel's implementation (TransformerSpec::attention_kernel).
+  AttentionKernel attention = AttentionKernel::kFlash;
   double gemm_flops = 0;  // forward FLOPs of the linear layers added
   // Kernels issued per pass (HostBound).
   double forward_kernels = 0;

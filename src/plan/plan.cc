@@ -857,8 +857,8 @@ Result<PlanResult> PlanLayouts(const PlanSpec& spec) {
                             std::to_string(std::min(kVariantLayouts, first_round.size())) +
                             " fastest: " + std::to_string(simulate) + " simulated"
                       : std::to_string(simulate) + " of " + std::to_string(fitting.size())),
-      "memory: model states + activations at the schedule's peak + the framework reserve, "
-      "against the device" +
+      "memory: model states + activations at the schedule's peak (with recomputation's "
+      "working set) + the framework reserve, against the device" +
           (spec.headroom > 0
                ? " less " + std::to_string(static_cast<int>(std::lround(spec.headroom * 100))) +
                      "% headroom"

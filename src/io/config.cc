@@ -951,6 +951,17 @@ Status ReadParallel(const Reader& reader, const Field& field, ParallelSpec* para
                                                   {"fp8", TrainingPrecision::kFp8}},
                                                  &parallel->precision)}},
       &written));
+  // The recomputation's layer count and method shape full recomputation only (Megatron's
+  // --recompute-num-layers and --recompute-method go with --recompute-granularity full).
+  for (const char* key : {"recompute_num_layers", "recompute_method"}) {
+    const Field* found = Find(written, key);
+    if (found != nullptr && parallel->recompute != Recompute::kFull) {
+      return reader.At(*found, std::string("applies with recompute: full (the layers that "
+                                           "recompute, or their groups), but recompute is '") +
+                                   RecomputeName(parallel->recompute) +
+                                   "': set recompute: full, or drop " + key);
+    }
+  }
   return CheckPartition(reader, written, parallel);
 }
 

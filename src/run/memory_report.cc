@@ -48,6 +48,7 @@ Status RunMemory(const RunSpec& flags, bool json, Transcript& transcript) {
       writer.Key("gradient_bytes").Fixed(row.states.gradients, 0);
       writer.Key("optimizer_bytes").Fixed(row.states.optimizer, 0);
       writer.Key("activation_bytes").Int(row.activations);
+      writer.Key("recompute_bytes").Int(row.recompute);
       writer.Key("shared_state_bytes").Int(row.state);
       writer.Key("total_bytes").Fixed(row.total, 0);
       writer.EndObject();

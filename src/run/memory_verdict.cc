@@ -3,6 +3,7 @@
 #include <algorithm>
 
 #include "core/units.h"
+#include "schedule/schedule.h"
 
 namespace stagecraft {
 MemoryReport ComputeMemory(const PreparedRun& run, const RunOutcome& simulated) {
@@ -17,6 +18,7 @@ MemoryReport ComputeMemory(const PreparedRun& run, const RunOutcome& simulated) 
   verdict.capacity_bytes = cluster.given ? cluster.hbm_bytes : 0;
   verdict.capacity_known = verdict.capacity_bytes > 0;
   verdict.reserve_bytes = cluster.given ? cluster.memory_reserve_bytes : 0;
+  const std::vector<int32_t> stage_ranks = StageRanks(run.schedule);
   for (const RankMetrics& metrics : simulated.metrics.ranks) {
     RankMemory row;
     row.rank = metrics.rank;
@@ -27,6 +29,11 @@ MemoryReport ComputeMemory(const PreparedRun& run, const RunOutcome& simulated) 
     row.state = metrics.peak_state_bytes;
     row.transient = std::max(metrics.peak_memory_bytes, metrics.peak_activation_bytes);
     const auto index = static_cast<size_t>(metrics.rank);
+    for (size_t stage = 0; stage < stage_ranks.size() && stage < run.stage_costs.size(); ++stage) {
+      if (stage_ranks[stage] == metrics.rank) {
+        row.recompute = std::max(row.recompute, run.stage_costs[stage].recompute_bytes);
+      }
+    }
     if (index < run.parallel_plan.rank_params.size()) {
       row.params = run.parallel_plan.rank_params[index];
       row.states =

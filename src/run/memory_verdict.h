@@ -20,6 +20,9 @@ struct RankMemory {
   double params = 0;        // parameters this device holds (its stages / tp, an encoder's)
   ModelStateBytes states;   // their parameters, gradients and optimizer state
   int64_t activations = 0;  // stored activations at the schedule's peak
+  // Of them, the recomputation's working set a backward on this device holds (the largest of
+  // its stages' StageCost::recompute_bytes; counted in the peak only while that backward runs).
+  int64_t recompute = 0;
   int64_t state = 0;        // resident shared state at its peak
   int64_t transient = 0;    // peak of activations + resident shared state (together)
   double total = 0;         // states + transient + reserve

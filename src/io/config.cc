@@ -1180,6 +1180,23 @@ const std::vector<std::pair<std::string, RecomputeMethod>>& RecomputeMethodChoic
   return kChoices;
 }
 
+namespace {
+
+// The name `value` has in its enum's table.
+template <typename Enum>
+const char* NameIn(const std::vector<std::pair<std::string, Enum>>& choices, Enum value) {
+  for (const auto& [name, choice] : choices) {
+    if (choice == value) return name.c_str();
+  }
+  return "?";
+}
+
+}  // namespace
+
+const char* RecomputeMethodName(RecomputeMethod method) {
+  return NameIn(RecomputeMethodChoices(), method);
+}
+
 const std::vector<std::pair<std::string, CpSharding>>& CpShardingChoices() {
   static const std::vector<std::pair<std::string, CpSharding>> kChoices = {
       {"contiguous", CpSharding::kContiguous}, {"zigzag", CpSharding::kZigzag}};
@@ -1187,10 +1204,7 @@ const std::vector<std::pair<std::string, CpSharding>>& CpShardingChoices() {
 }
 
 const char* PartitionMethodName(PartitionMethod method) {
-  for (const auto& [name, choice] : PartitionMethodChoices()) {
-    if (choice == method) return name.c_str();
-  }
-  return "?";
+  return NameIn(PartitionMethodChoices(), method);
 }
 
 std::string ConfigLocations::Where(const std::string& path) const {

@@ -55,8 +55,10 @@ const std::vector<std::pair<std::string, CpSharding>>& CpShardingChoices();
 // Every activation-recomputation mode with its name (config key `parallel.recompute`, flag
 // `--recompute`).
 const std::vector<std::pair<std::string, Recompute>>& RecomputeChoices();
+// What parallel.recompute_num_layers means (Megatron's --recompute-method), with its names.
 enum class RecomputeMethod : uint8_t { kBlock, kUniform };
 const std::vector<std::pair<std::string, RecomputeMethod>>& RecomputeMethodChoices();
+const char* RecomputeMethodName(RecomputeMethod method);
 
 // ZeRO's stages (config key `parallel.zero_stage`, flag `--zero-stage`): 0 to this.
 inline constexpr int32_t kMaxZeroStage = 3;

@@ -105,7 +105,6 @@ Result<Config> ReadMegatronArgs(const std::string& text, const std::string& sour
   std::string recompute_method = "uniform";
   std::string recompute_method_where;
   int64_t recompute_num_layers = 0;
-  std::string recompute_num_layers_where;
   std::string layout;  // --pipeline-model-parallel-layout, "" = not given
   std::string layout_where;
   while (std::getline(lines, line)) {
@@ -200,7 +199,6 @@ Result<Config> ReadMegatronArgs(const std::string& text, const std::string& sour
     if (flag == "--recompute-num-layers") {
       STAGECRAFT_RETURN_IF_ERROR(integer(1));
       recompute_num_layers = number;
-      recompute_num_layers_where = where;
       continue;
     }
     if (flag == "--pipeline-model-parallel-layout") {

@@ -51,10 +51,6 @@ std::vector<std::string> OptionChanges(const ParallelSpec& given, const Parallel
 
 std::string Ms(Time time) { return FormatMs(time) + " ms"; }
 
-}  // namespace
-
-namespace {
-
 // Whether torchtitan runs `c` from a schedule CSV: a schedule torch ships no class for, in a
 // placement pipeline_module_split knows (the loop or the V; not DualPipe's two ways).
 bool NeedsScheduleCsv(const Candidate& c, Placement placement) {

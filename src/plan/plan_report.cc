@@ -63,7 +63,7 @@ void PlanObject(JsonWriter& json, const PlannedLayout& plan) {
   json.Key("recompute").String(RecomputeName(c.recompute));
   if (c.recompute_num_layers > 0) json.Key("recompute_num_layers").Int(c.recompute_num_layers);
   if (c.recompute_num_layers > 0 && c.recompute_uniform) {
-    json.Key("recompute_method").String("uniform");
+    json.Key("recompute_method").String(RecomputeMethodName(RecomputeMethod::kUniform));
   }
   json.Key("zero_stage").Int(c.zero_stage);
   json.Key("step_ms").Fixed(plan.step.ms(), 6);

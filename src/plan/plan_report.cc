@@ -411,10 +411,10 @@ Status RunPlan(const PlanSpec& given, bool json, Transcript& transcript) {
   transcript.out() << (json ? FormatPlanJson(result.value()) : FormatPlanTable(result.value()));
   if (!result.value().plans.empty() && spec.export_engine) {
     const PlannedLayout& best = result.value().plans.front();
-    // A schedule torch ships no class for goes to torchtitan as its actions (a CSV).
+    // A schedule torch ships no class for goes to torchtitan as its actions (a CSV;
+    // TorchtitanScheduleCsv says when).
     std::optional<ScheduleCsv> csv;
-    if (*spec.export_engine == Engine::kTorchtitan &&
-        !TorchtitanShipsSchedule(best.candidate.schedule)) {
+    if (*spec.export_engine == Engine::kTorchtitan) {
       auto prepared = PrepareRun(CandidateRun(spec.run, best.candidate));
       if (!prepared.ok()) return prepared.error();
       csv = TorchtitanScheduleCsv(best.candidate, prepared.value());

@@ -335,6 +335,36 @@ TEST(PlanTest, DerivesTorchtitanSplitsItsWeightsCannotMake) {
   EXPECT_GT(compared, 0);
 }
 
+// A candidate applied to a run whose model comes from --hf-config: the candidate's edit splits
+// the HF model's 32 layers (it once ran before the import and split none: "the layer counts sum
+// to 2, expected 34", which `plan --export torchtitan` met for pp 1 plans).
+TEST(PlanTest, ACandidateSplitsTheLayersOfAnHfModel) {
+  const std::filesystem::path data =
+      std::filesystem::path(STAGECRAFT_TESTS_DIR) / "golden" / "data";
+  RunSpec run;
+  run.config_path = (data / "hf-run.yaml").string();
+  run.hf_config = (data / "hf" / "llama-3-8b.json").string();
+  for (const int32_t pp : {1, 2}) {
+    Candidate c;
+    c.engine = Engine::kTorchtitan;
+    c.tp = 8;
+    c.pp = pp;
+    c.dp = 2 / pp;
+    c.micro_batch_size = 1;
+    c.microbatches = 8;
+    c.schedule = "1f1b";
+    c.recompute = Recompute::kFull;
+    c.zero_stage = 3;
+    auto prepared = PrepareRun(CandidateRun(run, c));
+    ASSERT_TRUE(prepared.ok()) << "pp " << pp << ": " << prepared.error().message;
+    const std::vector<int32_t>& counts = prepared.value().config.parallel.layer_counts;
+    EXPECT_EQ(counts.size(), static_cast<size_t>(pp));
+    int32_t layers = 0;
+    for (int32_t count : counts) layers += count;
+    EXPECT_EQ(layers, 34) << "pp " << pp;  // 32 decoders, the embedding and the head
+  }
+}
+
 // Megatron's block recomputation, derived by the screen: Llama 3 70B at 32,768 tokens on 32 H100
 // fits only with recomputation. The best plan recomputes N of a chunk's layers (1 <= N < L), it
 // fits, it is faster than every plan that recomputes all layers, and the same layout with one

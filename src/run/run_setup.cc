@@ -605,6 +605,10 @@ Result<PreparedRun> ResolveRun(const RunSpec& flags) {
     auto config = LoadConfig(flags, run.label, run.locations);
     if (!config.ok()) return config.error();
     run.config = std::move(config).value();
+    // The model from --hf-config before anything edits it, as LoadRunConfig orders it: the
+    // flags, the engine readers and `edit` (a planner's candidate splits the model's layers
+    // over its stages) see the model's real layers.
+    STAGECRAFT_RETURN_IF_ERROR(ApplyHfModel(flags, run.config));
   }
   STAGECRAFT_RETURN_IF_ERROR(ApplyFlags(flags, run.config));
   STAGECRAFT_RETURN_IF_ERROR(ApplyClusterFlag(flags, run));
@@ -622,7 +626,6 @@ Result<PreparedRun> ResolveRun(const RunSpec& flags) {
   ImplyChunksPerRank(flags, run);
   if (flags.edit) STAGECRAFT_RETURN_IF_ERROR(flags.edit(run.config));
   STAGECRAFT_RETURN_IF_ERROR(CheckWorldSize(run.config));
-  if (!flags.loaded) STAGECRAFT_RETURN_IF_ERROR(ApplyHfModel(flags, run.config));
   return run;
 }
 

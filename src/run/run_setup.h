@@ -105,8 +105,8 @@ const std::vector<RunOverride>& RunOverrides();
 // without the overrides: what RunSpec::loaded takes.
 Result<LoadedConfig> LoadRunConfig(const RunSpec& spec);
 
-// The first half of PrepareRun: the config with the overrides, `edit` and --hf-config's model
-// applied (run.config, label, locations, notes); no costs, no schedule.
+// The first half of PrepareRun: the config with --hf-config's model, then the overrides, then
+// `edit` applied (run.config, label, locations, notes); no costs, no schedule.
 Result<PreparedRun> ResolveRun(const RunSpec& spec);
 
 // Loads and merges everything. Checks cross-field rules (stages <= layers, pp fits the

@@ -222,6 +222,14 @@ ClosedForm DualPipeForm(const ClosedFormInputs& in, bool folded) {
 
 }  // namespace
 
+bool HasClosedForm(std::string_view schedule) {
+  for (const char* known : {"gpipe", "1f1b", "interleaved-1f1b", "looped-bfs", "zb-h1", "zb-h2",
+                            "dualpipe", "dualpipev"}) {
+    if (schedule == known) return true;
+  }
+  return false;
+}
+
 Result<ClosedForm> DeriveClosedForm(const ClosedFormInputs& in) {
   if (in.schedule == "gpipe") {
     return FlatForm(in, "GPipe (Huang et al., NeurIPS 2019); Narayanan et al. SC'21 eq. (1)");

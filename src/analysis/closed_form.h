@@ -4,6 +4,7 @@
 
 #include <cstdint>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "analysis/critical_path.h"
@@ -43,6 +44,8 @@ struct ClosedForm {
 // The schedules with a closed form: gpipe, 1f1b, interleaved-1f1b, looped-bfs, zb-h1, zb-h2,
 // dualpipe, dualpipev.
 Result<ClosedForm> DeriveClosedForm(const ClosedFormInputs& inputs);
+// Whether DeriveClosedForm knows `schedule` (it may still refuse its inputs).
+bool HasClosedForm(std::string_view schedule);
 
 // Why the simulated makespan differs from the closed form ("" when they agree).
 struct GapExplanation {

@@ -14,9 +14,11 @@
 #include "core/suggest.h"
 #include "memory/model_states.h"
 #include "plan/plan_rules.h"
+#include "plan/schedule_probe.h"
 #include "plan/work_split.h"
 #include "report/summary.h"
 #include "run/simulate.h"
+#include "schedule/generator.h"
 #include "schedule/partition.h"
 
 namespace stagecraft {
@@ -189,6 +191,9 @@ struct Costed {
   Time head;
 };
 
+// The V-shape schedules (dualpipev, zb-v, v-half, v-min): two chunks a rank, placed in a V.
+bool VShaped(const Candidate& c) { return c.pp > 1 && RequiredChunksPerRank(c.schedule) == 2; }
+
 // Everything but the schedule's order and the microbatch count changes the costs; the screen
 // prepares one representative per key.
 using CostKey = std::tuple<int, int32_t, int32_t, int32_t, int32_t, int32_t, int32_t, int32_t, int,
@@ -207,7 +212,7 @@ CostKey KeyOf(const Candidate& c) {
           c.recompute_num_layers,
           c.recompute_uniform,
           c.zero_stage,
-          c.schedule == "dualpipev",
+          VShaped(c),
           c.first_stage_layers,
           c.last_stage_layers,
           c.layout_counts,
@@ -228,7 +233,7 @@ RunSpec RunOf(const PlanSpec& spec, const std::shared_ptr<const LoadedConfig>& b
 Costed Cost(const PlanSpec& spec, const std::shared_ptr<const LoadedConfig>& base,
             const Candidate& candidate) {
   Candidate probe = candidate;  // a short run of the same layout
-  const bool v_shape = candidate.schedule == "dualpipev";
+  const bool v_shape = VShaped(candidate);  // the V's costs, from DualPipeV's placement
   probe.schedule = v_shape ? "dualpipev" : candidate.vpp > 1 ? "interleaved-1f1b" : "1f1b";
   probe.microbatches = candidate.pp == 1 ? 1 : v_shape ? 2 * candidate.pp : candidate.pp;
   auto prepared = PrepareRun(RunOf(spec, base, probe));
@@ -287,10 +292,10 @@ Costed Cost(const PlanSpec& spec, const std::shared_ptr<const LoadedConfig>& bas
   return costed;
 }
 
-// Where `c`'s chunks run: in a V for dualpipev (rank r holds chunks r and 2pp - 1 - r), else
-// chunk s on rank s mod pp.
+// Where `c`'s chunks run: in a V for the V-shape schedules (rank r holds chunks r and 2pp - 1 - r),
+// else chunk s on rank s mod pp.
 ChunkPlacement PlacementOf(const Candidate& c) {
-  return c.schedule == "dualpipev" ? ChunkPlacement::kV : ChunkPlacement::kLoop;
+  return VShaped(c) ? ChunkPlacement::kV : ChunkPlacement::kLoop;
 }
 
 // The slowest rank's time of a transformer split `counts` (the embedding and the head included)
@@ -460,6 +465,14 @@ Result<PlanResult> PlanLayouts(const PlanSpec& spec) {
   // Each candidate's screened step, fitting or not (-1 ns: none); the uneven splits below start
   // from it.
   std::vector<Time> screen_step;
+  const auto fits = [&](const Costed& costed, int64_t chunks) {
+    const double memory =
+        costed.states + static_cast<double>(chunks * costed.chunk_activations + costed.recompute) +
+        static_cast<double>(costed.reserve);
+    return costed.capacity <= 0 || memory <= Budget(spec, costed.capacity);
+  };
+  // Candidates whose schedule has no closed form wait here for their probes (below).
+  std::vector<size_t> unprobed;
   const auto screen = [&](size_t index, const Costed& costed) {
     const Candidate& c = enumeration.legal[index];
     screen_step.resize(enumeration.legal.size(), Time::Nanoseconds(-1));
@@ -476,13 +489,17 @@ Result<PlanResult> PlanLayouts(const PlanSpec& spec) {
     inputs.chunk_forward = costed.forward;
     inputs.chunk_backward = costed.backward;
     inputs.chunk_weight_grad = costed.weight_grad;
+    if (!HasClosedForm(inputs.schedule)) {
+      if (!fits(costed, 1)) {
+        ++result.rejected["over memory (screen)"];
+        return;
+      }
+      unprobed.push_back(index);
+      return;
+    }
     auto form = DeriveClosedForm(inputs);
     if (form.ok()) screen_step[index] = form.value().makespan + costed.tail;
-    const double memory =
-        costed.states +
-        static_cast<double>(ChunksInFlight(c) * costed.chunk_activations + costed.recompute) +
-        static_cast<double>(costed.reserve);
-    if (costed.capacity > 0 && memory > Budget(spec, costed.capacity)) {
+    if (!fits(costed, ChunksInFlight(c))) {
       ++result.rejected["over memory (screen)"];
       return;
     }
@@ -492,10 +509,80 @@ Result<PlanResult> PlanLayouts(const PlanSpec& spec) {
     }
     fitting.push_back({index, screen_step[index]});
   };
+  // The schedules with no closed form (zb-1p, zb-2p, zb-v, v-half, v-min): generated and run
+  // compute-only (ScheduleProbe), once per shape and costs, where they may reach the exact
+  // simulation. Each rank works m x vpp x (F + B) whatever the order, so a candidate whose work
+  // and tail alone reach the screen's simulate-th best step is not generated.
+  const size_t keep = static_cast<size_t>(std::max(1, spec.simulate));
+  bool probed_any = false;
+  const auto probe_waiting = [&]() {
+    if (unprobed.empty()) return;
+    probed_any = true;
+    Time cutoff = Time::Nanoseconds(std::numeric_limits<int64_t>::max());
+    if (fitting.size() >= keep) {
+      std::vector<Time> steps;
+      for (const Screened& one : fitting) steps.push_back(one.step);
+      std::nth_element(steps.begin(), steps.begin() + static_cast<std::ptrdiff_t>(keep - 1),
+                       steps.end());
+      cutoff = steps[keep - 1];
+    }
+    using ProbeKey = std::tuple<std::string, int32_t, int32_t, int32_t, int64_t, int64_t, int64_t>;
+    std::map<ProbeKey, size_t> probe_index;
+    std::vector<ProbeKey> keys;
+    std::vector<std::pair<size_t, size_t>> probed;  // candidate, key
+    for (const size_t index : unprobed) {
+      const Candidate& c = enumeration.legal[index];
+      const Costed& costed = costs[key_index.at(KeyOf(c))];
+      const int64_t work = int64_t{c.microbatches} * c.vpp * costed.backward.ns() +
+                           int64_t{c.microbatches} * c.vpp * costed.forward.ns();
+      if (Time::Nanoseconds(work) + costed.tail >= cutoff) {
+        ++result.rejected["its work alone is no faster than the screen's best (not generated)"];
+        continue;
+      }
+      const ProbeKey key{c.schedule,
+                         c.pp,
+                         c.vpp,
+                         c.microbatches,
+                         costed.forward.ns(),
+                         (costed.backward - costed.weight_grad).ns(),
+                         costed.weight_grad.ns()};
+      const auto [found, added] = probe_index.try_emplace(key, keys.size());
+      if (added) keys.push_back(key);
+      probed.emplace_back(index, found->second);
+    }
+    const std::vector<std::string> outcomes = split.Map(
+        keys.size(),
+        [&](size_t k) {
+          const auto& [name, pp, vpp, m, forward, input_grad, weight_grad] = keys[k];
+          auto probe = ProbeSchedule(name, pp, vpp, m, Time::Nanoseconds(forward),
+                                     Time::Nanoseconds(input_grad), Time::Nanoseconds(weight_grad));
+          ByteWriter out;
+          out.Put<bool>(probe.ok());
+          if (probe.ok()) out.Put(probe.value().makespan.ns()).Put(probe.value().peak_chunks);
+          return out.Take();
+        },
+        nullptr);
+    for (const auto& [index, k] : probed) {
+      ByteReader in(outcomes[k]);
+      if (!in.Get<bool>()) {
+        ++result.rejected["the schedule's generator refuses the shape"];
+        continue;
+      }
+      const Costed& costed = costs[key_index.at(KeyOf(enumeration.legal[index]))];
+      screen_step[index] = Time::Nanoseconds(in.Get<int64_t>()) + costed.tail;
+      if (!fits(costed, in.Get<int64_t>())) {
+        ++result.rejected["over memory (screen)"];
+        continue;
+      }
+      fitting.push_back({index, screen_step[index]});
+    }
+    unprobed.clear();
+  };
   const size_t enumerated = enumeration.legal.size();
   for (size_t index = 0; index < enumerated; ++index) {
     screen(index, costs[key_index.at(KeyOf(enumeration.legal[index]))]);
   }
+  probe_waiting();
 
   // Megatron's block recomputation (--recompute-method block --recompute-num-layers N): the
   // first N layers of each chunk recompute, the rest keep their activations, so time grows and
@@ -552,7 +639,6 @@ Result<PlanResult> PlanLayouts(const PlanSpec& spec) {
   // a parent whose screened step, scaled by that share, is no faster than the screen's
   // simulate-th best cannot reach the exact simulation; its splits are not derived.
   Time cutoff = Time::Nanoseconds(std::numeric_limits<int64_t>::max());
-  const size_t keep = static_cast<size_t>(std::max(1, spec.simulate));
   if (fitting.size() >= keep) {
     std::vector<Time> steps;
     for (const Screened& one : fitting) steps.push_back(one.step);
@@ -702,6 +788,7 @@ Result<PlanResult> PlanLayouts(const PlanSpec& spec) {
       const size_t index = enumeration.legal.size() - 1;
       screen(index, costs[key_index.at(KeyOf(enumeration.legal[index]))]);
     }
+    probe_waiting();
   }
   std::stable_sort(fitting.begin(), fitting.end(),
                    [](const Screened& a, const Screened& b) { return a.step < b.step; });
@@ -849,8 +936,11 @@ Result<PlanResult> PlanLayouts(const PlanSpec& spec) {
                    "(doc/plan.md)"
                  : "step times: the kernel model and the parallel cost model (doc/fidelity.md), "
                    "the engines' overlap options per engine (doc/plan.md)",
-      "screen: the schedule's closed form on the slowest chunk plus the exposed DP tail; "
-      "ranking: the exact simulation of the best " +
+      std::string("screen: the schedule's closed form on the slowest chunk plus the exposed DP "
+                  "tail") +
+          (probed_any ? " (schedules without one: a compute-only run of the generated schedule)"
+                      : "") +
+          "; ranking: the exact simulation of the best " +
           (layer_list ? std::to_string(first_round.size()) + " layouts of " +
                             std::to_string(fitting.size()) + " candidates (one partition and " +
                             "state policy each), then every variant of the " +

@@ -15,7 +15,8 @@
 //                 torch/distributed/pipelining/schedules.py (GPipe, 1F1B, Interleaved1F1B and
 //                 LoopedBFS with n_microbatches a multiple of the pipeline ranks, DualPipeV with at
 //                 least 2 x pp microbatches; any other schedule's actions from a CSV through
-//                 _PipelineScheduleRuntime, pipeline_parallel_schedule_csv: ZB-H1 and ZB-H2);
+//                 _PipelineScheduleRuntime, pipeline_parallel_schedule_csv: ZB-H1, ZB-H2,
+//                 ZB-1P, ZB-2P, ZB-V, V-Half, V-Min);
 //                 activation checkpointing none, selective per op, full.
 //   DeepSpeed     deepspeed/runtime/pipe/engine.py and schedule.py: the pipeline engine runs
 //                 one schedule (TrainSchedule, 1F1B), no interleaving, and asserts ZeRO stage < 2
@@ -65,16 +66,22 @@ EngineSpace SpaceOf(Engine engine) {
               {Recompute::kNone, Recompute::kSelective, Recompute::kFull},
               {0, 1}};
     case Engine::kTorchtitan:
-      // zb-h1 and zb-h2 are not torch classes: torchtitan runs them as their actions from
+      // The zero-bubble and V-shape schedules are not torch classes (or not ours: torch's
+      // ZBVZeroBubble orders its own actions): torchtitan runs them as their actions from
       // pipeline_parallel_schedule_csv (torch's _PipelineScheduleRuntime; the export writes the
-      // CSV). The other zero-bubble generators have no closed form to screen them.
+      // CSV). Those with no closed form are screened by a compute-only run (ScheduleProbe).
       return {{{"gpipe", {1}},
                {"1f1b", {1}},
                {"zb-h1", {1}},
                {"zb-h2", {1}},
+               {"zb-1p", {1}},
+               {"zb-2p", {1}},
                {"interleaved-1f1b", InterleavedVpps()},
                {"looped-bfs", InterleavedVpps()},
-               {"dualpipev", {2}}},
+               {"dualpipev", {2}},
+               {"zb-v", {2}},
+               {"v-half", {2}},
+               {"v-min", {2}}},
               {Recompute::kNone, Recompute::kSelectiveOp, Recompute::kFull},
               {0, 3}};
     case Engine::kDeepSpeed:

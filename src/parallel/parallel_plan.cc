@@ -483,15 +483,33 @@ void AddContextParallel(const Config& config, const Partition& partition, int32_
 }
 
 // One decoder layer's tensor-parallel communication as the compute stream sees it, forward and
-// backward: two collectives of b·s·h each way (with recomputation the share `recomputed` of the
-// forward's again in the backward). With Megatron's tp_comm_overlap or torchtitan's async TP
-// each collective is split against the GEMM next to it: only what the layer's GEMMs cannot
-// cover is exposed, and the GEMMs that run beside a collective slow by kOverlapSlowdown; async
-// TP leaves the backward's reduce-scatters exposed (ExposeTp).
+// backward: two collectives of b·s·h each way (with recomputation the forward's again in the
+// backward, as TpRecompute says, beside the GEMMs it recomputes). With Megatron's tp_comm_overlap
+// or torchtitan's async TP each collective is split against the GEMM next to it: only what the
+// layer's GEMMs cannot cover is exposed, and the GEMMs that run beside a collective slow by
+// kOverlapSlowdown; async TP leaves the backward's reduce-scatters exposed (ExposeTp).
 struct TpExposure {
   Time forward;
   Time backward;
 };
+
+// What a layer's backward repeats of its forward: the share of its TP collectives and of its
+// GEMMs. Full recomputation repeats both (for the layers it covers). torchtitan's per-op
+// selective policy (selective-op) saves every compute op's output but every second matmul's,
+// and of the collectives only the reduce-scatters (its _save_list, and _COMM_OPS "saved to avoid
+// re-communication" since): the backward recomputes half the matmuls, and with them the two
+// sequence-parallel all-gathers their inputs come from (q, k, v and the MLP's w1, w3 read them;
+// k and w3 are recomputed). Megatron's selective recomputation repeats the attention core only,
+// inside a TP rank.
+struct TpRecompute {
+  double collectives = 0.0;
+  double gemm = 0.0;
+};
+TpRecompute TpRecomputeOf(Recompute recompute, double fraction) {
+  if (recompute == Recompute::kFull) return {fraction, fraction};
+  if (recompute == Recompute::kSelectiveOp) return {1.0, 0.5};
+  return {};
+}
 
 // The share of a GEMM's speed lost while a collective runs beside it: the communication
 // kernels take about 16 of the device's SMs (NCCL's and Transformer Engine's userbuffers'
@@ -506,10 +524,10 @@ bool TpOverlaps(const Config& config) {
 }
 
 // A decoder's exposure given its kernels' GEMM time (`kernels`, used when TpOverlaps).
-TpExposure ExposeTp(const Config& config, Time collective, double recomputed,
+TpExposure ExposeTp(const Config& config, Time collective, TpRecompute recomputed,
                     const LayerKernelTimes& kernels) {
   TpExposure exposure{collective * 2, collective * 2};
-  exposure.backward += FromSeconds(collective.ms() * 1e-3 * 2 * recomputed);
+  exposure.backward += FromSeconds(collective.ms() * 1e-3 * 2 * recomputed.collectives);
   if (!TpOverlaps(config)) return exposure;
   const auto hidden = [](Time communication, double gemm_seconds) {
     const double comm = communication.ms() * 1e-3;
@@ -517,7 +535,7 @@ TpExposure ExposeTp(const Config& config, Time collective, double recomputed,
                        kOverlapSlowdown * std::min(comm, gemm_seconds));
   };
   exposure.forward = hidden(exposure.forward, kernels.forward_gemm);
-  const double backward_gemm = kernels.backward_gemm + recomputed * kernels.forward_gemm;
+  const double backward_gemm = kernels.backward_gemm + recomputed.gemm * kernels.forward_gemm;
   if (config.parallel.tp_comm_overlap) {
     exposure.backward = hidden(exposure.backward, backward_gemm);
   } else {
@@ -534,7 +552,7 @@ TpExposure ExposeTp(const Config& config, Time collective, double recomputed,
 }
 
 TpExposure DecoderTpExposure(const Config& config, const TransformerRun& run, Time collective,
-                             double recomputed, bool moe_layer) {
+                             TpRecompute recomputed, bool moe_layer) {
   return ExposeTp(config, collective, recomputed,
                   TpOverlaps(config) ? DecoderKernelTimes(config.model.transformer, run,
                                                           config.cluster.rates(), moe_layer)
@@ -648,7 +666,9 @@ ParallelPlan PlanLayerListParallel(const Config& config, const Partition& partit
             kernels = Csa2LayerKernelTimes(layer, dims, model.seq_len, model.micro_batch_size, one,
                                            rates);
           }
-          const TpExposure exposure = ExposeTp(config, tp_layer, recomputes ? 1.0 : 0.0, kernels);
+          const TpExposure exposure = ExposeTp(
+              config, tp_layer,
+              TpRecomputeOf(recomputes ? Recompute::kFull : Recompute::kNone, 1.0), kernels);
           c.tp_forward += exposure.forward;
           c.tp_backward += exposure.backward;
           break;
@@ -720,7 +740,7 @@ ParallelPlan PlanParallel(const Config& config, const Partition& partition,
   const int32_t tp_per_node = std::min(t, std::max(1, cluster.devices_per_node));
   const Time tp_layer = AllReduce(cluster, t, tp_per_node, activation);
   const Time tp_loss = AllReduce(cluster, t, tp_per_node, 4.0 * tokens);
-  const double recomputed = parallel.recompute == Recompute::kFull ? run.recompute_fraction : 0.0;
+  const TpRecompute recomputed = TpRecomputeOf(parallel.recompute, run.recompute_fraction);
   const TpExposure tp_dense = DecoderTpExposure(config, run, tp_layer, recomputed, false);
   const TpExposure tp_moe =
       spec.moe() ? DecoderTpExposure(config, run, tp_layer, recomputed, true) : tp_dense;

@@ -45,5 +45,34 @@ TEST(TpOverlapTest, AsyncTpHidesLessThanTpCommOverlap) {
   EXPECT_LT(async_tp.bubble.exposed_collectives, none.bubble.exposed_collectives);
 }
 
+// torchtitan's per-op selective recomputation saves the reduce-scatters' outputs but not the
+// sequence-parallel all-gathers', whose outputs feed the matmuls it recomputes (every second
+// one), so its backward repeats the forward's TP collectives as full recomputation does;
+// Megatron's selective recomputation (the attention core) repeats none.
+TEST(TpOverlapTest, PerOpSelectiveRecomputationRepeatsTheAllGathers) {
+  const auto collectives = [](Recompute recompute) {
+    RunSpec spec;
+    spec.config_path =
+        (std::filesystem::path(STAGECRAFT_TESTS_DIR) / "golden" / "data" / "overlap-gpt.yaml")
+            .string();
+    spec.edit = [recompute](Config& config) {
+      config.parallel.recompute = recompute;
+      return Status::Ok();
+    };
+    auto run = PrepareRun(spec);
+    EXPECT_TRUE(run.ok()) << (run.ok() ? "" : run.error().message);
+    return run.ok() ? run.value().parallel_plan.collectives.at(0) : StageCollectives();
+  };
+  const StageCollectives none = collectives(Recompute::kNone);
+  const StageCollectives selective = collectives(Recompute::kSelective);
+  const StageCollectives per_op = collectives(Recompute::kSelectiveOp);
+  const StageCollectives full = collectives(Recompute::kFull);
+  EXPECT_GT(none.tp_backward, Time());
+  EXPECT_EQ(selective.tp_backward, none.tp_backward);
+  EXPECT_EQ(per_op.tp_forward, none.tp_forward);
+  EXPECT_GT(per_op.tp_backward, none.tp_backward);
+  EXPECT_EQ(per_op.tp_backward, full.tp_backward);
+}
+
 }  // namespace
 }  // namespace stagecraft

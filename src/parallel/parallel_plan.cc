@@ -496,8 +496,8 @@ struct TpExposure {
 // What a layer's backward repeats of its forward: the share of its TP collectives and of its
 // GEMMs. Full recomputation repeats both (for the layers it covers). torchtitan's per-op
 // selective policy (selective-op) saves every compute op's output but every second matmul's,
-// and of the collectives only the reduce-scatters (its _save_list, and _COMM_OPS "saved to avoid
-// re-communication" since): the backward recomputes half the matmuls, and with them the two
+// and of the collectives only the reduce-scatters (_op_sac_save_list, torchtitan/models/llama3/
+// infra/parallelize.py at 018740b): the backward recomputes half the matmuls, and with them the two
 // sequence-parallel all-gathers their inputs come from (q, k, v and the MLP's w1, w3 read them;
 // k and w3 are recomputed). Megatron's selective recomputation repeats the attention core only,
 // inside a TP rank.

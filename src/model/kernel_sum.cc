@@ -83,11 +83,15 @@ void KernelSum::OutputAndLoss(double tokens, double hidden, double vocab,
   input_kernels += passes.backward_kernels;
 }
 
-LayerKernelTimes EmbeddingKernels(const DeviceRates& device, double tokens, double hidden) {
+LayerKernelTimes EmbeddingKernels(const DeviceRates& device, double tokens, double hidden,
+                                  double table_rows) {
   const double rows = tokens * hidden;
+  const double table = table_rows * hidden;
   LayerKernelTimes times;
   times.forward = MemoryBoundSeconds(device, rows * 2 * 2);        // bf16, read and write
-  times.weight_grad = MemoryBoundSeconds(device, rows * (2 + 8));  // bf16 in, fp32 add
+  times.weight_grad = MemoryBoundSeconds(device, rows * (2 + 8)) +      // bf16 in, fp32 add
+                      MemoryBoundSeconds(device, table * 2) +           // the zero-filled table
+                      MemoryBoundSeconds(device, table * (2 + 4 + 4));  // into the fp32 buffer
   return times;
 }
 

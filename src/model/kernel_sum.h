@@ -74,7 +74,11 @@ struct KernelSum {
 };
 
 // An embedding lookup of `tokens` rows of `hidden` (a gather: read and write them) and its
-// gradient (a scatter-add into fp32 rows).
-LayerKernelTimes EmbeddingKernels(const DeviceRates& device, double tokens, double hidden);
+// gradient over a table of `table_rows` rows (this rank's share of the vocabulary): a
+// scatter-add of the tokens' rows into fp32 partial sums, on a dense table PyTorch zero-fills
+// first (embedding_backward_cuda_kernel: at::zeros({num_weights, dim}), bf16), which the
+// engine then adds into its fp32 gradient buffer (Megatron's main_grad.add_).
+LayerKernelTimes EmbeddingKernels(const DeviceRates& device, double tokens, double hidden,
+                                  double table_rows);
 
 }  // namespace stagecraft

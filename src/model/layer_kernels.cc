@@ -67,7 +67,7 @@ LayerKernelTimes Csa2LayerKernelTimes(const LayerSpec& layer, const Csa2Dims& di
   const double d = dims.hidden;
   switch (layer.kind) {
     case LayerKind::kEmbedding:
-      return EmbeddingKernels(device, tokens, d);
+      return EmbeddingKernels(device, tokens, d, dims.vocab / t);
     case LayerKind::kHead:
       k.Elementwise(replicated_tokens * d * kBf16 * 2);  // final norm
       k.OutputAndLoss(tokens, d, dims.vocab / t);

@@ -236,7 +236,8 @@ LayerKernelTimes HeadKernelTimes(const TransformerSpec& spec, const TransformerR
 
 LayerKernelTimes EmbeddingKernelTimes(const TransformerSpec& spec, const TransformerRun& run,
                                       const DeviceRates& device) {
-  return EmbeddingKernels(device, Tokens(run), static_cast<double>(spec.hidden));
+  return EmbeddingKernels(device, Tokens(run), static_cast<double>(spec.hidden),
+                          static_cast<double>(spec.vocab) / std::max(1, run.tensor_parallel));
 }
 
 }  // namespace stagecraft

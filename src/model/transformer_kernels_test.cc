@@ -276,6 +276,29 @@ TEST(TransformerKernelsTest, HeadCostsAtLeastItsProjection) {
   EXPECT_GT(head.forward, projection);
 }
 
+// The embedding's weight gradient: the tokens' rows scattered into fp32 partial sums (10 bytes a
+// row element), then PyTorch's dense table, zero-filled (2 bytes an element of this rank's
+// vocabulary share) and added into the engine's fp32 gradient buffer (10). Llama 3 8B's table at
+// TP 2: 64,128 x 4,096 elements; 2,048 tokens.
+TEST(TransformerKernelsTest, EmbeddingGradientWritesTheDenseTable) {
+  const DeviceRates h100 = Rates("h100");
+  TransformerRun run;
+  run.tensor_parallel = 2;
+  const LayerKernelTimes embedding = EmbeddingKernelTimes(Llama(), run, h100);
+  const double rows = 2048.0 * 4096;
+  const double table = 128256.0 / 2 * 4096;
+  EXPECT_DOUBLE_EQ(embedding.weight_grad, MemoryBoundSeconds(h100, rows * 10) +
+                                              MemoryBoundSeconds(h100, table * 2) +
+                                              MemoryBoundSeconds(h100, table * 10));
+  EXPECT_DOUBLE_EQ(embedding.forward, MemoryBoundSeconds(h100, rows * 4));
+  // Half the vocabulary share, half the table's time; the tokens' part unchanged.
+  run.tensor_parallel = 4;
+  const double halved = EmbeddingKernelTimes(Llama(), run, h100).weight_grad;
+  EXPECT_NEAR(embedding.weight_grad - halved,
+              (MemoryBoundSeconds(h100, table * 2) + MemoryBoundSeconds(h100, table * 10)) / 2,
+              1e-12);
+}
+
 // The cross entropy on fp32 logits, pass by pass as Megatron-Core's unfused
 // VocabParallelCrossEntropy makes them: 38 bytes a logit forward (cast 2 + 4, max 4, subtract,
 // exp and divide 8 each, sum 4), 14 backward (scale 8, cast back 6). Two heads that differ only

@@ -511,8 +511,9 @@ Result<PlanResult> PlanLayouts(const PlanSpec& spec) {
   };
   // The schedules with no closed form (zb-1p, zb-2p, zb-v, v-half, v-min): generated and run
   // compute-only (ScheduleProbe), once per shape and costs, where they may reach the exact
-  // simulation. Each rank works m x vpp x (F + B) whatever the order, so a candidate whose work
-  // and tail alone reach the screen's simulate-th best step is not generated.
+  // simulation. Each rank works m x vpp x (F + B) whatever the order, and the last rank starts
+  // after the (pp - 1) forwards before it, so a candidate whose bound (those two and the tail)
+  // already reaches the screen's simulate-th best step is not generated.
   const size_t keep = static_cast<size_t>(std::max(1, spec.simulate));
   bool probed_any = false;
   const auto probe_waiting = [&]() {
@@ -534,9 +535,9 @@ Result<PlanResult> PlanLayouts(const PlanSpec& spec) {
       const Candidate& c = enumeration.legal[index];
       const Costed& costed = costs[key_index.at(KeyOf(c))];
       const int64_t work = int64_t{c.microbatches} * c.vpp * costed.backward.ns() +
-                           int64_t{c.microbatches} * c.vpp * costed.forward.ns();
+                           (int64_t{c.microbatches} * c.vpp + c.pp - 1) * costed.forward.ns();
       if (Time::Nanoseconds(work) + costed.tail >= cutoff) {
-        ++result.rejected["its work alone is no faster than the screen's best (not generated)"];
+        ++result.rejected["its bound is no faster than the screen's best (not generated)"];
         continue;
       }
       const ProbeKey key{c.schedule,

@@ -515,18 +515,20 @@ Result<PlanResult> PlanLayouts(const PlanSpec& spec) {
   // after the (pp - 1) forwards before it, so a candidate whose bound (those two and the tail)
   // already reaches the screen's simulate-th best step is not generated.
   const size_t keep = static_cast<size_t>(std::max(1, spec.simulate));
+  // The screen's simulate-th best step so far (no bound while fewer fit).
+  const auto simulated_cutoff = [&]() {
+    if (fitting.size() < keep) return Time::Nanoseconds(std::numeric_limits<int64_t>::max());
+    std::vector<Time> steps;
+    for (const Screened& one : fitting) steps.push_back(one.step);
+    std::nth_element(steps.begin(), steps.begin() + static_cast<std::ptrdiff_t>(keep - 1),
+                     steps.end());
+    return steps[keep - 1];
+  };
   bool probed_any = false;
   const auto probe_waiting = [&]() {
     if (unprobed.empty()) return;
     probed_any = true;
-    Time cutoff = Time::Nanoseconds(std::numeric_limits<int64_t>::max());
-    if (fitting.size() >= keep) {
-      std::vector<Time> steps;
-      for (const Screened& one : fitting) steps.push_back(one.step);
-      std::nth_element(steps.begin(), steps.begin() + static_cast<std::ptrdiff_t>(keep - 1),
-                       steps.end());
-      cutoff = steps[keep - 1];
-    }
+    const Time cutoff = simulated_cutoff();
     using ProbeKey = std::tuple<std::string, int32_t, int32_t, int32_t, int64_t, int64_t, int64_t>;
     std::map<ProbeKey, size_t> probe_index;
     std::vector<ProbeKey> keys;
@@ -639,14 +641,7 @@ Result<PlanResult> PlanLayouts(const PlanSpec& spec) {
   // A split can only make a layout faster by what it takes off the slowest rank (or chunk), so
   // a parent whose screened step, scaled by that share, is no faster than the screen's
   // simulate-th best cannot reach the exact simulation; its splits are not derived.
-  Time cutoff = Time::Nanoseconds(std::numeric_limits<int64_t>::max());
-  if (fitting.size() >= keep) {
-    std::vector<Time> steps;
-    for (const Screened& one : fitting) steps.push_back(one.step);
-    std::nth_element(steps.begin(), steps.begin() + static_cast<std::ptrdiff_t>(keep - 1),
-                     steps.end());
-    cutoff = steps[keep - 1];
-  }
+  const Time cutoff = simulated_cutoff();
   for (size_t index = 0; index < enumerated; ++index) {
     const Candidate& c = enumeration.legal[index];
     if (c.engine == Engine::kTorchtitan && c.pp >= 2) {

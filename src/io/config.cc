@@ -1180,19 +1180,6 @@ const std::vector<std::pair<std::string, RecomputeMethod>>& RecomputeMethodChoic
   return kChoices;
 }
 
-namespace {
-
-// The name `value` has in its enum's table.
-template <typename Enum>
-const char* NameIn(const std::vector<std::pair<std::string, Enum>>& choices, Enum value) {
-  for (const auto& [name, choice] : choices) {
-    if (choice == value) return name.c_str();
-  }
-  return "?";
-}
-
-}  // namespace
-
 const char* RecomputeMethodName(RecomputeMethod method) {
   return NameIn(RecomputeMethodChoices(), method);
 }

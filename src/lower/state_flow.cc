@@ -2,19 +2,9 @@
 
 #include <algorithm>
 
+#include "core/suggest.h"
+
 namespace stagecraft {
-
-namespace {
-
-template <typename Enum>
-const char* NameIn(const std::vector<std::pair<std::string, Enum>>& choices, Enum value) {
-  for (const auto& [name, choice] : choices) {
-    if (choice == value) return name.c_str();
-  }
-  return "?";
-}
-
-}  // namespace
 
 const std::vector<std::pair<std::string, StatePolicy>>& StatePolicyChoices() {
   static const std::vector<std::pair<std::string, StatePolicy>> kChoices = {

@@ -222,9 +222,12 @@ ClosedForm DualPipeForm(const ClosedFormInputs& in, bool folded) {
 
 }  // namespace
 
+// The schedules DeriveClosedForm knows, in the order its refusal lists them.
+constexpr const char* kClosedForms[] = {"gpipe", "1f1b",  "interleaved-1f1b", "looped-bfs",
+                                        "zb-h1", "zb-h2", "dualpipe",         "dualpipev"};
+
 bool HasClosedForm(std::string_view schedule) {
-  for (const char* known : {"gpipe", "1f1b", "interleaved-1f1b", "looped-bfs", "zb-h1", "zb-h2",
-                            "dualpipe", "dualpipev"}) {
+  for (const char* known : kClosedForms) {
     if (schedule == known) return true;
   }
   return false;
@@ -253,9 +256,9 @@ Result<ClosedForm> DeriveClosedForm(const ClosedFormInputs& in) {
   if (in.schedule == "zb-h2") return ZbH2Form(in);
   if (in.schedule == "dualpipe") return DualPipeForm(in, /*folded=*/false);
   if (in.schedule == "dualpipev") return DualPipeForm(in, /*folded=*/true);
-  return Error{"no closed form for schedule '" + in.schedule +
-               "' (derive covers gpipe, 1f1b, interleaved-1f1b, looped-bfs, zb-h1, zb-h2, "
-               "dualpipe, dualpipev)"};
+  std::string known;
+  for (const char* name : kClosedForms) known += std::string(known.empty() ? "" : ", ") + name;
+  return Error{"no closed form for schedule '" + in.schedule + "' (derive covers " + known + ")"};
 }
 
 GapExplanation ExplainGap(const ClosedForm& form, const Metrics& simulated,

@@ -51,11 +51,11 @@ int32_t RequiredChunksPerRank(std::string_view name) {
 const std::vector<CostAwareScheduleGenerator>& CostAwareScheduleGenerators() {
   static const std::vector<CostAwareScheduleGenerator> kGenerators = {
       {"zb-1p",
-       "Zero Bubble automatic: greedy heuristic on the run's costs and transfers, seeded with "
+       "Zero Bubble automatic: greedy heuristics on the run's costs and transfers, seeded with "
        "ZB-H1, memory <= p*M_B per rank",
        GenerateZb1p},
       {"zb-2p",
-       "Zero Bubble automatic: greedy heuristic on the run's costs and transfers, seeded with "
+       "Zero Bubble automatic: greedy heuristics on the run's costs and transfers, seeded with "
        "ZB-H1/H2, memory <= 2p*M_B per rank",
        GenerateZb2p},
   };

@@ -1,8 +1,10 @@
 // ZB-1p and ZB-2p: automatic zero-bubble schedules (Zero Bubble Pipeline Parallelism, Qi et al.,
-// ICLR 2024, §3.3 "Automatic scheduling"), the greedy heuristic without the paper's ILP pass.
-// One chunk per rank, loop placement. The generator times the pipeline as it builds it (async
-// p2p: a result reaches the neighbouring rank cost_p2p after its producer ends) and, per rank,
-// picks the next pass at the moment the rank falls free:
+// ICLR 2024, §3.3 "Automatic scheduling"): greedy heuristics without the paper's ILP pass. One
+// chunk per rank, loop placement. The best of four kinds of order is kept: ZB-H1 and ZB-H2 where
+// they fit the limit, the event-driven greedy below, and the authors' round-by-round heuristic
+// (RoundBuilder, further down). The event-driven generator times the pipeline as it builds it
+// (async p2p: a result reaches the neighbouring rank cost_p2p after its producer ends) and, per
+// rank, picks the next pass at the moment the rank falls free:
 //   1. an I whose output gradient has arrived;
 //   2. else an F whose input has arrived, if the rank's activation memory stays within the limit
 //      k·p·M_B (k = 1 for ZB-1p, 2 for ZB-2p). Memory is weighted as in the paper's App. G: F
@@ -18,6 +20,7 @@
 #include <algorithm>
 #include <deque>
 #include <limits>
+#include <optional>
 #include <string>
 #include <tuple>
 
@@ -220,6 +223,252 @@ class GreedyTimer {
   Schedule schedule_;
 };
 
+// The authors' round-by-round heuristic (§3.3; its decisions as their scheduler makes them:
+// sail-sg/zero-bubble-pipeline-parallelism, scheduler/zb.py `manual_order`, commit 39f2c186).
+// It builds the order microbatch by microbatch instead of event by event:
+//   - warm-up: every rank runs F0, then as many more forwards as fit in memory and (by the
+//     knob) either end before the first gradient could arrive or at least start before it;
+//     that arrival is estimated from the last rank back, and each rank warms up with fewer
+//     forwards than the rank before it;
+//   - round i: ranks run one F each (front to back; a rank runs it only if every later rank does,
+//     and by the knob a rank two forwards ahead of its successor may skip it to wait for the
+//     gradient), then I for microbatch i (back to front). Before each, W passes free memory
+//     when the limit needs it and fill the wait for the pass's input: every W that ends
+//     before the input arrives, and one more if the rank's idle time stays within the
+//     largest idle time of any rank (or always, by the knob);
+//   - the remaining W passes run at the end (rank 0 runs them before its last I).
+// Only the order is kept: TimeFixedOrder times it as the greedy timer would.
+struct RoundKnobs {
+  bool warmup_forward_may_end_after_arrival = true;
+  bool skip_forward_when_ahead = true;
+  bool fill_wait_within_idle_budget = true;
+};
+
+class RoundBuilder {
+ public:
+  RoundBuilder(const GeneratorParams& params, const PipelineCosts& costs, int32_t limit_factor,
+               RoundKnobs knobs)
+      : pp_(params.pp),
+        microbatches_(params.microbatches),
+        costs_(costs),
+        limit_factor_(limit_factor),
+        knobs_(knobs),
+        ranks_(static_cast<size_t>(pp_)),
+        forward_end_(static_cast<size_t>(pp_) * microbatches_, kUnknown),
+        input_grad_end_(static_cast<size_t>(pp_) * microbatches_, kUnknown) {}
+
+  // The order, or nothing when the limit cannot be kept (no W left to free memory) or an input
+  // would be needed before its producer is placed (neither happens for uniform stages).
+  std::optional<Schedule> Build(Schedule schedule) {
+    schedule_ = std::move(schedule);
+    if (!WarmUp()) return std::nullopt;
+    for (int32_t microbatch = 1; microbatch < microbatches_; ++microbatch) {
+      if (!Round(microbatch)) return std::nullopt;
+    }
+    for (int32_t rank = 0; rank < pp_; ++rank) {
+      while (ranks_[rank].weight_grads < microbatches_) {
+        if (!Put(rank, ActionKind::kWeightGrad)) return std::nullopt;
+      }
+    }
+    return std::move(schedule_);
+  }
+
+ private:
+  struct Rank {
+    int64_t free = 0;  // ns: when its last placed pass ends
+    int64_t idle = 0;  // ns waited since its first F ended
+    int64_t held = 0;  // the weighted units of MemoryUnits
+    int32_t forwards = 0, input_grads = 0, weight_grads = 0;
+  };
+
+  size_t Index(int32_t rank, int32_t microbatch) const {
+    return static_cast<size_t>(rank) * microbatches_ + microbatch;
+  }
+  const StageCost& Cost(int32_t rank) const { return costs_.stages[rank]; }
+  MemoryUnits Units(int32_t rank) const { return UnitsOf(Cost(rank), limit_factor_, pp_); }
+
+  // When the pass's input is on `rank`, kUnknown if its producer is not placed yet.
+  int64_t Ready(int32_t rank, ActionKind kind, int32_t microbatch) const {
+    if (kind == ActionKind::kForward) {
+      if (rank == 0) return 0;
+      const int64_t end = forward_end_[Index(rank - 1, microbatch)];
+      return end == kUnknown ? kUnknown : end + costs_.activation_p2p[rank - 1].ns();
+    }
+    if (kind == ActionKind::kInputGrad) {
+      if (rank == pp_ - 1) return forward_end_[Index(rank, microbatch)];
+      const int64_t end = input_grad_end_[Index(rank + 1, microbatch)];
+      return end == kUnknown ? kUnknown : end + costs_.gradient_p2p[rank].ns();
+    }
+    return input_grad_end_[Index(rank, microbatch)];
+  }
+
+  bool Put(int32_t rank, ActionKind kind) {
+    Rank& state = ranks_[rank];
+    int32_t& next = kind == ActionKind::kForward     ? state.forwards
+                    : kind == ActionKind::kInputGrad ? state.input_grads
+                                                     : state.weight_grads;
+    const int32_t microbatch = next;
+    const int64_t ready = Ready(rank, kind, microbatch);
+    if (ready == kUnknown) return false;
+    const int64_t start = std::max(state.free, ready);
+    if (state.forwards > 0) state.idle += start - state.free;
+    const StageCost& cost = Cost(rank);
+    const MemoryUnits units = Units(rank);
+    switch (kind) {
+      case ActionKind::kForward:
+        state.free = start + cost.forward.ns();
+        forward_end_[Index(rank, microbatch)] = state.free;
+        state.held += units.forward;
+        break;
+      case ActionKind::kInputGrad:
+        state.free = start + cost.input_grad.ns();
+        input_grad_end_[Index(rank, microbatch)] = state.free;
+        state.held += units.input_grad;
+        break;
+      default:
+        state.free = start + cost.weight_grad.ns();
+        state.held += units.weight_grad;
+        break;
+    }
+    ++next;
+    schedule_.rank_actions[rank].push_back({StageId(rank), kind, MicrobatchId(microbatch)});
+    return true;
+  }
+
+  int64_t LargestIdle() const {
+    int64_t largest = 0;
+    for (const Rank& state : ranks_) largest = std::max(largest, state.idle);
+    return largest;
+  }
+
+  // W passes before `kind` on `rank`: those the memory limit needs, then those filling the wait
+  // for its input (`arrival`, kUnknown when the rank need not wait for another rank).
+  bool WeightGradsBefore(int32_t rank, ActionKind kind, int64_t arrival) {
+    Rank& state = ranks_[rank];
+    const MemoryUnits units = Units(rank);
+    const int64_t adds = kind == ActionKind::kForward ? units.forward : units.input_grad;
+    while (state.held + adds > units.limit) {
+      if (state.weight_grads >= state.input_grads) return false;
+      if (!Put(rank, ActionKind::kWeightGrad)) return false;
+    }
+    if (arrival == kUnknown) return true;
+    const int64_t weight_grad = Cost(rank).weight_grad.ns();
+    while (state.weight_grads < state.input_grads && state.free + weight_grad <= arrival) {
+      if (!Put(rank, ActionKind::kWeightGrad)) return false;
+    }
+    if (state.weight_grads < state.input_grads && state.free < arrival) {
+      const bool within_budget = arrival - state.free <= LargestIdle() - state.idle;
+      if (!within_budget || knobs_.fill_wait_within_idle_budget) {
+        if (!Put(rank, ActionKind::kWeightGrad)) return false;
+      }
+    }
+    return true;
+  }
+
+  bool WarmUp() {
+    for (int32_t rank = 0; rank < pp_; ++rank) {
+      if (!Put(rank, ActionKind::kForward)) return false;
+    }
+    // Extra warm-up forwards, from the last rank back: `gradient_end` is when the rank after
+    // this one would end its I0.
+    std::vector<int32_t> extra(static_cast<size_t>(pp_), 0);
+    int64_t gradient_end = forward_end_[Index(pp_ - 1, 0)] + Cost(pp_ - 1).input_grad.ns();
+    for (int32_t rank = pp_ - 2; rank >= 0; --rank) {
+      const Rank& state = ranks_[rank];
+      const MemoryUnits units = Units(rank);
+      const int64_t arrival = gradient_end + costs_.gradient_p2p[rank].ns();
+      const int64_t forward = Cost(rank).forward.ns();
+      int64_t held = state.held;
+      int64_t clock = state.free;
+      while (state.forwards + extra[rank] < microbatches_ && held + units.forward <= units.limit) {
+        const bool stop = knobs_.warmup_forward_may_end_after_arrival ? clock >= arrival
+                                                                      : clock + forward > arrival;
+        if (stop) break;
+        held += units.forward;
+        clock += forward;
+        ++extra[rank];
+      }
+      gradient_end = std::max(clock, arrival) + Cost(rank).input_grad.ns();
+    }
+    for (int32_t rank = 1; rank < pp_; ++rank) {
+      while (extra[rank] > 0 && extra[rank] >= extra[rank - 1] &&
+             ranks_[rank].forwards + extra[rank] < microbatches_) {
+        --extra[rank];
+      }
+    }
+    for (int32_t rank = 0; rank < pp_; ++rank) {
+      for (int32_t i = 0; i < extra[rank]; ++i) {
+        if (!Put(rank, ActionKind::kForward)) return false;
+      }
+    }
+    for (int32_t rank = pp_ - 1; rank >= 0; --rank) {
+      if (!Put(rank, ActionKind::kInputGrad)) return false;
+    }
+    return true;
+  }
+
+  // Whether `rank` runs a forward in this round, before the later ranks are consulted.
+  bool WantsForward(int32_t rank) const {
+    const Rank& state = ranks_[rank];
+    if (state.forwards >= microbatches_) return false;
+    if (!knobs_.skip_forward_when_ahead || rank + 1 >= pp_) return true;
+    const Rank& after = ranks_[rank + 1];
+    if (state.forwards < after.forwards + 2) return true;
+    // The next gradient from the rank after, if it runs its F and I back to back.
+    const int64_t gradient_at = after.free + Cost(rank + 1).forward.ns() +
+                                Cost(rank + 1).input_grad.ns() + costs_.gradient_p2p[rank].ns();
+    if (state.free >= gradient_at) return false;
+    const MemoryUnits units = Units(rank);
+    int64_t held = state.held + units.forward;
+    int64_t freeing = 0;
+    for (int32_t w = state.weight_grads; held > units.limit && w < state.input_grads; ++w) {
+      freeing += Cost(rank).weight_grad.ns();
+      held += units.weight_grad;
+    }
+    if (state.free + Cost(rank).forward.ns() + freeing <= gradient_at) return true;
+    return gradient_at - state.free > LargestIdle() - state.idle;
+  }
+
+  bool Round(int32_t microbatch) {
+    std::vector<bool> forward(static_cast<size_t>(pp_));
+    for (int32_t rank = 0; rank < pp_; ++rank) forward[rank] = WantsForward(rank);
+    for (int32_t rank = pp_ - 2; rank >= 0; --rank) {
+      forward[rank] = forward[rank] && forward[rank + 1];
+    }
+    for (int32_t rank = 0; rank < pp_; ++rank) {
+      if (!forward[rank]) continue;
+      const int64_t arrival =
+          rank > 0 ? Ready(rank, ActionKind::kForward, ranks_[rank].forwards) : kUnknown;
+      if (rank > 0 && arrival == kUnknown) return false;
+      if (!WeightGradsBefore(rank, ActionKind::kForward, arrival)) return false;
+      if (!Put(rank, ActionKind::kForward)) return false;
+    }
+    for (int32_t rank = pp_ - 1; rank >= 0; --rank) {
+      if (ranks_[rank].input_grads != microbatch) return false;
+      const int64_t arrival =
+          rank + 1 < pp_ ? Ready(rank, ActionKind::kInputGrad, microbatch) : kUnknown;
+      if (!WeightGradsBefore(rank, ActionKind::kInputGrad, arrival)) return false;
+      if (rank == 0 && ranks_[0].forwards == microbatches_) {
+        while (ranks_[0].weight_grads < ranks_[0].input_grads) {
+          if (!Put(0, ActionKind::kWeightGrad)) return false;
+        }
+      }
+      if (!Put(rank, ActionKind::kInputGrad)) return false;
+    }
+    return true;
+  }
+
+  int32_t pp_;
+  int32_t microbatches_;
+  const PipelineCosts& costs_;
+  int32_t limit_factor_;
+  RoundKnobs knobs_;
+  std::vector<Rank> ranks_;
+  std::vector<int64_t> forward_end_;     // ns, per (rank, microbatch)
+  std::vector<int64_t> input_grad_end_;  // ns, per (rank, microbatch)
+  Schedule schedule_;
+};
+
 // The weighted memory units of MemoryUnits, for a whole schedule: true when no rank's running
 // total goes above factor·p·M_B.
 bool WithinLimit(const Schedule& schedule, const std::vector<StageCost>& costs, int32_t factor) {
@@ -338,6 +587,18 @@ Result<Schedule> GenerateZbAuto(const GeneratorParams& params, const PipelineCos
       auto candidate = timer.Run(EmptyLoopSchedule(params, name));
       if (!candidate.ok()) return candidate.error();
       keep(std::move(candidate).value());
+    }
+  }
+  for (const bool may_end_after : {true, false}) {
+    for (const bool skip_ahead : {true, false}) {
+      for (const bool fill_within_budget : {true, false}) {
+        RoundBuilder builder(params, costs, limit_factor,
+                             RoundKnobs{may_end_after, skip_ahead, fill_within_budget});
+        std::optional<Schedule> order = builder.Build(EmptyLoopSchedule(params, name));
+        if (order && WithinLimit(*order, stage_costs, limit_factor)) {
+          keep(TimeFixedOrder(std::move(*order), costs));
+        }
+      }
     }
   }
   return std::move(best.schedule);

@@ -201,6 +201,7 @@ Status RunList(const std::string& what, Transcript& transcript) {
       out << ListName(generator.name) << generator.description << "\n";
     }
     for (const CostAwareScheduleGenerator& generator : CostAwareScheduleGenerators()) {
+      if (FindScheduleGenerator(generator.name).ok()) continue;  // listed above
       out << ListName(generator.name) << generator.description << "\n";
     }
     return Status::Ok();

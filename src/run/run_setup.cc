@@ -414,20 +414,21 @@ GeneratorParams ParamsOf(const Config& c) {
                          c.schedule.group_size};
 }
 
-// A generator from either table. A cost-aware generator (zb-1p, zb-2p) times the pipeline while
-// it builds it, which needs the stage costs and the transfers, which need a partition, which
-// needs the placement: here it gets a provisional ZB-H1 of the same shape (one chunk per rank,
-// loop placement), and TimeCostAwareSchedule replaces it once the run is lowered.
+// A generator from either table. A cost-aware generator (zb-1p, zb-2p, zb-v) times the
+// pipeline while it builds it, which needs the stage costs and the transfers, which need a
+// partition, which needs the placement: here it gets a provisional schedule of the same shape
+// and placement (zb-v its handcrafted order, the others ZB-H1: one chunk per rank, loop
+// placement), and TimeCostAwareSchedule replaces it once the run is lowered.
 Result<Schedule> GenerateNamedSchedule(const Config& c) {
   const GeneratorParams params = ParamsOf(c);
-  if (FindCostAwareScheduleGenerator(c.schedule.name) != nullptr) {
+  auto generator = FindScheduleGenerator(c.schedule.name);
+  if (!generator.ok() && FindCostAwareScheduleGenerator(c.schedule.name) != nullptr) {
     STAGECRAFT_RETURN_IF_ERROR(CheckZbAutoParams(params, c.schedule.name));
     auto provisional = GenerateZbH1(params);
     if (!provisional.ok()) return provisional.error();
     provisional.value().name = c.schedule.name;
     return provisional;
   }
-  auto generator = FindScheduleGenerator(c.schedule.name);
   if (!generator.ok()) return Error{"--schedule: " + generator.error().message};
   return generator.value()->generate(params);
 }

@@ -1,5 +1,7 @@
 #include "schedule/generator.h"
 
+#include <algorithm>
+
 #include "core/suggest.h"
 
 namespace stagecraft {
@@ -23,7 +25,8 @@ const std::vector<ScheduleGenerator>& ScheduleGenerators() {
        "Zero Bubble ZB-H2: 2(p-r-1) warm-up forwards, rank r defers 2r W passes (parallelogram)",
        GenerateZbH2},
       {"zb-v",
-       "Zero Bubble V: 2 chunks per rank in a V, 2p chunk activations, 0 bubble if F=I=W, m>=2p-1",
+       "Zero Bubble V: 2 chunks per rank in a V, 2p chunk activations, 0 bubble if F=I=W, "
+       "m>=2p-1; a run takes it or the authors' greedy V order for its costs, the faster",
        GenerateZbV},
       {"v-half",
        "V-Half (controllable memory): V building block, links aligned; (p+2)//2 microbatches",
@@ -58,6 +61,9 @@ const std::vector<CostAwareScheduleGenerator>& CostAwareScheduleGenerators() {
        "Zero Bubble automatic: greedy heuristics on the run's costs and transfers, seeded with "
        "ZB-H1/H2, memory <= 2p*M_B per rank",
        GenerateZb2p},
+      // Also in the table above: that generator's order is the one used before the costs are
+      // known (and without them); a run replaces it with this one's.
+      {"zb-v", "", GenerateZbVAuto},
   };
   return kGenerators;
 }
@@ -79,7 +85,9 @@ std::vector<std::string> ScheduleNames() {
 std::vector<std::string> AllScheduleNames() {
   std::vector<std::string> names = ScheduleNames();
   for (const CostAwareScheduleGenerator& generator : CostAwareScheduleGenerators()) {
-    names.emplace_back(generator.name);
+    if (std::find(names.begin(), names.end(), generator.name) == names.end()) {
+      names.emplace_back(generator.name);
+    }
   }
   return names;
 }

@@ -44,7 +44,9 @@ int32_t RequiredChunksPerRank(std::string_view name);
 // Cost-aware generators: a second, equally constant table for generators that time the pipeline
 // while they build it, so they also need the per-stage costs and the p2p cost. `list` prints
 // them after the table above; the CLI looks here first (PrepareRun), and a config's
-// schedule.name may name either table.
+// schedule.name may name either table. A name in both tables (zb-v) is a schedule whose plain
+// order stands until the costs are known and is then replaced by the cost-aware one's; `list`
+// prints it once, from the table above.
 // What a cost-aware generator times: per stage its compute costs, per cut s (between stages s
 // and s + 1) how long an activation send and a gradient send take there (with a cluster, the
 // link's latency and bandwidth; with CSA2 state, the payload riding the send).
@@ -90,6 +92,22 @@ Result<Schedule> GenerateZb1p(const GeneratorParams& params, const PipelineCosts
 Result<Schedule> GenerateZb2p(const GeneratorParams& params, const PipelineCosts& costs);
 // The argument checks of zb-1p / zb-2p (one chunk per rank), so a caller can fail early.
 Status CheckZbAutoParams(const GeneratorParams& params, std::string_view name);
+// ZB-V for the run's costs (zb_v_auto.cc): the handcrafted ZB-V above or the authors' greedy V
+// order, whichever has the smaller largest span; at most 2p chunk activations (M_B-weighted as
+// zb-2p's) per rank. REQUIRES of the caller: costs.stages has 2p entries, the p2p vectors at
+// least 2p − 1.
+Result<Schedule> GenerateZbVAuto(const GeneratorParams& params, const PipelineCosts& costs);
+
+// A fixed order timed as the cost-aware generators time their candidates: async p2p, each pass
+// as soon as its input is there and its rank is free, a cut's transfer time added where its two
+// stages sit on different ranks. Empty when the order is stuck (a pass waits for one that never
+// runs before it on its rank).
+struct TimedOrder {
+  Schedule schedule;
+  int64_t max_span_ns = 0;  // the largest (last end − first start) of a rank
+  int64_t makespan_ns = 0;
+};
+std::optional<TimedOrder> TimeOrder(Schedule schedule, const PipelineCosts& costs);
 
 // One rank of a Zero-Bubble handcrafted schedule (ZB-H1, ZB-H2; defined in zb_h1.cc): `warmup`
 // forwards, then (F, I) pairs, then the remaining I passes; the I of microbatch k is followed by

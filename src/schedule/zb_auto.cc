@@ -48,12 +48,6 @@ struct RankState {
   bool waiting = false;  // nothing to do at `now` until the other ranks at `now` have decided
 };
 
-struct Candidate {
-  Schedule schedule;
-  int64_t max_span = kNever;  // ns
-  int64_t makespan = kNever;  // ns
-};
-
 struct MemoryUnits {
   int64_t forward;      // +M_B
   int64_t input_grad;   // M_W − M_B
@@ -83,7 +77,7 @@ class GreedyTimer {
         forward_end_(static_cast<size_t>(pp_) * microbatches_, kUnknown),
         input_grad_end_(static_cast<size_t>(pp_) * microbatches_, kUnknown) {}
 
-  Result<Candidate> Run(Schedule schedule) {
+  Result<TimedOrder> Run(Schedule schedule) {
     schedule_ = std::move(schedule);
     while (true) {
       int32_t rank = -1;
@@ -101,12 +95,10 @@ class GreedyTimer {
                      std::to_string(rank)};
       }
     }
-    Candidate result;
-    result.max_span = 0;
-    result.makespan = 0;
+    TimedOrder result;
     for (const RankState& state : ranks_) {
-      result.max_span = std::max(result.max_span, state.last_end - state.first_start);
-      result.makespan = std::max(result.makespan, state.last_end);
+      result.max_span_ns = std::max(result.max_span_ns, state.last_end - state.first_start);
+      result.makespan_ns = std::max(result.makespan_ns, state.last_end);
     }
     result.schedule = std::move(schedule_);
     return result;
@@ -485,18 +477,23 @@ bool WithinLimit(const Schedule& schedule, const std::vector<StageCost>& costs, 
   return true;
 }
 
-// Times a fixed one-chunk-per-rank order as the greedy timer does (async p2p, cost_p2p on every
-// cross-rank edge, each pass as soon as its input is there and its rank is free).
-Candidate TimeFixedOrder(Schedule schedule, const PipelineCosts& pipeline) {
+}  // namespace
+
+std::optional<TimedOrder> TimeOrder(Schedule schedule, const PipelineCosts& pipeline) {
   const std::vector<StageCost>& costs = pipeline.stages;
   const int32_t p = schedule.num_ranks;
+  const int32_t stages = schedule.num_stages;
   const int32_t m = schedule.num_microbatches;
-  std::vector<int64_t> forward_end(static_cast<size_t>(p) * m, kUnknown);
-  std::vector<int64_t> input_end(static_cast<size_t>(p) * m, kUnknown);
+  const std::vector<int32_t> stage_rank = StageRanks(schedule);
+  // The transfer into stage s from s − 1 (activations) or s + 1 (gradients): none on one rank.
+  const auto crosses = [&stage_rank](int32_t from, int32_t to) {
+    return stage_rank[from] != stage_rank[to];
+  };
+  std::vector<int64_t> forward_end(static_cast<size_t>(stages) * m, kUnknown);
+  std::vector<int64_t> input_end(static_cast<size_t>(stages) * m, kUnknown);
   std::vector<size_t> next(static_cast<size_t>(p), 0);
   std::vector<int64_t> free_at(static_cast<size_t>(p), 0);
   std::vector<int64_t> first(static_cast<size_t>(p), kUnknown);
-  Candidate result;
   bool progress = true;
   while (progress) {
     progress = false;
@@ -504,24 +501,27 @@ Candidate TimeFixedOrder(Schedule schedule, const PipelineCosts& pipeline) {
       const auto& program = schedule.rank_actions[rank];
       while (next[rank] < program.size()) {
         const Action& action = program[next[rank]];
-        const size_t at = static_cast<size_t>(rank) * m + action.microbatch.value();
+        const int32_t stage = action.stage.value();
+        const size_t at = static_cast<size_t>(stage) * m + action.microbatch.value();
         int64_t ready = 0;
-        Time duration = costs[rank].forward;
+        Time duration = costs[stage].forward;
         if (action.kind == ActionKind::kForward) {
-          if (rank > 0) {
+          if (stage > 0) {
             const int64_t end = forward_end[at - m];
             if (end == kUnknown) break;
-            ready = end + pipeline.activation_p2p[rank - 1].ns();
+            ready = end + (crosses(stage - 1, stage) ? pipeline.activation_p2p[stage - 1].ns() : 0);
           }
         } else if (action.kind == ActionKind::kInputGrad) {
-          const int64_t end = rank + 1 < p ? input_end[at + m] : forward_end[at];
+          const bool last = stage + 1 == stages;
+          const int64_t end = last ? forward_end[at] : input_end[at + m];
           if (end == kUnknown) break;
-          ready = end + (rank + 1 < p ? pipeline.gradient_p2p[rank].ns() : 0);
-          duration = costs[rank].input_grad;
+          ready =
+              end + (!last && crosses(stage + 1, stage) ? pipeline.gradient_p2p[stage].ns() : 0);
+          duration = costs[stage].input_grad;
         } else {
           if (input_end[at] == kUnknown) break;
           ready = input_end[at];
-          duration = costs[rank].weight_grad;
+          duration = costs[stage].weight_grad;
         }
         const int64_t start = std::max(ready, free_at[rank]);
         const int64_t end = start + duration.ns();
@@ -534,19 +534,16 @@ Candidate TimeFixedOrder(Schedule schedule, const PipelineCosts& pipeline) {
       }
     }
   }
-  result.max_span = 0;
-  result.makespan = 0;
+  TimedOrder result;
   for (int32_t rank = 0; rank < p; ++rank) {
-    if (next[rank] < schedule.rank_actions[rank].size()) return Candidate();  // stuck: never kept
+    if (next[rank] < schedule.rank_actions[rank].size()) return std::nullopt;  // stuck
     if (first[rank] == kUnknown) continue;
-    result.max_span = std::max(result.max_span, free_at[rank] - first[rank]);
-    result.makespan = std::max(result.makespan, free_at[rank]);
+    result.max_span_ns = std::max(result.max_span_ns, free_at[rank] - first[rank]);
+    result.makespan_ns = std::max(result.makespan_ns, free_at[rank]);
   }
   result.schedule = std::move(schedule);
   return result;
 }
-
-}  // namespace
 
 Status CheckZbAutoParams(const GeneratorParams& params, std::string_view name) {
   return CheckOneChunkParams(params, name, "use 'zb-v' for two chunks per rank");
@@ -565,10 +562,10 @@ Result<Schedule> GenerateZbAuto(const GeneratorParams& params, const PipelineCos
                  std::to_string(stage_costs.size()) +
                  " stage costs for pp = " + std::to_string(params.pp)};
   }
-  Candidate best;
-  const auto keep = [&best](Candidate candidate) {
-    if (candidate.max_span < best.max_span ||
-        (candidate.max_span == best.max_span && candidate.makespan < best.makespan)) {
+  std::optional<TimedOrder> best;
+  const auto keep = [&best](std::optional<TimedOrder> candidate) {
+    if (candidate && (!best || std::tie(candidate->max_span_ns, candidate->makespan_ns) <
+                                   std::tie(best->max_span_ns, best->makespan_ns))) {
       best = std::move(candidate);
     }
   };
@@ -579,7 +576,7 @@ Result<Schedule> GenerateZbAuto(const GeneratorParams& params, const PipelineCos
     if (!seeded.ok()) continue;
     seeded.value().name = name;
     if (!WithinLimit(seeded.value(), stage_costs, limit_factor)) continue;
-    keep(TimeFixedOrder(std::move(seeded).value(), costs));
+    keep(TimeOrder(std::move(seeded).value(), costs));
   }
   for (const bool may_delay : {true, false}) {
     for (const bool short_gaps : {true, false}) {
@@ -596,12 +593,13 @@ Result<Schedule> GenerateZbAuto(const GeneratorParams& params, const PipelineCos
                              RoundKnobs{may_end_after, skip_ahead, fill_within_budget});
         std::optional<Schedule> order = builder.Build(EmptyLoopSchedule(params, name));
         if (order && WithinLimit(*order, stage_costs, limit_factor)) {
-          keep(TimeFixedOrder(std::move(*order), costs));
+          keep(TimeOrder(std::move(*order), costs));
         }
       }
     }
   }
-  return std::move(best.schedule);
+  if (!best) return Error{name + ": internal error: no order was kept"};
+  return std::move(best->schedule);
 }
 
 }  // namespace

@@ -139,6 +139,15 @@ Status CheckVShapeParams(const GeneratorParams& params, std::string_view name);
 // CSV reader calls it). REQUIRES: CheckVShapeParams passed.
 Schedule EmptyVSchedule(const GeneratorParams& params, std::string_view name);
 
+// The authors' V building blocks (Pipeline Parallelism with Controllable Memory; zbv_greedy.py's
+// stable patterns): V-Half's and V-Min's. SqueezedVBlock repeats one every 6 unit slots, squeezes
+// its warm-up and cool-down, places the W passes and lists the links in their receivers' order
+// (v_half.cc). REQUIRES: CheckVShapeParams passed.
+enum class VPattern { kHalf, kMin };
+Schedule SqueezedVBlock(const GeneratorParams& params, std::string_view name, VPattern pattern);
+// The longest span (last end − first start) of a rank in a unit-cost run; INT64_MAX on deadlock.
+int64_t UnitCostMaxSpan(const Schedule& schedule);
+
 // Each action's start in a unit-cost run of `schedule` (every F, I, W takes 1 and nothing else
 // costs time; each rank runs its program in order, an action once its inputs are done), indexed
 // by ActionSlot (INT64_MAX for an action the schedule lacks); empty when the programs deadlock.

@@ -60,10 +60,19 @@ std::vector<int> Timeline(const Slots& slots) {
   return timeline;
 }
 
-Slots BuildingBlock(int32_t rank, int32_t pp, int32_t microbatches) {
+// The block's first slots of rank `rank`: down F, up F, up I, down I of microbatch 0 (the
+// authors' stable patterns, zbv_greedy.py at 39f2c186).
+std::array<int64_t, 4> FirstSlots(VPattern pattern, int32_t rank, int32_t pp) {
+  if (pattern == VPattern::kMin) {
+    const int64_t offset = pp % 3 == 0 ? 2 : 0;
+    return {rank, 2 * pp - rank - 1, 2 * pp + offset + rank, 4 * pp + offset - rank - 1};
+  }
   const int64_t offset = pp % 2 == 0 ? 3 : 0;
-  const std::array<int64_t, 4> first = {2 * rank, 3 * pp - rank - 2, 3 * pp + offset + 2 * rank - 1,
-                                        6 * pp + offset - rank - 2};
+  return {2 * rank, 3 * pp - rank - 2, 3 * pp + offset + 2 * rank - 1, 6 * pp + offset - rank - 2};
+}
+
+Slots BuildingBlock(VPattern pattern, int32_t rank, int32_t pp, int32_t microbatches) {
+  const std::array<int64_t, 4> first = FirstSlots(pattern, rank, pp);
   Slots slots;
   for (int kind = 0; kind < 4; ++kind) {
     for (int32_t microbatch = 0; microbatch < microbatches; ++microbatch) {
@@ -313,10 +322,16 @@ Schedule AlignedLinks(const Schedule& schedule) {
 
 Result<Schedule> GenerateVHalf(const GeneratorParams& params) {
   STAGECRAFT_RETURN_IF_ERROR(CheckVShapeParams(params, "v-half"));
-  Schedule schedule = EmptyVSchedule(params, "v-half");
+  return SqueezedVBlock(params, "v-half", VPattern::kHalf);
+}
+
+int64_t UnitCostMaxSpan(const Schedule& schedule) { return MaxUnitSpan(schedule); }
+
+Schedule SqueezedVBlock(const GeneratorParams& params, std::string_view name, VPattern pattern) {
+  Schedule schedule = EmptyVSchedule(params, name);
   std::vector<Slots> ranks;
   for (int32_t rank = 0; rank < params.pp; ++rank) {
-    ranks.push_back(BuildingBlock(rank, params.pp, params.microbatches));
+    ranks.push_back(BuildingBlock(pattern, rank, params.pp, params.microbatches));
     FillWeightGrads(ranks.back());
   }
   Squeeze(ranks, /*weights_placed=*/true);

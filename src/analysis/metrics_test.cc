@@ -379,6 +379,43 @@ TEST(MetricsPaperTest, ZeroBubbleVReachesTheAuthorsGreedyScheduler) {
   }
 }
 
+// V-Half and V-Min on unequal costs against the authors' generator (zbv_greedy.py at 39f2c186:
+// its unit-slot order, then timed with the costs; memory "half" / "min"): each chunk half the
+// 1.5B model's Table 9 rank costs (m 24 row), c on every cross-rank edge. A run not bound to
+// rendezvous takes their order where it is faster than ours with its links aligned (v-half p 4
+// m 16: 0.121433 aligned). Acceptance (issue 12): at most +0.002 above theirs.
+TEST(MetricsPaperTest, VHalfAndVMinReachTheAuthorsGeneratorOnUnequalCosts) {
+  struct Case {
+    const char* name;
+    int32_t pp, microbatches;
+    double reference;
+  };
+  const Case cases[] = {
+      {"v-half", 4, 8, 0.182894},  {"v-half", 4, 16, 0.100651}, {"v-half", 6, 24, 0.122100},
+      {"v-half", 8, 24, 0.170151}, {"v-half", 8, 32, 0.133283}, {"v-half", 16, 48, 0.190173},
+      {"v-min", 4, 8, 0.346142},   {"v-min", 4, 16, 0.283439},  {"v-min", 6, 24, 0.293492},
+      {"v-min", 8, 24, 0.335264},  {"v-min", 8, 32, 0.308900},  {"v-min", 16, 48, 0.349004},
+  };
+  const ModelSpec model = Model(18'522'000, 18'086'000, 9'337'000);  // per rank, two chunks
+  LowerOptions options;
+  options.cost_p2p = Ns(601'000);
+  for (const Case& reference : cases) {
+    const GeneratorParams params{reference.pp, 2, reference.microbatches, 0};
+    PipelineCosts costs =
+        UniformPipelineCosts(UniformStageCosts(model, 2 * reference.pp, 2), options.cost_p2p);
+    const GenerateWithCostsFn generate = FindCostAwareScheduleGenerator(reference.name)->generate;
+    Result<Schedule> schedule = generate(params, costs);
+    ASSERT_TRUE(schedule.ok()) << schedule.error().message;
+    const SimRun run = SimulateSchedule(std::move(schedule).value(), model, options);
+    EXPECT_LE(run.metrics.bubble_rate_span, reference.reference + 0.002)
+        << reference.name << " p=" << reference.pp << " m=" << reference.microbatches;
+    // Bound to rendezvous, the plain order (links aligned) stands.
+    costs.links_in_receiver_order = true;
+    const GenerateFn plain = FindScheduleGenerator(reference.name).value()->generate;
+    EXPECT_EQ(generate(params, costs).value(), plain(params).value()) << reference.name;
+  }
+}
+
 TEST(MetricsTest, BubbleOverheadIsMegatronsForOneFOneB) {
   for (int32_t p : {2, 4, 8}) {
     for (int32_t m : {1, 3, 8, 16}) {

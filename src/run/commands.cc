@@ -144,7 +144,9 @@ std::vector<P2pMode> CheckModes(const RunSpec& flags, const PreparedRun& run) {
 Status RunCheck(const RunSpec& flags, Transcript& transcript) {
   std::ostream& out = transcript.out();
   std::ostream& err = transcript.err();
-  auto run = PrepareRun(flags);
+  RunSpec spec = flags;
+  spec.every_p2p_mode = !flags.p2p;  // CheckModes: every mode unless --p2p names one
+  auto run = PrepareRun(spec);
   if (!run.ok()) return run.error();
   err << FormatNotes(run.value().notes);
   CheckOptions options;

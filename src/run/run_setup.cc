@@ -501,7 +501,7 @@ const std::vector<RunOverride>& RunOverrides() {
 // provisional schedule (cluster links and payload state included), for a cost-aware generator;
 // then the generator's schedule replaces the provisional one. Direct and shadow-sync transfers
 // run beside the stage-to-stage chain and are not timed by the generator.
-Status TimeCostAwareSchedule(PreparedRun& run) {
+Status TimeCostAwareSchedule(PreparedRun& run, bool every_p2p_mode) {
   const CostAwareScheduleGenerator* timed =
       FindCostAwareScheduleGenerator(run.config.schedule.name);
   if (timed == nullptr || !run.config.schedule.csv.empty()) return Status::Ok();
@@ -512,6 +512,7 @@ Status TimeCostAwareSchedule(PreparedRun& run) {
   const int32_t stages = run.schedule.num_stages;
   PipelineCosts costs;
   costs.stages = run.stage_costs;
+  costs.links_in_receiver_order = every_p2p_mode || run.lower.mode == P2pMode::kRendezvous;
   costs.activation_p2p.assign(static_cast<size_t>(std::max(0, stages - 1)), Time());
   costs.gradient_p2p = costs.activation_p2p;
   for (const Task& task : graph.value().tasks) {
@@ -729,7 +730,7 @@ Result<PreparedRun> PrepareRun(const RunSpec& flags) {
     }
     STAGECRAFT_RETURN_IF_ERROR(PrepareLayerModel(run));
     STAGECRAFT_RETURN_IF_ERROR(CheckStageCosts(run));
-    STAGECRAFT_RETURN_IF_ERROR(TimeCostAwareSchedule(run));
+    STAGECRAFT_RETURN_IF_ERROR(TimeCostAwareSchedule(run, flags.every_p2p_mode));
     run.parallel_plan = PlanParallel(c, run.partition, run.schedule);
     run.lower.collectives = run.parallel_plan.collectives;
     run.lower.optimizer_step = run.parallel_plan.optimizer_step;
@@ -754,7 +755,7 @@ Result<PreparedRun> PrepareRun(const RunSpec& flags) {
   const int32_t chunks = std::max(1, run.schedule.chunks_per_rank());
   run.stage_costs = UniformStageCosts(c.model, std::max(1, run.schedule.num_stages), chunks);
   run.stage_costs.resize(static_cast<size_t>(run.schedule.num_stages), run.stage_costs.front());
-  STAGECRAFT_RETURN_IF_ERROR(TimeCostAwareSchedule(run));
+  STAGECRAFT_RETURN_IF_ERROR(TimeCostAwareSchedule(run, flags.every_p2p_mode));
   return run;
 }
 

@@ -71,6 +71,10 @@ struct RunSpec {
   std::optional<std::string> from_megatron;      // --from-megatron FILE (io/megatron_args.h)
   std::optional<std::string> from_torchtitan;    // --from-torchtitan FILE (io/torchtitan_config.h)
   std::optional<std::string> from_deepspeed;     // --from-deepspeed PATH (io/deepspeed_config.h)
+  // The run must hold under every p2p mode (`check` without --p2p): a cost-aware schedule then
+  // keeps only orders whose links carry their messages in the receiver's order, as under
+  // rendezvous.
+  bool every_p2p_mode = false;
 };
 
 struct PreparedRun {

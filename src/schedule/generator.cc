@@ -29,10 +29,12 @@ const std::vector<ScheduleGenerator>& ScheduleGenerators() {
        "m>=2p-1; a run takes it or the authors' greedy V order for its costs, the faster",
        GenerateZbV},
       {"v-half",
-       "V-Half (controllable memory): V building block, links aligned; (p+2)//2 microbatches",
+       "V-Half (controllable memory): V building block, links aligned; (p+2)//2 microbatches; "
+       "a run not bound to rendezvous takes the authors' order if faster",
        GenerateVHalf},
       {"v-min",
-       "V-Min (controllable memory): V placement, minimal-lifespan block; (p+4)//3 microbatches",
+       "V-Min (controllable memory): V placement, minimal-lifespan block; (p+4)//3 microbatches; "
+       "a run not bound to rendezvous takes the authors' order if faster",
        GenerateVMin},
       {"dualpipe",
        "DualPipe: bidirectional, two parameter copies (dual placement), F&B overlapped ops, "
@@ -64,6 +66,8 @@ const std::vector<CostAwareScheduleGenerator>& CostAwareScheduleGenerators() {
       // Also in the table above: that generator's order is the one used before the costs are
       // known (and without them); a run replaces it with this one's.
       {"zb-v", "", GenerateZbVAuto},
+      {"v-half", "", GenerateVHalfAuto},
+      {"v-min", "", GenerateVMinAuto},
   };
   return kGenerators;
 }

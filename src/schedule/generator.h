@@ -54,6 +54,9 @@ struct PipelineCosts {
   std::vector<StageCost> stages;
   std::vector<Time> activation_p2p;  // [cut], num_stages − 1 entries (or more)
   std::vector<Time> gradient_p2p;    // [cut]
+  // The run's p2p matches each send with a receive in issue order (rendezvous): only orders in
+  // which every link carries its messages in the order the receiver takes them will run.
+  bool links_in_receiver_order = false;
 };
 // Every cut costs `cost_p2p` both ways.
 PipelineCosts UniformPipelineCosts(std::vector<StageCost> stages, Time cost_p2p);
@@ -93,10 +96,17 @@ Result<Schedule> GenerateZb2p(const GeneratorParams& params, const PipelineCosts
 // The argument checks of zb-1p / zb-2p (one chunk per rank), so a caller can fail early.
 Status CheckZbAutoParams(const GeneratorParams& params, std::string_view name);
 // ZB-V for the run's costs (zb_v_auto.cc): the handcrafted ZB-V above or the authors' greedy V
-// order, whichever has the smaller largest span; at most 2p chunk activations (M_B-weighted as
-// zb-2p's) per rank. REQUIRES of the caller: costs.stages has 2p entries, the p2p vectors at
+// order, whichever has the smaller largest span (the handcrafted one when
+// costs.links_in_receiver_order); at most 2p chunk activations (M_B-weighted as zb-2p's) per
+// rank. REQUIRES of the caller: costs.stages has 2p entries, the p2p vectors at
 // least 2p − 1.
 Result<Schedule> GenerateZbVAuto(const GeneratorParams& params, const PipelineCosts& costs);
+// V-Half and V-Min for the run's costs (v_half.cc, v_min.cc): the plain order (its links in their
+// receivers' order) or, unless costs.links_in_receiver_order, the authors' squeezed order as
+// their generator lists it, whichever has the smaller largest span at no more activation memory.
+// REQUIRES of the caller: as GenerateZbVAuto.
+Result<Schedule> GenerateVHalfAuto(const GeneratorParams& params, const PipelineCosts& costs);
+Result<Schedule> GenerateVMinAuto(const GeneratorParams& params, const PipelineCosts& costs);
 
 // A fixed order timed as the cost-aware generators time their candidates: async p2p, each pass
 // as soon as its input is there and its rank is free, a cut's transfer time added where its two
@@ -141,10 +151,19 @@ Schedule EmptyVSchedule(const GeneratorParams& params, std::string_view name);
 
 // The authors' V building blocks (Pipeline Parallelism with Controllable Memory; zbv_greedy.py's
 // stable patterns): V-Half's and V-Min's. SqueezedVBlock repeats one every 6 unit slots, squeezes
-// its warm-up and cool-down, places the W passes and lists the links in their receivers' order
-// (v_half.cc). REQUIRES: CheckVShapeParams passed.
+// its warm-up and cool-down, places the W passes and, with `align_links`, lists the links in
+// their receivers' order (v_half.cc; without, the authors' order, which deadlocks under
+// rendezvous p2p for most m > 2). REQUIRES: CheckVShapeParams passed.
 enum class VPattern { kHalf, kMin };
-Schedule SqueezedVBlock(const GeneratorParams& params, std::string_view name, VPattern pattern);
+Schedule SqueezedVBlock(const GeneratorParams& params, std::string_view name, VPattern pattern,
+                        bool align_links = true);
+// The most chunk activations a rank of `schedule` holds, from F until `release` (W: the paper's
+// accounting; I: the full activations, which the simulator holds until the I).
+int32_t PeakChunkActivations(const Schedule& schedule, ActionKind release);
+// The faster of two orders of one V shape for the run's costs (TimeOrder: the smaller largest
+// span, then the earlier makespan): `plain` always, `unaligned` only when the run does not need
+// links in their receivers' order and it holds no more chunk activations (F until W and I).
+Result<Schedule> FasterVOrder(Schedule plain, Schedule unaligned, const PipelineCosts& costs);
 // The longest span (last end − first start) of a rank in a unit-cost run; INT64_MAX on deadlock.
 int64_t UnitCostMaxSpan(const Schedule& schedule);
 

@@ -21,6 +21,10 @@
 // messages in the order the receiver takes them, no pass is listed before its unit-cost start in
 // the block's order, and no rank holds more chunk activations than there.
 //
+// A run that is not bound to rendezvous gets GenerateVHalfAuto instead (the cost-aware table):
+// the aligned order or the authors' unaligned one, the faster for its costs (on unequal costs the
+// alignment can cost time: 1.5B Table 9 costs, p 4, m 16, bubble 0.121433 against 0.100651).
+//
 // With F = I = W the bubble rate (span) equals the reference generator's on every case measured,
 // after the alignment as before it (v_shape_test.cc, 19 cases p 2-24, m 2p-8p: p 4 m 16 0.049505,
 // p 8 m 32 0.081340; the older greedy list scheduler gave 0.067961 and 0.102804). For some m
@@ -327,7 +331,8 @@ Result<Schedule> GenerateVHalf(const GeneratorParams& params) {
 
 int64_t UnitCostMaxSpan(const Schedule& schedule) { return MaxUnitSpan(schedule); }
 
-Schedule SqueezedVBlock(const GeneratorParams& params, std::string_view name, VPattern pattern) {
+Schedule SqueezedVBlock(const GeneratorParams& params, std::string_view name, VPattern pattern,
+                        bool align_links) {
   Schedule schedule = EmptyVSchedule(params, name);
   std::vector<Slots> ranks;
   for (int32_t rank = 0; rank < params.pp; ++rank) {
@@ -344,7 +349,15 @@ Schedule SqueezedVBlock(const GeneratorParams& params, std::string_view name, VP
     FillWeightGrads(ranks[rank]);
     schedule.rank_actions[rank] = Program(ranks[rank], rank, params.pp);
   }
-  return params.pp < 2 ? schedule : AlignedLinks(schedule);
+  return params.pp < 2 || !align_links ? schedule : AlignedLinks(schedule);
+}
+
+Result<Schedule> GenerateVHalfAuto(const GeneratorParams& params, const PipelineCosts& costs) {
+  STAGECRAFT_RETURN_IF_ERROR(CheckVShapeParams(params, "v-half"));
+  Schedule aligned = SqueezedVBlock(params, "v-half", VPattern::kHalf);
+  return FasterVOrder(std::move(aligned),
+                      SqueezedVBlock(params, "v-half", VPattern::kHalf, /*align_links=*/false),
+                      costs);
 }
 
 }  // namespace stagecraft

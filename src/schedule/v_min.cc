@@ -90,21 +90,6 @@ void AppendRepeatedBlock(const MinimalVBlock& block, int32_t rank, int32_t pp, i
   for (const auto& [time, action] : timed) actions.push_back(action);
 }
 
-// The most chunk activations a rank holds, from F until `release` (W: the paper's accounting; I:
-// the full activations, which the simulator's memory holds until the I).
-int32_t PeakChunkActivations(const Schedule& schedule, ActionKind release) {
-  int32_t peak = 0;
-  for (const std::vector<Action>& program : schedule.rank_actions) {
-    int32_t held = 0;
-    for (const Action& action : program) {
-      if (action.kind == ActionKind::kForward) ++held;
-      if (action.kind == release) --held;
-      peak = std::max(peak, held);
-    }
-  }
-  return peak;
-}
-
 }  // namespace
 
 Result<Schedule> GenerateVMin(const GeneratorParams& params) {
@@ -124,6 +109,14 @@ Result<Schedule> GenerateVMin(const GeneratorParams& params) {
                                   PeakChunkActivations(schedule, ActionKind::kInputGrad);
   if (no_more_memory && UnitCostMaxSpan(squeezed) < UnitCostMaxSpan(schedule)) return squeezed;
   return schedule;
+}
+
+Result<Schedule> GenerateVMinAuto(const GeneratorParams& params, const PipelineCosts& costs) {
+  auto plain = GenerateVMin(params);
+  if (!plain.ok()) return plain.error();
+  return FasterVOrder(std::move(plain).value(),
+                      SqueezedVBlock(params, "v-min", VPattern::kMin, /*align_links=*/false),
+                      costs);
 }
 
 }  // namespace stagecraft

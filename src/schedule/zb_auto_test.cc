@@ -142,6 +142,9 @@ TEST(ZbVAutoTest, EveryActionOnceWithinTheLimitAndNoSlowerThanHandcrafted) {
           }
         }
       }
+      PipelineCosts rendezvous = costs;
+      rendezvous.links_in_receiver_order = true;
+      EXPECT_EQ(GenerateZbVAuto(params, rendezvous).value(), GenerateZbV(params).value());
       const auto ours = TimeOrder(schedule.value(), costs);
       const auto handcrafted = TimeOrder(GenerateZbV(params).value(), costs);
       ASSERT_TRUE(ours.has_value());

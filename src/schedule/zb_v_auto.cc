@@ -2,7 +2,8 @@
 // nothing is sent; with other costs the authors build the order greedily instead
 // (sail-sg/zero-bubble-pipeline-parallelism, scheduler/zbv.py `try_v_schedule`, commit 39f2c186,
 // read for its decisions). Both are timed (TimeOrder) and the smaller largest span is kept, the
-// earlier makespan on a tie.
+// earlier makespan on a tie; a run that needs links in their receivers' order (rendezvous, or
+// `check` of every mode) keeps the handcrafted order.
 //
 // The greedy V order, rank r holding the down stage r and the up stage 2p − 1 − r:
 //   - warm-up: a down F on every rank; then, from the last rank back, each rank takes one up F
@@ -371,6 +372,8 @@ Result<Schedule> GenerateZbVAuto(const GeneratorParams& params, const PipelineCo
   }
   auto handcrafted = GenerateZbV(params);
   if (!handcrafted.ok()) return handcrafted.error();
+  // Under rendezvous the handcrafted order runs for m <= p; the greedy one is not checked for it.
+  if (costs.links_in_receiver_order) return handcrafted;
   std::optional<TimedOrder> best = TimeOrder(std::move(handcrafted).value(), costs);
   const auto keep = [&best](std::optional<TimedOrder> candidate) {
     if (candidate && (!best || std::tie(candidate->max_span_ns, candidate->makespan_ns) <

@@ -414,17 +414,22 @@ GeneratorParams ParamsOf(const Config& c) {
                          c.schedule.group_size};
 }
 
-// A generator from either table. A cost-aware generator (zb-1p, zb-2p, zb-v) times the
-// pipeline while it builds it, which needs the stage costs and the transfers, which need a
-// partition, which needs the placement: here it gets a provisional schedule of the same shape
-// and placement (zb-v its handcrafted order, the others ZB-H1: one chunk per rank, loop
-// placement), and TimeCostAwareSchedule replaces it once the run is lowered.
+// A generator from either table. A cost-aware generator (zb-1p, zb-2p; zb-v, v-half, v-min)
+// times the pipeline while it builds it, which needs the stage costs and the transfers, which
+// need a partition, which needs the placement: here it gets a cheap provisional schedule of the
+// same shape and placement (the handcrafted ZB-V for the V ones, ZB-H1 for the others: one chunk
+// per rank, loop placement), and TimeCostAwareSchedule replaces it once the run is lowered.
 Result<Schedule> GenerateNamedSchedule(const Config& c) {
   const GeneratorParams params = ParamsOf(c);
   auto generator = FindScheduleGenerator(c.schedule.name);
-  if (!generator.ok() && FindCostAwareScheduleGenerator(c.schedule.name) != nullptr) {
-    STAGECRAFT_RETURN_IF_ERROR(CheckZbAutoParams(params, c.schedule.name));
-    auto provisional = GenerateZbH1(params);
+  if (FindCostAwareScheduleGenerator(c.schedule.name) != nullptr) {
+    const bool v_shape = RequiredChunksPerRank(c.schedule.name) == 2;
+    if (v_shape) {
+      STAGECRAFT_RETURN_IF_ERROR(CheckVShapeParams(params, c.schedule.name));
+    } else {
+      STAGECRAFT_RETURN_IF_ERROR(CheckZbAutoParams(params, c.schedule.name));
+    }
+    auto provisional = v_shape ? GenerateZbV(params) : GenerateZbH1(params);
     if (!provisional.ok()) return provisional.error();
     provisional.value().name = c.schedule.name;
     return provisional;

@@ -157,6 +157,9 @@ Schedule EmptyVSchedule(const GeneratorParams& params, std::string_view name);
 enum class VPattern { kHalf, kMin };
 Schedule SqueezedVBlock(const GeneratorParams& params, std::string_view name, VPattern pattern,
                         bool align_links = true);
+// `schedule` (a V order, e.g. SqueezedVBlock's unaligned) with its links listed in their
+// receivers' order as SqueezedVBlock aligns them; unchanged for p < 2.
+Schedule AlignVSchedule(const Schedule& schedule);
 // The most chunk activations a rank of `schedule` holds, from F until `release` (W: the paper's
 // accounting; I: the full activations, which the simulator holds until the I).
 int32_t PeakChunkActivations(const Schedule& schedule, ActionKind release);

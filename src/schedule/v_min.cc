@@ -90,33 +90,44 @@ void AppendRepeatedBlock(const MinimalVBlock& block, int32_t rank, int32_t pp, i
   for (const auto& [time, action] : timed) actions.push_back(action);
 }
 
-}  // namespace
-
-Result<Schedule> GenerateVMin(const GeneratorParams& params) {
-  STAGECRAFT_RETURN_IF_ERROR(CheckVShapeParams(params, "v-min"));
+Schedule OurVMin(const GeneratorParams& params) {
   Schedule schedule = EmptyVSchedule(params, "v-min");
   const MinimalVBlock block(params.pp);
   for (int32_t rank = 0; rank < params.pp; ++rank) {
     AppendRepeatedBlock(block, rank, params.pp, params.microbatches, schedule.rank_actions[rank]);
   }
-  // The authors' V-Min block, squeezed as V-Half's is, where its unit-cost span is shorter at no
-  // more activation memory (for p a multiple of 3 their block leaves 2 slots between the F and I
-  // chains, ours none).
-  Schedule squeezed = SqueezedVBlock(params, "v-min", VPattern::kMin);
-  const bool no_more_memory = PeakChunkActivations(squeezed, ActionKind::kWeightGrad) <=
-                                  PeakChunkActivations(schedule, ActionKind::kWeightGrad) &&
-                              PeakChunkActivations(squeezed, ActionKind::kInputGrad) <=
-                                  PeakChunkActivations(schedule, ActionKind::kInputGrad);
-  if (no_more_memory && UnitCostMaxSpan(squeezed) < UnitCostMaxSpan(schedule)) return squeezed;
   return schedule;
 }
 
+// The shorter of our block and the authors' (squeezed, links aligned) at no more activation
+// memory. Only for p a multiple of 3 do they differ in more than the W slots: there their block
+// leaves 2 slots between the F and I chains, ours none; otherwise both put rank r's F at r and
+// 2p − 1 − r and its I at 2p + r and 4p − 1 − r, and the same span was measured.
+Schedule ShorterVMin(const GeneratorParams& params, Schedule authors) {
+  Schedule schedule = OurVMin(params);
+  const bool no_more_memory = PeakChunkActivations(authors, ActionKind::kWeightGrad) <=
+                                  PeakChunkActivations(schedule, ActionKind::kWeightGrad) &&
+                              PeakChunkActivations(authors, ActionKind::kInputGrad) <=
+                                  PeakChunkActivations(schedule, ActionKind::kInputGrad);
+  if (no_more_memory && UnitCostMaxSpan(authors) < UnitCostMaxSpan(schedule)) return authors;
+  return schedule;
+}
+
+}  // namespace
+
+Result<Schedule> GenerateVMin(const GeneratorParams& params) {
+  STAGECRAFT_RETURN_IF_ERROR(CheckVShapeParams(params, "v-min"));
+  if (params.pp % 3 != 0) return OurVMin(params);  // the authors' F and I slots are ours
+  return ShorterVMin(params, SqueezedVBlock(params, "v-min", VPattern::kMin));
+}
+
 Result<Schedule> GenerateVMinAuto(const GeneratorParams& params, const PipelineCosts& costs) {
-  auto plain = GenerateVMin(params);
-  if (!plain.ok()) return plain.error();
-  return FasterVOrder(std::move(plain).value(),
-                      SqueezedVBlock(params, "v-min", VPattern::kMin, /*align_links=*/false),
-                      costs);
+  STAGECRAFT_RETURN_IF_ERROR(CheckVShapeParams(params, "v-min"));
+  // One squeeze for both of the authors' candidates: as listed, and with its links aligned.
+  Schedule unaligned = SqueezedVBlock(params, "v-min", VPattern::kMin, /*align_links=*/false);
+  Schedule plain =
+      params.pp % 3 != 0 ? OurVMin(params) : ShorterVMin(params, AlignVSchedule(unaligned));
+  return FasterVOrder(std::move(plain), std::move(unaligned), costs);
 }
 
 }  // namespace stagecraft

@@ -21,6 +21,7 @@
 #include <deque>
 #include <limits>
 #include <optional>
+#include <set>
 #include <string>
 #include <tuple>
 
@@ -75,21 +76,16 @@ class GreedyTimer {
         knobs_(knobs),
         ranks_(static_cast<size_t>(pp_)),
         forward_end_(static_cast<size_t>(pp_) * microbatches_, kUnknown),
-        input_grad_end_(static_cast<size_t>(pp_) * microbatches_, kUnknown) {}
+        input_grad_end_(static_cast<size_t>(pp_) * microbatches_, kUnknown) {
+    for (int32_t rank = 0; rank < pp_; ++rank) clocks_.insert({0, false, rank});
+  }
 
   Result<TimedOrder> Run(Schedule schedule) {
     schedule_ = std::move(schedule);
-    while (true) {
-      int32_t rank = -1;
-      for (int32_t candidate = 0; candidate < pp_; ++candidate) {
-        const RankState& state = ranks_[candidate];
-        if (state.now != kNever &&
-            (rank < 0 || std::tie(state.now, state.waiting) <
-                             std::tie(ranks_[rank].now, ranks_[rank].waiting))) {
-          rank = candidate;
-        }
-      }
-      if (rank < 0) break;
+    // The rank that decides next: the earliest clock, a rank not waiting before one that is,
+    // the lowest rank on a tie.
+    while (!clocks_.empty()) {
+      const int32_t rank = std::get<2>(*clocks_.begin());
       if (!Decide(rank)) {
         return Error{schedule_.name + ": internal error: the greedy schedule stalled on rank " +
                      std::to_string(rank)};
@@ -154,19 +150,30 @@ class GreedyTimer {
                      cost.weight_grad);
       }
     }
+    // The next clock of another rank after `now`, and whether another rank still decides at `now`.
+    const auto later = clocks_.upper_bound({now, true, std::numeric_limits<int32_t>::max()});
+    if (later != clocks_.end()) next_event = std::min(next_event, std::get<0>(*later));
     bool others_deciding_now = false;
-    for (const RankState& other : ranks_) {
-      if (other.now != kNever && other.now > now) next_event = std::min(next_event, other.now);
-      if (&other != &state && other.now == now && !other.waiting) others_deciding_now = true;
+    for (auto at = clocks_.lower_bound({now, false, 0});
+         at != clocks_.end() && std::get<0>(*at) == now && !std::get<1>(*at); ++at) {
+      if (std::get<2>(*at) != rank) others_deciding_now = true;
     }
     if (next_event == kNever) {
       if (!others_deciding_now) return false;
-      state.waiting = true;
+      SetClock(rank, now, true);
       return true;
     }
-    state.now = next_event;
-    state.waiting = false;
+    SetClock(rank, next_event, false);
     return true;
+  }
+
+  // Moves `rank`'s clock (kNever: it has nothing left) and its place in clocks_.
+  void SetClock(int32_t rank, int64_t now, bool waiting) {
+    RankState& state = ranks_[rank];
+    if (state.now != kNever) clocks_.erase({state.now, state.waiting, rank});
+    state.now = now;
+    state.waiting = waiting;
+    if (now != kNever) clocks_.insert({now, waiting, rank});
   }
 
   MemoryUnits Units(int32_t rank) const { return UnitsOf(stage_costs_[rank], limit_factor_, pp_); }
@@ -175,9 +182,7 @@ class GreedyTimer {
     RankState& state = ranks_[rank];
     const int64_t end = state.now + duration.ns();
     if (state.first_start == kUnknown) state.first_start = state.now;
-    state.waiting = false;
     state.last_end = end;
-    state.now = end;
     schedule_.rank_actions[rank].push_back({StageId(rank), kind, MicrobatchId(microbatch)});
     switch (kind) {
       case ActionKind::kForward:
@@ -196,10 +201,10 @@ class GreedyTimer {
         state.held += Units(rank).weight_grad;
         break;
     }
-    if (state.next_forward == microbatches_ && state.next_input_grad == microbatches_ &&
-        state.pending_weight_grads.empty()) {
-      state.now = kNever;
-    }
+    const bool finished = state.next_forward == microbatches_ &&
+                          state.next_input_grad == microbatches_ &&
+                          state.pending_weight_grads.empty();
+    SetClock(rank, finished ? kNever : end, false);
     return true;
   }
 
@@ -210,8 +215,9 @@ class GreedyTimer {
   int32_t limit_factor_;
   Knobs knobs_;
   std::vector<RankState> ranks_;
-  std::vector<int64_t> forward_end_;     // ns, per (rank, microbatch)
-  std::vector<int64_t> input_grad_end_;  // ns, per (rank, microbatch)
+  std::set<std::tuple<int64_t, bool, int32_t>> clocks_;  // (now, waiting, rank), kNever left out
+  std::vector<int64_t> forward_end_;                     // ns, per (rank, microbatch)
+  std::vector<int64_t> input_grad_end_;                  // ns, per (rank, microbatch)
   Schedule schedule_;
 };
 

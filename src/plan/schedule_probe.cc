@@ -99,8 +99,8 @@ Result<ScheduleProbe> ProbeSchedule(const std::string& name, int32_t pp, int32_t
   params.microbatches = microbatches;
   Result<Schedule> schedule = Error{""};
   if (const CostAwareScheduleGenerator* aware = FindCostAwareScheduleGenerator(name)) {
-    // zb-1p and zb-2p take one stage cost per rank; zb-v (in the plain table too) checks its
-    // own shape.
+    // zb-1p and zb-2p take one stage cost per rank; the V schedules (in the plain table too)
+    // check their own shape.
     if (!FindScheduleGenerator(name).ok()) {
       STAGECRAFT_RETURN_IF_ERROR(CheckZbAutoParams(params, name));
     }

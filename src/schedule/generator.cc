@@ -63,8 +63,8 @@ const std::vector<CostAwareScheduleGenerator>& CostAwareScheduleGenerators() {
        "Zero Bubble automatic: greedy heuristics on the run's costs and transfers, seeded with "
        "ZB-H1/H2, memory <= 2p*M_B per rank",
        GenerateZb2p},
-      // Also in the table above: that generator's order is the one used before the costs are
-      // known (and without them); a run replaces it with this one's.
+      // Also in the table above, whose generator gives the schedule to callers without costs
+      // (unit tests, library callers); a run (PrepareRun) and the planner's probe use these.
       {"zb-v", "", GenerateZbVAuto},
       {"v-half", "", GenerateVHalfAuto},
       {"v-min", "", GenerateVMinAuto},

@@ -44,9 +44,9 @@ int32_t RequiredChunksPerRank(std::string_view name);
 // Cost-aware generators: a second, equally constant table for generators that time the pipeline
 // while they build it, so they also need the per-stage costs and the p2p cost. `list` prints
 // them after the table above; the CLI looks here first (PrepareRun), and a config's
-// schedule.name may name either table. A name in both tables (zb-v) is a schedule whose plain
-// order stands until the costs are known and is then replaced by the cost-aware one's; `list`
-// prints it once, from the table above.
+// schedule.name may name either table. A name in both tables (zb-v, v-half, v-min) has a plain
+// generator for callers without costs and a cost-aware one that a run uses; `list` prints it
+// once, from the table above.
 // What a cost-aware generator times: per stage its compute costs, per cut s (between stages s
 // and s + 1) how long an activation send and a gradient send take there (with a cluster, the
 // link's latency and bandwidth; with CSA2 state, the payload riding the send).

@@ -156,7 +156,10 @@ class GreedyTimer {
     bool others_deciding_now = false;
     for (auto at = clocks_.lower_bound({now, false, 0});
          at != clocks_.end() && std::get<0>(*at) == now && !std::get<1>(*at); ++at) {
-      if (std::get<2>(*at) != rank) others_deciding_now = true;
+      if (std::get<2>(*at) != rank) {
+        others_deciding_now = true;
+        break;
+      }
     }
     if (next_event == kNever) {
       if (!others_deciding_now) return false;
@@ -310,6 +313,7 @@ class RoundBuilder {
     if (ready == kUnknown) return false;
     const int64_t start = std::max(state.free, ready);
     if (state.forwards > 0) state.idle += start - state.free;
+    largest_idle_ = std::max(largest_idle_, state.idle);
     const StageCost& cost = Cost(rank);
     const MemoryUnits units = Units(rank);
     switch (kind) {
@@ -333,11 +337,7 @@ class RoundBuilder {
     return true;
   }
 
-  int64_t LargestIdle() const {
-    int64_t largest = 0;
-    for (const Rank& state : ranks_) largest = std::max(largest, state.idle);
-    return largest;
-  }
+  int64_t LargestIdle() const { return largest_idle_; }
 
   // W passes before `kind` on `rank`: those the memory limit needs, then those filling the wait
   // for its input (`arrival`, kUnknown when the rank need not wait for another rank).
@@ -462,6 +462,7 @@ class RoundBuilder {
   int32_t limit_factor_;
   RoundKnobs knobs_;
   std::vector<Rank> ranks_;
+  int64_t largest_idle_ = 0;  // ns, the most any rank has idled so far (idle never falls)
   std::vector<int64_t> forward_end_;     // ns, per (rank, microbatch)
   std::vector<int64_t> input_grad_end_;  // ns, per (rank, microbatch)
   Schedule schedule_;

@@ -131,8 +131,7 @@ class VGreedy {
   }
 
   int64_t LargestIdle(int32_t rank) const {
-    int64_t largest = 0;
-    for (const Rank& state : ranks_) largest = std::max(largest, state.idle);
+    int64_t largest = largest_idle_;
     if (allowance_ != nullptr) {
       largest = std::max(largest, largest_allowed_ - (*allowance_)[rank]);
     }
@@ -145,6 +144,7 @@ class VGreedy {
     const int32_t stage = StageOf(rank, side);
     const int64_t start = std::max(state.free, ready);
     if (state.forwards[kDown] > 0) state.idle += start - state.free;
+    largest_idle_ = std::max(largest_idle_, state.idle);
     const StageCost& cost = Cost(stage);
     switch (kind) {
       case ActionKind::kForward:
@@ -331,6 +331,7 @@ class VGreedy {
   const std::vector<int64_t>* allowance_;  // the previous run's idle per rank, or null
   int64_t largest_allowed_ = 0;
   std::vector<Rank> ranks_;
+  int64_t largest_idle_ = 0;  // ns, the most any rank has idled so far (idle never falls)
   std::vector<int64_t> forward_end_;     // ns, per (stage, microbatch)
   std::vector<int64_t> input_grad_end_;  // ns, per (stage, microbatch)
   Schedule schedule_;

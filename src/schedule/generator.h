@@ -118,6 +118,25 @@ struct TimedOrder {
   int64_t makespan_ns = 0;
 };
 std::optional<TimedOrder> TimeOrder(Schedule schedule, const PipelineCosts& costs);
+// Keeps `candidate` in `best` when it has the smaller largest span, or the same and an earlier
+// makespan (how the cost-aware generators choose among their orders).
+void KeepFaster(std::optional<TimedOrder>& best, std::optional<TimedOrder> candidate);
+
+// The Zero Bubble paper's weighted activation memory (App. G) of one stage: F adds M_B, I adds
+// M_W − M_B, W frees M_W, with M_B and M_W the stage's activation_bytes and weight_grad_bytes;
+// without M_B the unit is one activation held from F until its I (M_B = 1, M_W = 0). `limit` is
+// factor·p·M_B.
+struct MemoryUnits {
+  int64_t forward;      // +M_B
+  int64_t input_grad;   // M_W − M_B
+  int64_t weight_grad;  // −M_W
+  int64_t limit;        // factor·p·M_B
+};
+MemoryUnits UnitsOf(const StageCost& cost, int32_t factor, int32_t pp);
+// True when no rank's running total of its passes' units (each of its stage) goes above the
+// limit of the rank's first stage (the loop's only stage, the V's down stage).
+bool WithinActivationLimit(const Schedule& schedule, const std::vector<StageCost>& costs,
+                           int32_t factor);
 
 // One rank of a Zero-Bubble handcrafted schedule (ZB-H1, ZB-H2; defined in zb_h1.cc): `warmup`
 // forwards, then (F, I) pairs, then the remaining I passes; the I of microbatch k is followed by
@@ -163,6 +182,9 @@ Schedule AlignVSchedule(const Schedule& schedule);
 // The most chunk activations a rank of `schedule` holds, from F until `release` (W: the paper's
 // accounting; I: the full activations, which the simulator holds until the I).
 int32_t PeakChunkActivations(const Schedule& schedule, ActionKind release);
+// True when `candidate` holds no more chunk activations than `reference` on any rank's peak, from
+// F until W and from F until I.
+bool HoldsNoMoreActivations(const Schedule& candidate, const Schedule& reference);
 // The faster of two orders of one V shape for the run's costs (TimeOrder: the smaller largest
 // span, then the earlier makespan): `plain` always, `unaligned` only when the run does not need
 // links in their receivers' order and it holds no more chunk activations (F until W and I).

@@ -105,11 +105,10 @@ Schedule OurVMin(const GeneratorParams& params) {
 // 2p − 1 − r and its I at 2p + r and 4p − 1 − r, and the same span was measured.
 Schedule ShorterVMin(const GeneratorParams& params, Schedule authors) {
   Schedule schedule = OurVMin(params);
-  const bool no_more_memory = PeakChunkActivations(authors, ActionKind::kWeightGrad) <=
-                                  PeakChunkActivations(schedule, ActionKind::kWeightGrad) &&
-                              PeakChunkActivations(authors, ActionKind::kInputGrad) <=
-                                  PeakChunkActivations(schedule, ActionKind::kInputGrad);
-  if (no_more_memory && UnitCostMaxSpan(authors) < UnitCostMaxSpan(schedule)) return authors;
+  if (HoldsNoMoreActivations(authors, schedule) &&
+      UnitCostMaxSpan(authors) < UnitCostMaxSpan(schedule)) {
+    return authors;
+  }
   return schedule;
 }
 

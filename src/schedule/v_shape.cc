@@ -5,7 +5,6 @@
 #include <algorithm>
 #include <optional>
 #include <string>
-#include <tuple>
 
 #include "schedule/generator.h"
 
@@ -49,6 +48,15 @@ int32_t PeakChunkActivations(const Schedule& schedule, ActionKind release) {
   return peak;
 }
 
+bool HoldsNoMoreActivations(const Schedule& candidate, const Schedule& reference) {
+  for (const ActionKind release : {ActionKind::kWeightGrad, ActionKind::kInputGrad}) {
+    if (PeakChunkActivations(candidate, release) > PeakChunkActivations(reference, release)) {
+      return false;
+    }
+  }
+  return true;
+}
+
 Result<Schedule> FasterVOrder(Schedule plain, Schedule unaligned, const PipelineCosts& costs) {
   const size_t stages = static_cast<size_t>(plain.num_stages);
   if (costs.stages.size() != stages || costs.activation_p2p.size() + 1 < stages ||
@@ -57,17 +65,11 @@ Result<Schedule> FasterVOrder(Schedule plain, Schedule unaligned, const Pipeline
                  "cut, got " + std::to_string(costs.stages.size()) + " stage costs for " +
                  std::to_string(stages) + " stages"};
   }
-  const bool no_more_memory = PeakChunkActivations(unaligned, ActionKind::kWeightGrad) <=
-                                  PeakChunkActivations(plain, ActionKind::kWeightGrad) &&
-                              PeakChunkActivations(unaligned, ActionKind::kInputGrad) <=
-                                  PeakChunkActivations(plain, ActionKind::kInputGrad);
+  const bool no_more_memory = HoldsNoMoreActivations(unaligned, plain);
   std::optional<TimedOrder> best = TimeOrder(std::move(plain), costs);
   if (!best) return Error{"internal error: a V order is stuck"};
-  if (costs.links_in_receiver_order || !no_more_memory) return std::move(best->schedule);
-  std::optional<TimedOrder> other = TimeOrder(std::move(unaligned), costs);
-  if (other && std::tie(other->max_span_ns, other->makespan_ns) <
-                   std::tie(best->max_span_ns, best->makespan_ns)) {
-    return std::move(other->schedule);
+  if (!costs.links_in_receiver_order && no_more_memory) {
+    KeepFaster(best, TimeOrder(std::move(unaligned), costs));
   }
   return std::move(best->schedule);
 }

@@ -49,21 +49,6 @@ struct RankState {
   bool waiting = false;  // nothing to do at `now` until the other ranks at `now` have decided
 };
 
-struct MemoryUnits {
-  int64_t forward;      // +M_B
-  int64_t input_grad;   // M_W − M_B
-  int64_t weight_grad;  // −M_W
-  int64_t limit;        // k·p·M_B
-};
-
-// A stage's weighted memory deltas under the limit factor·p·M_B, or counts of activations (F
-// until I) when it has no M_B.
-MemoryUnits UnitsOf(const StageCost& cost, int32_t factor, int32_t pp) {
-  const int64_t m_b = cost.activation_bytes > 0 ? cost.activation_bytes : 1;
-  const int64_t m_w = cost.activation_bytes > 0 ? cost.weight_grad_bytes : 0;
-  return {m_b, m_w - m_b, -m_w, static_cast<int64_t>(factor) * pp * m_b};
-}
-
 class GreedyTimer {
  public:
   GreedyTimer(const GeneratorParams& params, const std::vector<StageCost>& stage_costs,
@@ -468,23 +453,36 @@ class RoundBuilder {
   Schedule schedule_;
 };
 
-// The weighted memory units of MemoryUnits, for a whole schedule: true when no rank's running
-// total goes above factor·p·M_B.
-bool WithinLimit(const Schedule& schedule, const std::vector<StageCost>& costs, int32_t factor) {
+}  // namespace
+
+MemoryUnits UnitsOf(const StageCost& cost, int32_t factor, int32_t pp) {
+  const int64_t m_b = cost.activation_bytes > 0 ? cost.activation_bytes : 1;
+  const int64_t m_w = cost.activation_bytes > 0 ? cost.weight_grad_bytes : 0;
+  return {m_b, m_w - m_b, -m_w, static_cast<int64_t>(factor) * pp * m_b};
+}
+
+bool WithinActivationLimit(const Schedule& schedule, const std::vector<StageCost>& costs,
+                           int32_t factor) {
   for (size_t rank = 0; rank < schedule.rank_actions.size(); ++rank) {
-    const MemoryUnits units = UnitsOf(costs[rank], factor, schedule.num_ranks);
+    const int64_t limit = UnitsOf(costs[rank], factor, schedule.num_ranks).limit;
     int64_t held = 0;
     for (const Action& action : schedule.rank_actions[rank]) {
+      const MemoryUnits units = UnitsOf(costs[action.stage.value()], factor, schedule.num_ranks);
       if (action.kind == ActionKind::kForward) held += units.forward;
       if (action.kind == ActionKind::kInputGrad) held += units.input_grad;
       if (action.kind == ActionKind::kWeightGrad) held += units.weight_grad;
-      if (held > units.limit) return false;
+      if (held > limit) return false;
     }
   }
   return true;
 }
 
-}  // namespace
+void KeepFaster(std::optional<TimedOrder>& best, std::optional<TimedOrder> candidate) {
+  if (candidate && (!best || std::tie(candidate->max_span_ns, candidate->makespan_ns) <
+                                 std::tie(best->max_span_ns, best->makespan_ns))) {
+    best = std::move(candidate);
+  }
+}
 
 std::optional<TimedOrder> TimeOrder(Schedule schedule, const PipelineCosts& pipeline) {
   const std::vector<StageCost>& costs = pipeline.stages;
@@ -570,27 +568,21 @@ Result<Schedule> GenerateZbAuto(const GeneratorParams& params, const PipelineCos
                  " stage costs for pp = " + std::to_string(params.pp)};
   }
   std::optional<TimedOrder> best;
-  const auto keep = [&best](std::optional<TimedOrder> candidate) {
-    if (candidate && (!best || std::tie(candidate->max_span_ns, candidate->makespan_ns) <
-                                   std::tie(best->max_span_ns, best->makespan_ns))) {
-      best = std::move(candidate);
-    }
-  };
   // The hand schedules seed the search when they fit the limit: ZB-H1 holds p activations,
   // ZB-H2 2p − 1 (Table 2), so the greedy result is kept only where it beats them.
   for (const GenerateFn hand : {GenerateZbH1, GenerateZbH2}) {
     auto seeded = hand(params);
     if (!seeded.ok()) continue;
     seeded.value().name = name;
-    if (!WithinLimit(seeded.value(), stage_costs, limit_factor)) continue;
-    keep(TimeOrder(std::move(seeded).value(), costs));
+    if (!WithinActivationLimit(seeded.value(), stage_costs, limit_factor)) continue;
+    KeepFaster(best, TimeOrder(std::move(seeded).value(), costs));
   }
   for (const bool may_delay : {true, false}) {
     for (const bool short_gaps : {true, false}) {
       GreedyTimer timer(params, stage_costs, costs, limit_factor, Knobs{may_delay, short_gaps});
       auto candidate = timer.Run(EmptyLoopSchedule(params, name));
       if (!candidate.ok()) return candidate.error();
-      keep(std::move(candidate).value());
+      KeepFaster(best, std::move(candidate).value());
     }
   }
   for (const bool may_end_after : {true, false}) {
@@ -599,8 +591,8 @@ Result<Schedule> GenerateZbAuto(const GeneratorParams& params, const PipelineCos
         RoundBuilder builder(params, costs, limit_factor,
                              RoundKnobs{may_end_after, skip_ahead, fill_within_budget});
         std::optional<Schedule> order = builder.Build(EmptyLoopSchedule(params, name));
-        if (order && WithinLimit(*order, stage_costs, limit_factor)) {
-          keep(TimeOrder(std::move(*order), costs));
+        if (order && WithinActivationLimit(*order, stage_costs, limit_factor)) {
+          KeepFaster(best, TimeOrder(std::move(*order), costs));
         }
       }
     }

@@ -24,7 +24,6 @@
 #include <deque>
 #include <optional>
 #include <string>
-#include <tuple>
 #include <utility>
 
 #include "schedule/generator.h"
@@ -102,15 +101,9 @@ class VGreedy {
     return static_cast<size_t>(stage) * microbatches_ + microbatch;
   }
   const StageCost& Cost(int32_t stage) const { return costs_.stages[stage]; }
-  // The weighted memory of a stage's passes, as zb-2p's (a stage without M_B counts
-  // activations from F until I).
-  int64_t ForwardUnits(int32_t stage) const {
-    return Cost(stage).activation_bytes > 0 ? Cost(stage).activation_bytes : 1;
-  }
-  int64_t WeightGradUnits(int32_t stage) const {
-    return Cost(stage).activation_bytes > 0 ? Cost(stage).weight_grad_bytes : 0;
-  }
-  int64_t Limit(int32_t rank) const { return 2 * int64_t{pp_} * ForwardUnits(rank); }
+  // The weighted memory of a stage's passes under zb-2p's limit (UnitsOf).
+  MemoryUnits Units(int32_t stage) const { return UnitsOf(Cost(stage), 2, pp_); }
+  int64_t Limit(int32_t rank) const { return Units(StageOf(rank, kDown)).limit; }
 
   // When a pass's input is on its rank; kUnknown while its producer is not placed.
   int64_t ForwardReady(int32_t rank, int32_t side, int32_t microbatch) const {
@@ -150,19 +143,19 @@ class VGreedy {
       case ActionKind::kForward:
         state.free = start + cost.forward.ns();
         forward_end_[Index(stage, microbatch)] = state.free;
-        state.held += ForwardUnits(stage);
+        state.held += Units(stage).forward;
         ++state.forwards[side];
         break;
       case ActionKind::kInputGrad:
         state.free = start + cost.input_grad.ns();
         input_grad_end_[Index(stage, microbatch)] = state.free;
-        state.held += WeightGradUnits(stage) - ForwardUnits(stage);
+        state.held += Units(stage).input_grad;
         ++state.input_grads[side];
         state.pending_weight_grads.emplace_back(side, microbatch);
         break;
       default:
         state.free = start + cost.weight_grad.ns();
-        state.held -= WeightGradUnits(stage);
+        state.held += Units(stage).weight_grad;
         break;
     }
     schedule_.rank_actions[rank].push_back({StageId(stage), kind, MicrobatchId(microbatch)});
@@ -229,7 +222,7 @@ class VGreedy {
         if (arrival == kUnknown) return false;
         const int64_t forward = Cost(StageOf(rank, kDown)).forward.ns();
         // Room for the down F of this round and the 2·rank the ranks before will need.
-        while (ranks_[rank].held + ForwardUnits(rank) * (2 + 2 * int64_t{rank}) <= Limit(rank) &&
+        while (ranks_[rank].held + Units(rank).forward * (2 + 2 * int64_t{rank}) <= Limit(rank) &&
                ranks_[rank].free + forward <= arrival &&
                ranks_[rank].forwards[kDown] < microbatches_) {
           for (int32_t before = 0; before <= rank; ++before) {
@@ -292,7 +285,7 @@ class VGreedy {
       sides[rank] = InputGradSide(rank);
       Rank& state = ranks_[rank];
       const int32_t stage = StageOf(rank, sides[rank]);
-      while (state.held + WeightGradUnits(stage) - ForwardUnits(stage) > Limit(rank)) {
+      while (state.held + Units(stage).input_grad > Limit(rank)) {
         if (!PutWeightGrad(rank)) return false;
       }
     }
@@ -315,7 +308,7 @@ class VGreedy {
       const std::optional<int32_t> side = ForwardSide(rank);
       if (!side) continue;
       Rank& state = ranks_[rank];
-      while (state.held + ForwardUnits(StageOf(rank, *side)) > Limit(rank)) {
+      while (state.held + Units(StageOf(rank, *side)).forward > Limit(rank)) {
         if (!PutWeightGrad(rank)) return false;
       }
       if (!FillWait(rank, ForwardArrival(rank, *side), knobs_.fill_before_forward)) return false;
@@ -337,29 +330,6 @@ class VGreedy {
   Schedule schedule_;
 };
 
-// Every rank within 2p·M_B of its down stage, in zb-2p's weighted units.
-bool WithinVLimit(const Schedule& schedule, const std::vector<StageCost>& costs) {
-  const int32_t p = schedule.num_ranks;
-  for (int32_t rank = 0; rank < p; ++rank) {
-    const auto units_b = [&costs](int32_t stage) {
-      return costs[stage].activation_bytes > 0 ? costs[stage].activation_bytes : 1;
-    };
-    const auto units_w = [&costs](int32_t stage) {
-      return costs[stage].activation_bytes > 0 ? costs[stage].weight_grad_bytes : 0;
-    };
-    const int64_t limit = 2 * int64_t{p} * units_b(rank);
-    int64_t held = 0;
-    for (const Action& action : schedule.rank_actions[rank]) {
-      const int32_t stage = action.stage.value();
-      if (action.kind == ActionKind::kForward) held += units_b(stage);
-      if (action.kind == ActionKind::kInputGrad) held += units_w(stage) - units_b(stage);
-      if (action.kind == ActionKind::kWeightGrad) held -= units_w(stage);
-      if (held > limit) return false;
-    }
-  }
-  return true;
-}
-
 }  // namespace
 
 Result<Schedule> GenerateZbVAuto(const GeneratorParams& params, const PipelineCosts& costs) {
@@ -376,12 +346,6 @@ Result<Schedule> GenerateZbVAuto(const GeneratorParams& params, const PipelineCo
   // Under rendezvous the handcrafted order runs for m <= p; the greedy one is not checked for it.
   if (costs.links_in_receiver_order) return handcrafted;
   std::optional<TimedOrder> best = TimeOrder(std::move(handcrafted).value(), costs);
-  const auto keep = [&best](std::optional<TimedOrder> candidate) {
-    if (candidate && (!best || std::tie(candidate->max_span_ns, candidate->makespan_ns) <
-                                   std::tie(best->max_span_ns, best->makespan_ns))) {
-      best = std::move(candidate);
-    }
-  };
   for (const bool fill_up : {true, false}) {
     for (const bool fill_forward : {true, false}) {
       const VKnobs knobs{fill_up, fill_forward};
@@ -395,8 +359,8 @@ Result<Schedule> GenerateZbVAuto(const GeneratorParams& params, const PipelineCo
         if (!again || again->largest_idle >= order->largest_idle) break;
         order = std::move(again);
       }
-      if (order && WithinVLimit(order->schedule, costs.stages)) {
-        keep(TimeOrder(std::move(order->schedule), costs));
+      if (order && WithinActivationLimit(order->schedule, costs.stages, 2)) {
+        KeepFaster(best, TimeOrder(std::move(order->schedule), costs));
       }
     }
   }

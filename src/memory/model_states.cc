@@ -67,6 +67,19 @@ ModelStateBytes ShardedModelStates(double params, TrainingPrecision precision, i
   return Shard(ModelStateBytesPerParam(precision), params, zero_stage, data_parallel);
 }
 
+ModelStateBytes ResidentModelStates(double params, TrainingPrecision precision, int32_t zero_stage,
+                                    int32_t data_parallel, const StateResidency& residency,
+                                    size_t rank) {
+  ModelStateBytes bytes = ShardedModelStates(params, precision, zero_stage, data_parallel);
+  if (rank < residency.gathered_parameter_bytes.size()) {
+    bytes.parameters = residency.gathered_parameter_bytes[rank];
+  }
+  if (residency.gradients_whole) {
+    bytes.gradients = ModelStateBytesPerParam(precision).gradients * params;
+  }
+  return bytes;
+}
+
 DeepSpeedZero2Estimate EstimateDeepSpeedZero2(double params, int32_t gpus_per_node, int32_t nodes,
                                               bool cpu_offload) {
   const double per_node = std::max(1, gpus_per_node);

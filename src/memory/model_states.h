@@ -19,7 +19,9 @@
 //     FLOPs per iteration with activation recomputation 96Bslh²(1 + s/(6h) + V/(16lh)).
 #pragma once
 
+#include <cstddef>
 #include <cstdint>
+#include <vector>
 
 #include "model/transformer.h"  // Recompute
 
@@ -68,6 +70,24 @@ BytesPerParam ModelStateBytesPerParam(TrainingPrecision precision);
 // the parameters.
 ModelStateBytes ShardedModelStates(double params, TrainingPrecision precision, int32_t zero_stage,
                                    int32_t data_parallel);
+
+// What an engine keeps whole at a rank's peak although its ZeRO stage shards it (FSDP under
+// pipeline parallelism: parallel/parallel_plan.cc, FsdpResidency, cites the engines' code).
+struct StateResidency {
+  // [rank] bytes of the gathered working parameters held whole (bf16; FP8 for float8 linears
+  // gathered in FP8); empty: the parameters are sharded as the ZeRO stage says.
+  std::vector<double> gathered_parameter_bytes;
+  // The gradients accumulate unsharded (in the precision's gradient bytes, fp32) until the
+  // last backward reduce-scatters them.
+  bool gradients_whole = false;
+  bool operator==(const StateResidency&) const = default;
+};
+// ShardedModelStates with what `residency` keeps whole on `rank` in place of its shards: the
+// gathered parameters, the whole gradients. The optimizer state (with the fp32 master
+// parameters) stays sharded.
+ModelStateBytes ResidentModelStates(double params, TrainingPrecision precision, int32_t zero_stage,
+                                    int32_t data_parallel, const StateResidency& residency,
+                                    size_t rank);
 
 struct DeepSpeedZero2Estimate {
   double gpu_bytes = 0;

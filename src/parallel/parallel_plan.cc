@@ -393,6 +393,31 @@ std::vector<double> RankParams(const Schedule& schedule, const std::vector<doubl
   return params;
 }
 
+// What FSDP (zero_stage 3) keeps whole on each rank at its peak, beyond what ZeRO's sharding
+// says (memory/model_states.h, StateResidency):
+//   - Under pipeline parallelism, torch.distributed.pipelining runs every backward but a
+//     stage's last with set_reshard_after_backward(False) and set_requires_gradient_sync(False)
+//     (pytorch torch/distributed/pipelining/stage.py, _PipelineStageBase
+//     .backward_maybe_with_nosync, at 1963fc8 and since), and torchtitan wraps every block with
+//     reshard_after_forward=False under PP (torchtitan parallelize_llama apply_fsdp at 9dec370,
+//     reshard "default"). A stage's gathered parameters stay until its last backward, and its
+//     gradients accumulate unsharded in the reduce dtype, fp32 with torchtitan's
+//     mixed_precision_reduce = "float32" (FSDP2 FSDPParam.to_accumulated_grad_if_needed), until
+//     that backward reduce-scatters them.
+//   - Without it, reshard_after_forward=False (fsdp_reshard_after_forward: false) keeps each
+//     block's parameters from its forward to its backward: all of them at the end of the
+//     forward; gradients are reduce-scattered every backward.
+StateResidency FsdpResidency(const ParallelSpec& parallel, const Schedule& schedule,
+                             const std::vector<double>& stage_gathered_bytes) {
+  StateResidency residency;
+  if (parallel.zero_stage < 3) return residency;
+  const bool pipelined = schedule.num_ranks > 1;
+  if (!pipelined && parallel.reshard_after_forward != ReshardAfterForward::kNo) return residency;
+  residency.gathered_parameter_bytes = RankParams(schedule, stage_gathered_bytes);
+  residency.gradients_whole = pipelined;
+  return residency;
+}
+
 // The gathers one CP rank joins for a stage of a CSA2 layer list, per microbatch: the compressed
 // KV of every producer it reads (its own full layers', and each received from an earlier stage:
 // a CP rank receives only its shard of the payload and re-gathers it) and the indexer keys its
@@ -695,6 +720,14 @@ ParallelPlan PlanLayerListParallel(const Config& config, const Partition& partit
 
 }  // namespace
 
+ModelStateBytes RankModelStates(const ParallelPlan& plan, const ParallelSpec& parallel,
+                                size_t rank) {
+  if (rank >= plan.rank_params.size()) return {};
+  const int32_t zero = std::max(parallel.zero_stage, parallel.distributed_optimizer ? 1 : 0);
+  return ResidentModelStates(plan.rank_params[rank], parallel.precision, zero,
+                             std::max(1, plan.shard_ranks), plan.residency, rank);
+}
+
 ParallelPlan PlanParallel(const Config& config, const Partition& partition,
                           const Schedule& schedule) {
   ParallelPlan plan;
@@ -832,6 +865,11 @@ ParallelPlan PlanParallel(const Config& config, const Partition& partition,
   std::vector<double> stage_params(static_cast<size_t>(partition.num_stages()), 0.0);
   std::vector<double> stage_expert_params(static_cast<size_t>(partition.num_stages()), 0.0);
   std::vector<double> stage_decoder_params(static_cast<size_t>(partition.num_stages()), 0.0);
+  // FSDP's gathered working parameters per stage, in bytes (bf16, or FP8 for the float8
+  // linears with the float8 all-gather): what the all-gather moves and what a rank holds while
+  // they stay gathered.
+  std::vector<double> stage_gathered_bytes(static_cast<size_t>(partition.num_stages()), 0.0);
+  const bool pipelined = schedule.num_ranks > 1;
   for (int32_t stage = 0; stage < partition.num_stages(); ++stage) {
     StageCollectives& c = plan.collectives[stage];
     for (int32_t index = partition.begin(stage); index < partition.end(stage); ++index) {
@@ -881,15 +919,17 @@ ParallelPlan PlanParallel(const Config& config, const Partition& partition,
       const double linear_dense =
           parallel.fp8_all_gather ? stage_decoder_params[stage] - experts : 0.0;
       const double gather_bytes = parallel.fp8_all_gather ? 1.0 : 2.0;
-      const Time gather =
-          DenseAndExperts(cluster, Collective::kAllGather, shards, per_node, ep,
-                          (dense - linear_dense) * 2 + linear_dense, experts * gather_bytes);
+      const double dense_gathered = (dense - linear_dense) * 2 + linear_dense;
+      const double experts_gathered = experts * gather_bytes;
+      stage_gathered_bytes[stage] = dense_gathered + experts_gathered;
+      const Time gather = DenseAndExperts(cluster, Collective::kAllGather, shards, per_node, ep,
+                                          dense_gathered, experts_gathered);
       const Time scatter = DenseAndExperts(cluster, Collective::kReduceScatter, shards, per_node,
                                            ep, dense * kGradientBytes, experts * kGradientBytes);
       const ReshardAfterForward reshard = parallel.reshard_after_forward;
       const bool keep = reshard == ReshardAfterForward::kNo ||
-                        (reshard == ReshardAfterForward::kDefault && schedule.num_ranks > 1);
-      if (keep && schedule.num_ranks > 1) {
+                        (reshard == ReshardAfterForward::kDefault && pipelined);
+      if (keep && pipelined) {
         c.first_gather = gather;
         // FSDP reduces during the backward always: Megatron-sized buckets unless named.
         const GradBuckets mode = parallel.grad_buckets == GradBuckets::kNone
@@ -928,6 +968,7 @@ ParallelPlan PlanParallel(const Config& config, const Partition& partition,
     }
   }
   plan.rank_params = RankParams(schedule, stage_params);
+  plan.residency = FsdpResidency(parallel, schedule, stage_gathered_bytes);
   if (t == 1 && d == 1 && cp == 1 && ep == 1) {  // no collectives: a single pipeline
     plan.collectives.clear();
     return plan;

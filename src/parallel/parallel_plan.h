@@ -10,6 +10,7 @@
 
 #include "io/config.h"
 #include "lower/lower.h"
+#include "memory/model_states.h"
 #include "model/layer_costs.h"
 #include "schedule/partition.h"
 #include "schedule/schedule.h"
@@ -52,7 +53,15 @@ struct ParallelPlan {
   double params = 0;
   std::vector<double> rank_params;  // [rank] parameters one device holds (its stages, / tp)
   int32_t shard_ranks = 1;          // ranks ZeRO / FSDP shards over (dp·cp, or a node's share)
+  StateResidency residency;         // what FSDP keeps whole at the peak (under PP: its gathered
+                                    // parameters and its unsharded fp32 gradients)
 };
+// The model states (parameters, gradients, optimizer state) rank `rank` holds at its peak, as
+// its engine keeps them: ZeRO's stage (the distributed optimizer counts as stage 1) over
+// plan.shard_ranks, with what plan.residency keeps whole. The memory verdict and the planner's
+// screen both read it.
+ModelStateBytes RankModelStates(const ParallelPlan& plan, const ParallelSpec& parallel,
+                                size_t rank);
 // Transformer models: TP, CP, EP and DP. CSA2 layer-list models: TP, CP, EP and DP, parameters
 // (per TP rank: the replicated ones whole, the rest / t) and FLOPs (with recomputation in the
 // hardware FLOPs) from the csa2.md formulas (model/layer_costs.h), CP's all-gathers as the

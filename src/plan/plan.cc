@@ -278,13 +278,9 @@ Costed Cost(const PlanSpec& spec, const std::shared_ptr<const LoadedConfig>& bas
   Time optimizer;
   for (Time step : r.parallel_plan.optimizer_step) optimizer = std::max(optimizer, step);
   costed.tail = dp_tail + optimizer + gather;
-  const ParallelSpec& p = r.config.parallel;
-  const int32_t zero = std::max(p.zero_stage, p.distributed_optimizer ? 1 : 0);
-  for (double params : r.parallel_plan.rank_params) {
-    costed.states = std::max(
-        costed.states,
-        ShardedModelStates(params, p.precision, zero, std::max(1, r.parallel_plan.shard_ranks))
-            .total());
+  for (size_t rank = 0; rank < r.parallel_plan.rank_params.size(); ++rank) {
+    costed.states =
+        std::max(costed.states, RankModelStates(r.parallel_plan, r.config.parallel, rank).total());
   }
   costed.capacity = r.config.cluster.given ? r.config.cluster.hbm_bytes : 0;
   costed.reserve = r.config.cluster.given ? r.config.cluster.memory_reserve_bytes : 0;
@@ -902,6 +898,24 @@ Result<PlanResult> PlanLayouts(const PlanSpec& spec) {
     simulate += positions.size();
   };
   simulate_round(first_round);
+  // A layout the simulation finds over memory, or that fails, gives its slot to the next
+  // screened one (the screen's activations are the schedule's closed-form peak, which the
+  // simulated timeline can exceed), until `wanted` fit or kRefillFactor x `wanted` have been
+  // simulated: a plan is never short of a fitting layout the screen ranked close behind.
+  constexpr size_t kRefillFactor = 4;
+  std::vector<bool> tried(fitting.size(), false);
+  for (size_t position : first_round) tried[position] = true;
+  for (size_t next = 0; plans.size() < wanted && simulate < kRefillFactor * wanted;) {
+    std::vector<size_t> refill;
+    const size_t room = std::min(wanted - plans.size(), kRefillFactor * wanted - simulate);
+    for (; next < fitting.size() && refill.size() < room; ++next) {
+      if (tried[next]) continue;
+      tried[next] = true;
+      refill.push_back(next);
+    }
+    if (refill.empty()) break;
+    simulate_round(refill);
+  }
   if (layer_list) {
     std::vector<PlannedLayout> fastest = plans;
     std::stable_sort(

@@ -70,6 +70,15 @@ Status RunMemory(const RunSpec& flags, bool json, Transcript& transcript) {
                 ? FormatGib(static_cast<double>(verdict.capacity_bytes)) + " GiB per device"
                 : std::string("unknown (no cluster preset)"))
         << "\n";
+    const StateResidency& residency = run.parallel_plan.residency;
+    if (!residency.gathered_parameter_bytes.empty()) {
+      out << "  FSDP keeps the gathered parameters"
+          << (residency.gradients_whole ? " and the fp32 gradients whole until a stage's last "
+                                          "backward (torch.distributed.pipelining under PP)"
+                                        : " whole from a block's forward to its backward "
+                                          "(reshard_after_forward false)")
+          << "; the optimizer state stays sharded\n";
+    }
     if (verdict.reserve_bytes > 0) {
       out << "  each total holds a framework reserve of "
           << FormatGib(static_cast<double>(verdict.reserve_bytes))

@@ -36,8 +36,7 @@ MemoryReport ComputeMemory(const PreparedRun& run, const RunOutcome& simulated) 
     }
     if (index < run.parallel_plan.rank_params.size()) {
       row.params = run.parallel_plan.rank_params[index];
-      row.states =
-          ShardedModelStates(row.params, parallel.precision, report.zero_stage, report.shard_ranks);
+      row.states = RankModelStates(run.parallel_plan, parallel, index);
     }
     // A vision encoder's copy (or share) on this device, not sharded (multimodal/vision.h).
     if (index < simulated.vision.params_per_rank.size()) {

@@ -755,6 +755,8 @@ int RunCli(int argc, const char* const* argv, std::ostream& out, std::ostream& e
       ->add_option("--max-mape", validate_flags.max_mape,
                    "exit 1 when the mean absolute percentage error is above PCT")
       ->type_name("PCT");
+  validate->add_flag("--json", validate_flags.json,
+                     "print one JSON object: runs, mape, within_10, sources, memory, decisions");
   validate->add_option("--csv", validate_flags.csv_path, "write one line per run to FILE")
       ->type_name("FILE");
   validate->footer(ValidateHelpFooter());

@@ -74,10 +74,10 @@ std::string ConfigText(std::string_view text, const YAML::Node& run) {
 
 Result<MeasuredRun> ReadRun(std::string_view source, std::string_view file_text,
                             const YAML::Node& node) {
-  STAGECRAFT_RETURN_IF_ERROR(
-      CheckKeys(source, node, "run",
-                {"id", "hardware", "published", "step_s", "derivation", "assumed", "config"},
-                {"id", "hardware", "published", "step_s", "config"}));
+  STAGECRAFT_RETURN_IF_ERROR(CheckKeys(
+      source, node, "run",
+      {"id", "hardware", "published", "step_s", "memory_gib", "derivation", "assumed", "config"},
+      {"id", "hardware", "published", "step_s", "config"}));
   MeasuredRun run;
   for (const auto& [key, out] :
        {std::pair{"id", &run.id}, std::pair{"hardware", &run.hardware},
@@ -91,6 +91,14 @@ Result<MeasuredRun> ReadRun(std::string_view source, std::string_view file_text,
   if (!step.IsScalar() || !YAML::convert<double>::decode(step, run.step_s) || !(run.step_s > 0)) {
     return Error{Where(source, step.Mark()) + "run " + run.id +
                  ": step_s is not a number > 0 (expected the measured iteration time in seconds)"};
+  }
+  if (const YAML::Node memory = node["memory_gib"]) {
+    if (!memory.IsScalar() || !YAML::convert<double>::decode(memory, run.memory_gib) ||
+        !(run.memory_gib > 0) || !(run.memory_gib < 1e6)) {
+      return Error{Where(source, memory.Mark()) + "run " + run.id +
+                   ": memory_gib is not a number > 0 (expected the measured peak memory per GPU "
+                   "in GiB)"};
+    }
   }
   if (!node["config"].IsMap()) {
     return Error{Where(source, node["config"].Mark()) + "run " + run.id +
@@ -113,12 +121,14 @@ Result<MeasurementSource> ParseMeasurementSource(std::string_view yaml_text,
   STAGECRAFT_RETURN_IF_ERROR(
       CheckKeys(source_name, root, "the file", {"source", "runs"}, {"source", "runs"}));
   const YAML::Node head = root["source"];
-  STAGECRAFT_RETURN_IF_ERROR(CheckKeys(
-      source_name, head, "source", {"id", "cite", "url", "measured"}, {"id", "cite", "measured"}));
+  STAGECRAFT_RETURN_IF_ERROR(CheckKeys(source_name, head, "source",
+                                       {"id", "cite", "url", "measured", "memory_measured"},
+                                       {"id", "cite", "measured"}));
   MeasurementSource source;
   for (const auto& [key, out] :
        {std::pair{"id", &source.id}, std::pair{"cite", &source.cite}, std::pair{"url", &source.url},
-        std::pair{"measured", &source.measured}}) {
+        std::pair{"measured", &source.measured},
+        std::pair{"memory_measured", &source.memory_measured}}) {
     auto text = Text(source_name, head[key], std::string("source.") + key);
     if (!text.ok()) return text.error();
     *out = std::move(text).value();
@@ -131,6 +141,11 @@ Result<MeasurementSource> ParseMeasurementSource(std::string_view yaml_text,
   for (const YAML::Node& node : runs) {
     auto run = ReadRun(source_name, yaml_text, node);
     if (!run.ok()) return run.error();
+    if (run.value().memory_gib > 0 && source.memory_measured.empty()) {
+      return Error{Where(source_name, node["memory_gib"].Mark()) + "run " + run.value().id +
+                   ": memory_gib needs source.memory_measured (say what the source's memory "
+                   "figure counts, e.g. PyTorch's peak reserved bytes)"};
+    }
     source.runs.push_back(std::move(run).value());
   }
   return source;

@@ -17,6 +17,9 @@ struct MeasuredRun {
   std::string hardware;     // as the source describes it
   std::string published;    // the figure as the source states it
   double step_s = 0;        // the measured iteration time (stated or derived), > 0
+  // The measured peak memory per GPU in GiB as the source states it (the source's
+  // memory_measured says what it counts); 0 when the source gives none.
+  double memory_gib = 0;
   std::string derivation;   // how step_s follows from `published`; "" when stated
   std::string assumed;      // layout details the source leaves out, and why they were chosen
   std::string config_text;  // the run's stagecraft config, as YAML
@@ -27,11 +30,15 @@ struct MeasurementSource {
   std::string cite;
   std::string url;
   std::string measured;  // what the source measured and how
+  // What its runs' memory_gib counts (e.g. PyTorch's peak reserved bytes, the largest over the
+  // ranks); required when a run gives memory_gib.
+  std::string memory_measured;
   std::vector<MeasuredRun> runs;
 };
 
 // Parses one file. `source_name` names it in messages ("file:line:col: what; expected").
-// Errors: not YAML, a missing or mistyped key, an unknown key, step_s <= 0, no runs.
+// Errors: not YAML, a missing or mistyped key, an unknown key, step_s <= 0, memory_gib <= 0 or
+// without the source's memory_measured, no runs.
 Result<MeasurementSource> ParseMeasurementSource(std::string_view yaml_text,
                                                  std::string_view source_name);
 

@@ -66,6 +66,7 @@ struct ValidateSpec {
   std::vector<std::string> paths;  // files or folders of *.yaml; none = bench/validation/runs
   std::optional<double> max_mape;  // --max-mape PCT: exit 1 above it
   std::string csv_path;            // --csv FILE: one line per run
+  bool json = false;               // --json: one object (run counts, MAPE, per source, memory)
 };
 Status RunValidate(const ValidateSpec& flags, Transcript& transcript);
 

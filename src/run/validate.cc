@@ -9,12 +9,16 @@
 #include <set>
 #include <sstream>
 
-#include "run/commands.h"
 #include "core/units.h"
 #include "io/validation_set.h"
+#include "report/json_writer.h"
+#include "run/commands.h"
+#include "run/memory_verdict.h"
 
 namespace stagecraft {
 namespace {
+
+constexpr double kBytesPerGib = 1073741824.0;
 
 struct Row {
   std::string source;
@@ -22,7 +26,10 @@ struct Row {
   int32_t gpus = 0;
   double measured_s = 0;
   double predicted_s = 0;
+  double measured_gib = 0;   // the source's peak memory per GPU; 0 = none given
+  double predicted_gib = 0;  // the memory verdict's fullest device (states, peak, reserve)
   double error() const { return (predicted_s - measured_s) / measured_s; }
+  double memory_error() const { return (predicted_gib - measured_gib) / measured_gib; }
 };
 
 struct Summary {
@@ -86,11 +93,121 @@ Result<Row> Predict(const std::string& file, const MeasurementSource& source,
   row.gpus = run.value().parallel_plan.world_size;
   row.measured_s = measured.step_s;
   row.predicted_s = static_cast<double>(simulated.metrics.makespan.ns()) * 1e-9;
+  if (measured.memory_gib > 0) {
+    row.measured_gib = measured.memory_gib;
+    row.predicted_gib = ComputeMemory(run.value(), simulated).verdict.peak_bytes / kBytesPerGib;
+  }
   return row;
 }
 
 std::string Signed(double fraction) {
   return (fraction >= 0 ? "+" : "") + FormatFixed(100 * fraction, 1) + "%";
+}
+
+// The step and memory summaries, overall and per source.
+struct Summaries {
+  Summary all;
+  Summary memory;
+  std::map<std::string, Summary> by_source;
+  std::map<std::string, Summary> memory_by_source;
+  explicit Summaries(const std::vector<Row>& rows) {
+    for (const Row& row : rows) {
+      all.Add(row.error());
+      by_source[row.source].Add(row.error());
+      if (row.measured_gib <= 0) continue;
+      memory.Add(row.memory_error());
+      memory_by_source[row.source].Add(row.memory_error());
+    }
+  }
+};
+
+void SummaryJson(JsonWriter& writer, const Summary& summary) {
+  writer.Key("runs").Int(static_cast<int64_t>(summary.runs));
+  writer.Key("mape").Fixed(summary.mape(), 4);
+  writer.Key("within_10").Int(static_cast<int64_t>(summary.within_10));
+  writer.Key("within_15").Int(static_cast<int64_t>(summary.within_15));
+}
+
+// `all`'s figures, then "sources": the same for each source.
+void SummaryJson(JsonWriter& writer, const Summary& all,
+                 const std::map<std::string, Summary>& by_source) {
+  SummaryJson(writer, all);
+  writer.Key("sources").BeginObject();
+  for (const auto& [name, summary] : by_source) {
+    writer.Key(name).BeginObject();
+    SummaryJson(writer, summary);
+    writer.EndObject();
+  }
+  writer.EndObject();
+}
+
+// One object: the step figures (runs, mape, within_10, within_15, sources), memory (the same
+// over the runs that give a measured peak), decisions (the decision suite: none yet) and each
+// run's figures.
+std::string ValidateJson(const std::vector<Row>& rows, const Summaries& summaries) {
+  JsonWriter writer(true);
+  writer.BeginObject();
+  SummaryJson(writer, summaries.all, summaries.by_source);
+  writer.Key("memory").BeginObject();
+  SummaryJson(writer, summaries.memory, summaries.memory_by_source);
+  writer.EndObject();
+  writer.Key("decisions").BeginObject();
+  writer.Key("total").Int(0).Key("ranked_as_measured").Int(0);
+  writer.EndObject();
+  writer.Key("results").BeginArray();
+  for (const Row& row : rows) {
+    writer.BeginObject();
+    writer.Key("source").String(row.source).Key("run").String(row.id);
+    writer.Key("gpus").Int(row.gpus);
+    writer.Key("measured_s").Fixed(row.measured_s, 4).Key("predicted_s").Fixed(row.predicted_s, 4);
+    writer.Key("error").Fixed(row.error(), 4);
+    if (row.measured_gib > 0) {
+      writer.Key("measured_gib").Fixed(row.measured_gib, 2);
+      writer.Key("predicted_gib").Fixed(row.predicted_gib, 2);
+      writer.Key("memory_error").Fixed(row.memory_error(), 4);
+    }
+    writer.EndObject();
+  }
+  writer.EndArray().EndObject();
+  return writer.text();
+}
+
+// The step table: each run, then per source and overall.
+void StepText(const std::vector<Row>& rows, const Summaries& summaries, std::ostream& out) {
+  out << "stagecraft validate: " << rows.size()
+      << (rows.size() == 1 ? " measured run" : " measured runs") << " from "
+      << summaries.by_source.size() << (summaries.by_source.size() == 1 ? " source" : " sources")
+      << "; predicted = the simulated iteration with the defaults (doc/fidelity.md)\n\n";
+  out << "  " << PadRight("run", 48) << PadLeft("gpus", 6) << PadLeft("measured_s", 12)
+      << PadLeft("predicted_s", 13) << PadLeft("error", 9) << "\n";
+  for (const Row& row : rows) {
+    out << "  " << PadRight(row.id, 48) << PadLeft(std::to_string(row.gpus), 6)
+        << PadLeft(FormatFixed(row.measured_s, 3), 12)
+        << PadLeft(FormatFixed(row.predicted_s, 3), 13) << PadLeft(Signed(row.error()), 9) << "\n";
+  }
+  out << "\n  " << PadRight("source", 48) << PadLeft("runs", 5) << PadLeft("mape", 9)
+      << PadLeft("within_10", 11) << PadLeft("within_15", 11) << "\n";
+  for (const auto& [name, summary] : summaries.by_source) out << summary.Line(name);
+  out << summaries.all.Line("all");
+}
+
+// The memory table: each run with a measured peak, then per source and overall.
+void MemoryText(const std::vector<Row>& rows, const Summaries& summaries, std::ostream& out) {
+  out << "\n  memory: the verdict's fullest device (model states, the schedule's peak, the "
+         "reserve) against the source's measured peak per GPU (doc/fidelity.md, \"Memory\")\n";
+  out << "  " << PadRight("run", 48) << PadLeft("gpus", 6) << PadLeft("measured_gib", 14)
+      << PadLeft("predicted_gib", 15) << PadLeft("error", 9) << "\n";
+  for (const Row& row : rows) {
+    if (row.measured_gib <= 0) continue;
+    out << "  " << PadRight(row.id, 48) << PadLeft(std::to_string(row.gpus), 6)
+        << PadLeft(FormatFixed(row.measured_gib, 2), 14)
+        << PadLeft(FormatFixed(row.predicted_gib, 2), 15) << PadLeft(Signed(row.memory_error()), 9)
+        << "\n";
+  }
+  out << "\n  " << PadRight("source", 48) << PadLeft("runs", 5) << PadLeft("mape", 9)
+      << PadLeft("within_10", 11) << PadLeft("within_15", 11) << "\n";
+  for (const auto& [name, summary] : summaries.memory_by_source) out << summary.Line(name);
+  out << summaries.memory.Line("all");
 }
 
 }  // namespace
@@ -104,7 +221,6 @@ Status RunValidate(const ValidateSpec& flags, Transcript& transcript) {
   std::vector<Row> rows;
   std::vector<std::string> failures;
   std::set<std::string> ids;
-  std::map<std::string, Summary> by_source;
   for (const std::string& file : files.value()) {
     auto text = ReadTextFile(file);
     if (!text.ok()) return text.error();
@@ -122,7 +238,6 @@ Status RunValidate(const ValidateSpec& flags, Transcript& transcript) {
         failures.push_back(row.error().message);
         continue;
       }
-      by_source[row.value().source].Add(row.value().error());
       rows.push_back(std::move(row).value());
     }
   }
@@ -130,23 +245,13 @@ Status RunValidate(const ValidateSpec& flags, Transcript& transcript) {
     for (const std::string& failure : failures) err << "stagecraft: error: " << failure << "\n";
     return MakeError(ErrorKind::kBadInput, "");
   }
-  Summary all;
-  for (const Row& row : rows) all.Add(row.error());
-  out << "stagecraft validate: " << rows.size()
-      << (rows.size() == 1 ? " measured run" : " measured runs") << " from " << by_source.size()
-      << (by_source.size() == 1 ? " source" : " sources")
-      << "; predicted = the simulated iteration with the defaults (doc/fidelity.md)\n\n";
-  out << "  " << PadRight("run", 48) << PadLeft("gpus", 6) << PadLeft("measured_s", 12)
-      << PadLeft("predicted_s", 13) << PadLeft("error", 9) << "\n";
-  for (const Row& row : rows) {
-    out << "  " << PadRight(row.id, 48) << PadLeft(std::to_string(row.gpus), 6)
-        << PadLeft(FormatFixed(row.measured_s, 3), 12)
-        << PadLeft(FormatFixed(row.predicted_s, 3), 13) << PadLeft(Signed(row.error()), 9) << "\n";
+  const Summaries summaries(rows);
+  if (flags.json) {
+    out << ValidateJson(rows, summaries) << "\n";
+  } else {
+    StepText(rows, summaries, out);
+    if (summaries.memory.runs > 0) MemoryText(rows, summaries, out);
   }
-  out << "\n  " << PadRight("source", 48) << PadLeft("runs", 5) << PadLeft("mape", 9)
-      << PadLeft("within_10", 11) << PadLeft("within_15", 11) << "\n";
-  for (const auto& [name, summary] : by_source) out << summary.Line(name);
-  out << all.Line("all");
   if (!flags.csv_path.empty()) {
     std::string csv = "source,run,gpus,measured_s,predicted_s,error\n";
     for (const Row& row : rows) {
@@ -157,6 +262,7 @@ Status RunValidate(const ValidateSpec& flags, Transcript& transcript) {
     const Status written = WriteTextFile(flags.csv_path, csv);
     if (!written.ok()) return Error{"--csv: " + written.error().message};
   }
+  const Summary& all = summaries.all;
   if (flags.max_mape && 100 * all.mape() > *flags.max_mape) {
     err << "stagecraft: error: MAPE " << FormatFixed(100 * all.mape(), 1)
         << "% is above --max-mape " << FormatFixed(*flags.max_mape, 1)

@@ -205,8 +205,8 @@ std::function<void(const std::string&)> TerminalProgress(std::ostream& err) {
 }
 
 // `plan`: the model and cluster flags of a run, the planner's own.
-CLI::App* AddPlanCommand(CLI::App& app, PlanSpec& plan, std::string& engine,
-                         std::vector<std::string>& export_to, bool& json) {
+CLI::App* AddPlanCommand(CLI::App& app, PlanSpec& plan, PlanConstraintText& constraints,
+                         std::string& engine, std::vector<std::string>& export_to, bool& json) {
   CLI::App* command = app.add_subcommand(
       "plan", "choose the layout: every engine-legal candidate screened, the best simulated");
   AddModelFlags(*command, plan.run, {"--hf-config", "--cluster", "--seq-len"});
@@ -225,7 +225,31 @@ CLI::App* AddPlanCommand(CLI::App& app, PlanSpec& plan, std::string& engine,
       ->add_option("--simulate", plan.simulate,
                    "best screened candidates simulated exactly (default 50)")
       ->type_name("K");
-  command->add_option("--tp", plan.fixed_tp, "only this tensor-parallel size")->type_name("T");
+  const struct {
+    const char* flag;
+    std::string* text;
+    const char* help;
+    const char* type;
+  } constraint_flags[] = {
+      {"--tp", &constraints.tp, "only these tensor-parallel sizes", "T"},
+      {"--pp", &constraints.pp, "only these pipeline-parallel sizes", "P"},
+      {"--vpp", &constraints.vpp, "only these chunks per rank", "V"},
+      {"--cp", &constraints.cp, "only these context-parallel sizes", "C"},
+      {"--ep", &constraints.ep, "only these expert-parallel sizes", "E"},
+      {"--dp", &constraints.dp, "only these data-parallel sizes", "D"},
+      {"--micro-batch-size", &constraints.micro_batch_size, "only these micro-batch sizes", "B"},
+      {"--zero", &constraints.zero,
+       "only these ZeRO stages, 0-3 (1: Megatron's distributed optimizer, 3: FSDP)", "Z"},
+      {"--schedule", &constraints.schedule, "only these schedules (stagecraft list schedules)",
+       "NAMES"},
+      {"--recompute", &constraints.recompute,
+       "only these recomputations: none, selective, selective-op, full", "MODES"}};
+  for (const auto& row : constraint_flags) {
+    command
+        ->add_option(row.flag, *row.text,
+                     std::string(row.help) + " (a value, a list A,B or a range A-B)")
+        ->type_name(row.type);
+  }
   command->add_option("--max-pp", plan.max_pp, "at most this many pipeline stages")
       ->type_name("P");
   command
@@ -648,9 +672,12 @@ int DispatchMultimodal(const CLI::App& multimodal, MultimodalTablesSpec& flags, 
 }
 
 // `plan`: the engine by name, progress on a terminal, then the planner.
-Status RunPlanCommand(PlanSpec& spec, const std::string& engine,
-                      const std::vector<std::string>& export_to, bool json, std::ostream& err,
-                      Transcript& transcript) {
+Status RunPlanCommand(PlanSpec& spec, const PlanConstraintText& constraints,
+                      const std::string& engine, const std::vector<std::string>& export_to,
+                      bool json, std::ostream& err, Transcript& transcript) {
+  auto parsed = ParsePlanConstraints(constraints);
+  if (!parsed.ok()) return parsed.error();
+  spec.constraints = std::move(parsed).value();
   auto chosen = ParseEngine(engine, "--engine");
   if (!chosen.ok()) return chosen.error();
   spec.engine = chosen.value();
@@ -664,7 +691,6 @@ Status RunPlanCommand(PlanSpec& spec, const std::string& engine,
   if (spec.simulate < 1) {
     return Error{"--simulate: must be at least 1, got " + std::to_string(spec.simulate)};
   }
-  if (spec.fixed_tp && *spec.fixed_tp < 1) return Error{"--tp: must be at least 1"};
   if (spec.max_pp && *spec.max_pp < 1) return Error{"--max-pp: must be at least 1"};
   spec.progress = TerminalProgress(err);
   return RunPlan(spec, json, transcript);
@@ -761,10 +787,12 @@ int RunCli(int argc, const char* const* argv, std::ostream& out, std::ostream& e
       ->type_name("FILE");
   validate->footer(ValidateHelpFooter());
   PlanSpec plan_spec;
+  PlanConstraintText plan_constraints;
   std::string plan_engine = "any";
   bool plan_json = false;
   std::vector<std::string> plan_export;
-  CLI::App* plan = AddPlanCommand(app, plan_spec, plan_engine, plan_export, plan_json);
+  CLI::App* plan =
+      AddPlanCommand(app, plan_spec, plan_constraints, plan_engine, plan_export, plan_json);
   ExportSpec export_spec;
   std::string export_engine;
   CLI::App* export_command = AddExportCommand(app, export_spec, export_engine);
@@ -811,7 +839,8 @@ int RunCli(int argc, const char* const* argv, std::ostream& out, std::ostream& e
   Transcript transcript;
   if (*plan) {
     const Status status =
-        RunPlanCommand(plan_spec, plan_engine, plan_export, plan_json, err, transcript);
+        RunPlanCommand(plan_spec, plan_constraints, plan_engine, plan_export, plan_json, err,
+                       transcript);
     return Finish(transcript, status, out, err);
   }
   if (*export_command) {

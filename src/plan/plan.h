@@ -19,6 +19,7 @@
 
 #include "core/result.h"
 #include "io/config.h"
+#include "plan/plan_constraints.h"
 #include "report/run_info.h"
 #include "run/run_setup.h"
 #include "run/transcript.h"
@@ -41,8 +42,8 @@ struct PlanSpec {
   Engine engine = Engine::kAny;  // whose rules the candidates obey
   int32_t top = 10;              // plans in the answer
   int32_t simulate = 50;         // candidates simulated exactly (the best of the screen)
-  std::optional<int32_t> fixed_tp;  // --tp: only this tensor-parallel size
-  std::optional<int32_t> max_pp;    // --max-pp
+  PlanConstraints constraints;    // --tp, --pp, --vpp, ... (plan/plan_constraints.h)
+  std::optional<int32_t> max_pp;  // --max-pp
   double headroom = 0.0;  // --memory-headroom: the share of the device kept free (0-0.9)
   // --export ENGINE DIR: the best plan as the files that launch it (plan/export.h), written
   // through run.files into DIR (which must exist); the plan is searched under that engine.

@@ -106,11 +106,37 @@ constexpr PartitionMethod kLayerListPartitions[] = {PartitionMethod::kStateAware
 constexpr StatePolicy kLayerListPolicies[] = {StatePolicy::kPayload, StatePolicy::kDirect,
                                               StatePolicy::kShadow, StatePolicy::kAuto};
 
+// The first of the user's constraints `c` is outside, or "".
+std::string OutsideConstraints(const Candidate& c, const PlanConstraints& constraints) {
+  if (!constraints.tp.Admits(c.tp)) return "tp other than --tp";
+  if (!constraints.pp.Admits(c.pp)) return "pp other than --pp";
+  if (!constraints.vpp.Admits(c.vpp)) return "vpp other than --vpp";
+  if (!constraints.cp.Admits(c.cp)) return "cp other than --cp";
+  if (!constraints.ep.Admits(c.ep)) return "ep other than --ep";
+  if (!constraints.dp.Admits(c.dp)) return "dp other than --dp";
+  if (!constraints.micro_batch_size.Admits(c.micro_batch_size)) {
+    return "micro-batch size other than --micro-batch-size";
+  }
+  if (!constraints.zero.Admits(c.zero_stage)) return "ZeRO stage other than --zero";
+  const auto& schedules = constraints.schedules;
+  if (!schedules.empty() &&
+      std::find(schedules.begin(), schedules.end(), c.schedule) == schedules.end()) {
+    return "schedule other than --schedule";
+  }
+  const auto& recompute = constraints.recompute;
+  if (!recompute.empty() &&
+      std::find(recompute.begin(), recompute.end(), c.recompute) == recompute.end()) {
+    return "recompute other than --recompute";
+  }
+  return "";
+}
+
 // The first rule `c` breaks, or "" when it is legal.
 std::string Broken(const Candidate& c, const PlanSpec& spec, const PlanShape& shape) {
   const bool deepspeed = c.engine == Engine::kDeepSpeed;
   const bool torchtitan = c.engine == Engine::kTorchtitan;
-  if (spec.fixed_tp && c.tp != *spec.fixed_tp) return "tp other than --tp";
+  const std::string outside = OutsideConstraints(c, spec.constraints);
+  if (!outside.empty()) return outside;
   if (spec.max_pp && c.pp > *spec.max_pp) return "pp above --max-pp";
   if (c.tp > shape.gpus_per_node) return "tp crosses a node";
   if (shape.heads % c.tp != 0) return "tp does not divide the attention heads";

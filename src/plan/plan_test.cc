@@ -113,7 +113,7 @@ TEST(PlanRulesTest, AnyIsTheUnionOfTheEngines) {
 
 TEST(PlanRulesTest, ConstraintsNarrowTheSpace) {
   PlanSpec spec = Spec(Engine::kMegatron);
-  spec.fixed_tp = 4;
+  spec.constraints.tp.values = {4};
   spec.max_pp = 2;
   const Enumeration e = EnumerateCandidates(spec, Llama70b());
   ASSERT_FALSE(e.legal.empty());
@@ -164,7 +164,7 @@ TEST(PlanRulesTest, TorchtitanSplitsUnevenlyMegatronThroughALayout) {
   PlanSpec spec = Spec(Engine::kTorchtitan);
   spec.gpus = 512;
   spec.global_batch = 256;
-  spec.fixed_tp = 8;
+  spec.constraints.tp.values = {8};
   bool pp8 = false;
   for (const Candidate& c : EnumerateCandidates(spec, shape).legal) pp8 = pp8 || c.pp == 8;
   EXPECT_TRUE(pp8);
@@ -254,7 +254,7 @@ TEST(PlanTest, DerivesAnUnevenSplitFasterThanTheEvenOne) {
 TEST(PlanTest, DerivesTorchtitansLessLayersWhereTheyBalanceTheStages) {
   PlanSpec spec = MegatronLlama70b(64, 512, 150);
   spec.engine = Engine::kTorchtitan;
-  spec.fixed_tp = 8;
+  spec.constraints.tp.values = {8};
   auto planned = PlanLayouts(spec);
   ASSERT_TRUE(planned.ok()) << planned.error().message;
   const PlanResult& result = planned.value();
@@ -306,7 +306,7 @@ TEST(PlanTest, DerivesTorchtitanSplitsItsWeightsCannotMake) {
   spec.gpus = 4;
   spec.global_batch = 16;
   spec.engine = Engine::kTorchtitan;
-  spec.fixed_tp = 1;
+  spec.constraints.tp.values = {1};
   spec.simulate = 400;
   spec.top = 400;
   auto planned = PlanLayouts(spec);

@@ -720,11 +720,15 @@ ParallelPlan PlanLayerListParallel(const Config& config, const Partition& partit
 
 }  // namespace
 
+int32_t EffectiveZeroStage(const ParallelSpec& parallel) {
+  return std::max(parallel.zero_stage, parallel.distributed_optimizer ? 1 : 0);
+}
+
 ModelStateBytes RankModelStates(const ParallelPlan& plan, const ParallelSpec& parallel,
                                 size_t rank) {
   if (rank >= plan.rank_params.size()) return {};
-  const int32_t zero = std::max(parallel.zero_stage, parallel.distributed_optimizer ? 1 : 0);
-  return ResidentModelStates(plan.rank_params[rank], parallel.precision, zero,
+  return ResidentModelStates(plan.rank_params[rank], parallel.precision,
+                             EffectiveZeroStage(parallel),
                              std::max(1, plan.shard_ranks), plan.residency, rank);
 }
 

@@ -56,6 +56,8 @@ struct ParallelPlan {
   StateResidency residency;         // what FSDP keeps whole at the peak (under PP: its gathered
                                     // parameters and its unsharded fp32 gradients)
 };
+// The ZeRO stage in effect: parallel.zero_stage, with Megatron's distributed optimizer as stage 1.
+int32_t EffectiveZeroStage(const ParallelSpec& parallel);
 // The model states (parameters, gradients, optimizer state) rank `rank` holds at its peak, as
 // its engine keeps them: ZeRO's stage (the distributed optimizer counts as stage 1) over
 // plan.shard_ranks, with what plan.residency keeps whole. The memory verdict and the planner's

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <charconv>
+#include <iterator>
 
 #include "core/suggest.h"
 #include "io/config.h"
@@ -41,6 +42,42 @@ Result<int32_t> Whole(const std::string& text, const std::string& flag, const st
                          " 2,4,8 or " + flag + " 2-8)");
   }
   return value;
+}
+
+// --schedule's comma list: each a generator `stagecraft list schedules` names.
+Result<std::vector<std::string>> ParseScheduleChoice(const std::string& text) {
+  const std::vector<std::string> names = AllScheduleNames();
+  std::vector<std::string> chosen;
+  for (const std::string& item : Items(text)) {
+    if (std::find(names.begin(), names.end(), item) == names.end()) {
+      return MakeError(ErrorKind::kBadInput,
+                       "--schedule: unknown schedule '" + EscapeBytes(item) + "'" +
+                           DidYouMean(item, names) +
+                           " (expected a name or a comma list of names; stagecraft list "
+                           "schedules)");
+    }
+    chosen.push_back(item);
+  }
+  return chosen;
+}
+
+// --recompute's comma list: none, selective, selective-op or full.
+Result<std::vector<Recompute>> ParseRecomputeChoice(const std::string& text) {
+  std::vector<std::string> names;
+  for (const auto& [name, value] : RecomputeChoices()) names.push_back(name);
+  std::vector<Recompute> chosen;
+  for (const std::string& item : Items(text)) {
+    const auto& choices = RecomputeChoices();
+    const auto found = std::find_if(choices.begin(), choices.end(),
+                                    [&](const auto& choice) { return choice.first == item; });
+    if (found == choices.end()) {
+      return MakeError(ErrorKind::kBadInput, "--recompute: unknown mode '" + EscapeBytes(item) +
+                                                 "'" + DidYouMean(item, names) + " (expected " +
+                                                 JoinChoices(names) + ", or a comma list of them)");
+    }
+    chosen.push_back(found->second);
+  }
+  return chosen;
 }
 
 }  // namespace
@@ -103,8 +140,9 @@ Result<PlanConstraints> ParsePlanConstraints(const PlanConstraintText& text) {
     if (!choice.ok()) return choice.error();
     *number.into = std::move(choice).value();
   }
-  if (!constraints.zero.Admits(0) && !constraints.zero.Admits(1) && !constraints.zero.Admits(2) &&
-      !constraints.zero.Admits(3)) {
+  const int32_t stages[] = {0, 1, 2, 3};
+  if (std::none_of(std::begin(stages), std::end(stages),
+                   [&](int32_t stage) { return constraints.zero.Admits(stage); })) {
     return MakeError(ErrorKind::kBadInput, "--zero: '" + EscapeBytes(text.zero) +
                                                "' names no ZeRO stage (expected 0-3: 1 Megatron's "
                                                "distributed optimizer, 3 FSDP)");
@@ -120,38 +158,6 @@ Result<PlanConstraints> ParsePlanConstraints(const PlanConstraintText& text) {
     constraints.recompute = std::move(recompute).value();
   }
   return constraints;
-}
-
-Result<std::vector<std::string>> ParseScheduleChoice(const std::string& text) {
-  const std::vector<std::string> names = AllScheduleNames();
-  std::vector<std::string> chosen;
-  for (const std::string& item : Items(text)) {
-    if (std::find(names.begin(), names.end(), item) == names.end()) {
-      return MakeError(ErrorKind::kBadInput,
-                       "--schedule: unknown schedule '" + EscapeBytes(item) + "'" +
-                           DidYouMean(item, names) +
-                           " (expected a name or a comma list of names; stagecraft list "
-                           "schedules)");
-    }
-    chosen.push_back(item);
-  }
-  return chosen;
-}
-
-Result<std::vector<Recompute>> ParseRecomputeChoice(const std::string& text) {
-  std::vector<std::string> names;
-  for (const auto& [name, value] : RecomputeChoices()) names.push_back(name);
-  std::vector<Recompute> chosen;
-  for (const std::string& item : Items(text)) {
-    const auto found = std::find(names.begin(), names.end(), item);
-    if (found == names.end()) {
-      return MakeError(ErrorKind::kBadInput, "--recompute: unknown mode '" + EscapeBytes(item) +
-                                                 "'" + DidYouMean(item, names) + " (expected " +
-                                                 JoinChoices(names) + ", or a comma list of them)");
-    }
-    chosen.push_back(RecomputeChoices()[static_cast<size_t>(found - names.begin())].second);
-  }
-  return chosen;
 }
 
 }  // namespace stagecraft

@@ -50,9 +50,4 @@ struct PlanConstraintText {
 // Each given flag parsed (errors name the flag); the ones not given admit any value.
 Result<PlanConstraints> ParsePlanConstraints(const PlanConstraintText& text);
 
-// --schedule's comma list: each a generator `stagecraft list schedules` names ("did you mean").
-Result<std::vector<std::string>> ParseScheduleChoice(const std::string& text);
-// --recompute's comma list: none, selective, selective-op or full.
-Result<std::vector<Recompute>> ParseRecomputeChoice(const std::string& text);
-
 }  // namespace stagecraft

@@ -10,7 +10,7 @@ MemoryReport ComputeMemory(const PreparedRun& run, const RunOutcome& simulated) 
   const ParallelSpec& parallel = run.config.parallel;
   const ClusterSpec& cluster = run.config.cluster;
   MemoryReport report;
-  report.zero_stage = std::max(parallel.zero_stage, parallel.distributed_optimizer ? 1 : 0);
+  report.zero_stage = EffectiveZeroStage(parallel);
   report.shard_ranks = std::max(1, run.parallel_plan.shard_ranks);
   MemoryInfo& verdict = report.verdict;
   verdict.computed = true;
@@ -68,7 +68,7 @@ std::string MemoryHint(const PreparedRun& run) {
            "1f1b rather than gpipe) or lower model.activation_bytes";
   }
   std::vector<std::string> options;
-  const int32_t zero = std::max(parallel.zero_stage, parallel.distributed_optimizer ? 1 : 0);
+  const int32_t zero = EffectiveZeroStage(parallel);
   if (parallel.dp > 1 && zero < 3) {
     const std::string stage = std::to_string(zero + 1);
     options.push_back("shard more (parallel.zero_stage: " + stage + ", or --zero-stage " + stage +

@@ -388,3 +388,28 @@ BENCHMARK(BM_PlanLlama70b64)
 
 }  // namespace
 }  // namespace stagecraft
+
+// `stagecraft kernel gemm ...` without the process: the preset looked up, the GEMM timed and the
+// JSON written (the kernel issue's target: under 5 ms a call with the process, under 50 us from
+// Python), and the kernel model's GEMM alone.
+void BM_KernelCommandGemm(benchmark::State& state) {
+  stagecraft::KernelSpec spec;
+  spec.op = "gemm";
+  spec.dims = {"4096", "8192", "2048"};
+  spec.json = true;
+  for (auto _ : state) {
+    stagecraft::Transcript transcript;
+    benchmark::DoNotOptimize(stagecraft::RunKernel(spec, transcript).ok());
+  }
+}
+BENCHMARK(BM_KernelCommandGemm)->Unit(benchmark::kMicrosecond);
+
+void BM_GemmTime(benchmark::State& state) {
+  const stagecraft::DeviceRates h100 = stagecraft::ClusterFromPreset("h100").value().rates();
+  double m = 4096;
+  for (auto _ : state) {
+    benchmark::DoNotOptimize(stagecraft::GemmTime(h100, {m, 8192, 2048}));
+    m = m == 4096 ? 4097 : 4096;
+  }
+}
+BENCHMARK(BM_GemmTime);

@@ -7,6 +7,7 @@
 #include <pybind11/pybind11.h>
 #include <pybind11/stl.h>
 
+#include <algorithm>
 #include <charconv>
 #include <functional>
 #include <map>
@@ -368,6 +369,49 @@ Answer PyGoodput(const std::string& path, const Overrides& options, const Text& 
   return RunReleased([&](Transcript& t) { return RunGoodput(spec, t); });
 }
 
+// `stagecraft kernel OP EXTENTS... --json`, with the flags by name without dashes (batch,
+// heads, kv_heads, head_dim, seq, seq_kv, causal, pass, impl, bytes, dtype, cluster, in_step).
+// A call costs microseconds: it runs with the GIL held.
+Answer PyKernel(const std::string& op, const std::vector<std::string>& extents,
+                const Overrides& options) {
+  KernelSpec spec;
+  spec.op = op;
+  spec.dims = extents;
+  spec.json = true;
+  using Field = std::optional<std::string> KernelSpec::*;
+  static const std::vector<std::pair<std::string, Field>> kText = {
+      {"batch", &KernelSpec::batch},       {"heads", &KernelSpec::heads},
+      {"kv_heads", &KernelSpec::kv_heads}, {"head_dim", &KernelSpec::head_dim},
+      {"seq", &KernelSpec::seq},           {"seq_kv", &KernelSpec::seq_kv},
+      {"pass", &KernelSpec::pass},         {"impl", &KernelSpec::impl},
+      {"bytes", &KernelSpec::bytes}};
+  std::vector<std::string> names = {"causal", "in_step", "dtype", "cluster"};
+  for (const auto& [name, field] : kText) names.push_back(name);
+  for (const auto& [name, value] : options) {
+    const auto text = std::find_if(kText.begin(), kText.end(),
+                                   [&](const auto& row) { return row.first == name; });
+    if (text != kText.end()) {
+      spec.*(text->second) = value;
+    } else if (name == "dtype") {
+      spec.dtype = value;
+    } else if (name == "cluster") {
+      spec.cluster = value;
+    } else if (name == "causal" || name == "in_step") {
+      if (value != "true" && value != "false") {
+        return Finish(Transcript(), Error{name + ": expected True or False, got '" + value + "'"});
+      }
+      (name == "causal" ? spec.causal : spec.in_step) = value == "true";
+    } else {
+      return Finish(Transcript(), Error{"unknown option '" + name + "'" + DidYouMean(name, names) +
+                                        " (kernel's options are its flags' names, e.g. "
+                                        "head_dim=128)"});
+    }
+  }
+  Transcript transcript;
+  const Status status = RunKernel(spec, transcript);
+  return Finish(transcript, status);
+}
+
 }  // namespace
 }  // namespace stagecraft
 
@@ -389,6 +433,8 @@ PYBIND11_MODULE(_native, module) {
              py::arg("jobs"), py::arg("report"));
   module.def("serve", &stagecraft::PyServe, py::arg("path"), py::arg("text"), py::arg("options"),
              py::arg("report"));
+  module.def("kernel", &stagecraft::PyKernel, py::arg("op"), py::arg("extents"),
+             py::arg("options"));
   module.def("goodput", &stagecraft::PyGoodput, py::arg("path"), py::arg("options"),
              py::arg("report"));
 }

@@ -21,7 +21,7 @@ import os
 import re
 import sys
 
-__all__ = ["simulate", "check", "derive", "memory", "plan", "serve", "goodput", "schedule",
+__all__ = ["simulate", "check", "derive", "memory", "plan", "serve", "goodput", "schedule", "kernel",
            "StagecraftError", "Result"]
 
 
@@ -166,6 +166,19 @@ def serve(path=None, *, text=None, config=None, report=None, **options):
     model's overrides as for simulate (cluster="h100", hf_config=...)."""
     return _answer(_native.serve(*_source(path, text, config), _overrides(options),
                                  _path(report)))
+
+
+def kernel(op, *extents, **options):
+    """`stagecraft kernel OP ... --json`: one kernel timed as the simulator times it.
+    kernel("gemm", 4096, 4096, 4096, dtype="bf16", cluster="h100", in_step=False);
+    kernel("attention", batch=2, heads=16, head_dim=128, seq=8192, causal=True, impl="flash2",
+    pass_="backward"); kernel("memory", bytes="256MiB"). The result has time_us, tflops and
+    bound ("compute", "memory" or "latency"), with the compute, memory and floor times."""
+    named = {}
+    for key, value in options.items():
+        key = key.rstrip("_")  # pass_: `pass` is a Python keyword
+        named[key] = ("true" if value else "false") if isinstance(value, bool) else str(value)
+    return _answer(_native.kernel(op, [str(extent) for extent in extents], named))
 
 
 def goodput(path=None, *, report=None, **options):

@@ -158,10 +158,47 @@ CLI::App* AddBenchCommand(CLI::App& app, RunSpec& flags, BenchSpec& bench_flags)
   return bench;
 }
 
-const std::vector<std::string> kCommands = {"simulate",        "check", "derive",    "list",
-                                            "bench-schedules", "comm",  "memory",    "multimodal",
-                                            "validate",        "plan",  "export",    "checkpoint",
-                                            "goodput",         "serve", "serve-plan"};
+const std::vector<std::string> kCommands = {"simulate",        "check", "derive",     "list",
+                                            "bench-schedules", "comm",  "memory",     "multimodal",
+                                            "validate",        "plan",  "export",     "checkpoint",
+                                            "goodput",         "serve", "serve-plan", "kernel"};
+
+CLI::App* AddKernelCommand(CLI::App& app, KernelSpec& flags) {
+  CLI::App* kernel = app.add_subcommand(
+      "kernel",
+      "one kernel timed as the simulator times it: GEMM, grouped GEMM, attention, "
+      "memory-bound");
+  kernel->add_option("op", flags.op, "gemm | grouped-gemm | attention | memory")->required();
+  kernel->add_option("extents", flags.dims, "gemm: M N K (C[M x N] = A[M x K] B[K x N])");
+  kernel->add_option("--batch", flags.batch, "GEMM members (groups); attention's batch")
+      ->type_name("B");
+  kernel->add_option("--heads", flags.heads, "attention: query heads")->type_name("H");
+  kernel->add_option("--kv-heads", flags.kv_heads, "attention: key/value heads (default --heads)")
+      ->type_name("G");
+  kernel->add_option("--head-dim", flags.head_dim, "attention: head dimension")->type_name("D");
+  kernel->add_option("--seq", flags.seq, "attention: queries per sequence")->type_name("S");
+  kernel->add_option("--seq-kv", flags.seq_kv, "attention: keys per sequence (default --seq)")
+      ->type_name("S2");
+  kernel->add_flag("--causal", flags.causal, "attention: causal mask");
+  kernel->add_option("--pass", flags.pass, "attention: forward (default) | backward")
+      ->type_name("P");
+  kernel
+      ->add_option("--impl", flags.impl,
+                   "attention: flash2 | flash3 | cudnn | te | triton (default: te's choice)")
+      ->type_name("I");
+  kernel->add_option("--bytes", flags.bytes, "memory: bytes read plus written, e.g. 256MiB")
+      ->type_name("SIZE");
+  kernel->add_option("--dtype", flags.dtype, "bf16 (default) | fp16 | fp8 | fp32 (gemm)")
+      ->type_name("T");
+  kernel->add_option("--cluster", flags.cluster, "device preset (default h100; list presets)")
+      ->type_name("PRESET");
+  kernel->add_flag("--in-step", flags.in_step,
+                   "gemm: at the rate a training step sustains (default: isolated, as a kernel "
+                   "benchmark times it)");
+  kernel->add_flag("--json", flags.json, "print one JSON object (time_us, tflops, bound, ...)");
+  kernel->footer(KernelHelpFooter());
+  return kernel;
+}
 
 CLI::App* AddCommCommand(CLI::App& app, CommSpec& flags) {
   CLI::App* comm = app.add_subcommand(
@@ -764,6 +801,8 @@ int RunCli(int argc, const char* const* argv, std::ostream& out, std::ostream& e
   CLI::App* bench = AddBenchCommand(app, flags, bench_flags);
   CommSpec comm_flags;
   CLI::App* comm = AddCommCommand(app, comm_flags);
+  KernelSpec kernel_flags;
+  CLI::App* kernel = AddKernelCommand(app, kernel_flags);
   bool memory_json = false;
   CLI::App* memory = app.add_subcommand(
       "memory", "memory per device: model states, activations, shared state vs capacity");
@@ -776,13 +815,17 @@ int RunCli(int argc, const char* const* argv, std::ostream& out, std::ostream& e
   CLI::App* validate = app.add_subcommand(
       "validate", "the cost model against published measured runs (doc/fidelity.md)");
   validate->add_option("paths", validate_flags.paths,
-                       "suite files or folders (default bench/validation/runs)");
+                       "suite files or folders (default bench/validation/runs, or "
+                       "bench/validation/kernels with --kernels)");
   validate
       ->add_option("--max-mape", validate_flags.max_mape,
                    "exit 1 when the mean absolute percentage error is above PCT")
       ->type_name("PCT");
   validate->add_flag("--json", validate_flags.json,
                      "print one JSON object: runs, mape, within_10, sources, memory, decisions");
+  validate->add_flag("--kernels", validate_flags.kernels,
+                     "the kernel suite instead: published per-shape kernel timings "
+                     "(default bench/validation/kernels)");
   validate->add_option("--csv", validate_flags.csv_path, "write one line per run to FILE")
       ->type_name("FILE");
   validate->footer(ValidateHelpFooter());
@@ -806,7 +849,7 @@ int RunCli(int argc, const char* const* argv, std::ostream& out, std::ostream& e
   CLI::App* serve_plan = AddServePlanCommand(app, serve_plan_spec);
   for (CLI::App* command :
        {simulate, check, derive, list, bench, comm, memory, multimodal, validate, plan,
-        export_command, checkpoint, goodput, serve, serve_plan}) {
+        export_command, checkpoint, goodput, serve, serve_plan, kernel}) {
     command->allow_extras();
   }
 
@@ -861,6 +904,7 @@ int RunCli(int argc, const char* const* argv, std::ostream& out, std::ostream& e
                         : *derive   ? RunDerive(flags, derive_json, transcript)
                         : *bench    ? RunBenchSchedules(flags, bench_flags, transcript)
                         : *comm     ? RunComm(comm_flags, transcript)
+                        : *kernel   ? RunKernel(kernel_flags, transcript)
                         : *memory   ? RunMemory(flags, memory_json, transcript)
                         : *validate ? RunValidate(validate_flags, transcript)
                                     : RunList(list_what, transcript);

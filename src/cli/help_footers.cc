@@ -27,6 +27,16 @@ const char* CommHelpFooter() {
          "with the link's bandwidth whatever n is.";
 }
 
+const char* KernelHelpFooter() {
+  return "time: the slowest of compute (a GEMM's output tiles in waves over the SMs, each tile's\n"
+         "K loop with its fill and drain, at the device's measured maximum matmul rate; attention\n"
+         "at the implementation's measured share of the peak), memory (the bytes at the\n"
+         "achieved HBM bandwidth) and the per-kernel floor; bound names which. Isolated is what a\n"
+         "kernel benchmark times; --in-step the GEMM rate a training step sustains. FLOPs count\n"
+         "2MNK a GEMM and FlashAttention's 4·b·h·s·s_kv·d forward (half causal, 2.5x backward).\n"
+         "doc/fidelity.md gives the sources and the kernel suite's error (validate --kernels).";
+}
+
 const char* MemoryHelpFooter() {
   return "Columns, per device of each pipeline rank (GiB = 2^30 bytes; ZeRO: Rajbhandari et al.):\n"
          "  params_B    parameters of the rank's stages on one tensor-parallel rank, billions\n"

@@ -7,6 +7,7 @@ const char* TopLevelHelpFooter();  // stagecraft --help
 const char* CheckHelpFooter();     // stagecraft check --help: exit codes and p2p modes
 const char* ListHelpFooter();      // stagecraft list --help
 const char* CommHelpFooter();      // stagecraft comm --help: algbw, busbw and their factors
+const char* KernelHelpFooter();    // stagecraft kernel --help: the model and its bounds
 const char* MemoryHelpFooter();    // stagecraft memory --help: the table's columns
 const char* ValidateHelpFooter();  // stagecraft validate --help: the error measure
 const char* PlanHelpFooter();      // stagecraft plan --help: the search and the table

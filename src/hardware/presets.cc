@@ -22,8 +22,14 @@ constexpr int64_t kGB = 1'000'000'000;
 // training step sustains (A100 0.80, Hopper 0.76) is fitted on the validation suite
 // (doc/fidelity.md). The attention shares are FlashAttention-2's, causal, head dim 128, sequence
 // 2k-8k: on A100 from its paper (Dao 2023, Fig. 4-6), on H100 as the FlashAttention-3 paper
-// measures it (Shah et al. 2024, Fig. 5-7). The FP8 share (0.70 of the FP8 peak) is fitted on the
-// suite too (0.55 to 0.75 swept); the kernel floor is an assumption.
+// measures it (Shah et al. 2024, Fig. 5-7), and FlashAttention-3's and cuDNN's from the same
+// paper's H100 SXM5 figures (causal forward at 16k: 616 and 539 TFLOP/s; non-causal backward at
+// 16k: 561 and 516), FP8 forward from the FP8 pull request's benchmark (Dao-AILab/flash-attention
+// #1075, H100 PCIe, head dim 128, 8448 keys: FlashAttention-3 618.05 and cuDNN 668.55 TFLOP/s of
+// 1513). The FP8 GEMM share is the same table's FP8 MAMF (H100 SXM, torch._scaled_mm with
+// tensorwise scales: 1402.6 of 1979 TFLOP/s at 1024x9216x14336; it was 0.70 fitted on the suite
+// before). The memory-bound kernels' floor is an assumption; the GEMM latency is XLA's CUPTI
+// kernel time of its smallest GEMMs (kernel_model.h).
 constexpr KernelModel kAmpere = {.sms = 108,
                                  .gemm_efficiency = 267.9 / 312.0,
                                  .gemm_best_k = 2048,
@@ -32,14 +38,39 @@ constexpr KernelModel kAmpere = {.sms = 108,
                                  .attention_forward_efficiency = 0.55,
                                  .attention_backward_efficiency = 0.45,
                                  .kernel_floor_s = 5e-6};
+// The FlashAttention-3 paper's backward figure is non-causal: at 16k a query tile meets 128
+// key blocks, not the reference's 64 (AttentionTime's roll-off), so its share there is higher by
+// (128/129)/(64/65).
+constexpr double kNonCausal16k = (128.0 / 129.0) / (64.0 / 65.0);
 constexpr KernelModel kHopper = {.sms = 132,
                                  .gemm_efficiency = 792.1 / 989.5,
                                  .gemm_best_k = 2816,
                                  .gemm_sustained = 0.76,
-                                 .fp8_gemm_efficiency = 0.70,
+                                 .fp8_gemm_efficiency = 1402.6 / 1979.0,
                                  .attention_forward_efficiency = 0.33,
                                  .attention_backward_efficiency = 0.29,
+                                 .flash3_forward_efficiency = 616.0 / 989.5,
+                                 .flash3_backward_efficiency = 561.0 / 989.5 / kNonCausal16k,
+                                 .cudnn_forward_efficiency = 539.0 / 989.5,
+                                 .cudnn_backward_efficiency = 516.0 / 989.5 / kNonCausal16k,
+                                 .fp8_attention_forward_efficiency = 618.05 / 1513.0,
+                                 .fp8_cudnn_forward_efficiency = 668.55 / 1513.0,
                                  .kernel_floor_s = 5e-6};
+// Blackwell (B200), from its own measurements: the GEMM maximum from the MAMF table (BF16
+// 1745.0 of 2250 TFLOP/s at 1792x16128x3072, FP8 3432.5 of 4500 at 15360x4096x3072, torch 2.7.1,
+// CUDA 12.8), attention from NVIDIA's cudnn-frontend SDPA training benchmark on B200 (its
+// results CSV: causal, 128 query heads of dim 128, 16k: FlashAttention-2 2.7.3 428.6 forward and
+// 354.7 backward, cuDNN 9.10 1358.6 and 1074.5 TFLOP/s). FlashAttention-3 is Hopper's only.
+constexpr KernelModel kBlackwell = {.sms = 148,
+                                    .gemm_efficiency = 1745.0 / 2250.0,
+                                    .gemm_best_k = 3072,
+                                    .gemm_sustained = 0.76,
+                                    .fp8_gemm_efficiency = 3432.5 / 4500.0,
+                                    .attention_forward_efficiency = 428.6 / 2250.0,
+                                    .attention_backward_efficiency = 354.7 / 2250.0,
+                                    .cudnn_forward_efficiency = 1358.6 / 2250.0,
+                                    .cudnn_backward_efficiency = 1074.5 / 2250.0,
+                                    .kernel_floor_s = 5e-6};
 // A generation's constants on a part with another SM count, or another measured GEMM maximum.
 constexpr KernelModel WithSms(KernelModel model, int32_t sms) {
   model.sms = sms;
@@ -64,7 +95,8 @@ constexpr const char* kAmpereSource =
 constexpr const char* kHopperSource =
     "MAMF 792.1 of 989 TFLOP/s BF16 at K 2816 (ml-engineering MAMF table), 0.76 of it sustained "
     "(fitted on the validation suite); attention: FlashAttention-2 on H100 as the FA3 paper "
-    "measures it; FP8 share 0.70 fitted on the validation suite; 132 SMs";
+    "measures it, FlashAttention-3 and cuDNN from the FA3 paper's figures; FP8 MAMF 1402.6 of "
+    "1979; 132 SMs";
 
 const std::vector<DevicePreset>& DevicePresets() {
   // Peaks are dense (without 2:4 sparsity); NVLink is the per-GPU total divided by two
@@ -138,7 +170,10 @@ const std::vector<DevicePreset>& DevicePresets() {
        8000 * kGiga, 900 * kGiga, 50 * kGiga, 8,
        "NVIDIA HGX B200 datasheet: BF16 2.25 PFLOP/s, FP8 4.5 PFLOP/s dense, 192 GB HBM3e at "
        "8 TB/s, NVLink 5 1.8 TB/s; one 400 Gb/s NIC per GPU",
-       WithSms(kHopper, 148), "H100's shares assumed (no published MAMF in our sources), 148 SMs"},
+       kBlackwell,
+       "MAMF 1745.0 of 2250 TFLOP/s BF16 at K 3072, FP8 3432.5 of 4500 (ml-engineering MAMF "
+       "table); Hopper's sustained share assumed; attention (FlashAttention-2, cuDNN) from "
+       "cudnn-frontend's B200 SDPA benchmark; 148 SMs"},
   };
   return kPresets;
 }

@@ -592,6 +592,10 @@ Status ReadTransformer(const Reader& reader, const Field& field, TransformerSpec
                       {"attn_impl",
                        EnumInto<AttentionKernel>(reader, "attention kernel",
                                                  {{"flash", AttentionKernel::kFlash},
+                                                  {"flash2", AttentionKernel::kFlash},
+                                                  {"flash3", AttentionKernel::kFlash3},
+                                                  {"cudnn", AttentionKernel::kCudnn},
+                                                  {"te", AttentionKernel::kTe},
                                                   {"triton", AttentionKernel::kTriton}},
                                                  &spec->attention_kernel)},
                       {"tied_embeddings", BoolInto(reader, &spec->tied_embeddings)},
@@ -671,7 +675,7 @@ Status ReadTransformer(const Reader& reader, const Field& field, TransformerSpec
   }
   if (spec->attention_kernel != AttentionKernel::kFlash && !spec->causal) {
     return reader.At(*Find(written, "attn_impl"),
-                     "'triton' is a fused FlashAttention kernel, but this model's attention "
+                     "attn_impl names a fused attention kernel, but this model's attention "
                      "is the unfused path (causal: false): set causal: true, or drop attn_impl");
   }
   if (spec->kv_heads > 0 && spec->heads % spec->kv_heads != 0) {

@@ -223,17 +223,27 @@ std::vector<std::pair<std::string, std::string>> CostAssumptions(const Config& c
     out.emplace_back("cost_model", "kernel (doc/fidelity.md) on " + cluster.device + ", " + peak);
     out.emplace_back("gemm", percent(k.gemm_efficiency) + " of peak (MAMF) x " +
                                  FormatFixed(k.gemm_sustained, 2) + " sustained");
-    out.emplace_back(
-        "attention",
-        percent(k.attention_forward_efficiency) + " / " + percent(k.attention_backward_efficiency) +
-            " of peak (forward / backward)" +
-            (model.transformer.attention_kernel == AttentionKernel::kTriton
-                 ? "; FlashAttention in Triton (attn_impl: triton), "
-                   "forward " +
-                       FormatFixed(kTritonAttentionForwardSlowdown, 1) + "x and backward " +
-                       FormatFixed(kTritonAttentionBackwardSlowdown, 1) +
-                       "x slower (Dao 2023, §4.1)"
-                 : std::string()));
+    const AttentionKernel asked = model.transformer.attention_kernel;
+    const AttentionKernel runs = ResolveAttentionKernel(k, asked);
+    const auto share = [&](bool backward) {
+      return AttentionTime(cluster.rates(), 1e12, backward, 0, runs).efficiency;
+    };
+    const std::string kernel_name =
+        std::string(AttentionKernelName(runs)) +
+        (asked == AttentionKernel::kTe ? " (Transformer Engine's choice)"
+         : asked != runs ? std::string(" (") + AttentionKernelName(asked) + " does not run on " +
+                               cluster.device + ")"
+                         : "");
+    out.emplace_back("attention", kernel_name + ", " + percent(share(false)) + " / " +
+                                      percent(share(true)) + " of peak (forward / backward)" +
+                                      (runs == AttentionKernel::kTriton
+                                           ? "; FlashAttention in Triton (attn_impl: triton), "
+                                             "forward " +
+                                                 FormatFixed(kTritonAttentionForwardSlowdown, 1) +
+                                                 "x and backward " +
+                                                 FormatFixed(kTritonAttentionBackwardSlowdown, 1) +
+                                                 "x slower (Dao 2023, §4.1)"
+                                           : std::string()));
     out.emplace_back("memory_bound", percent(cluster.memory_efficiency) + " of HBM");
     out.emplace_back("host", FormatFixed(k.host_seconds_per_kernel * 1e6, 1) + " us per kernel");
   } else {

@@ -67,8 +67,11 @@ struct ValidateSpec {
   std::optional<double> max_mape;  // --max-mape PCT: exit 1 above it
   std::string csv_path;            // --csv FILE: one line per run
   bool json = false;               // --json: one object (run counts, MAPE, per source, memory)
+  bool kernels = false;  // --kernels: the kernel suite (bench/validation/kernels/*.csv) instead
 };
 Status RunValidate(const ValidateSpec& flags, Transcript& transcript);
+// validate --kernels (validate_kernels.cc); RunValidate hands over to it.
+Status RunValidateKernels(const ValidateSpec& flags, Transcript& transcript);
 
 // comm: one collective's α-β cost on a preset cluster (comm_report.cc).
 struct CommSpec {
@@ -80,6 +83,28 @@ struct CommSpec {
   bool json = false;
 };
 Status RunComm(const CommSpec& flags, Transcript& transcript);
+
+// kernel: one kernel timed as the simulator times it (kernel_report.cc). Values stay text until
+// RunKernel reads them, so each error names its flag; an unset optional is a flag not given.
+struct KernelSpec {
+  std::string op;                       // gemm | grouped-gemm | attention | memory
+  std::vector<std::string> dims;        // gemm: M N K
+  std::optional<std::string> batch;     // --batch: GEMM members (groups), attention's batch
+  std::optional<std::string> heads;     // --heads (attention)
+  std::optional<std::string> kv_heads;  // --kv-heads (attention; default --heads)
+  std::optional<std::string> head_dim;  // --head-dim (attention)
+  std::optional<std::string> seq;       // --seq: queries (attention)
+  std::optional<std::string> seq_kv;    // --seq-kv: keys (attention; default --seq)
+  std::optional<std::string> pass;      // --pass forward|backward (attention)
+  std::optional<std::string> impl;      // --impl flash2|flash3|cudnn|te|triton (attention)
+  std::optional<std::string> bytes;     // --bytes SIZE (memory)
+  bool causal = false;                  // --causal (attention)
+  std::string dtype = "bf16";           // --dtype bf16|fp16|fp8 (gemm also fp32)
+  std::string cluster = "h100";         // --cluster PRESET
+  bool in_step = false;                 // --in-step: the step's sustained GEMM rate
+  bool json = false;
+};
+Status RunKernel(const KernelSpec& flags, Transcript& transcript);
 
 // multimodal: the multimodal cost formulas as tables (multimodal_tables.cc).
 struct MultimodalTablesSpec {

@@ -213,6 +213,7 @@ void MemoryText(const std::vector<Row>& rows, const Summaries& summaries, std::o
 }  // namespace
 
 Status RunValidate(const ValidateSpec& flags, Transcript& transcript) {
+  if (flags.kernels) return RunValidateKernels(flags, transcript);
   std::ostream& out = transcript.out();
   std::ostream& err = transcript.err();
   auto files = SuiteFiles(flags.paths.empty() ? std::vector<std::string>{"bench/validation/runs"}

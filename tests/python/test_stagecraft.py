@@ -159,6 +159,22 @@ def test_goodput_equals_the_cli():
     assert error.value.kind == "bad_input"
     assert "did you mean 'restart'" in error.value.message
 
+def test_kernel_equals_the_cli():
+    ours = stagecraft.kernel("gemm", 4096, 8192, 2048, dtype="fp8", cluster="h100", in_step=True)
+    theirs = cli_json("kernel", "gemm", "4096", "8192", "2048", "--dtype", "fp8", "--cluster",
+                      "h100", "--in-step")
+    assert ours.to_dict() == theirs
+    assert ours.bound == "compute"
+    attention = stagecraft.kernel("attention", batch=2, heads=16, head_dim=128, seq=8192,
+                                  causal=True, impl="flash3", pass_="backward")
+    assert attention.to_dict() == cli_json("kernel", "attention", "--batch", "2", "--heads", "16",
+                                           "--head-dim", "128", "--seq", "8192", "--causal",
+                                           "--impl", "flash3", "--pass", "backward")
+    with pytest.raises(stagecraft.StagecraftError) as error:
+        stagecraft.kernel("attention", batch=2, heads=16, head_dims=128, seq=8192)
+    assert error.value.kind == "bad_input"
+    assert "did you mean 'head_dim'" in error.value.message
+
 
 def test_plan_with_threads_is_the_same_answer():
     os.chdir(ROOT)

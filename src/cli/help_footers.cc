@@ -28,13 +28,15 @@ const char* CommHelpFooter() {
 }
 
 const char* KernelHelpFooter() {
-  return "time: the slowest of compute (a GEMM's output tiles in waves over the SMs, each tile's\n"
-         "K loop with its fill and drain, at the device's measured maximum matmul rate; attention\n"
-         "at the implementation's measured share of the peak), memory (the bytes at the\n"
-         "achieved HBM bandwidth) and the per-kernel floor; bound names which. Isolated is what a\n"
-         "kernel benchmark times; --in-step the GEMM rate a training step sustains. FLOPs count\n"
-         "2MNK a GEMM and FlashAttention's 4·b·h·s·s_kv·d forward (half causal, 2.5x backward).\n"
-         "doc/fidelity.md gives the sources and the kernel suite's error (validate --kernels).";
+  return "time: a GEMM's work, the slower of compute (its output tiles in waves over the SMs,\n"
+         "each tile's K loop with its fill and drain, at the device's measured maximum matmul\n"
+         "rate) and memory (its bytes at the achieved HBM bandwidth), plus the GEMM latency;\n"
+         "attention at the implementation's measured share of the peak, and a memory-bound\n"
+         "kernel at the achieved bandwidth, each at least the per-kernel floor. bound names\n"
+         "what dominates. Isolated is what a kernel benchmark times; --in-step the GEMM rate a\n"
+         "training step sustains. FLOPs count 2MNK a GEMM and FlashAttention's 4·b·h·s·s_kv·d\n"
+         "forward (half causal, 2.5x backward). doc/fidelity.md (\"Kernels\") gives the sources\n"
+         "and the kernel suite's error (stagecraft validate --kernels).";
 }
 
 const char* MemoryHelpFooter() {

@@ -78,6 +78,17 @@ struct MemoryInfo {
   int64_t capacity_bytes = 0;   // one device's memory (0: unknown)
 };
 
+// How well the model did on the validated runs nearest to this one (run/validated_runs.h).
+struct ValidationInfo {
+  bool given = false;        // false: not reported (the costs are given, not modelled)
+  int32_t similar_runs = 0;  // the nearest validated runs
+  double mape = 0;           // their mean absolute error
+  double worst = 0;          // the signed error of the farthest
+  bool in_range = false;     // within the validated extremes of the device generation
+  std::string basis;         // what "similar" held to
+  std::string outside;       // the first dimension beyond the validated range ("" = none)
+};
+
 struct RunInfo {
   std::string config;    // what was simulated: a config file's base name or "bundled: ..."
   // What the derived costs rest on, as (name, value) in print order: the cost model and its
@@ -115,6 +126,7 @@ struct RunInfo {
   double params = 0;
   MultimodalInfo multimodal;
   MemoryInfo memory;
+  ValidationInfo validation;
 };
 
 }  // namespace stagecraft

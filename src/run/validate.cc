@@ -14,6 +14,7 @@
 #include "report/json_writer.h"
 #include "run/commands.h"
 #include "run/memory_verdict.h"
+#include "run/validated_runs.h"
 
 namespace stagecraft {
 namespace {
@@ -28,6 +29,7 @@ struct Row {
   double predicted_s = 0;
   double measured_gib = 0;   // the source's peak memory per GPU; 0 = none given
   double predicted_gib = 0;  // the memory verdict's fullest device (states, peak, reserve)
+  ValidatedRun features;     // what a run is compared by (validated_runs.h)
   double error() const { return (predicted_s - measured_s) / measured_s; }
   double memory_error() const { return (predicted_gib - measured_gib) / measured_gib; }
 };
@@ -93,6 +95,8 @@ Result<Row> Predict(const std::string& file, const MeasurementSource& source,
   row.gpus = run.value().parallel_plan.world_size;
   row.measured_s = measured.step_s;
   row.predicted_s = static_cast<double>(simulated.metrics.makespan.ns()) * 1e-9;
+  row.features = FeaturesOf(run.value());
+  row.features.error = row.error();
   if (measured.memory_gib > 0) {
     row.measured_gib = measured.memory_gib;
     row.predicted_gib = ComputeMemory(run.value(), simulated).verdict.peak_bytes / kBytesPerGib;
@@ -254,11 +258,12 @@ Status RunValidate(const ValidateSpec& flags, Transcript& transcript) {
     if (summaries.memory.runs > 0) MemoryText(rows, summaries, out);
   }
   if (!flags.csv_path.empty()) {
-    std::string csv = "source,run,gpus,measured_s,predicted_s,error\n";
+    std::string csv =
+        std::string("source,run,gpus,measured_s,predicted_s,error,") + kValidatedRunColumns + "\n";
     for (const Row& row : rows) {
       csv += row.source + "," + row.id + "," + std::to_string(row.gpus) + "," +
              FormatFixed(row.measured_s, 4) + "," + FormatFixed(row.predicted_s, 4) + "," +
-             FormatFixed(row.error(), 4) + "\n";
+             FormatFixed(row.error(), 4) + "," + ValidatedRunFields(row.features) + "\n";
     }
     const Status written = WriteTextFile(flags.csv_path, csv);
     if (!written.ok()) return Error{"--csv: " + written.error().message};

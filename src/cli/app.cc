@@ -826,6 +826,9 @@ int RunCli(int argc, const char* const* argv, std::ostream& out, std::ostream& e
   validate->add_flag("--kernels", validate_flags.kernels,
                      "the kernel suite instead: published per-shape kernel timings "
                      "(default bench/validation/kernels)");
+  validate->add_flag("--leave-one-out", validate_flags.leave_one_out,
+                     "each source's error with the sustained GEMM share chosen from the other "
+                     "sources' runs");
   validate->add_option("--csv", validate_flags.csv_path, "write one line per run to FILE")
       ->type_name("FILE");
   validate->footer(ValidateHelpFooter());

@@ -68,6 +68,9 @@ struct ValidateSpec {
   std::string csv_path;            // --csv FILE: one line per run
   bool json = false;               // --json: one object (run counts, MAPE, per source, memory)
   bool kernels = false;  // --kernels: the kernel suite (bench/validation/kernels/*.csv) instead
+  // --leave-one-out: each source's error with the constants the suite chooses (each generation's
+  // sustained GEMM share) chosen from the other sources' runs.
+  bool leave_one_out = false;
 };
 Status RunValidate(const ValidateSpec& flags, Transcript& transcript);
 // validate --kernels (validate_kernels.cc); RunValidate hands over to it.

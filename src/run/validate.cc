@@ -3,9 +3,13 @@
 // and its iteration time compared with the measured one: signed error per run, and the mean
 // absolute percentage error (MAPE) with the shares within ±10% and ±15%, per source and overall.
 #include <algorithm>
+#include <array>
 #include <cmath>
+#include <deque>
 #include <filesystem>
+#include <iterator>
 #include <map>
+#include <optional>
 #include <set>
 #include <sstream>
 
@@ -76,12 +80,19 @@ Result<std::vector<std::string>> SuiteFiles(const std::vector<std::string>& path
   return files;
 }
 
-// Simulates one measured run as `simulate` would (defaults, no overrides).
+// Simulates one measured run as `simulate` would (defaults, no overrides); with `sustained`,
+// the GEMMs' sustained share (KernelModel::gemm_sustained) replaced by it.
 Result<Row> Predict(const std::string& file, const MeasurementSource& source,
-                    const MeasuredRun& measured) {
+                    const MeasuredRun& measured, std::optional<double> sustained = std::nullopt) {
   RunSpec flags;
   flags.config_path = file;
   flags.config_text = measured.config_text;
+  if (sustained) {
+    flags.edit = [share = *sustained](Config& config) {
+      config.cluster.kernels.gemm_sustained = share;
+      return Status::Ok();
+    };
+  }
   auto run = PrepareRun(flags);
   if (!run.ok()) return Error{run.error().message + " (run " + measured.id + ")"};
   RunOutcome simulated;
@@ -214,6 +225,106 @@ void MemoryText(const std::vector<Row>& rows, const Summaries& summaries, std::o
   out << summaries.memory.Line("all");
 }
 
+// The constants the step suite chooses: each generation's sustained GEMM share (presets.cc),
+// swept over this grid.
+constexpr double kSustainedGrid[] = {0.72, 0.74, 0.76, 0.78, 0.80, 0.82, 0.84};
+constexpr size_t kGridSize = std::size(kSustainedGrid);
+
+struct Case {
+  std::string file;
+  const MeasurementSource* source;
+  const MeasuredRun* measured;
+  std::string generation;
+};
+
+// For each source, the share each generation would get from the other sources' runs (the grid
+// value with the least MAPE over them), and the source's runs' error at it.
+struct LeaveOneOut {
+  std::map<std::string, Summary> by_source;
+  std::map<std::string, std::map<std::string, double>> chosen;  // source -> generation -> share
+  std::map<std::string, double> in_sample;                      // generation -> share, all runs
+  Summary all;
+};
+
+Result<LeaveOneOut> LeaveOneSourceOut(const std::vector<Case>& cases) {
+  // errors[case][grid]
+  std::vector<std::array<double, kGridSize>> errors(cases.size());
+  for (size_t c = 0; c < cases.size(); ++c) {
+    for (size_t g = 0; g < kGridSize; ++g) {
+      auto row = Predict(cases[c].file, *cases[c].source, *cases[c].measured, kSustainedGrid[g]);
+      if (!row.ok()) return row.error();
+      errors[c][g] = row.value().error();
+    }
+  }
+  // The best grid value for `generation` over the cases `use` admits.
+  const auto best = [&](const std::string& generation, auto use) {
+    size_t chosen = 0;
+    double least = -1;
+    for (size_t g = 0; g < kGridSize; ++g) {
+      double absolute = 0;
+      size_t count = 0;
+      for (size_t c = 0; c < cases.size(); ++c) {
+        if (cases[c].generation != generation || !use(cases[c])) continue;
+        absolute += std::abs(errors[c][g]);
+        ++count;
+      }
+      if (count > 0 && (least < 0 || absolute < least)) {
+        least = absolute;
+        chosen = g;
+      }
+    }
+    return least < 0 ? kGridSize : chosen;
+  };
+  LeaveOneOut result;
+  std::set<std::string> generations;
+  for (const Case& c : cases) generations.insert(c.generation);
+  for (const std::string& generation : generations) {
+    const size_t g = best(generation, [](const Case&) { return true; });
+    if (g < kGridSize) result.in_sample[generation] = kSustainedGrid[g];
+  }
+  for (size_t c = 0; c < cases.size(); ++c) {
+    const std::string& source = cases[c].source->id;
+    const std::string& generation = cases[c].generation;
+    auto& chosen = result.chosen[source];
+    if (!chosen.count(generation)) {
+      const size_t g =
+          best(generation, [&](const Case& other) { return other.source->id != source; });
+      chosen[generation] = g < kGridSize ? kSustainedGrid[g] : -1;
+    }
+    const double share = chosen[generation];
+    if (share < 0) continue;  // no other source's run on the generation: nothing to choose from
+    const size_t g =
+        static_cast<size_t>(std::find(std::begin(kSustainedGrid), std::end(kSustainedGrid), share) -
+                            std::begin(kSustainedGrid));
+    result.by_source[source].Add(errors[c][g]);
+    result.all.Add(errors[c][g]);
+  }
+  return result;
+}
+
+void LeaveOneOutText(const LeaveOneOut& loo, const Summaries& summaries, std::ostream& out) {
+  out << "\n  leave one source out: each generation's sustained GEMM share chosen (grid "
+      << FormatFixed(kSustainedGrid[0], 2) << "-" << FormatFixed(kSustainedGrid[kGridSize - 1], 2)
+      << ") from the other sources' runs, this source's runs at it; chosen from all runs:";
+  for (const auto& [generation, share] : loo.in_sample) {
+    out << " " << generation << " " << FormatFixed(share, 2);
+  }
+  out << "\n  " << PadRight("source", 48) << PadLeft("runs", 5) << PadLeft("mape", 9)
+      << PadLeft("held_out", 10) << "  shares chosen without it\n";
+  for (const auto& [name, summary] : loo.by_source) {
+    std::string shares;
+    for (const auto& [generation, share] : loo.chosen.at(name)) {
+      shares += (shares.empty() ? "" : ", ") + generation + " " + FormatFixed(share, 2);
+    }
+    out << "  " << PadRight(name, 48) << PadLeft(std::to_string(summary.runs), 5)
+        << PadLeft(FormatFixed(100 * summaries.by_source.at(name).mape(), 1) + "%", 9)
+        << PadLeft(FormatFixed(100 * summary.mape(), 1) + "%", 10) << "  " << shares << "\n";
+  }
+  out << "  " << PadRight("all", 48) << PadLeft(std::to_string(loo.all.runs), 5)
+      << PadLeft(FormatFixed(100 * summaries.all.mape(), 1) + "%", 9)
+      << PadLeft(FormatFixed(100 * loo.all.mape(), 1) + "%", 10) << "\n";
+}
+
 }  // namespace
 
 Status RunValidate(const ValidateSpec& flags, Transcript& transcript) {
@@ -226,23 +337,28 @@ Status RunValidate(const ValidateSpec& flags, Transcript& transcript) {
   std::vector<Row> rows;
   std::vector<std::string> failures;
   std::set<std::string> ids;
+  std::deque<MeasurementSource> sources;  // stable addresses for the cases
+  std::vector<Case> cases;
   for (const std::string& file : files.value()) {
     auto text = ReadTextFile(file);
     if (!text.ok()) return text.error();
     const std::string name = std::filesystem::path(file).filename().string();
     auto source = ParseMeasurementSource(text.value(), name);
     if (!source.ok()) return source.error();
-    for (const MeasuredRun& measured : source.value().runs) {
+    sources.push_back(std::move(source).value());
+    for (const MeasuredRun& measured : sources.back().runs) {
       if (!ids.insert(measured.id).second) {
         failures.push_back(name + ": run '" + measured.id +
                            "' appears twice in the suite (expected unique run ids; rename one)");
         continue;
       }
-      auto row = Predict(name, source.value(), measured);
+      auto row = Predict(name, sources.back(), measured);
       if (!row.ok()) {
         failures.push_back(row.error().message);
         continue;
       }
+      cases.push_back(
+          {name, &sources.back(), &measured, DeviceGeneration(row.value().features.device)});
       rows.push_back(std::move(row).value());
     }
   }
@@ -251,10 +367,43 @@ Status RunValidate(const ValidateSpec& flags, Transcript& transcript) {
     return MakeError(ErrorKind::kBadInput, "");
   }
   const Summaries summaries(rows);
+  std::optional<LeaveOneOut> loo;
+  if (flags.leave_one_out) {
+    auto computed = LeaveOneSourceOut(cases);
+    if (!computed.ok()) return computed.error();
+    loo = std::move(computed).value();
+  }
   if (flags.json) {
-    out << ValidateJson(rows, summaries) << "\n";
+    std::string json = ValidateJson(rows, summaries);
+    if (loo) {
+      // The held-out figures as one more key before the closing brace.
+      JsonWriter writer(true);
+      writer.BeginObject();
+      writer.Key("mape").Fixed(loo->all.mape(), 4);
+      writer.Key("runs").Int(static_cast<int64_t>(loo->all.runs));
+      writer.Key("sources").BeginObject();
+      for (const auto& [name, summary] : loo->by_source) {
+        writer.Key(name).BeginObject();
+        SummaryJson(writer, summary);
+        writer.Key("sustained").BeginObject();
+        for (const auto& [generation, share] : loo->chosen.at(name)) {
+          writer.Key(generation).Fixed(share, 2);
+        }
+        writer.EndObject().EndObject();
+      }
+      writer.EndObject().EndObject();
+      std::string inner = writer.text();
+      for (size_t at = inner.find('\n'); at != std::string::npos; at = inner.find('\n', at + 3)) {
+        inner.replace(at, 1, "\n  ");
+      }
+      json = json.substr(0, json.rfind('}'));
+      while (!json.empty() && (json.back() == '\n' || json.back() == ' ')) json.pop_back();
+      json += ",\n  \"leave_one_source_out\": " + inner + "\n}";
+    }
+    out << json << "\n";
   } else {
     StepText(rows, summaries, out);
+    if (loo) LeaveOneOutText(*loo, summaries, out);
     if (summaries.memory.runs > 0) MemoryText(rows, summaries, out);
   }
   if (!flags.csv_path.empty()) {

@@ -13,16 +13,6 @@ const char* ValidatedRunsCsv();  // validated_runs.cc.in
 
 namespace {
 
-// The tensor-core generation a preset belongs to: the kernel data the model shares.
-std::string Generation(const std::string& device) {
-  if (device.rfind("a100", 0) == 0 || device == "a40") return "ampere";
-  if (device.rfind("h100", 0) == 0 || device == "h200" || device == "h800" || device == "gh200") {
-    return "hopper";
-  }
-  if (device.rfind("b200", 0) == 0) return "blackwell";
-  return device;
-}
-
 // The parallel features a run uses, as a word list ("tp pp fp8"; "none").
 std::string Features(const ValidatedRun& run) {
   std::string words;
@@ -52,6 +42,15 @@ Result<double> Number(const std::string& text, int line) {
 }
 
 }  // namespace
+
+std::string DeviceGeneration(const std::string& device) {
+  if (device.rfind("a100", 0) == 0 || device == "a40") return "ampere";
+  if (device.rfind("h100", 0) == 0 || device == "h200" || device == "h800" || device == "gh200") {
+    return "hopper";
+  }
+  if (device.rfind("b200", 0) == 0) return "blackwell";
+  return device;
+}
 
 std::string ValidatedRunFields(const ValidatedRun& run) {
   return run.device + "," + FormatFixed(run.params / 1e9, 3) + "," +
@@ -126,10 +125,10 @@ const std::vector<ValidatedRun>& ValidatedRuns() {
 ValidationInfo NearestValidation(const ValidatedRun& run, const std::vector<ValidatedRun>& suite) {
   ValidationInfo info;
   info.given = true;
-  const std::string generation = Generation(run.device);
+  const std::string generation = DeviceGeneration(run.device);
   std::vector<const ValidatedRun*> same;
   for (const ValidatedRun& validated : suite) {
-    if (Generation(validated.device) == generation) same.push_back(&validated);
+    if (DeviceGeneration(validated.device) == generation) same.push_back(&validated);
   }
   if (same.empty()) {
     info.outside = "device " + run.device + " (no validated runs on its generation)";

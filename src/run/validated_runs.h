@@ -29,6 +29,10 @@ struct ValidatedRun {
   double error = 0;  // (predicted - measured) / measured
 };
 
+// The tensor-core generation a preset belongs to, whose kernel data its presets share:
+// "ampere", "hopper", "blackwell" (any other name is its own).
+std::string DeviceGeneration(const std::string& device);
+
 // The columns ValidatedRunFields writes, after validate --csv's own.
 inline constexpr const char* kValidatedRunColumns = "device,params_b,micro_batch,tp,pp,cp,ep,fp8";
 std::string ValidatedRunFields(const ValidatedRun& run);

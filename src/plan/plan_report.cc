@@ -11,7 +11,9 @@
 #include "plan/work_split.h"
 #include "report/html.h"
 #include "report/json_writer.h"
+#include "report/summary.h"
 #include "report/svg_plot.h"
+#include "run/validated_runs.h"
 #include "schedule/partition.h"
 
 namespace stagecraft {
@@ -34,7 +36,29 @@ std::string FitsWord(const MemoryInfo& memory) {
   return !memory.capacity_known ? "?" : memory.fits ? "yes" : "OVER";
 }
 
-void PlanObject(JsonWriter& json, const PlannedLayout& plan) {
+// How well the model did on the validated runs nearest to a planned layout (simulate's line).
+ValidationInfo PlanValidation(const Config& config, const Candidate& c) {
+  if (!config.model.is_transformer()) {
+    ValidationInfo info;
+    info.given = true;
+    info.basis = "no validated runs of layer-list models";
+    info.outside = "a layer-list model";
+    return info;
+  }
+  ValidatedRun run;
+  run.device = config.cluster.device;
+  run.gpus = c.tp * c.pp * c.dp * c.cp;
+  run.params = TransformerParams(config.model.transformer, config.model.seq_len);
+  run.micro_batch = c.micro_batch_size;
+  run.tp = c.tp;
+  run.pp = c.pp;
+  run.cp = c.cp;
+  run.ep = c.ep;
+  run.fp8 = config.parallel.fp8;
+  return NearestValidation(run, ValidatedRuns());
+}
+
+void PlanObject(JsonWriter& json, const PlannedLayout& plan, const Config& config) {
   const Candidate& c = plan.candidate;
   json.BeginObject();
   json.Key("engine").String(EngineName(c.engine));
@@ -80,6 +104,7 @@ void PlanObject(JsonWriter& json, const PlannedLayout& plan) {
   } else {
     json.Key("fits").Raw("null");
   }
+  ValidationJson(json.Key("validation"), PlanValidation(config, c));
   json.EndObject();
 }
 
@@ -192,6 +217,10 @@ std::string FormatPlanTable(const PlanResult& result) {
             PadLeft(FitsWord(plan.memory), 6) + "\n";
   }
   if (result.plans.empty()) text += "  (no layout fits)\n";
+  if (!result.plans.empty()) {
+    text += "\n  rank 1, against the validated runs nearest to it:\n" +
+            ValidationText(PlanValidation(result.config, result.plans.front().candidate));
+  }
   text += "\n  rejected (candidates by reason):\n";
   for (const auto& [reason, count] : ByCount(result.rejected)) {
     text += "    " + PadLeft(std::to_string(count), 7) + "  " + reason + "\n";
@@ -220,7 +249,7 @@ std::string FormatPlanJson(const PlanResult& result) {
   for (const std::string& assumption : result.assumptions) json.String(assumption);
   json.EndArray();
   json.Key("plans").BeginArray();
-  for (const PlannedLayout& plan : result.plans) PlanObject(json, plan);
+  for (const PlannedLayout& plan : result.plans) PlanObject(json, plan, result.config);
   json.EndArray();
   json.EndObject();
   return json.text() + "\n";
@@ -362,7 +391,7 @@ std::string FormatSweepJson(const PlanSpec& spec, const std::vector<SweepRow>& r
       if (result.plans.empty()) {
         json.Raw("null");
       } else {
-        PlanObject(json, result.plans.front());
+        PlanObject(json, result.plans.front(), result.config);
       }
     }
     json.EndObject();

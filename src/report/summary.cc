@@ -231,27 +231,6 @@ void WriteMultimodal(JsonWriter& json, const MultimodalInfo& info) {
 
 }  // namespace
 
-// "validated": the nearest validated runs' error, or why there are none, and the range.
-std::string ValidationText(const ValidationInfo& v) {
-  if (!v.given) return "";
-  std::string text = "  validated         ";
-  const auto signed_percent = [](double fraction) {
-    return (fraction >= 0 ? "+" : "") + FormatFixed(fraction * 100.0, 1) + "%";
-  };
-  if (v.similar_runs > 0) {
-    text += std::to_string(v.similar_runs) +
-            (v.similar_runs == 1 ? " similar run" : " similar runs") + ", MAPE " +
-            FormatFixed(v.mape * 100.0, 1) + "%, worst " + signed_percent(v.worst) + "  (" +
-            v.basis + "; doc/fidelity.md)\n";
-  } else {
-    text += v.basis + "\n";
-  }
-  if (!v.outside.empty()) {
-    text += "                    outside the validated range: " + v.outside + "\n";
-  }
-  return text;
-}
-
 std::string FormatMemoryVerdict(const MemoryInfo& memory) {
   std::string parts =
       (memory.states_known ? "model states " + FormatGib(memory.state_bytes) + " + " : std::string()) +
@@ -365,17 +344,7 @@ std::string FormatMetricsJson(const RunInfo& run, const Metrics& metrics) {
     for (const auto& [name, value] : run.assumptions) json.Key(name).String(value);
     json.EndObject();
   }
-  if (run.validation.given) {
-    const ValidationInfo& v = run.validation;
-    json.Key("validation").BeginObject();
-    json.Key("similar_runs").Int(v.similar_runs);
-    json.Key("mape").Raw(FormatFixed(v.mape, 4));
-    json.Key("worst").Raw(FormatFixed(v.worst, 4));
-    json.Key("in_range").Bool(v.in_range);
-    json.Key("basis").String(v.basis);
-    json.Key("outside").String(v.outside);
-    json.EndObject();
-  }
+  if (run.validation.given) ValidationJson(json.Key("validation"), run.validation);
   if (run.world_size > 0) {
     const Throughput t = ThroughputOf(run, metrics);
     json.Key("parallel").BeginObject();
@@ -442,6 +411,38 @@ std::string FormatMetricsJson(const RunInfo& run, const Metrics& metrics) {
   json.EndArray();
   json.EndObject();
   return json.text() + "\n";
+}
+
+// "validated": the nearest validated runs' error, or why there are none, and the range.
+std::string ValidationText(const ValidationInfo& v) {
+  if (!v.given) return "";
+  std::string text = "  validated         ";
+  const auto signed_percent = [](double fraction) {
+    return (fraction >= 0 ? "+" : "") + FormatFixed(fraction * 100.0, 1) + "%";
+  };
+  if (v.similar_runs > 0) {
+    text += std::to_string(v.similar_runs) +
+            (v.similar_runs == 1 ? " similar run" : " similar runs") + ", MAPE " +
+            FormatFixed(v.mape * 100.0, 1) + "%, worst " + signed_percent(v.worst) + "  (" +
+            v.basis + "; doc/fidelity.md)\n";
+  } else {
+    text += v.basis + "\n";
+  }
+  if (!v.outside.empty()) {
+    text += "                    outside the validated range: " + v.outside + "\n";
+  }
+  return text;
+}
+
+void ValidationJson(JsonWriter& json, const ValidationInfo& v) {
+  json.BeginObject();
+  json.Key("similar_runs").Int(v.similar_runs);
+  json.Key("mape").Raw(FormatFixed(v.mape, 4));
+  json.Key("worst").Raw(FormatFixed(v.worst, 4));
+  json.Key("in_range").Bool(v.in_range);
+  json.Key("basis").String(v.basis);
+  json.Key("outside").String(v.outside);
+  json.EndObject();
 }
 
 }  // namespace stagecraft

@@ -4,6 +4,7 @@
 #include <string>
 
 #include "analysis/metrics.h"
+#include "report/json_writer.h"
 #include "report/run_info.h"
 
 namespace stagecraft {
@@ -22,6 +23,11 @@ Throughput ThroughputOf(const RunInfo& run, const Metrics& metrics);
 // The memory verdict as one line: "fits: rank 0 peaks at 61.20 of 80.00 GiB (...)", "OVER: ...",
 // or why it is not known.
 std::string FormatMemoryVerdict(const MemoryInfo& memory);
+// The "validated" line (the nearest validated runs' error, or why there are none) and the range
+// line under it; "" when not given. The same as one JSON object (simulate's and plan's
+// `validation`).
+std::string ValidationText(const ValidationInfo& validation);
+void ValidationJson(JsonWriter& json, const ValidationInfo& validation);
 
 // A few header lines, the headline metrics, then one row per rank.
 std::string FormatSummary(const RunInfo& run, const Metrics& metrics);

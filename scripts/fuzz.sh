@@ -16,14 +16,20 @@ CXX=clang++ cmake -S . -B "$dir" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo \
   -DSTAGECRAFT_BUILD_BENCH=OFF >/dev/null
 targets=("$@")
 if [ ${#targets[@]} -eq 0 ]; then
-  targets=(fuzz_config fuzz_schedule_csv fuzz_hf_config fuzz_torchtitan fuzz_cli)
+  targets=(fuzz_config fuzz_schedule_csv fuzz_hf_config fuzz_torchtitan fuzz_cli fuzz_kernel_set)
 fi
 cmake --build "$dir" --target "${targets[@]}"
 
 # Seed corpora: the project's own inputs.
 corpus="$root/$dir/corpus"
 rm -rf "$corpus"
-mkdir -p "$corpus"/{fuzz_config,fuzz_schedule_csv,fuzz_hf_config,fuzz_torchtitan,fuzz_cli} "$root/$dir/artifacts"
+mkdir -p "$corpus"/{fuzz_config,fuzz_schedule_csv,fuzz_hf_config,fuzz_torchtitan,fuzz_cli,fuzz_kernel_set} \
+  "$root/$dir/artifacts"
+# The kernel suite's files, cut to the fuzzer's input length, and the reader's golden cases.
+for file in bench/validation/kernels/*.csv; do
+  head -c 4096 "$file" >"$corpus/fuzz_kernel_set/$(basename "$file")"
+done
+cp tests/golden/data/kernels/*.csv "$corpus/fuzz_kernel_set/"
 cp examples/*.yaml tests/golden/data/*.yaml "$corpus/fuzz_config/"
 cp examples/*.csv tests/golden/data/*.csv "$corpus/fuzz_schedule_csv/" 2>/dev/null || true
 cp tests/golden/data/hf/*.json "$corpus/fuzz_hf_config/"

@@ -115,6 +115,16 @@ Result<KernelRow> ReadRow(KernelKind kind, const RowReader& reader, int32_t line
   }
   STAGECRAFT_ASSIGN(row.tflops, reader.Number("tflops", true, false));
   STAGECRAFT_ASSIGN(row.time_us, reader.Number("time_us", true, false));
+  // Plausible figures only, so that every row's seconds are finite: a kernel between 1e-6 and
+  // 1e5 TFLOP/s, and between a nanosecond and about 11 days.
+  if (row.tflops != 0 && (row.tflops < 1e-6 || row.tflops > 1e5)) {
+    return reader.Bad("tflops", "'" + reader.Field("tflops") +
+                                    "' is outside 1e-6..1e5 TFLOP/s (expected the printed rate)");
+  }
+  if (row.time_us != 0 && (row.time_us < 1e-3 || row.time_us > 1e12)) {
+    return reader.Bad("time_us", "'" + reader.Field("time_us") +
+                                     "' is outside 0.001..1e12 us (expected the printed time)");
+  }
   if (row.tflops == 0 && row.time_us == 0) {
     return Error{reader.where +
                  ": neither tflops nor time_us is given (expected the rate or the "

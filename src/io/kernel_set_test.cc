@@ -63,6 +63,8 @@ TEST(KernelSetTest, RowsOutOfTheSchemaAreErrorsWithTheirLine) {
       {"h100,int8,1,1,1,1,1,,x,kernel,", "column 'dtype': unknown value 'int8'"},
       {"h100,bf16,1,1,1,1,1,,x,clock,", "column 'timing': unknown value 'clock'"},
       {"h100,bf16,3000000000,1,1,1,1,,x,kernel,", "column 'm': '3000000000' is not a whole"},
+      {"h100,bf16,1,1,1,1,1e300,,x,kernel,", "column 'tflops': '1e300' is outside"},
+      {"h100,bf16,1,1,1,1,,1e-320,x,kernel,", "column 'time_us': '1e-320' is outside"},
   };
   for (const auto& c : cases) {
     auto parsed = ParseKernelSource(header + c.row + "\n", "t.csv");

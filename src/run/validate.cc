@@ -19,6 +19,7 @@
 #include "run/commands.h"
 #include "run/memory_verdict.h"
 #include "run/validated_runs.h"
+#include "run/validation_files.h"
 
 namespace stagecraft {
 namespace {
@@ -38,47 +39,15 @@ struct Row {
   double memory_error() const { return (predicted_gib - measured_gib) / measured_gib; }
 };
 
-struct Summary {
-  size_t runs = 0;
-  double absolute_error = 0;  // summed |error|
-  size_t within_10 = 0;
-  size_t within_15 = 0;
-  void Add(double error) {
-    ++runs;
-    absolute_error += std::abs(error);
-    within_10 += std::abs(error) <= 0.10 ? 1 : 0;
-    within_15 += std::abs(error) <= 0.15 ? 1 : 0;
-  }
-  double mape() const { return runs == 0 ? 0.0 : absolute_error / static_cast<double>(runs); }
+// The step table's tally, with its line.
+struct Summary : ErrorTally {
   std::string Line(const std::string& name) const {
-    const double n = static_cast<double>(std::max<size_t>(runs, 1));
     return "  " + PadRight(name, 48) + PadLeft(std::to_string(runs), 5) +
            PadLeft(FormatFixed(100 * mape(), 1) + "%", 9) +
-           PadLeft(FormatFixed(100 * static_cast<double>(within_10) / n, 1) + "%", 11) +
-           PadLeft(FormatFixed(100 * static_cast<double>(within_15) / n, 1) + "%", 11) + "\n";
+           PadLeft(FormatFixed(100 * share_10(), 1) + "%", 11) +
+           PadLeft(FormatFixed(100 * share_15(), 1) + "%", 11) + "\n";
   }
 };
-
-// The files under each path (a file, or a folder's *.yaml), sorted.
-Result<std::vector<std::string>> SuiteFiles(const std::vector<std::string>& paths) {
-  std::vector<std::string> files;
-  for (const std::string& path : paths) {
-    std::error_code error;
-    if (std::filesystem::is_directory(path, error)) {
-      for (const auto& entry : std::filesystem::directory_iterator(path, error)) {
-        if (entry.path().extension() == ".yaml") files.push_back(entry.path().string());
-      }
-    } else if (std::filesystem::is_regular_file(path, error)) {
-      files.push_back(path);
-    } else {
-      return Error{"validate: cannot read '" + path +
-                   "': no such file or folder (expected bench/validation/runs or a .yaml of it)"};
-    }
-  }
-  std::sort(files.begin(), files.end());
-  if (files.empty()) return Error{"validate: no .yaml files under the given paths"};
-  return files;
-}
 
 // Simulates one measured run as `simulate` would (defaults, no overrides); with `sustained`,
 // the GEMMs' sustained share (KernelModel::gemm_sustained) replaced by it.
@@ -331,8 +300,9 @@ Status RunValidate(const ValidateSpec& flags, Transcript& transcript) {
   if (flags.kernels) return RunValidateKernels(flags, transcript);
   std::ostream& out = transcript.out();
   std::ostream& err = transcript.err();
-  auto files = SuiteFiles(flags.paths.empty() ? std::vector<std::string>{"bench/validation/runs"}
-                                              : flags.paths);
+  auto files = SuiteFiles(
+      flags.paths.empty() ? std::vector<std::string>{"bench/validation/runs"} : flags.paths,
+      ".yaml", "validate", "bench/validation/runs");
   if (!files.ok()) return files.error();
   std::vector<Row> rows;
   std::vector<std::string> failures;

@@ -15,6 +15,7 @@
 #include "io/kernel_set.h"
 #include "report/json_writer.h"
 #include "run/commands.h"
+#include "run/validation_files.h"
 
 namespace stagecraft {
 namespace {
@@ -29,22 +30,7 @@ struct KernelResult {
   double error() const { return (predicted_s - measured_s) / measured_s; }
 };
 
-struct Tally {
-  size_t rows = 0;
-  double absolute = 0;
-  size_t within_10 = 0;
-  size_t within_15 = 0;
-  double signed_sum = 0;
-  void Add(double error) {
-    ++rows;
-    absolute += std::abs(error);
-    signed_sum += error;
-    within_10 += std::abs(error) <= 0.10 ? 1 : 0;
-    within_15 += std::abs(error) <= 0.15 ? 1 : 0;
-  }
-  double mape() const { return rows == 0 ? 0.0 : absolute / static_cast<double>(rows); }
-  double bias() const { return rows == 0 ? 0.0 : signed_sum / static_cast<double>(rows); }
-};
+using Tally = ErrorTally;
 
 // A GEMM is aligned when every extent is a multiple of 8 (16-byte rows of 2-byte elements: the
 // tensor cores' vector loads); thin when M or N is at most 256 (one tile row or column of the
@@ -108,41 +94,19 @@ std::string ShapeText(KernelKind kind, const KernelRow& row) {
          whole(row.head_dim) + " s" + whole(row.seq) + (row.causal ? " causal " : " ") + row.pass;
 }
 
-Result<std::vector<std::string>> KernelFiles(const std::vector<std::string>& paths) {
-  std::vector<std::string> files;
-  for (const std::string& path : paths) {
-    std::error_code error;
-    if (std::filesystem::is_directory(path, error)) {
-      for (const auto& entry : std::filesystem::directory_iterator(path, error)) {
-        if (entry.path().extension() == ".csv") files.push_back(entry.path().string());
-      }
-    } else if (std::filesystem::is_regular_file(path, error)) {
-      files.push_back(path);
-    } else {
-      return Error{"validate --kernels: cannot read '" + path +
-                   "': no such file or folder (expected bench/validation/kernels or a .csv of "
-                   "it)"};
-    }
-  }
-  std::sort(files.begin(), files.end());
-  if (files.empty()) return Error{"validate --kernels: no .csv files under the given paths"};
-  return files;
-}
-
 std::string Signed(double fraction) {
   return (fraction >= 0 ? "+" : "") + FormatFixed(100 * fraction, 1) + "%";
 }
 
 std::string TallyLine(const std::string& name, const Tally& tally) {
-  const double n = static_cast<double>(std::max<size_t>(tally.rows, 1));
-  return "  " + PadRight(name, 40) + PadLeft(std::to_string(tally.rows), 6) +
+  return "  " + PadRight(name, 40) + PadLeft(std::to_string(tally.runs), 6) +
          PadLeft(FormatFixed(100 * tally.mape(), 1) + "%", 9) + PadLeft(Signed(tally.bias()), 9) +
-         PadLeft(FormatFixed(100 * static_cast<double>(tally.within_10) / n, 1) + "%", 11) +
-         PadLeft(FormatFixed(100 * static_cast<double>(tally.within_15) / n, 1) + "%", 11) + "\n";
+         PadLeft(FormatFixed(100 * tally.share_10(), 1) + "%", 11) +
+         PadLeft(FormatFixed(100 * tally.share_15(), 1) + "%", 11) + "\n";
 }
 
 void TallyJson(JsonWriter& writer, const Tally& tally) {
-  writer.Key("rows").Int(static_cast<int64_t>(tally.rows));
+  writer.Key("rows").Int(static_cast<int64_t>(tally.runs));
   writer.Key("mape").Fixed(tally.mape(), 4);
   writer.Key("bias").Fixed(tally.bias(), 4);
   writer.Key("within_10").Int(static_cast<int64_t>(tally.within_10));
@@ -154,8 +118,9 @@ void TallyJson(JsonWriter& writer, const Tally& tally) {
 Status RunValidateKernels(const ValidateSpec& flags, Transcript& transcript) {
   std::ostream& out = transcript.out();
   std::ostream& err = transcript.err();
-  auto files = KernelFiles(
-      flags.paths.empty() ? std::vector<std::string>{"bench/validation/kernels"} : flags.paths);
+  auto files = SuiteFiles(
+      flags.paths.empty() ? std::vector<std::string>{"bench/validation/kernels"} : flags.paths,
+      ".csv", "validate --kernels", "bench/validation/kernels");
   if (!files.ok()) return files.error();
   std::vector<KernelResult> results;
   size_t skipped = 0;

@@ -113,18 +113,19 @@ AttentionKernel ResolveAttentionKernel(const KernelModel& model, AttentionKernel
   return runs ? kernel : AttentionKernel::kFlash;
 }
 
+const std::vector<std::pair<std::string, AttentionKernel>>& AttentionKernelChoices() {
+  static const std::vector<std::pair<std::string, AttentionKernel>> kChoices = {
+      {"flash2", AttentionKernel::kFlash},
+      {"flash3", AttentionKernel::kFlash3},
+      {"cudnn", AttentionKernel::kCudnn},
+      {"te", AttentionKernel::kTe},
+      {"triton", AttentionKernel::kTriton}};
+  return kChoices;
+}
+
 const char* AttentionKernelName(AttentionKernel kernel) {
-  switch (kernel) {
-    case AttentionKernel::kFlash:
-      return "flash2";
-    case AttentionKernel::kTriton:
-      return "triton";
-    case AttentionKernel::kFlash3:
-      return "flash3";
-    case AttentionKernel::kCudnn:
-      return "cudnn";
-    case AttentionKernel::kTe:
-      return "te";
+  for (const auto& [name, choice] : AttentionKernelChoices()) {
+    if (choice == kernel) return name.c_str();
   }
   return "flash2";
 }

@@ -6,6 +6,9 @@
 #pragma once
 
 #include <cstdint>
+#include <string>
+#include <utility>
+#include <vector>
 
 namespace stagecraft {
 
@@ -60,7 +63,10 @@ enum class AttentionKernel : uint8_t { kFlash, kTriton, kFlash3, kCudnn, kTe };
 // has cuDNN's measured shares, else FlashAttention-2), and FlashAttention-3 or cuDNN on a device
 // without their measured shares (FlashAttention-3 is Hopper's only) as FlashAttention-2.
 AttentionKernel ResolveAttentionKernel(const struct KernelModel& model, AttentionKernel kernel);
-// flash2, triton, flash3, cudnn or te (model.transformer.attn_impl's and --impl's names).
+// The implementations by name, as model.transformer.attn_impl, `kernel attention --impl` and
+// the kernel suite's rows name them: flash2, flash3, cudnn, te, triton.
+const std::vector<std::pair<std::string, AttentionKernel>>& AttentionKernelChoices();
+// The name of `kernel` in that table.
 const char* AttentionKernelName(AttentionKernel kernel);
 
 constexpr double kTritonAttentionForwardSlowdown = 1.4;

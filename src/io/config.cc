@@ -302,6 +302,15 @@ Apply IntInto(const Reader& reader, int32_t min, int32_t* out) {
   return [&reader, min, out](const Field& field) { return reader.Int(field, min, out); };
 }
 
+// model.transformer.attn_impl's names: the kernel model's table, and `flash` (LLM Foundry's name
+// for FlashAttention-2, the first the configs knew).
+std::vector<std::pair<std::string, AttentionKernel>> AttentionImplChoices() {
+  std::vector<std::pair<std::string, AttentionKernel>> choices = {
+      {"flash", AttentionKernel::kFlash}};
+  for (const auto& choice : AttentionKernelChoices()) choices.push_back(choice);
+  return choices;
+}
+
 // A value from a table of names, e.g. {"full", AttentionMode::kFull}; `what` names the kind of
 // value in messages ("unknown attention mode 'ful'").
 template <typename Enum>
@@ -590,13 +599,7 @@ Status ReadTransformer(const Reader& reader, const Field& field, TransformerSpec
                       {"swiglu", BoolInto(reader, &spec->swiglu)},
                       {"causal", BoolInto(reader, &spec->causal)},
                       {"attn_impl",
-                       EnumInto<AttentionKernel>(reader, "attention kernel",
-                                                 {{"flash", AttentionKernel::kFlash},
-                                                  {"flash2", AttentionKernel::kFlash},
-                                                  {"flash3", AttentionKernel::kFlash3},
-                                                  {"cudnn", AttentionKernel::kCudnn},
-                                                  {"te", AttentionKernel::kTe},
-                                                  {"triton", AttentionKernel::kTriton}},
+                       EnumInto<AttentionKernel>(reader, "attention kernel", AttentionImplChoices(),
                                                  &spec->attention_kernel)},
                       {"tied_embeddings", BoolInto(reader, &spec->tied_embeddings)},
                       {"bias", BoolInto(reader, &spec->bias)},

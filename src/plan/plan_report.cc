@@ -38,24 +38,19 @@ std::string FitsWord(const MemoryInfo& memory) {
 
 // How well the model did on the validated runs nearest to a planned layout (simulate's line).
 ValidationInfo PlanValidation(const Config& config, const Candidate& c) {
-  if (!config.model.is_transformer()) {
-    ValidationInfo info;
-    info.given = true;
-    info.basis = "no validated runs of layer-list models";
-    info.outside = "a layer-list model";
-    return info;
-  }
   ValidatedRun run;
   run.device = config.cluster.device;
   run.gpus = c.tp * c.pp * c.dp * c.cp;
-  run.params = TransformerParams(config.model.transformer, config.model.seq_len);
+  run.params = config.model.is_transformer()
+                   ? TransformerParams(config.model.transformer, config.model.seq_len)
+                   : 0;
   run.micro_batch = c.micro_batch_size;
   run.tp = c.tp;
   run.pp = c.pp;
   run.cp = c.cp;
   run.ep = c.ep;
   run.fp8 = config.parallel.fp8;
-  return NearestValidation(run, ValidatedRuns());
+  return ValidationFor(config, run);
 }
 
 void PlanObject(JsonWriter& json, const PlannedLayout& plan, const Config& config) {

@@ -56,16 +56,6 @@ Result<Dtype> ParseDtype(const std::string& text, bool attention) {
                JoinChoices(names) + ")"};
 }
 
-struct Impl {
-  const char* name;
-  AttentionKernel kernel;
-};
-constexpr Impl kImpls[] = {{"flash2", AttentionKernel::kFlash},
-                           {"flash3", AttentionKernel::kFlash3},
-                           {"cudnn", AttentionKernel::kCudnn},
-                           {"te", AttentionKernel::kTe},
-                           {"triton", AttentionKernel::kTriton}};
-
 // The flags of one op given to another: the first one named.
 Status OnlyFor(const std::string& op, const KernelSpec& flags) {
   const bool attention = op == "attention";
@@ -227,18 +217,18 @@ Status RunAttentionKernel(const KernelSpec& flags, const ClusterSpec& cluster,
   std::string impl_name = AttentionKernelName(kernel);
   if (flags.impl) {
     std::vector<std::string> names;
-    const Impl* found = nullptr;
-    for (const Impl& impl : kImpls) {
-      names.emplace_back(impl.name);
-      if (*flags.impl == impl.name) found = &impl;
+    const std::pair<std::string, AttentionKernel>* found = nullptr;
+    for (const auto& choice : AttentionKernelChoices()) {
+      names.push_back(choice.first);
+      if (*flags.impl == choice.first) found = &choice;
     }
     if (found == nullptr) {
       return Error{"--impl: unknown attention kernel '" + *flags.impl + "'" +
                    DidYouMean(*flags.impl, names) + " (expected " + JoinChoices(names) + ")"};
     }
-    kernel = found->kernel == AttentionKernel::kTe ? ResolveAttentionKernel(model, found->kernel)
-                                                   : found->kernel;
-    impl_name = found->name;
+    kernel = found->second == AttentionKernel::kTe ? ResolveAttentionKernel(model, found->second)
+                                                   : found->second;
+    impl_name = found->first;
   }
   if (!AttentionKernelRuns(model, kernel, backward, dtype.value().fp8)) {
     return Error{"kernel attention: " + std::string(AttentionKernelName(kernel)) +

@@ -64,29 +64,6 @@ void AddContextParallelInfo(const PreparedRun& run, RunInfo& info) {
   if (whole > 0) info.cp_scan_imbalance = busiest * parallel.cp / whole;
 }
 
-// The nearest validated runs' error, for a transformer run costed by the kernel model; what
-// else a run is, said instead.
-ValidationInfo ValidationOf(const PreparedRun& run) {
-  const Config& config = run.config;
-  if (!config.cluster.kernel_costed()) {
-    ValidationInfo info;
-    info.given = true;
-    info.basis = "the costs come from the config, not from the validated kernel model";
-    info.outside = "costs not from the kernel model";
-    return info;
-  }
-  if (!config.model.is_transformer()) {
-    ValidationInfo info;
-    info.given = true;
-    info.basis =
-        "no validated runs of layer-list models (the suite is transformer runs; the "
-        "kernels are checked by validate --kernels)";
-    info.outside = "a layer-list model";
-    return info;
-  }
-  return NearestValidation(FeaturesOf(run), ValidatedRuns());
-}
-
 RunInfo MakeRunInfo(const PreparedRun& run) {
   RunInfo info;
   info.config = run.label;
@@ -116,7 +93,7 @@ RunInfo MakeRunInfo(const PreparedRun& run) {
     info.peak_flops_per_device = plan.peak_flops_per_device;
     info.params = plan.params;
   }
-  info.validation = ValidationOf(run);
+  info.validation = ValidationFor(run.config, FeaturesOf(run));
   return info;
 }
 

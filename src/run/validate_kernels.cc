@@ -49,12 +49,13 @@ std::string KernelClass(KernelKind kind, const KernelRow& row) {
          (triton ? " (triton)" : "") + (row.timing == "wall" ? " (wall)" : "");
 }
 
+// A row's implementation as the model has it (FlashAttention-1's rows at the Triton kernel's
+// ratios: the same algorithm, Dao 2023 §4.1).
 AttentionKernel KernelOf(const std::string& impl) {
-  if (impl == "flash3") return AttentionKernel::kFlash3;
-  if (impl == "cudnn") return AttentionKernel::kCudnn;
-  if (impl == "triton" || impl == "flash1") return AttentionKernel::kTriton;
-  if (impl == "te") return AttentionKernel::kTe;
-  return AttentionKernel::kFlash;
+  for (const auto& [name, kernel] : AttentionKernelChoices()) {
+    if (impl == name) return kernel;
+  }
+  return impl == "flash1" ? AttentionKernel::kTriton : AttentionKernel::kFlash;
 }
 
 // The model's time for a row, as `kernel` gives it (isolated); 0 when the row's kernel is not

@@ -201,4 +201,22 @@ ValidationInfo NearestValidation(const ValidatedRun& run, const std::vector<Vali
   return info;
 }
 
+ValidationInfo ValidationFor(const Config& config, const ValidatedRun& features) {
+  ValidationInfo info;
+  info.given = true;
+  if (!config.cluster.kernel_costed()) {
+    info.basis = "the costs come from the config, not from the validated kernel model";
+    info.outside = "costs not from the kernel model";
+    return info;
+  }
+  if (!config.model.is_transformer()) {
+    info.basis =
+        "no validated runs of layer-list models (the suite is transformer runs; the "
+        "kernels are checked by validate --kernels)";
+    info.outside = "a layer-list model";
+    return info;
+  }
+  return NearestValidation(features, ValidatedRuns());
+}
+
 }  // namespace stagecraft

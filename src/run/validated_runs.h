@@ -51,5 +51,9 @@ Result<std::vector<ValidatedRun>> ParseValidatedRuns(const std::string& csv);
 // no run meets them (`basis` says which held). Outside the range: the run's micro-batch, GPUs
 // or parameters beyond the generation's validated extremes (`outside` names the first).
 ValidationInfo NearestValidation(const ValidatedRun& run, const std::vector<ValidatedRun>& suite);
+// For a run of `config` with `features`: NearestValidation over the compiled-in suite for a
+// transformer costed by the kernel model; for a layer-list model or costs given in the config,
+// why there are no validated runs (outside the range).
+ValidationInfo ValidationFor(const Config& config, const ValidatedRun& features);
 
 }  // namespace stagecraft

@@ -53,7 +53,10 @@ const char* MemoryHelpFooter() {
 
 const char* ValidateHelpFooter() {
   return "Each run's simulated iteration time against its published measurement; the error is\n"
-         "the mean absolute percentage error (MAPE) over the runs (doc/fidelity.md).";
+         "the mean absolute percentage error (MAPE) over the runs (doc/fidelity.md).\n"
+         "--kernels: each published kernel timing against `stagecraft kernel`, isolated.\n"
+         "--leave-one-out: each source's runs with the sustained GEMM share chosen from the\n"
+         "other sources' runs (the one constant the suite chooses).";
 }
 
 const char* PlanHelpFooter() {

@@ -125,37 +125,6 @@ void SummaryJson(JsonWriter& writer, const Summary& all,
   writer.EndObject();
 }
 
-// One object: the step figures (runs, mape, within_10, within_15, sources), memory (the same
-// over the runs that give a measured peak), decisions (the decision suite: none yet) and each
-// run's figures.
-std::string ValidateJson(const std::vector<Row>& rows, const Summaries& summaries) {
-  JsonWriter writer(true);
-  writer.BeginObject();
-  SummaryJson(writer, summaries.all, summaries.by_source);
-  writer.Key("memory").BeginObject();
-  SummaryJson(writer, summaries.memory, summaries.memory_by_source);
-  writer.EndObject();
-  writer.Key("decisions").BeginObject();
-  writer.Key("total").Int(0).Key("ranked_as_measured").Int(0);
-  writer.EndObject();
-  writer.Key("results").BeginArray();
-  for (const Row& row : rows) {
-    writer.BeginObject();
-    writer.Key("source").String(row.source).Key("run").String(row.id);
-    writer.Key("gpus").Int(row.gpus);
-    writer.Key("measured_s").Fixed(row.measured_s, 4).Key("predicted_s").Fixed(row.predicted_s, 4);
-    writer.Key("error").Fixed(row.error(), 4);
-    if (row.measured_gib > 0) {
-      writer.Key("measured_gib").Fixed(row.measured_gib, 2);
-      writer.Key("predicted_gib").Fixed(row.predicted_gib, 2);
-      writer.Key("memory_error").Fixed(row.memory_error(), 4);
-    }
-    writer.EndObject();
-  }
-  writer.EndArray().EndObject();
-  return writer.text();
-}
-
 // The step table: each run, then per source and overall.
 void StepText(const std::vector<Row>& rows, const Summaries& summaries, std::ostream& out) {
   out << "stagecraft validate: " << rows.size()
@@ -294,6 +263,55 @@ void LeaveOneOutText(const LeaveOneOut& loo, const Summaries& summaries, std::os
       << PadLeft(FormatFixed(100 * loo.all.mape(), 1) + "%", 10) << "\n";
 }
 
+// One object: the step figures (runs, mape, within_10, within_15, sources), memory (the same
+// over the runs that give a measured peak), decisions (the decision suite: none yet), each
+// run's figures and, with `loo`, the leave-one-source-out figures.
+std::string ValidateJson(const std::vector<Row>& rows, const Summaries& summaries,
+                         const LeaveOneOut* loo) {
+  JsonWriter writer(true);
+  writer.BeginObject();
+  SummaryJson(writer, summaries.all, summaries.by_source);
+  writer.Key("memory").BeginObject();
+  SummaryJson(writer, summaries.memory, summaries.memory_by_source);
+  writer.EndObject();
+  writer.Key("decisions").BeginObject();
+  writer.Key("total").Int(0).Key("ranked_as_measured").Int(0);
+  writer.EndObject();
+  writer.Key("results").BeginArray();
+  for (const Row& row : rows) {
+    writer.BeginObject();
+    writer.Key("source").String(row.source).Key("run").String(row.id);
+    writer.Key("gpus").Int(row.gpus);
+    writer.Key("measured_s").Fixed(row.measured_s, 4).Key("predicted_s").Fixed(row.predicted_s, 4);
+    writer.Key("error").Fixed(row.error(), 4);
+    if (row.measured_gib > 0) {
+      writer.Key("measured_gib").Fixed(row.measured_gib, 2);
+      writer.Key("predicted_gib").Fixed(row.predicted_gib, 2);
+      writer.Key("memory_error").Fixed(row.memory_error(), 4);
+    }
+    writer.EndObject();
+  }
+  writer.EndArray();
+  if (loo != nullptr) {
+    writer.Key("leave_one_source_out").BeginObject();
+    writer.Key("mape").Fixed(loo->all.mape(), 4);
+    writer.Key("runs").Int(static_cast<int64_t>(loo->all.runs));
+    writer.Key("sources").BeginObject();
+    for (const auto& [name, summary] : loo->by_source) {
+      writer.Key(name).BeginObject();
+      SummaryJson(writer, summary);
+      writer.Key("sustained").BeginObject();
+      for (const auto& [generation, share] : loo->chosen.at(name)) {
+        writer.Key(generation).Fixed(share, 2);
+      }
+      writer.EndObject().EndObject();
+    }
+    writer.EndObject().EndObject();
+  }
+  writer.EndObject();
+  return writer.text();
+}
+
 }  // namespace
 
 Status RunValidate(const ValidateSpec& flags, Transcript& transcript) {
@@ -344,33 +362,7 @@ Status RunValidate(const ValidateSpec& flags, Transcript& transcript) {
     loo = std::move(computed).value();
   }
   if (flags.json) {
-    std::string json = ValidateJson(rows, summaries);
-    if (loo) {
-      // The held-out figures as one more key before the closing brace.
-      JsonWriter writer(true);
-      writer.BeginObject();
-      writer.Key("mape").Fixed(loo->all.mape(), 4);
-      writer.Key("runs").Int(static_cast<int64_t>(loo->all.runs));
-      writer.Key("sources").BeginObject();
-      for (const auto& [name, summary] : loo->by_source) {
-        writer.Key(name).BeginObject();
-        SummaryJson(writer, summary);
-        writer.Key("sustained").BeginObject();
-        for (const auto& [generation, share] : loo->chosen.at(name)) {
-          writer.Key(generation).Fixed(share, 2);
-        }
-        writer.EndObject().EndObject();
-      }
-      writer.EndObject().EndObject();
-      std::string inner = writer.text();
-      for (size_t at = inner.find('\n'); at != std::string::npos; at = inner.find('\n', at + 3)) {
-        inner.replace(at, 1, "\n  ");
-      }
-      json = json.substr(0, json.rfind('}'));
-      while (!json.empty() && (json.back() == '\n' || json.back() == ' ')) json.pop_back();
-      json += ",\n  \"leave_one_source_out\": " + inner + "\n}";
-    }
-    out << json << "\n";
+    out << ValidateJson(rows, summaries, loo ? &*loo : nullptr) << "\n";
   } else {
     StepText(rows, summaries, out);
     if (loo) LeaveOneOutText(*loo, summaries, out);

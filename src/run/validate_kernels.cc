@@ -192,7 +192,7 @@ Status RunValidateKernels(const ValidateSpec& flags, Transcript& transcript) {
     out << "stagecraft validate --kernels: " << results.size() << " kernel timings from "
         << by_source.size() << (by_source.size() == 1 ? " source" : " sources")
         << "; predicted = stagecraft kernel, isolated (doc/fidelity.md)";
-    if (skipped > 0) out << "; " << skipped << " rows of kernels the model has not (fp32, ...)";
+    if (skipped > 0) out << "; " << skipped << " rows of kernels the model has not (unfused attention, xformers, fp32)";
     out << "\n\n  " << PadRight("kernel", 40) << PadLeft("rows", 6) << PadLeft("mape", 9)
         << PadLeft("bias", 9) << PadLeft("within_10", 11) << PadLeft("within_15", 11) << "\n";
     for (const auto& [name, tally] : by_class) out << TallyLine(name, tally);

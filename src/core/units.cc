@@ -142,6 +142,10 @@ std::string FormatMs(Time time) {
   return buffer;
 }
 
+std::string FormatSignedPercent(double fraction) {
+  return (fraction >= 0 ? "+" : "") + FormatFixed(100 * fraction, 1) + "%";
+}
+
 std::string PadLeft(const std::string& text, size_t width) {
   return text.size() >= width ? text : std::string(width - text.size(), ' ') + text;
 }

@@ -22,6 +22,8 @@ Result<double> ParseBandwidth(std::string_view text);  // bytes per second
 std::string FormatMs(Time time);
 // Formats a double with a fixed number of decimals (deterministic output).
 std::string FormatFixed(double value, int decimals);
+// A fraction as a signed percentage with one decimal ("+4.2%", "-11.0%"): errors.
+std::string FormatSignedPercent(double fraction);
 // Right-aligns `text` in `width` columns (unchanged when already wider): table cells.
 std::string PadLeft(const std::string& text, size_t width);
 // `text` followed by spaces up to `width` (at least one space when it is already as wide).

@@ -417,13 +417,10 @@ std::string FormatMetricsJson(const RunInfo& run, const Metrics& metrics) {
 std::string ValidationText(const ValidationInfo& v) {
   if (!v.given) return "";
   std::string text = "  validated         ";
-  const auto signed_percent = [](double fraction) {
-    return (fraction >= 0 ? "+" : "") + FormatFixed(fraction * 100.0, 1) + "%";
-  };
   if (v.similar_runs > 0) {
     text += std::to_string(v.similar_runs) +
             (v.similar_runs == 1 ? " similar run" : " similar runs") + ", MAPE " +
-            FormatFixed(v.mape * 100.0, 1) + "%, worst " + signed_percent(v.worst) + "  (" +
+            FormatFixed(v.mape * 100.0, 1) + "%, worst " + FormatSignedPercent(v.worst) + "  (" +
             v.basis + "; doc/fidelity.md)\n";
   } else {
     text += v.basis + "\n";

@@ -84,10 +84,6 @@ Result<Row> Predict(const std::string& file, const MeasurementSource& source,
   return row;
 }
 
-std::string Signed(double fraction) {
-  return (fraction >= 0 ? "+" : "") + FormatFixed(100 * fraction, 1) + "%";
-}
-
 // The step and memory summaries, overall and per source.
 struct Summaries {
   Summary all;
@@ -136,7 +132,8 @@ void StepText(const std::vector<Row>& rows, const Summaries& summaries, std::ost
   for (const Row& row : rows) {
     out << "  " << PadRight(row.id, 48) << PadLeft(std::to_string(row.gpus), 6)
         << PadLeft(FormatFixed(row.measured_s, 3), 12)
-        << PadLeft(FormatFixed(row.predicted_s, 3), 13) << PadLeft(Signed(row.error()), 9) << "\n";
+        << PadLeft(FormatFixed(row.predicted_s, 3), 13)
+        << PadLeft(FormatSignedPercent(row.error()), 9) << "\n";
   }
   out << "\n  " << PadRight("source", 48) << PadLeft("runs", 5) << PadLeft("mape", 9)
       << PadLeft("within_10", 11) << PadLeft("within_15", 11) << "\n";
@@ -154,8 +151,8 @@ void MemoryText(const std::vector<Row>& rows, const Summaries& summaries, std::o
     if (row.measured_gib <= 0) continue;
     out << "  " << PadRight(row.id, 48) << PadLeft(std::to_string(row.gpus), 6)
         << PadLeft(FormatFixed(row.measured_gib, 2), 14)
-        << PadLeft(FormatFixed(row.predicted_gib, 2), 15) << PadLeft(Signed(row.memory_error()), 9)
-        << "\n";
+        << PadLeft(FormatFixed(row.predicted_gib, 2), 15)
+        << PadLeft(FormatSignedPercent(row.memory_error()), 9) << "\n";
   }
   out << "\n  " << PadRight("source", 48) << PadLeft("runs", 5) << PadLeft("mape", 9)
       << PadLeft("within_10", 11) << PadLeft("within_15", 11) << "\n";

@@ -30,8 +30,6 @@ struct KernelResult {
   double error() const { return (predicted_s - measured_s) / measured_s; }
 };
 
-using Tally = ErrorTally;
-
 // A GEMM is aligned when every extent is a multiple of 8 (16-byte rows of 2-byte elements: the
 // tensor cores' vector loads); thin when M or N is at most 256 (one tile row or column of the
 // large tilings, decode-like or small squares).
@@ -95,18 +93,15 @@ std::string ShapeText(KernelKind kind, const KernelRow& row) {
          whole(row.head_dim) + " s" + whole(row.seq) + (row.causal ? " causal " : " ") + row.pass;
 }
 
-std::string Signed(double fraction) {
-  return (fraction >= 0 ? "+" : "") + FormatFixed(100 * fraction, 1) + "%";
-}
-
-std::string TallyLine(const std::string& name, const Tally& tally) {
+std::string TallyLine(const std::string& name, const ErrorTally& tally) {
   return "  " + PadRight(name, 40) + PadLeft(std::to_string(tally.runs), 6) +
-         PadLeft(FormatFixed(100 * tally.mape(), 1) + "%", 9) + PadLeft(Signed(tally.bias()), 9) +
+         PadLeft(FormatFixed(100 * tally.mape(), 1) + "%", 9) +
+         PadLeft(FormatSignedPercent(tally.bias()), 9) +
          PadLeft(FormatFixed(100 * tally.share_10(), 1) + "%", 11) +
          PadLeft(FormatFixed(100 * tally.share_15(), 1) + "%", 11) + "\n";
 }
 
-void TallyJson(JsonWriter& writer, const Tally& tally) {
+void TallyJson(JsonWriter& writer, const ErrorTally& tally) {
   writer.Key("rows").Int(static_cast<int64_t>(tally.runs));
   writer.Key("mape").Fixed(tally.mape(), 4);
   writer.Key("bias").Fixed(tally.bias(), 4);
@@ -154,9 +149,9 @@ Status RunValidateKernels(const ValidateSpec& flags, Transcript& transcript) {
       results.push_back(std::move(result));
     }
   }
-  Tally all;
-  std::map<std::string, Tally> by_class;
-  std::map<std::string, Tally> by_source;
+  ErrorTally all;
+  std::map<std::string, ErrorTally> by_class;
+  std::map<std::string, ErrorTally> by_source;
   for (const KernelResult& result : results) {
     all.Add(result.error());
     by_class[result.kernel].Add(result.error());

@@ -736,9 +736,32 @@ Status ReadEngineOptions(const TableValues& model, const TableValues& training,
   p.reshard_after_forward = r == "always"  ? ReshardAfterForward::kYes
                             : r == "never" ? ReshardAfterForward::kNo
                                            : ReshardAfterForward::kDefault;
+  // Context parallelism is PyTorch's context_parallel, with torchtitan's rotate method (default
+  // "allgather": config_manager.py at 9dec370; torch's _cp_options.rotate_method likewise).
+  STAGECRAFT_ASSIGN_OR_RETURN(rotate, parallelism.String("context_parallel_rotate_method"));
+  const std::string method = rotate.value_or("allgather");
+  if (method != "allgather" && method != "alltoall") {
+    return parallelism.Fail("context_parallel_rotate_method",
+                            "'" + EscapeBytes(method) + "' (expected 'allgather' or 'alltoall')");
+  }
+  p.cp_all_gather = false;
+  p.cp_rotate = p.cp <= 1              ? CpRotate::kNone
+                : method == "alltoall" ? CpRotate::kAllToAll
+                                       : CpRotate::kAllGather;
   STAGECRAFT_ASSIGN_OR_RETURN(old_compile, training.Bool("compile"));
   STAGECRAFT_ASSIGN_OR_RETURN(compile_enable, compile.Bool("enable"));
   p.fused_kernels = compile_enable.value_or(old_compile.value_or(false));
+  // The loss is PyTorch's cross_entropy on the logits cast to fp32 (torchtitan's
+  // cross_entropy_loss, components/loss.py), compiled with the model where compile is on and
+  // compile.components (default ["model", "loss"]) names it: build_cross_entropy_loss at
+  // e7c0cae and later. torchtitan of 2024 (train.py at 9dec370) left it eager under compile;
+  // a config of that generation says cross_entropy_fusion: torch.
+  STAGECRAFT_ASSIGN_OR_RETURN(components, compile.Names("components"));
+  const bool loss_compiled =
+      p.fused_kernels && (components.empty() || std::find(components.begin(), components.end(),
+                                                          "loss") != components.end());
+  p.cross_entropy_fusion =
+      loss_compiled ? CrossEntropyFusion::kTorchCompiled : CrossEntropyFusion::kTorch;
   STAGECRAFT_ASSIGN_OR_RETURN(async_tp, parallelism.Bool("enable_async_tensor_parallel"));
   p.async_tp = async_tp.value_or(false);
   if (p.async_tp && !p.fused_kernels) {

@@ -273,6 +273,42 @@ TEST(TorchtitanRegistryTest, BothGenerationsReadAlike) {
   EXPECT_EQ(b.value().model.micro_batch_size, a.value().model.micro_batch_size);
   EXPECT_EQ(b.value().parallel.recompute, a.value().parallel.recompute);
   EXPECT_EQ(b.value().parallel.layer_counts, a.value().parallel.layer_counts);
+  // Both compile the loss with the model (components default to model and loss).
+  EXPECT_EQ(a.value().parallel.cross_entropy_fusion, CrossEntropyFusion::kTorchCompiled);
+  EXPECT_EQ(b.value().parallel.cross_entropy_fusion, CrossEntropyFusion::kTorchCompiled);
+}
+
+// Context parallelism is PyTorch's context_parallel with the config's rotate method (default
+// allgather); the loss is PyTorch's cross_entropy, eager without compile or when
+// compile.components leaves it out.
+TEST(TorchtitanConfigTest, CpRotateMethodAndLoss) {
+  const std::string head =
+      "[model]\nflavor = \"8B\"\n[training]\nlocal_batch_size = 1\nseq_len = 8192\n"
+      "[parallelism]\ncontext_parallel_degree = 4\n";
+  auto plain = ReadTorchtitanConfig(head, "t.toml", Cluster(1), false);
+  ASSERT_TRUE(plain.ok()) << plain.error().message;
+  EXPECT_EQ(plain.value().parallel.cp, 4);
+  EXPECT_EQ(plain.value().parallel.cp_rotate, CpRotate::kAllGather);
+  EXPECT_FALSE(plain.value().parallel.cp_all_gather);
+  EXPECT_EQ(plain.value().parallel.cross_entropy_fusion, CrossEntropyFusion::kTorch);
+  auto alltoall = ReadTorchtitanConfig(
+      head +
+          "context_parallel_rotate_method = \"alltoall\"\n[compile]\nenable = true\n"
+          "components = [\"model\"]\n",
+      "t.toml", Cluster(1), false);
+  ASSERT_TRUE(alltoall.ok()) << alltoall.error().message;
+  EXPECT_EQ(alltoall.value().parallel.cp_rotate, CpRotate::kAllToAll);
+  EXPECT_EQ(alltoall.value().parallel.cross_entropy_fusion, CrossEntropyFusion::kTorch);
+  auto bad = ReadTorchtitanConfig(head + "context_parallel_rotate_method = \"ring\"\n", "t.toml",
+                                  Cluster(1), false);
+  ASSERT_FALSE(bad.ok());
+  EXPECT_NE(bad.error().message.find("context_parallel_rotate_method"), std::string::npos);
+  EXPECT_NE(bad.error().message.find("expected 'allgather' or 'alltoall'"), std::string::npos);
+  auto no_cp = ReadTorchtitanConfig(
+      "[model]\nflavor = \"8B\"\n[training]\nlocal_batch_size = 1\nseq_len = 8192\n", "t.toml",
+      Cluster(1), false);
+  ASSERT_TRUE(no_cp.ok()) << no_cp.error().message;
+  EXPECT_EQ(no_cp.value().parallel.cp_rotate, CpRotate::kNone);
 }
 
 // llama3_405b brings float8, compile and async TP; model_registry without converters drops

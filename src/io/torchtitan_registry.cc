@@ -718,6 +718,10 @@ Result<Config> ReadTorchtitanRegistry(const std::string& text, const std::string
     put("activation_checkpoint", "selective_ac_option", Str("op"), r.ac_line);
   }
   put("compile", "enable", Bool(compiles_model), line_of("compile", "enable"));
+  TomlValue compiled;  // whether the loss compiles too (the TOML reader's cross_entropy_fusion)
+  compiled.kind = TomlValue::Kind::kStringArray;
+  compiled.strings = components;
+  put("compile", "components", compiled, line_of("compile", "components"));
   return ReadTorchtitanDocument(document, source, std::move(base), model_given);
 }
 

@@ -74,9 +74,16 @@ void KernelSum::OutputAndLoss(double tokens, double hidden, double vocab,
     double forward_bytes, backward_bytes;
     int32_t forward_kernels, backward_kernels;
   };
+  // kTorch: F.cross_entropy on .float() logits: the cast (read 2, write 4), log_softmax reading
+  // its row for the max, again for the sum and again to write (12 + 4), the NLL gather; backward
+  // the dense NLL gradient (zero fill and scatter, 4), log_softmax's backward (read the gradient
+  // twice and the output once, write 4: 16), the cast back (read 4, write 2).
   const Passes passes = fusion == CrossEntropyFusion::kTe       ? Passes{2, 4, 2, 1}
                         : fusion == CrossEntropyFusion::kNative ? Passes{26, 14, 4, 3}
-                                                                : Passes{38, 14, 6, 3};
+                        : fusion == CrossEntropyFusion::kTorch  ? Passes{22, 26, 3, 4}
+                        : fusion == CrossEntropyFusion::kTorchCompiled
+                            ? Passes{4, 4, 2, 1}  // Inductor: max and sum passes; one backward
+                            : Passes{38, 14, 6, 3};
   times.forward += MemoryBoundSeconds(device, tokens * vocab * passes.forward_bytes);
   times.input_grad += MemoryBoundSeconds(device, tokens * vocab * passes.backward_bytes);
   forward_kernels += passes.forward_kernels;

@@ -198,27 +198,212 @@ double KorthikantiLayerBytes(double sbh, double t, double score_term, bool seque
 
 namespace {
 
-// One decoder layer's bytes stored per microbatch under `recompute` (Korthikanti et al. Table 2).
-double LayerBytesUnder(const TransformerSpec& spec, const TransformerRun& run,
-                       Recompute recompute) {
-  // Context parallelism keeps s/cp tokens per rank (the attention matrix of s/cp queries by s
-  // keys: the 5as/h term keeps the full s on the key side).
-  const double s = static_cast<double>(run.seq_len) / std::max(1, run.context_parallel);
-  const double b = static_cast<double>(run.micro_batch);
+// Bytes a decoder layer keeps per token, by how tensor parallelism splits them: `replicated`
+// (every TP rank holds the token's whole tensor, split over the ranks only with sequence
+// parallelism: the norms' inputs and outputs, dropout masks, the block's input), `sharded` (split
+// over the ranks: heads, the MLP's width, experts' tokens), `partial` (each rank holds it whole:
+// a row-parallel matmul's output before its reduction).
+struct KeptPerToken {
+  double replicated = 0;
+  double sharded = 0;
+  double partial = 0;
+};
+
+// A matmul's output per token, in the forward's order, for torchtitan's per-op policy.
+struct MatmulOutput {
+  double width = 0;  // elements per token
+  enum Split : uint8_t { kColumn, kRow, kReplicated } split = kColumn;
+};
+
+// The layer's matmuls in forward order (torchtitan's llama and deepseek_v3 models: wq, wk, wv,
+// wo; w1, w3, w2; MLA's wq_a, wq_b, wkv_a, wkv_b; the router's gate, then the experts').
+std::vector<MatmulOutput> MatmulOutputs(const TransformerSpec& spec, bool moe_layer) {
   const double h = static_cast<double>(spec.hidden);
   const double a = static_cast<double>(spec.heads);
+  std::vector<MatmulOutput> out;
+  if (spec.mla()) {
+    const double qk = static_cast<double>(spec.qk_nope_dim + spec.qk_rope_dim);
+    if (spec.q_lora_rank > 0) {
+      out.push_back({static_cast<double>(spec.q_lora_rank), MatmulOutput::kReplicated});
+    }
+    out.push_back({a * qk, MatmulOutput::kColumn});
+    out.push_back(
+        {static_cast<double>(spec.kv_lora_rank + spec.qk_rope_dim), MatmulOutput::kReplicated});
+    out.push_back(
+        {a * static_cast<double>(spec.qk_nope_dim + spec.v_head_dim), MatmulOutput::kColumn});
+  } else {
+    const double d = static_cast<double>(spec.head_dim_or_default());
+    out.push_back({a * d, MatmulOutput::kColumn});
+    out.push_back({static_cast<double>(spec.kv_heads_or_heads()) * d, MatmulOutput::kColumn});
+    out.push_back({static_cast<double>(spec.kv_heads_or_heads()) * d, MatmulOutput::kColumn});
+  }
+  out.push_back({h, MatmulOutput::kRow});
+  const auto gated = [&out, h](double copies, double width) {
+    out.push_back({copies * width, MatmulOutput::kColumn});
+    out.push_back({copies * width, MatmulOutput::kColumn});
+    out.push_back({copies * h, MatmulOutput::kRow});
+  };
+  if (moe_layer) {
+    out.push_back({static_cast<double>(spec.experts), MatmulOutput::kReplicated});
+    gated(static_cast<double>(spec.experts_per_token), static_cast<double>(spec.expert_ffn));
+    if (spec.shared_experts > 0) {
+      gated(1.0, static_cast<double>(spec.shared_experts * spec.expert_ffn));
+    }
+  } else if (spec.swiglu) {
+    gated(1.0, static_cast<double>(spec.ffn_or_default()));
+  } else {
+    out.push_back({static_cast<double>(spec.ffn_or_default()), MatmulOutput::kColumn});
+    out.push_back({h, MatmulOutput::kRow});
+  }
+  return out;
+}
+
+// The width of the attention kernel's output (the output projection's input) per token.
+double AttentionOutputWidth(const TransformerSpec& spec) {
+  return static_cast<double>(spec.heads) *
+         static_cast<double>(spec.mla() ? spec.v_head_dim : spec.head_dim_or_default());
+}
+
+// Without recomputation: every tensor the layer's backward reads, counted once (bf16 unless
+// said). GPT's layer (bias: LayerNorm, biases and dropout) gives Korthikanti's 10 replicated +
+// 24 sharded bytes a hidden element: 4 + 4 for the two norms' inputs and outputs, 1 + 1 for the
+// dropout masks, 6 for q, k and v, 2 for the attention output, 8 + 8 for GeLU's input and the
+// second matmul's input.
+KeptPerToken KeptWithoutRecompute(const TransformerSpec& spec, bool moe_layer, bool fused) {
+  const double h = static_cast<double>(spec.hidden);
+  const double a = static_cast<double>(spec.heads);
+  KeptPerToken kept;
+  // Each norm keeps its input and its output is the next matmul's input. Eager (torchtitan's
+  // RMSNorm without compile: x.float() squared, averaged and multiplied) keeps the fp32 input
+  // and the bf16 normalised value before the weight instead of the bf16 input.
+  const double norm = fused ? 2 * h + 2 * h : 4 * h + 2 * h + 2 * h;
+  kept.replicated += 2 * norm;
+  if (spec.bias) kept.replicated += 2 * h;  // the two dropout masks, a byte an element
+  if (spec.mla()) {
+    // The latents (replicated under torchtitan's and Megatron's TP plans) and their norms'
+    // outputs; q and k at a·(nope + rope), v at a·v_head_dim.
+    const double ql = static_cast<double>(spec.q_lora_rank);
+    const double kvl = static_cast<double>(spec.kv_lora_rank);
+    kept.replicated += 2 * (ql > 0 ? 2 * ql : 0.0) + 2 * (kvl + spec.qk_rope_dim) + 2 * kvl;
+    kept.sharded += 2 * 2 * a * static_cast<double>(spec.qk_nope_dim + spec.qk_rope_dim);
+  } else {
+    const double d = static_cast<double>(spec.head_dim_or_default());
+    kept.sharded += 2 * a * d + 2 * 2 * static_cast<double>(spec.kv_heads_or_heads()) * d;
+  }
+  if (spec.mla()) kept.sharded += 2 * AttentionOutputWidth(spec);  // v
+  kept.sharded += 2 * AttentionOutputWidth(spec);                  // the kernel's output
+  // A gated MLP keeps the gate and up projections' outputs (SwiGLU's input) and the product
+  // (the down projection's input); eager PyTorch also keeps silu's output for the product's
+  // backward. GeLU keeps its input and output.
+  const double gated = fused ? 6.0 : 8.0;
+  if (moe_layer) {
+    // The router's probabilities (fp32), and per routed copy of a token its permuted input,
+    // the SwiGLU tensors and the expert's output (the combine's weighting reads it); the
+    // shared experts as one gated MLP of their joint width.
+    const double k = static_cast<double>(spec.experts_per_token);
+    const double fe = static_cast<double>(spec.expert_ffn);
+    kept.replicated += 4 * static_cast<double>(spec.experts);
+    kept.sharded += k * (2 * h + gated * fe + 2 * h);
+    kept.sharded += gated * static_cast<double>(spec.shared_experts) * fe;
+  } else if (spec.swiglu) {
+    kept.sharded += gated * static_cast<double>(spec.ffn_or_default());
+  } else {
+    kept.sharded += 4 * static_cast<double>(spec.ffn_or_default());
+  }
+  return kept;
+}
+
+// torchtitan's per-op policy (`_save_list`: aten.mm except every second one counted within the
+// block, the SDPA kernels, the functional reduce-scatter) plus the checkpoint's input.
+KeptPerToken KeptBySelectiveOp(const TransformerSpec& spec, bool moe_layer, double t) {
+  const double h = static_cast<double>(spec.hidden);
+  KeptPerToken kept;
+  kept.replicated += 2 * h;  // the block's input
+  int32_t count = 0;
+  for (const MatmulOutput& mm : MatmulOutputs(spec, moe_layer)) {
+    ++count;
+    // Under TP a row-parallel matmul's output is reduce-scattered; the scattered output is
+    // saved whatever the matmul's count.
+    if (mm.split == MatmulOutput::kRow && t > 1) kept.replicated += 2 * h;
+    if (count % 2 == 0) continue;
+    switch (mm.split) {
+      case MatmulOutput::kColumn:
+        kept.sharded += 2 * mm.width;
+        break;
+      case MatmulOutput::kRow:
+        kept.partial += 2 * mm.width;
+        break;
+      case MatmulOutput::kReplicated:
+        kept.replicated += 2 * mm.width;
+        break;
+    }
+  }
+  kept.sharded += 2 * AttentionOutputWidth(spec);  // SDPA's output
+  return kept;
+}
+
+// One decoder layer's bytes stored per microbatch under `recompute`.
+double LayerBytesUnder(const TransformerSpec& spec, const TransformerRun& run, Recompute recompute,
+                       bool moe_layer) {
+  // Context parallelism keeps s/cp tokens per rank (the attention matrix of s/cp queries by s
+  // keys: the score term keeps the full s on the key side).
+  const double tokens = static_cast<double>(run.seq_len) / std::max(1, run.context_parallel) *
+                        static_cast<double>(run.micro_batch);
+  const double h = static_cast<double>(spec.hidden);
   const double t = std::max(1, run.tensor_parallel);
-  const double keys = static_cast<double>(run.seq_len);
-  // FlashAttention-style kernels (causal: true) never store the s x s scores, Korthikanti's
-  // 5as/h term, just as selective recomputation drops it.
-  const double core = spec.causal ? 0.0 : 5 * a * keys / (h * t);
-  return KorthikantiLayerBytes(s * b * h, t, core, run.sequence_parallel, recompute);
+  const double replicated_share = run.sequence_parallel ? 1.0 / t : 1.0;
+  KeptPerToken kept;
+  switch (recompute) {
+    case Recompute::kFull:
+      // Each layer keeps its input, 2sbh (Korthikanti et al. 2022, Table 2). With sequence
+      // parallelism that input lies in the sequence-parallel region, split over the t ranks
+      // (Megatron checkpoints the layer's sharded input; torchtitan's TP plan likewise).
+      kept.replicated = 2 * h;
+      break;
+    case Recompute::kSelectiveOp:
+      kept = KeptBySelectiveOp(spec, moe_layer, t);
+      break;
+    case Recompute::kSelective:
+    case Recompute::kNone:
+      kept = KeptWithoutRecompute(spec, moe_layer, run.fused_kernels);
+      // An unfused core (causal: false, 2021-era Megatron) also keeps the s x s scores:
+      // softmax output and dropout output (2 bytes each) and the dropout mask, 5 bytes a score
+      // and head, a·s keys a token; selective recomputation drops them. FlashAttention-style
+      // kernels keep none.
+      if (!spec.causal && recompute == Recompute::kNone) {
+        kept.sharded += 5 * static_cast<double>(spec.heads) * static_cast<double>(run.seq_len);
+      }
+      break;
+  }
+  return tokens * (kept.replicated * replicated_share + kept.sharded / t + kept.partial);
 }
 
 }  // namespace
 
-double DecoderActivationBytes(const TransformerSpec& spec, const TransformerRun& run) {
-  const double bytes = LayerBytesUnder(spec, run, run.recompute);
+HeadLoss HeadLossBytes(const TransformerSpec& spec, const TransformerRun& run) {
+  const double logits = static_cast<double>(run.seq_len) / std::max(1, run.context_parallel) *
+                        static_cast<double>(run.micro_batch) * static_cast<double>(spec.vocab) /
+                        std::max(1, run.tensor_parallel);
+  switch (run.cross_entropy) {
+    case CrossEntropyFusion::kTe:
+      return HeadLoss{2 * logits, 0.0};
+    case CrossEntropyFusion::kTorchCompiled:
+      return HeadLoss{2 * logits, 2 * logits};
+    case CrossEntropyFusion::kTorch:
+      // Under TP torchtitan's loss_parallel runs DTensor's handlers
+      // (torch/distributed/tensor/parallel/loss.py): the backward makes the zeros, exp(x), their
+      // sum and its product with the gradient in eager ops, 12 bytes besides the 4 held.
+      return HeadLoss{4 * logits, (run.tensor_parallel > 1 ? 12 : 8) * logits};
+    case CrossEntropyFusion::kNone:
+    case CrossEntropyFusion::kNative:
+      break;
+  }
+  return HeadLoss{4 * logits, 2 * logits};
+}
+
+double DecoderActivationBytes(const TransformerSpec& spec, const TransformerRun& run,
+                              bool moe_layer) {
+  const double bytes = LayerBytesUnder(spec, run, run.recompute, moe_layer);
   // Groups of N layers keep one input each: N layers share one checkpoint (exact where N
   // divides a chunk's layers; Megatron's last, shorter group keeps one too).
   if (run.recompute == Recompute::kFull && run.recompute_group > 1) {
@@ -226,16 +411,17 @@ double DecoderActivationBytes(const TransformerSpec& spec, const TransformerRun&
   }
   if (run.recompute != Recompute::kFull || run.recompute_fraction >= 1.0) return bytes;
   // Some layers recompute (2sbh kept), the others keep everything.
-  const double kept = LayerBytesUnder(spec, run, Recompute::kNone);
+  const double kept = LayerBytesUnder(spec, run, Recompute::kNone, moe_layer);
   return run.recompute_fraction * bytes + (1.0 - run.recompute_fraction) * kept;
 }
 
-double DecoderRecomputeBytes(const TransformerSpec& spec, const TransformerRun& run) {
+double DecoderRecomputeBytes(const TransformerSpec& spec, const TransformerRun& run,
+                             bool moe_layer) {
   if (run.recompute == Recompute::kNone || run.recompute_fraction <= 0.0) return 0.0;
   // A group's backward rematerialises its N layers at once, beside the one input it kept.
   const double group = run.recompute == Recompute::kFull ? std::max(1, run.recompute_group) : 1;
-  return std::max(0.0, group * LayerBytesUnder(spec, run, Recompute::kNone) -
-                           LayerBytesUnder(spec, run, run.recompute));
+  return std::max(0.0, group * LayerBytesUnder(spec, run, Recompute::kNone, moe_layer) -
+                           LayerBytesUnder(spec, run, run.recompute, moe_layer));
 }
 
 namespace {
@@ -244,8 +430,6 @@ namespace {
 // activation bytes from DecoderActivationBytes and M_W) and the head.
 std::vector<LayerSpec> LayerShapes(const TransformerSpec& spec, const TransformerRun& run) {
   const double t = std::max(1, run.tensor_parallel);
-  const double activations = DecoderActivationBytes(spec, run);
-  const double recomputed = DecoderRecomputeBytes(spec, run);
   const double tokens_hidden =
       2.0 * static_cast<double>(run.seq_len * run.micro_batch * spec.hidden);
   std::vector<LayerSpec> layers;
@@ -257,9 +441,10 @@ std::vector<LayerSpec> LayerShapes(const TransformerSpec& spec, const Transforme
     layer.kind = LayerKind::kDecoder;
     layer.attention = AttentionMode::kFull;
     layer.compress_ratio = 1;
-    layer.mlp = spec.moe_layer(index) ? MlpKind::kMoe : MlpKind::kDense;
-    layer.activation_bytes = std::llround(activations);
-    layer.recompute_bytes = std::llround(recomputed);
+    const bool moe = spec.moe_layer(index);
+    layer.mlp = moe ? MlpKind::kMoe : MlpKind::kDense;
+    layer.activation_bytes = std::llround(DecoderActivationBytes(spec, run, moe));
+    layer.recompute_bytes = std::llround(DecoderRecomputeBytes(spec, run, moe));
     // M_W = 32sbh per layer (Qi et al., ICLR 2024, App. G): the linear layers' inputs that W
     // still needs after I, per TP rank.
     layer.weight_grad_bytes = std::llround(16 * tokens_hidden / t);
@@ -267,6 +452,11 @@ std::vector<LayerSpec> LayerShapes(const TransformerSpec& spec, const Transforme
   }
   LayerSpec head;
   head.kind = LayerKind::kHead;
+  // The loss's fp32 (or bf16) copy of the logits from the forward to the head's backward, and
+  // the gradients its backward allocates besides (HeadLossBytes).
+  const HeadLoss loss = HeadLossBytes(spec, run);
+  head.activation_bytes = std::llround(loss.held);
+  head.recompute_bytes = std::llround(loss.working);
   layers.push_back(head);
   return layers;
 }

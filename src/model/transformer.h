@@ -84,8 +84,12 @@ enum class Recompute : uint8_t { kNone, kSelective, kSelectiveOp, kFull };
 
 // How the head's cross entropy runs (Megatron's --cross-entropy-loss-fusion and
 // --cross-entropy-fusion-impl): kNone the unfused VocabParallelCrossEntropy, kNative its
-// jit-fused passes, kTe Transformer Engine's Triton kernels (kernel_sum.h, OutputAndLoss).
-enum class CrossEntropyFusion : uint8_t { kNone, kNative, kTe };
+// jit-fused passes, kTe Transformer Engine's Triton kernels (kernel_sum.h, OutputAndLoss);
+// kTorch PyTorch's F.cross_entropy on logits cast to fp32 (torchtitan's loss), which keeps its
+// own fp32 log-softmax and allocates its gradients anew (HeadLossBytes); kTorchCompiled the same
+// function under torch.compile (torchtitan compiles its loss with the model since early 2025:
+// torchtitan/components/loss.py at e7c0cae), one fused pass over the bf16 logits each way.
+enum class CrossEntropyFusion : uint8_t { kNone, kNative, kTe, kTorch, kTorchCompiled };
 // "none", "selective", "selective-op", "full": the names parallel.recompute takes.
 const char* RecomputeName(Recompute recompute);
 
@@ -143,15 +147,42 @@ double TransformerParams(const TransformerSpec& spec, int64_t seq_len);
 // The parameters one token passes through: all but the routed experts it is not sent to.
 double ActiveParams(const TransformerSpec& spec, int64_t seq_len);
 
+// What the head's loss holds on one rank, per microbatch: `held` from the forward until the
+// head's backward (the fp32 softmax or log-softmax of the logits, or TE's bf16 logits rewritten
+// as their gradient), and `working` besides it while that backward runs (the gradients the loss
+// allocates). By implementation, per logit (b·s/cp tokens × V/t on a rank), read from the code:
+// Megatron's VocabParallelCrossEntropy (unfused or native) keeps exp_logits in fp32, 4 bytes,
+// rescaled in place by its backward and cast to bf16 by autograd, 2 more; TE's Triton kernel
+// keeps the bf16 logits, 2, and writes the gradient into them; PyTorch's F.cross_entropy on
+// .float() logits keeps log_softmax's fp32 output, 4, and its backward allocates the dense NLL
+// gradient and the log-softmax gradient, 8 more (12 under TP, where loss_parallel's eager
+// handlers compute the two backwards in one: zeros, exp, their sum, the product). Compiled,
+// Inductor's partition keeps the bf16 logits (and per-token statistics) and writes the bf16
+// gradient in one kernel: 2 held, 2 more.
+struct HeadLoss {
+  double held = 0;
+  double working = 0;
+};
+HeadLoss HeadLossBytes(const TransformerSpec& spec, const TransformerRun& run);
+
 // Korthikanti et al. (MLSys'23) Table 2: bytes one transformer layer stores per microbatch, from
 // sbh, the tensor-parallel size t and the attention-score term 5as/(ht) (0 when the kernel stores
 // no scores); with recomputation, what stays stored.
 double KorthikantiLayerBytes(double sbh, double t, double score_term, bool sequence_parallel,
                              Recompute recompute);
 
-// Activation bytes one decoder layer stores per microbatch, Korthikanti et al. Table 2 (its a
-// and h; with recomputation what stays stored).
-double DecoderActivationBytes(const TransformerSpec& spec, const TransformerRun& run);
+// Activation bytes one decoder layer stores per microbatch on one rank: the tensors its autograd
+// graph keeps, counted from the layer's own structure (query, key and value widths, the MLP's
+// kind and width, MoE experts and router, MLA's latents, eager or fused norms and SwiGLU), each
+// split over tensor parallelism as the engines split it. For GPT's layer (LayerNorm, biases,
+// dropout, 4h GeLU MLP, multi-head attention) this is Korthikanti et al. (MLSys'23) Table 2's
+// sbh(34 + 5as/h), and with recomputation what stays stored: full keeps the layer's input;
+// selective drops the s x s scores; selective-op keeps what torchtitan's per-op policy saves
+// (the block input, every second matmul's output, the attention kernel's output, and under TP
+// the reduce-scatters' outputs: torchtitan/models/llama/parallelize_llama.py `_save_list`).
+// `moe_layer`: the layer's MLP is the mixture of experts (TransformerSpec::moe_layer).
+double DecoderActivationBytes(const TransformerSpec& spec, const TransformerRun& run,
+                              bool moe_layer = false);
 
 // What one recomputing decoder layer rematerialises for its backward and holds while that runs:
 // the bytes it stores without recomputation less those it stores with it (full: everything but
@@ -159,7 +190,8 @@ double DecoderActivationBytes(const TransformerSpec& spec, const TransformerRun&
 // one). With groups of N layers (recompute_group) a group's backward rematerialises all N: N
 // layers' bytes less the one input the group kept. 0 without recomputation. Korthikanti et al.'s
 // Table 2 leaves this working set out; the memory timeline holds it during each backward.
-double DecoderRecomputeBytes(const TransformerSpec& spec, const TransformerRun& run);
+double DecoderRecomputeBytes(const TransformerSpec& spec, const TransformerRun& run,
+                             bool moe_layer = false);
 
 // The device a layer's time is derived on: achieved FLOP/s and bytes/s.
 struct ComputeRate {

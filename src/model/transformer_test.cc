@@ -119,5 +119,124 @@ TEST(TransformerTest, LayerListAndRoofline) {
   EXPECT_GT(slow[1].forward, layers[1].forward);
 }
 
+// GPT's layer counted tensor by tensor is Korthikanti et al.'s Table 2, sbh(10 + 24/t + 5as/(ht))
+// (all over t with sequence parallelism), under every recomputation it covers.
+TEST(TransformerTest, GptLayerCountedByTensorIsKorthikantis) {
+  for (const bool causal : {false, true}) {
+    TransformerSpec gpt = Gpt(24, 2048, 16);
+    gpt.causal = causal;
+    for (const int32_t t : {1, 2, 8}) {
+      for (const bool sp : {false, true}) {
+        for (const Recompute recompute :
+             {Recompute::kNone, Recompute::kSelective, Recompute::kFull}) {
+          TransformerRun run;
+          run.seq_len = 2048;
+          run.micro_batch = 2;
+          run.tensor_parallel = t;
+          run.sequence_parallel = sp;
+          run.recompute = recompute;
+          const double sbh = 2048.0 * 2 * 2048;
+          const double scores = causal ? 0.0 : 5.0 * 16 * 2048 / (2048.0 * t);
+          EXPECT_NEAR(DecoderActivationBytes(gpt, run) /
+                          KorthikantiLayerBytes(sbh, t, scores, sp, recompute),
+                      1.0, 1e-12)
+              << "t " << t << " sp " << sp << " recompute " << RecomputeName(recompute);
+        }
+      }
+    }
+  }
+}
+
+TransformerSpec Llama3_8b() {
+  TransformerSpec spec;
+  spec.layers = 32;
+  spec.hidden = 4096;
+  spec.heads = 32;
+  spec.kv_heads = 8;
+  spec.ffn_hidden = 14336;
+  spec.vocab = 128256;
+  spec.swiglu = true;
+  spec.causal = true;
+  spec.bias = false;
+  spec.tied_embeddings = false;
+  spec.learned_positions = false;
+  return spec;
+}
+
+// Llama 3 8B's layer (h 4096, 8 KV heads of 128, SwiGLU of 14336), bytes a token: the norms'
+// inputs and outputs 16 (fused) or 32 (eager RMSNorm keeps x.float() and the normalised value);
+// q 8192, k and v 2048 each, the attention output 8192; SwiGLU 6 x 14336 fused, 8 x eager.
+// torchtitan's per-op policy keeps the block input, wq's, wv's, w1's and w2's outputs (mm 1, 3,
+// 5, 7) and SDPA's output: 8192 + 8192 + 2048 + 28672 + 8192 + 8192 = 63488 = 15.5h.
+TEST(TransformerTest, LlamaLayerCountedByTensor) {
+  const TransformerSpec llama = Llama3_8b();
+  TransformerRun run;
+  run.seq_len = 8192;
+  run.micro_batch = 2;
+  const double tokens = 8192.0 * 2;
+  const double attention = 8192 + 2048 + 2048 + 8192;
+  EXPECT_DOUBLE_EQ(DecoderActivationBytes(llama, run),
+                   tokens * (4 * 4096 * 2 + attention + 6 * 14336));
+  run.fused_kernels = false;
+  EXPECT_DOUBLE_EQ(DecoderActivationBytes(llama, run),
+                   tokens * (8 * 4096 * 2 + attention + 8 * 14336));
+  run.recompute = Recompute::kSelectiveOp;
+  EXPECT_DOUBLE_EQ(DecoderActivationBytes(llama, run), tokens * 15.5 * 4096);
+  // Under TP 8 (sequence parallel, as torchtitan runs it) the block input and the two
+  // reduce-scatters' outputs are split over the ranks, the column-parallel outputs too, and w2's
+  // output before its reduce-scatter is whole on every rank.
+  run.tensor_parallel = 8;
+  run.sequence_parallel = true;
+  EXPECT_DOUBLE_EQ(DecoderActivationBytes(llama, run),
+                   tokens * ((3 * 8192 + 8192 + 2048 + 28672 + 8192) / 8.0 + 8192));
+  // Full recomputation keeps the input; its backward rematerialises the rest of the layer.
+  run.recompute = Recompute::kFull;
+  run.fused_kernels = true;
+  EXPECT_DOUBLE_EQ(DecoderActivationBytes(llama, run), tokens * 8192 / 8);
+  EXPECT_DOUBLE_EQ(DecoderRecomputeBytes(llama, run),
+                   tokens * ((4 * 8192 + attention + 6 * 14336) / 8 - 8192 / 8.0));
+}
+
+// A MoE layer keeps per routed copy of a token its input, SwiGLU's tensors and the expert's
+// output, and the router's fp32 probabilities: more than the dense layer of the same model.
+TEST(TransformerTest, MoeLayerKeepsItsExpertsTokens) {
+  TransformerSpec moe = Llama3_8b();
+  moe.experts = 64;
+  moe.experts_per_token = 6;
+  moe.expert_ffn = 1408;
+  moe.shared_experts = 2;
+  TransformerRun run;
+  run.seq_len = 4096;
+  const double tokens = 4096;
+  const double dense = DecoderActivationBytes(moe, run, false);
+  const double routed = DecoderActivationBytes(moe, run, true);
+  EXPECT_DOUBLE_EQ(routed - dense, tokens * (4 * 64 + 6 * (2 * 4096 + 6 * 1408 + 2 * 4096) +
+                                             6 * 2 * 1408 - 6 * 14336));
+}
+
+// The loss's held bytes and its backward's working set per logit (b·s/cp tokens x V/t).
+TEST(TransformerTest, HeadLossByImplementation) {
+  const TransformerSpec llama = Llama3_8b();
+  TransformerRun run;
+  run.seq_len = 8192;
+  run.micro_batch = 2;
+  run.context_parallel = 2;
+  const double logits = 8192.0 * 2 / 2 * 128256;
+  const auto check = [&](CrossEntropyFusion fusion, double held, double working) {
+    run.cross_entropy = fusion;
+    const HeadLoss loss = HeadLossBytes(llama, run);
+    EXPECT_DOUBLE_EQ(loss.held, held * logits) << static_cast<int>(fusion);
+    EXPECT_DOUBLE_EQ(loss.working, working * logits) << static_cast<int>(fusion);
+  };
+  check(CrossEntropyFusion::kNone, 4, 2);
+  check(CrossEntropyFusion::kNative, 4, 2);
+  check(CrossEntropyFusion::kTe, 2, 0);
+  check(CrossEntropyFusion::kTorch, 4, 8);
+  check(CrossEntropyFusion::kTorchCompiled, 2, 2);
+  run.tensor_parallel = 4;
+  run.cross_entropy = CrossEntropyFusion::kTorch;
+  EXPECT_DOUBLE_EQ(HeadLossBytes(llama, run).working, 12 * logits / 4);
+}
+
 }  // namespace
 }  // namespace stagecraft

@@ -267,6 +267,11 @@ std::vector<std::pair<std::string, std::string>> CostAssumptions(const Config& c
     out.emplace_back("cross_entropy",
                      parallel.cross_entropy_fusion == CrossEntropyFusion::kTe
                          ? "fused, Transformer Engine's kernels (cross_entropy_fusion: te)"
+                     : parallel.cross_entropy_fusion == CrossEntropyFusion::kTorch
+                         ? "PyTorch's F.cross_entropy on fp32 logits (cross_entropy_fusion: torch)"
+                     : parallel.cross_entropy_fusion == CrossEntropyFusion::kTorchCompiled
+                         ? "PyTorch's F.cross_entropy under torch.compile (cross_entropy_fusion: "
+                           "torch-compiled)"
                          : "fused, Megatron's native passes (cross_entropy_fusion: native)");
   }
   if (parallel.cp > 1) {

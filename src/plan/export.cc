@@ -235,6 +235,10 @@ std::string TorchtitanToml(const Config& config, const Candidate& c, int64_t glo
        << "[parallelism]\ndata_parallel_replicate_degree = 1\ndata_parallel_shard_degree = " << c.dp
        << "\ntensor_parallel_degree = " << c.tp << "\ncontext_parallel_degree = " << c.cp
        << "\nexpert_parallel_degree = " << c.ep << "\npipeline_parallel_degree = " << c.pp << "\n";
+  if (c.cp > 1) {
+    toml << "context_parallel_rotate_method = \""
+         << (config.parallel.cp_rotate == CpRotate::kAllToAll ? "alltoall" : "allgather") << "\"\n";
+  }
   if (config.parallel.async_tp && c.tp > 1) toml << "enable_async_tensor_parallel = true\n";
   if (c.pp > 1) {
     // torchtitan's pipeline_parallel.py makes ceil((layers + first + last less layers) /

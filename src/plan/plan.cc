@@ -100,6 +100,16 @@ void Candidate::ApplyTo(Config& config) const {
   p.grad_buckets = GradBuckets::kNone;
   p.reshard_after_forward = ReshardAfterForward::kDefault;
   p.zero_stage = 0;
+  // PyTorch's context_parallel is torchtitan's alone; the other engines run their own CP
+  // (cp_mode: Megatron's ring or all-gather).
+  const CpRotate config_rotate = p.cp_rotate;
+  p.cp_rotate = CpRotate::kNone;
+  // The loss: torchtitan's is PyTorch's cross_entropy on fp32 logits; Megatron and DeepSpeed
+  // keep the config's fusion, which is theirs (none: the unfused VocabParallelCrossEntropy).
+  if (p.cross_entropy_fusion == CrossEntropyFusion::kTorch ||
+      p.cross_entropy_fusion == CrossEntropyFusion::kTorchCompiled) {
+    p.cross_entropy_fusion = CrossEntropyFusion::kNone;
+  }
   switch (engine) {
     case Engine::kMegatron:
       // The recipe Megatron's examples run: the distributed optimizer with both overlaps.
@@ -109,6 +119,16 @@ void Candidate::ApplyTo(Config& config) const {
       break;
     case Engine::kTorchtitan:
       p.zero_stage = zero_stage;  // 3: FSDP2 over dp_shard x cp
+      // Compiled with the model where the candidate compiles (fused kernels), as torchtitan
+      // does since e7c0cae (components/loss.py).
+      p.cross_entropy_fusion =
+          p.fused_kernels ? CrossEntropyFusion::kTorchCompiled : CrossEntropyFusion::kTorch;
+      // torchtitan's CP is PyTorch's context_parallel with its rotate method (the config's, or
+      // torchtitan's default allgather), never Megatron's ring or Llama 3's all-gather.
+      if (cp > 1 && !layer_list) {
+        p.cp_rotate = config_rotate == CpRotate::kNone ? CpRotate::kAllGather : config_rotate;
+        p.cp_all_gather = false;
+      }
       break;
     case Engine::kDeepSpeed:
     case Engine::kAny:
@@ -180,7 +200,9 @@ struct Costed {
   Time weight_grad;   // W
   Time tail;          // after the pipeline: exposed DP reduction, optimizer step, first gather
   double states = 0;  // model states of the fullest device
-  int64_t chunk_activations = 0;  // activations one chunk holds per microbatch (largest)
+  int64_t chunk_activations = 0;  // activations one chunk holds per microbatch (largest),
+                                  // the head's loss apart
+  int64_t head_activations = 0;   // what the head's loss holds per microbatch (last stage)
   int64_t recompute = 0;          // recomputation's working set during a backward (largest)
   int64_t capacity = 0;
   int64_t reserve = 0;
@@ -241,6 +263,10 @@ Costed Cost(const PlanSpec& spec, const std::shared_ptr<const LoadedConfig>& bas
   if (!prepared.ok()) return costed;
   const PreparedRun& r = prepared.value();
   const std::vector<StageCollectives>& collectives = r.parallel_plan.collectives;
+  const std::vector<LayerSpec>& layers = r.config.model.layers;
+  if (!layers.empty() && layers.back().kind == LayerKind::kHead) {
+    costed.head_activations = layers.back().activation_bytes;
+  }
   std::vector<Time> stage_totals;
   Time dp_tail;
   Time gather;
@@ -265,7 +291,9 @@ Costed Cost(const PlanSpec& spec, const std::shared_ptr<const LoadedConfig>& bas
       costed.backward = b;
       costed.weight_grad = cost.weight_grad;
     }
-    costed.chunk_activations = std::max(costed.chunk_activations, cost.activation_bytes);
+    const bool last = stage + 1 == r.stage_costs.size();
+    costed.chunk_activations = std::max(
+        costed.chunk_activations, cost.activation_bytes - (last ? costed.head_activations : 0));
     costed.recompute = std::max(costed.recompute, cost.recompute_bytes);
   }
   const std::vector<int32_t>& counts = r.config.parallel.layer_counts;
@@ -351,6 +379,21 @@ int64_t ChunksInFlight(const Candidate& c) {
   if (c.schedule == "dualpipev") return std::min(2 * m, 2 * p + 1);
   if (c.schedule == "zb-h2") return std::min(m, 2 * p - 1);  // 2(p - 1) warm-up forwards
   return std::min(m, p);  // 1f1b
+}
+
+// The activations of the fullest rank at the schedule's peak, as the screen bounds them: `chunks`
+// in flight of the largest chunk (the first rank's), or `last_chunks` with the head's loss (the
+// last rank's).
+double ScreenedActivations(const Costed& costed, int64_t chunks, int64_t last_chunks) {
+  return static_cast<double>(
+      std::max(chunks * costed.chunk_activations,
+               last_chunks * costed.chunk_activations + costed.head_activations));
+}
+
+// The last rank's chunks in flight: one under 1F1B or without stages; elsewhere the first rank's
+// count `chunks`, a bound (a V places the head on the first rank).
+int64_t LastRankChunks(const Candidate& c, int64_t chunks) {
+  return c.pp == 1 || c.schedule == "1f1b" ? 1 : chunks;
 }
 
 double Budget(const PlanSpec& spec, int64_t capacity) {
@@ -461,10 +504,9 @@ Result<PlanResult> PlanLayouts(const PlanSpec& spec) {
   // Each candidate's screened step, fitting or not (-1 ns: none); the uneven splits below start
   // from it.
   std::vector<Time> screen_step;
-  const auto fits = [&](const Costed& costed, int64_t chunks) {
-    const double memory =
-        costed.states + static_cast<double>(chunks * costed.chunk_activations + costed.recompute) +
-        static_cast<double>(costed.reserve);
+  const auto fits = [&](const Costed& costed, int64_t chunks, int64_t last_chunks) {
+    const double memory = costed.states + ScreenedActivations(costed, chunks, last_chunks) +
+                          static_cast<double>(costed.recompute + costed.reserve);
     return costed.capacity <= 0 || memory <= Budget(spec, costed.capacity);
   };
   // Candidates whose schedule has no closed form wait here for their probes (below).
@@ -486,7 +528,7 @@ Result<PlanResult> PlanLayouts(const PlanSpec& spec) {
     inputs.chunk_backward = costed.backward;
     inputs.chunk_weight_grad = costed.weight_grad;
     if (!HasClosedForm(inputs.schedule)) {
-      if (!fits(costed, 1)) {
+      if (!fits(costed, 1, 1)) {
         ++result.rejected["over memory (screen)"];
         return;
       }
@@ -495,7 +537,8 @@ Result<PlanResult> PlanLayouts(const PlanSpec& spec) {
     }
     auto form = DeriveClosedForm(inputs);
     if (form.ok()) screen_step[index] = form.value().makespan + costed.tail;
-    if (!fits(costed, ChunksInFlight(c))) {
+    const int64_t chunks = ChunksInFlight(c);
+    if (!fits(costed, chunks, LastRankChunks(c, chunks))) {
       ++result.rejected["over memory (screen)"];
       return;
     }
@@ -569,7 +612,8 @@ Result<PlanResult> PlanLayouts(const PlanSpec& spec) {
       }
       const Costed& costed = costs[key_index.at(KeyOf(enumeration.legal[index]))];
       screen_step[index] = Time::Nanoseconds(in.Get<int64_t>()) + costed.tail;
-      if (!fits(costed, in.Get<int64_t>())) {
+      const int64_t chunks = in.Get<int64_t>();  // the probe's peak over the ranks
+      if (!fits(costed, chunks, chunks)) {
         ++result.rejected["over memory (screen)"];
         continue;
       }
@@ -607,10 +651,12 @@ Result<PlanResult> PlanLayouts(const PlanSpec& spec) {
     if (!none.ok || !full.ok || full.capacity <= 0) continue;
     const double inflight = static_cast<double>(ChunksInFlight(c));
     const double budget = Budget(spec, full.capacity);
+    const int64_t chunks = ChunksInFlight(c);
+    const int64_t last_chunks = LastRankChunks(c, chunks);
     const double without =
-        none.states + inflight * static_cast<double>(none.chunk_activations) + none.reserve;
+        none.states + ScreenedActivations(none, chunks, last_chunks) + none.reserve;
     // Any recomputing layer adds its working set during its backward (Costed::recompute).
-    const double with_all = full.states + inflight * static_cast<double>(full.chunk_activations) +
+    const double with_all = full.states + ScreenedActivations(full, chunks, last_chunks) +
                             static_cast<double>(full.recompute) + full.reserve;
     const double saved_per_layer =
         inflight * static_cast<double>(none.chunk_activations - full.chunk_activations) /

@@ -133,6 +133,12 @@ Result<Candidate> CandidateOfRun(const PreparedRun& run, Engine engine) {
     // GPTModelPipe: type:transformer, the decoders evenly): the export runs that split.
     if (counts != c.StageCounts(layers) && engine != Engine::kDeepSpeed) c.layout_counts = counts;
   }
+  // Megatron runs stages that pp x vpp does not divide only as a layout string, the even split
+  // included (the planner's candidates carry it the same way, plan_rules.cc).
+  if (engine == Engine::kMegatron && c.pp > 1 && c.layout_counts.empty() &&
+      layers % (c.pp * c.vpp) != 0) {
+    c.layout_counts = counts;
+  }
   return c;
 }
 

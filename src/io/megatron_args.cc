@@ -359,9 +359,12 @@ Result<Config> ReadMegatronArgs(const std::string& text, const std::string& sour
   p.microbatches = static_cast<int32_t>(global_batch / per_step);
   config.schedule.name = p.vpp > 1 ? "interleaved-1f1b" : "1f1b";
   config.schedule.group_size = 0;
-  // Megatron's default layout, as plan/plan.cc's candidates run.
+  // Megatron's default layout, as plan/plan.cc's candidates run; DeepSpeed's pipeline model
+  // splits the decoders itself, any count over any pp (DeepSpeedTransformerCounts).
   p.partition = PartitionMethod::kCounts;
-  p.layer_counts = EvenTransformerCounts(t.layers, p.pp * p.vpp);
+  p.layer_counts = deepspeed && p.pp > 1 && t.layers >= p.pp
+                       ? DeepSpeedTransformerCounts(static_cast<int32_t>(t.layers), p.pp)
+                       : EvenTransformerCounts(t.layers, p.pp * p.vpp);
   if (first_stage_layers > 0 || last_stage_layers > 0) {
     // Megatron's uneven split (megatron/core/transformer/transformer_config.py): the first and
     // the last stage take what is given, the middle stages the rest evenly. Read for vpp 1 and

@@ -130,7 +130,7 @@ Result<Candidate> CandidateOfRun(const PreparedRun& run, Engine engine) {
       }
     }
     // DeepSpeed's pipeline model splits by its own partition_method (Megatron-DeepSpeed's
-    // GPTModelPipe: type:transformer, the decoders evenly): the export runs that split.
+    // GPTModelPipe: type:transformer, DeepSpeedTransformerCounts): the export runs that split.
     if (counts != c.StageCounts(layers) && engine != Engine::kDeepSpeed) c.layout_counts = counts;
   }
   // Megatron runs stages that pp x vpp does not divide only as a layout string, the even split

@@ -64,7 +64,11 @@ std::vector<int32_t> Candidate::StageCounts(int32_t layers) const {
     auto counts = TorchtitanTransformerCounts(layers, stages, first_less, last_less);
     if (counts.ok()) return std::move(counts).value();
   }
-  return EvenTransformerCounts(layers, stages);  // Megatron's and DeepSpeed's default split
+  if (engine == Engine::kDeepSpeed && stages > 1 && layers >= stages) {
+    // DeepSpeed's pipeline model splits itself (partition_method 'type:transformer').
+    return DeepSpeedTransformerCounts(layers, stages);
+  }
+  return EvenTransformerCounts(layers, stages);  // Megatron's default split
 }
 
 void Candidate::ApplyTo(Config& config) const {

@@ -145,11 +145,13 @@ std::string Broken(const Candidate& c, const PlanSpec& spec, const PlanShape& sh
   if (shape.output_groups > 0 && shape.output_groups % c.tp != 0) {
     return "tp does not divide the output groups";
   }
-  if (torchtitan || shape.layer_list || !c.layout_counts.empty()) {
+  if (torchtitan || deepspeed || shape.layer_list || !c.layout_counts.empty()) {
     // torchtitan splits the model's modules over the stages itself, unevenly when it must
-    // (torchtitan/distributed/pipeline.py, generate_llm_fqn_per_model_part); Megatron takes any
-    // split as --pipeline-model-parallel-layout (pipeline_parallel_layer_layout.py; arguments.py
-    // drops the divisibility checks with it). Every stage needs a layer.
+    // (torchtitan/distributed/pipeline.py, generate_llm_fqn_per_model_part); so does DeepSpeed's
+    // pipeline model (deepspeed/runtime/pipe/module.py, partition_method 'type:transformer':
+    // DeepSpeedTransformerCounts); Megatron takes any split as --pipeline-model-parallel-layout
+    // (pipeline_parallel_layer_layout.py; arguments.py drops the divisibility checks with it).
+    // Every stage needs a layer.
     if (shape.layers < c.pp * c.vpp) return "fewer layers than pipeline stages";
   } else {
     if (shape.layers < c.pp * c.vpp) return "fewer layers than pipeline stages";

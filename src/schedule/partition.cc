@@ -5,6 +5,8 @@
 #include <cstddef>
 #include <functional>
 #include <limits>
+#include <map>
+#include <mutex>
 #include <queue>
 #include <string>
 #include <utility>
@@ -358,6 +360,72 @@ std::vector<int32_t> EvenTransformerCounts(int32_t decoders, int32_t stages) {
   }
   counts.front() += 1;  // the embedding
   counts.back() += 1;   // the head
+  return counts;
+}
+
+namespace {
+
+// partition_balanced's cut points over `weights` into `parts` (parts + 1 boundaries, the first 0
+// and the last the item count): for each prefix of i items in j parts, the least spread (the
+// heaviest part less the lightest) over the last cut k, a later k winning a tie, with the
+// heaviest and the lightest part of the best kept beside it.
+std::vector<size_t> BalancedCuts(const std::vector<int32_t>& weights, size_t parts) {
+  const size_t n = weights.size();
+  const double inf = std::numeric_limits<double>::infinity();
+  const size_t width = parts + 1;
+  std::vector<double> heaviest((n + 1) * width, inf);
+  std::vector<double> lightest((n + 1) * width, inf);
+  std::vector<double> spread((n + 1) * width, inf);
+  std::vector<size_t> cut((n + 1) * width, 0);
+  std::vector<double> prefix(n + 1, 0.0);
+  for (size_t i = 0; i < n; ++i) prefix[i + 1] = prefix[i] + weights[i];
+  heaviest[0] = 0;
+  spread[0] = 0;
+  for (size_t i = 1; i <= n; ++i) {
+    for (size_t j = 1; j <= std::min(i, parts); ++j) {
+      for (size_t k = 0; k < i; ++k) {
+        const double part = prefix[i] - prefix[k];
+        const double most = std::max(heaviest[k * width + j - 1], part);
+        const double least = std::min(lightest[k * width + j - 1], part);
+        if (spread[i * width + j] >= most - least) {
+          spread[i * width + j] = most - least;
+          heaviest[i * width + j] = most;
+          lightest[i * width + j] = least;
+          cut[i * width + j] = k;
+        }
+      }
+    }
+  }
+  std::vector<size_t> cuts(parts + 1, n);
+  for (size_t j = parts; j >= 1; --j) cuts[j - 1] = cut[cuts[j] * width + j];
+  return cuts;
+}
+
+}  // namespace
+
+std::vector<int32_t> DeepSpeedTransformerCounts(int32_t decoders, int32_t stages) {
+  if (stages <= 1 || decoders % stages == 0) return EvenTransformerCounts(decoders, stages);
+  // The planner asks for the same few splits many times: each is worked out once.
+  static std::mutex mutex;
+  static std::map<std::pair<int32_t, int32_t>, std::vector<int32_t>> known;
+  const std::lock_guard<std::mutex> lock(mutex);
+  const auto key = std::make_pair(decoders, stages);
+  if (const auto found = known.find(key); found != known.end()) return found->second;
+  // The specs: the fp16 cast and the embedding; the decoders; the final norm, the head and the
+  // fp32 cast (MoE's aux-loss helper before them joins the last stage as they do).
+  std::vector<int32_t> weights = {0, 0};
+  weights.insert(weights.end(), static_cast<size_t>(decoders), 1);
+  weights.insert(weights.end(), 3, 0);
+  const std::vector<size_t> cuts = BalancedCuts(weights, static_cast<size_t>(stages));
+  std::vector<int32_t> counts(static_cast<size_t>(stages), 0);
+  for (size_t stage = 0; stage < counts.size(); ++stage) {
+    for (size_t item = cuts[stage]; item < cuts[stage + 1]; ++item) counts[stage] += weights[item];
+  }
+  // With at least as many decoders as stages no part is left without one (a part of weight 0
+  // would widen the spread), so the embedding and the head sit with the first and last decoders.
+  counts.front() += 1;
+  counts.back() += 1;
+  known.emplace(key, counts);
   return counts;
 }
 

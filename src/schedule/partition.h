@@ -49,6 +49,18 @@ Result<Partition> PartitionStateAware(const std::vector<Time>& layer_costs,
 // order, then the first and the last. REQUIRES: stages >= 1.
 std::vector<int32_t> EvenTransformerCounts(int32_t decoders, int32_t stages);
 
+// DeepSpeed's split of Megatron-DeepSpeed's pipeline model over `stages` (GPTModelPipe in
+// megatron/model/gpt_model.py builds its specs as the fp16 cast, the embedding, the decoders,
+// with MoE the aux-loss helper, the final norm, the head and the fp32 cast, and passes
+// partition_method 'type:transformer'; deepspeed/runtime/pipe/module.py then weighs each decoder
+// 1 and every other spec 0, and deepspeed/runtime/utils.py partition_balanced splits the weights
+// by dynamic programming, minimising the heaviest part less the lightest, a later cut winning a
+// tie). Any decoder count: the stages need not divide it (BLOOM-176B ran 70 layers over 12
+// stages). The trailing specs all join the last stage, so MoE's extra one changes nothing.
+// Counts include the embedding and the head, like EvenTransformerCounts'; equal to them where the
+// stages divide the decoders. REQUIRES: 1 <= stages <= decoders.
+std::vector<int32_t> DeepSpeedTransformerCounts(int32_t decoders, int32_t stages);
+
 // torchtitan's split of a transformer over `stages` (torchtitan/distributed/pipeline_parallel.py,
 // generate_llm_fqn_per_model_part): the embedding counts as `input_weight` layers and the norm
 // and output as `output_weight`; the decoders plus both weights split evenly, the first stages

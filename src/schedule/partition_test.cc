@@ -476,5 +476,30 @@ TEST(TorchtitanTransformerCountsTest, SplitsAsTorchtitanDoes) {
   EXPECT_FALSE(TorchtitanTransformerCounts(12, 4, 5, 0).ok());
 }
 
+// DeepSpeed's type:transformer split of GPTModelPipe's specs (2 leading specs of weight 0, the
+// decoders of weight 1, 3 trailing ones; MoE's fourth changes no split of up to 129 decoders over
+// up to 33 stages, checked against partition_balanced). The expected counts are what
+// deepspeed/runtime/utils.py partition_balanced (DeepSpeed edaa722) returns for those weights,
+// with the embedding and the head added to the first and last stage: BLOOM-176B's 70 layers over
+// 12 stages give ten stages of 6 decoders and two of 5; where the stages divide the decoders,
+// the even split.
+TEST(DeepSpeedTransformerCountsTest, MatchesPartitionBalanced) {
+  EXPECT_EQ(DeepSpeedTransformerCounts(70, 12),
+            (std::vector<int32_t>{7, 6, 6, 6, 6, 6, 6, 6, 6, 6, 5, 6}));
+  EXPECT_EQ(DeepSpeedTransformerCounts(126, 16),
+            (std::vector<int32_t>{9, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 7, 8}));
+  EXPECT_EQ(DeepSpeedTransformerCounts(126, 8),
+            (std::vector<int32_t>{17, 16, 16, 16, 16, 16, 15, 16}));
+  EXPECT_EQ(DeepSpeedTransformerCounts(30, 4), (std::vector<int32_t>{9, 8, 7, 8}));
+  EXPECT_EQ(DeepSpeedTransformerCounts(80, 6), (std::vector<int32_t>{15, 14, 13, 13, 13, 14}));
+  EXPECT_EQ(DeepSpeedTransformerCounts(61, 8), (std::vector<int32_t>{9, 8, 8, 8, 8, 7, 7, 8}));
+  EXPECT_EQ(DeepSpeedTransformerCounts(24, 5), (std::vector<int32_t>{6, 5, 5, 5, 5}));
+  EXPECT_EQ(DeepSpeedTransformerCounts(5, 4), (std::vector<int32_t>{3, 1, 1, 2}));
+  EXPECT_EQ(DeepSpeedTransformerCounts(27, 4), (std::vector<int32_t>{8, 7, 7, 7}));  // MoE's too
+  EXPECT_EQ(DeepSpeedTransformerCounts(32, 4), EvenTransformerCounts(32, 4));
+  EXPECT_EQ(DeepSpeedTransformerCounts(7, 7), EvenTransformerCounts(7, 7));
+  EXPECT_EQ(DeepSpeedTransformerCounts(9, 1), EvenTransformerCounts(9, 1));
+}
+
 }  // namespace
 }  // namespace stagecraft

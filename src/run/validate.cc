@@ -35,6 +35,10 @@ struct Row {
   double measured_gib = 0;   // the source's peak memory per GPU; 0 = none given
   double predicted_gib = 0;  // the memory verdict's fullest device (states, peak, reserve)
   ValidatedRun features;     // what a run is compared by (validated_runs.h)
+  // What two runs must share to be one decision (DecisionsOf): the model's dimensions but the
+  // padded vocabulary, the sequence, the GPUs, the tokens a step, the device, FP8 and fused
+  // kernels.
+  std::string same;
   double error() const { return (predicted_s - measured_s) / measured_s; }
   double memory_error() const { return (predicted_gib - measured_gib) / measured_gib; }
 };
@@ -76,6 +80,16 @@ Result<Row> Predict(const std::string& file, const MeasurementSource& source,
   row.measured_s = measured.step_s;
   row.predicted_s = static_cast<double>(simulated.metrics.makespan.ns()) * 1e-9;
   row.features = FeaturesOf(run.value());
+  const Config& config = run.value().config;
+  const TransformerSpec& t = config.model.transformer;
+  std::ostringstream same;
+  same << source.id << ' ' << t.layers << ' ' << t.hidden << ' ' << t.heads << ' '
+       << t.kv_heads_or_heads() << ' ' << t.ffn_or_default() << ' ' << t.experts << ' '
+       << t.experts_per_token << ' ' << t.kv_lora_rank << ' ' << config.model.seq_len << ' '
+       << row.gpus << ' ' << run.value().parallel_plan.tokens_per_iteration << ' '
+       << config.cluster.device << ' ' << config.parallel.fp8 << ' '
+       << config.parallel.fused_kernels;
+  row.same = same.str();
   row.features.error = row.error();
   if (measured.memory_gib > 0) {
     row.measured_gib = measured.memory_gib;
@@ -158,6 +172,63 @@ void MemoryText(const std::vector<Row>& rows, const Summaries& summaries, std::o
       << PadLeft("within_10", 11) << PadLeft("within_15", 11) << "\n";
   for (const auto& [name, summary] : summaries.memory_by_source) out << summary.Line(name);
   out << summaries.memory.Line("all");
+}
+
+// A decision: two runs of one source that a user would choose between, the same model (its
+// vocabulary padded apart) on the same GPUs and devices with the same tokens a step, precision and
+// fused kernels, differing in layout, schedule, recomputation or overlap; measured at least
+// kDecisionGap apart (closer, the published figures do not decide between them). Ranked as
+// measured when the predicted order is the measured one.
+constexpr double kDecisionGap = 0.03;
+
+struct Decision {
+  const Row* faster;  // as measured
+  const Row* slower;
+  bool ranked_as_measured() const { return faster->predicted_s < slower->predicted_s; }
+};
+
+std::vector<Decision> DecisionsOf(const std::vector<Row>& rows) {
+  std::vector<Decision> decisions;
+  for (size_t a = 0; a < rows.size(); ++a) {
+    for (size_t b = a + 1; b < rows.size(); ++b) {
+      if (rows[a].same != rows[b].same) continue;
+      const bool a_faster = rows[a].measured_s < rows[b].measured_s;
+      const Row& faster = a_faster ? rows[a] : rows[b];
+      const Row& slower = a_faster ? rows[b] : rows[a];
+      if (slower.measured_s < faster.measured_s * (1 + kDecisionGap)) continue;
+      decisions.push_back({&faster, &slower});
+    }
+  }
+  return decisions;
+}
+
+void DecisionsText(const std::vector<Decision>& decisions, std::ostream& out) {
+  size_t as_measured = 0;
+  for (const Decision& d : decisions) as_measured += d.ranked_as_measured() ? 1 : 0;
+  out << "\n  decisions: runs of one source on the same model, GPUs and tokens a step that differ "
+         "in layout, schedule, recomputation or overlap, measured at least "
+      << FormatFixed(100 * kDecisionGap, 0)
+      << "% apart; the slower's step over the faster's, measured and predicted\n";
+  size_t faster_width = 17;
+  size_t slower_width = 6;
+  for (const Decision& d : decisions) {
+    faster_width = std::max(faster_width, d.faster->id.size());
+    slower_width = std::max(slower_width, d.slower->id.size());
+  }
+  out << "  " << PadRight("faster (measured)", faster_width) << "  "
+      << PadRight("slower", slower_width) << PadLeft("measured", 10) << PadLeft("predicted", 11)
+      << "\n";
+  for (const Decision& d : decisions) {
+    out << "  " << PadRight(d.faster->id, faster_width) << "  "
+        << PadRight(d.slower->id, slower_width)
+        << PadLeft(FormatFixed(d.slower->measured_s / d.faster->measured_s, 3), 10)
+        << PadLeft(FormatFixed(d.slower->predicted_s / d.faster->predicted_s, 3), 11)
+        << (d.ranked_as_measured() ? "" : "  reversed") << "\n";
+  }
+  std::set<std::string> sources;
+  for (const Decision& d : decisions) sources.insert(d.faster->source);
+  out << "  " << as_measured << " of " << decisions.size() << " decisions (" << sources.size()
+      << (sources.size() == 1 ? " source" : " sources") << ") ranked as measured\n";
 }
 
 // The constants the step suite chooses: each generation's sustained GEMM share (presets.cc),
@@ -261,10 +332,10 @@ void LeaveOneOutText(const LeaveOneOut& loo, const Summaries& summaries, std::os
 }
 
 // One object: the step figures (runs, mape, within_10, within_15, sources), memory (the same
-// over the runs that give a measured peak), decisions (the decision suite: none yet), each
+// over the runs that give a measured peak), decisions (the decision suite: DecisionsOf), each
 // run's figures and, with `loo`, the leave-one-source-out figures.
 std::string ValidateJson(const std::vector<Row>& rows, const Summaries& summaries,
-                         const LeaveOneOut* loo) {
+                         const std::vector<Decision>& decisions, const LeaveOneOut* loo) {
   JsonWriter writer(true);
   writer.BeginObject();
   SummaryJson(writer, summaries.all, summaries.by_source);
@@ -272,7 +343,20 @@ std::string ValidateJson(const std::vector<Row>& rows, const Summaries& summarie
   SummaryJson(writer, summaries.memory, summaries.memory_by_source);
   writer.EndObject();
   writer.Key("decisions").BeginObject();
-  writer.Key("total").Int(0).Key("ranked_as_measured").Int(0);
+  int64_t as_measured = 0;
+  for (const Decision& d : decisions) as_measured += d.ranked_as_measured() ? 1 : 0;
+  writer.Key("total").Int(static_cast<int64_t>(decisions.size()));
+  writer.Key("ranked_as_measured").Int(as_measured);
+  writer.Key("pairs").BeginArray();
+  for (const Decision& d : decisions) {
+    writer.BeginObject();
+    writer.Key("faster").String(d.faster->id).Key("slower").String(d.slower->id);
+    writer.Key("measured_ratio").Fixed(d.slower->measured_s / d.faster->measured_s, 4);
+    writer.Key("predicted_ratio").Fixed(d.slower->predicted_s / d.faster->predicted_s, 4);
+    writer.Key("ranked_as_measured").Bool(d.ranked_as_measured());
+    writer.EndObject();
+  }
+  writer.EndArray();
   writer.EndObject();
   writer.Key("results").BeginArray();
   for (const Row& row : rows) {
@@ -352,6 +436,7 @@ Status RunValidate(const ValidateSpec& flags, Transcript& transcript) {
     return MakeError(ErrorKind::kBadInput, "");
   }
   const Summaries summaries(rows);
+  const std::vector<Decision> decisions = DecisionsOf(rows);
   std::optional<LeaveOneOut> loo;
   if (flags.leave_one_out) {
     auto computed = LeaveOneSourceOut(cases);
@@ -359,11 +444,12 @@ Status RunValidate(const ValidateSpec& flags, Transcript& transcript) {
     loo = std::move(computed).value();
   }
   if (flags.json) {
-    out << ValidateJson(rows, summaries, loo ? &*loo : nullptr) << "\n";
+    out << ValidateJson(rows, summaries, decisions, loo ? &*loo : nullptr) << "\n";
   } else {
     StepText(rows, summaries, out);
     if (loo) LeaveOneOutText(*loo, summaries, out);
     if (summaries.memory.runs > 0) MemoryText(rows, summaries, out);
+    if (!decisions.empty()) DecisionsText(decisions, out);
   }
   if (!flags.csv_path.empty()) {
     std::string csv =

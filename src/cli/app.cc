@@ -290,6 +290,12 @@ CLI::App* AddPlanCommand(CLI::App& app, PlanSpec& plan, PlanConstraintText& cons
   command->add_option("--max-pp", plan.max_pp, "at most this many pipeline stages")
       ->type_name("P");
   command
+      ->add_option("--layout", plan.layout,
+                   "rank your own layout among the plans, with what the best saves against it: "
+                   "\"key value\" pairs of engine, tp, pp, vpp, cp, ep, dp, mbs, schedule, "
+                   "recompute, zero (e.g. \"tp 8 pp 4 vpp 2\"; doc/plan.md)")
+      ->type_name("SPEC");
+  command
       ->add_option("--memory-headroom", plan.headroom,
                    "share of each device kept free, 0-0.9 (default 0)")
       ->type_name("FRACTION");

@@ -899,20 +899,11 @@ Result<PlanResult> PlanLayouts(const PlanSpec& spec) {
           ByteWriter bytes;
           bytes.Put<uint8_t>(outcome.ok() ? 1 : 0);
           if (!outcome.ok()) return bytes.Take();
-          const RunOutcome& o = outcome.value();
-          const Throughput rate = ThroughputOf(o.info, o.metrics);
-          const double device_time =
-              static_cast<double>(o.metrics.makespan.ns()) *
-              static_cast<double>(std::max<size_t>(1, o.metrics.ranks.size()));
-          const BubbleSplit& split_time = o.metrics.bubble;
-          const Time exposed =
-              split_time.exposed_collectives + split_time.exposed_p2p + split_time.exposed_state;
-          bytes.Put(o.metrics.makespan).Put(rate.tokens_per_s).Put(rate.mfu);
-          bytes.Put(rate.tflops_per_gpu);
-          bytes.Put(device_time > 0 ? static_cast<double>(split_time.pipeline.ns()) / device_time
-                                    : 0.0);
-          bytes.Put(device_time > 0 ? static_cast<double>(exposed.ns()) / device_time : 0.0);
-          bytes.Put(o.info.memory);
+          const PlannedLayout p =
+              PlannedOf(enumeration.legal[fitting[positions[rank]].index], outcome.value());
+          bytes.Put(p.step).Put(p.tokens_per_s).Put(p.mfu).Put(p.tflops_per_gpu);
+          bytes.Put(p.bubble_pipeline).Put(p.bubble_exposed).Put(p.recompute_share);
+          bytes.Put(p.memory);
           return bytes.Take();
         },
         [&](size_t taken) {
@@ -937,6 +928,7 @@ Result<PlanResult> PlanLayouts(const PlanSpec& spec) {
       plan.tflops_per_gpu = bytes.Get<double>();
       plan.bubble_pipeline = bytes.Get<double>();
       plan.bubble_exposed = bytes.Get<double>();
+      plan.recompute_share = bytes.Get<double>();
       plan.memory = bytes.Get<MemoryInfo>();
       if (plan.memory.capacity_known &&
           plan.memory.peak_bytes > Budget(spec, plan.memory.capacity_bytes)) {
@@ -1013,6 +1005,37 @@ Result<PlanResult> PlanLayouts(const PlanSpec& spec) {
                ? " less " + std::to_string(static_cast<int>(std::lround(spec.headroom * 100))) +
                      "% headroom"
                : std::string(""))};
+  if (!spec.layout.empty()) {
+    // The user's layout: the engine's rules, then simulated as the candidates were, ranked among
+    // the fitting simulated plans.
+    auto parsed = ParseLayoutSpec(spec.layout, spec);
+    if (!parsed.ok()) return parsed.error();
+    LayoutRanking ranking;
+    ranking.candidate = parsed.value();
+    ranking.broken = BrokenRule(ranking.candidate, spec, shape);
+    if (ranking.broken.empty()) {
+      auto outcome = SimulateSpec(RunOf(spec, base, ranking.candidate));
+      if (outcome.ok()) {
+        ranking.simulated = true;
+        ranking.planned = PlannedOf(ranking.candidate, outcome.value());
+        const MemoryInfo& memory = ranking.planned.memory;
+        ranking.fits =
+            !memory.capacity_known || memory.peak_bytes <= Budget(spec, memory.capacity_bytes);
+      } else {
+        ranking.failure = outcome.error().message;
+      }
+    }
+    bool listed = false;  // the layout is one of the simulated plans
+    int32_t faster = 0;
+    for (const PlannedLayout& plan : result.all_fitting) {
+      listed = listed || plan.candidate.Describe() == ranking.candidate.Describe();
+      if (ranking.simulated && plan.step < ranking.planned.step) ++faster;
+    }
+    ranking.ranked =
+        static_cast<int32_t>(result.all_fitting.size()) + (ranking.fits && !listed ? 1 : 0);
+    ranking.rank = ranking.fits ? faster + 1 : 0;
+    result.layout = std::move(ranking);
+  }
   return result;
 }
 

@@ -54,6 +54,9 @@ struct PlanSpec {
   // each filling --gpus (or, without it, all the cluster's GPUs); RunPlan prints the best plan
   // of each side by side. Empty: the one cluster of `run`.
   std::vector<std::string> sweep_clusters;
+  // --layout SPEC: the user's own layout ("tp 8 pp 16 vpp 2 ..."; ParseLayoutSpec), simulated and
+  // ranked among the fitting plans with the difference to the best; "" = none.
+  std::string layout;
   int32_t jobs = 1;            // --jobs N: threads that prepare and simulate candidates
   WorkSplit* split = nullptr;  // where the work runs (an MPI job's); unset = `jobs` threads
   // Told "[done/total] ..." during the exact simulations and "" at the end; unset = quiet.
@@ -141,8 +144,38 @@ struct PlannedLayout {
   double tflops_per_gpu = 0;
   double bubble_pipeline = 0;     // the bubble split (fractions of device time)
   double bubble_exposed = 0;      // exposed collectives + p2p + shared state
-  MemoryInfo memory;              // the simulated memory verdict
+  // The share of busy time spent recomputing: 1 - model FLOPs / hardware FLOPs.
+  double recompute_share = 0;
+  MemoryInfo memory;  // the simulated memory verdict
+
+  // The step's average idle time per device in the pipeline's bubble, and in exposed
+  // communication; the busy time spent on recomputation.
+  Time BubbleTime() const;
+  Time ExposedTime() const;
+  Time RecomputeTime() const;
 };
+struct RunOutcome;  // run/simulate.h
+// One simulated layout's figures: the step, rates, bubble split, recomputation, memory.
+PlannedLayout PlannedOf(const Candidate& candidate, const RunOutcome& outcome);
+
+// The user's layout (--layout) against the plan.
+struct LayoutRanking {
+  Candidate candidate;
+  std::string broken;      // the engine rule the layout breaks (BrokenRule); "" = legal
+  bool simulated = false;  // false: it broke a rule or failed in simulation (`failure`)
+  std::string failure;
+  PlannedLayout planned;
+  bool fits = false;   // within the device less --memory-headroom
+  int32_t rank = 0;    // 1-based among the fitting simulated plans and it; 0 = it does not fit
+  int32_t ranked = 0;  // how many it is ranked among
+};
+
+// --layout's text: "key value" pairs, space or comma separated, of engine (megatron, torchtitan,
+// deepspeed; default --engine's), tp, pp, vpp, cp, ep (default 1), dp (default the GPUs left),
+// mbs (micro-batch size, default 1), schedule (default 1f1b, interleaved-1f1b with vpp > 1),
+// recompute (default none) and zero (default: Megatron and DeepSpeed 1, torchtitan 3 with data
+// parallelism). The microbatches fill the global batch. Errors (bad input) name the key.
+Result<Candidate> ParseLayoutSpec(const std::string& text, const PlanSpec& spec);
 
 struct PlanResult {
   std::string label;          // the config's name
@@ -159,6 +192,7 @@ struct PlanResult {
   std::vector<PlannedLayout> all_fitting;   // every fitting simulated plan, fastest first
   std::vector<std::string> assumptions;     // what the figures rest on
   Config config;                            // the model and cluster planned for
+  std::optional<LayoutRanking> layout;      // --layout's ranking
 };
 
 // Errors (bad input): no --gpus or --global-batch-size, a model with neither transformer

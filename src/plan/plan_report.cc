@@ -1,5 +1,6 @@
 // The planner's answer as text: the ranked table and the JSON object of the interface.
 #include <algorithm>
+#include <cmath>
 #include <string>
 #include <utility>
 #include <vector>
@@ -172,6 +173,68 @@ std::string PlanReportHtml(const PlanResult& result) {
   return page.Render();
 }
 
+namespace {
+
+// --layout's ranking: where the user's layout ranks, and what the best plan saves against it,
+// term by term (positive: the user's layout spends more).
+std::string LayoutText(const PlanResult& result) {
+  const LayoutRanking& layout = *result.layout;
+  std::string text = "\n  your layout: " + layout.candidate.Describe() + "\n";
+  if (!layout.broken.empty()) {
+    return text + "    breaks the engine's rules: " + layout.broken + " (doc/plan.md)\n";
+  }
+  if (!layout.simulated) return text + "    failed in simulation: " + layout.failure + "\n";
+  const PlannedLayout& mine = layout.planned;
+  text +=
+      "    step " + FormatMs(mine.step) + " ms, memory " + FormatMemoryVerdict(mine.memory) + "\n";
+  if (!layout.fits) {
+    return text + "    not ranked: over the device memory" +
+           (result.plans.empty() ? std::string() : " (the best plan fits)") + "\n";
+  }
+  text += "    rank " + std::to_string(layout.rank) + " of " + std::to_string(layout.ranked) +
+          " fitting plans simulated\n";
+  if (result.all_fitting.empty()) return text;
+  const PlannedLayout& best = result.all_fitting.front();
+  const auto ms = [](Time t) { return (t.ns() >= 0 ? "+" : "") + FormatMs(t) + " ms"; };
+  text += "    against rank 1: step " + ms(mine.step - best.step) + " = bubble " +
+          ms(mine.BubbleTime() - best.BubbleTime()) + ", exposed communication " +
+          ms(mine.ExposedTime() - best.ExposedTime()) + ", recomputation " +
+          ms(mine.RecomputeTime() - best.RecomputeTime()) + ", the rest " +
+          ms((mine.step - best.step) - (mine.BubbleTime() - best.BubbleTime()) -
+             (mine.ExposedTime() - best.ExposedTime()) -
+             (mine.RecomputeTime() - best.RecomputeTime())) +
+          "; peak memory " + (mine.memory.peak_bytes >= best.memory.peak_bytes ? "+" : "-") +
+          FormatGib(std::abs(mine.memory.peak_bytes - best.memory.peak_bytes)) + " GiB\n";
+  return text;
+}
+
+// The same as JSON keys of the plan's object: layout_given, layout_rank (0: not ranked),
+// layout_step_ms, layout_vs_best (bubble_ms, exposed_comm_ms, recompute_ms, peak_memory_bytes,
+// step_ms).
+void LayoutJson(JsonWriter& json, const PlanResult& result) {
+  const LayoutRanking& layout = *result.layout;
+  json.Key("layout_given").String(layout.candidate.Describe());
+  if (!layout.broken.empty()) json.Key("layout_broken_rule").String(layout.broken);
+  if (!layout.failure.empty()) json.Key("layout_failure").String(layout.failure);
+  json.Key("layout_fits").Bool(layout.simulated && layout.fits);
+  json.Key("layout_rank").Int(layout.rank);
+  json.Key("layout_ranked").Int(layout.ranked);
+  if (!layout.simulated) return;
+  const PlannedLayout& mine = layout.planned;
+  json.Key("layout_step_ms").Raw(FormatMs(mine.step));
+  if (result.all_fitting.empty()) return;
+  const PlannedLayout& best = result.all_fitting.front();
+  json.Key("layout_vs_best").BeginObject();
+  json.Key("step_ms").Raw(FormatMs(mine.step - best.step));
+  json.Key("bubble_ms").Raw(FormatMs(mine.BubbleTime() - best.BubbleTime()));
+  json.Key("exposed_comm_ms").Raw(FormatMs(mine.ExposedTime() - best.ExposedTime()));
+  json.Key("recompute_ms").Raw(FormatMs(mine.RecomputeTime() - best.RecomputeTime()));
+  json.Key("peak_memory_bytes").Int(std::llround(mine.memory.peak_bytes - best.memory.peak_bytes));
+  json.EndObject();
+}
+
+}  // namespace
+
 std::string FormatPlanTable(const PlanResult& result) {
   std::string text = "stagecraft plan: " + result.label + "\n";
   text += "  model " + result.model + " on " + result.cluster + "\n";
@@ -216,6 +279,7 @@ std::string FormatPlanTable(const PlanResult& result) {
     text += "\n  rank 1, against the validated runs nearest to it:\n" +
             ValidationText(PlanValidation(result.config, result.plans.front().candidate));
   }
+  if (result.layout) text += LayoutText(result);
   text += "\n  rejected (candidates by reason):\n";
   for (const auto& [reason, count] : ByCount(result.rejected)) {
     text += "    " + PadLeft(std::to_string(count), 7) + "  " + reason + "\n";
@@ -246,6 +310,7 @@ std::string FormatPlanJson(const PlanResult& result) {
   json.Key("plans").BeginArray();
   for (const PlannedLayout& plan : result.plans) PlanObject(json, plan, result.config);
   json.EndArray();
+  if (result.layout) LayoutJson(json, result);
   json.EndObject();
   return json.text() + "\n";
 }

@@ -1006,35 +1006,11 @@ Result<PlanResult> PlanLayouts(const PlanSpec& spec) {
                      "% headroom"
                : std::string(""))};
   if (!spec.layout.empty()) {
-    // The user's layout: the engine's rules, then simulated as the candidates were, ranked among
-    // the fitting simulated plans.
-    auto parsed = ParseLayoutSpec(spec.layout, spec);
-    if (!parsed.ok()) return parsed.error();
-    LayoutRanking ranking;
-    ranking.candidate = parsed.value();
-    ranking.broken = BrokenRule(ranking.candidate, spec, shape);
-    if (ranking.broken.empty()) {
-      auto outcome = SimulateSpec(RunOf(spec, base, ranking.candidate));
-      if (outcome.ok()) {
-        ranking.simulated = true;
-        ranking.planned = PlannedOf(ranking.candidate, outcome.value());
-        const MemoryInfo& memory = ranking.planned.memory;
-        ranking.fits =
-            !memory.capacity_known || memory.peak_bytes <= Budget(spec, memory.capacity_bytes);
-      } else {
-        ranking.failure = outcome.error().message;
-      }
-    }
-    bool listed = false;  // the layout is one of the simulated plans
-    int32_t faster = 0;
-    for (const PlannedLayout& plan : result.all_fitting) {
-      listed = listed || plan.candidate.Describe() == ranking.candidate.Describe();
-      if (ranking.simulated && plan.step < ranking.planned.step) ++faster;
-    }
-    ranking.ranked =
-        static_cast<int32_t>(result.all_fitting.size()) + (ranking.fits && !listed ? 1 : 0);
-    ranking.rank = ranking.fits ? faster + 1 : 0;
-    result.layout = std::move(ranking);
+    RunSpec run = spec.run;
+    run.loaded = base;
+    auto ranking = RankLayout(spec, run, result);
+    if (!ranking.ok()) return ranking.error();
+    result.layout = std::move(ranking).value();
   }
   return result;
 }

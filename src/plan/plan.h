@@ -199,6 +199,10 @@ struct PlanResult {
 // dimensions nor layers, a layer list with an engine named or --export, a world that does not fit
 // the cluster, no candidate at all (with the counts by reason).
 Result<PlanResult> PlanLayouts(const PlanSpec& spec);
+// spec.layout read, checked against the engine's rules, simulated on `run` (the planner's run of
+// the model and cluster) and ranked among `result`'s fitting simulated plans.
+Result<LayoutRanking> RankLayout(const PlanSpec& spec, const RunSpec& run,
+                                 const PlanResult& result);
 
 // The ranked table (with the rejections by reason), and the JSON object of the interface
 // (`candidates`, `rejected`, `plans` with tp, pp, dp, cp, ep, vpp, micro_batch_size,

@@ -7,6 +7,7 @@
 
 #include "core/suggest.h"
 #include "plan/plan.h"
+#include "plan/plan_rules.h"
 #include "report/summary.h"
 #include "run/simulate.h"
 #include "schedule/generator.h"
@@ -173,6 +174,38 @@ Result<Candidate> ParseLayoutSpec(const std::string& text, const PlanSpec& spec)
     c.zero_stage = c.engine == Engine::kTorchtitan ? (int64_t{c.dp} * c.cp > 1 ? 3 : 0) : 1;
   }
   return c;
+}
+
+Result<LayoutRanking> RankLayout(const PlanSpec& spec, const RunSpec& run,
+                                 const PlanResult& result) {
+  auto parsed = ParseLayoutSpec(spec.layout, spec);
+  if (!parsed.ok()) return parsed.error();
+  LayoutRanking ranking;
+  ranking.candidate = parsed.value();
+  ranking.broken = BrokenRule(ranking.candidate, spec, PlanShapeOf(result.config));
+  if (ranking.broken.empty()) {
+    auto outcome = SimulateSpec(CandidateRun(run, ranking.candidate));
+    if (outcome.ok()) {
+      ranking.simulated = true;
+      ranking.planned = PlannedOf(ranking.candidate, outcome.value());
+      const MemoryInfo& memory = ranking.planned.memory;
+      ranking.fits =
+          !memory.capacity_known ||
+          memory.peak_bytes <= static_cast<double>(memory.capacity_bytes) * (1.0 - spec.headroom);
+    } else {
+      ranking.failure = outcome.error().message;
+    }
+  }
+  bool listed = false;  // the layout is one of the simulated plans
+  int32_t faster = 0;
+  for (const PlannedLayout& plan : result.all_fitting) {
+    listed = listed || plan.candidate.Describe() == ranking.candidate.Describe();
+    if (ranking.simulated && plan.step < ranking.planned.step) ++faster;
+  }
+  ranking.ranked =
+      static_cast<int32_t>(result.all_fitting.size()) + (ranking.fits && !listed ? 1 : 0);
+  ranking.rank = ranking.fits ? faster + 1 : 0;
+  return ranking;
 }
 
 }  // namespace stagecraft

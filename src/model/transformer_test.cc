@@ -5,6 +5,8 @@
 #include <cmath>
 #include <tuple>
 
+#include "testing/models.h"
+
 namespace stagecraft {
 namespace {
 
@@ -147,21 +149,6 @@ TEST(TransformerTest, GptLayerCountedByTensorIsKorthikantis) {
   }
 }
 
-TransformerSpec Llama3_8b() {
-  TransformerSpec spec;
-  spec.layers = 32;
-  spec.hidden = 4096;
-  spec.heads = 32;
-  spec.kv_heads = 8;
-  spec.ffn_hidden = 14336;
-  spec.vocab = 128256;
-  spec.swiglu = true;
-  spec.causal = true;
-  spec.bias = false;
-  spec.tied_embeddings = false;
-  spec.learned_positions = false;
-  return spec;
-}
 
 // Llama 3 8B's layer (h 4096, 8 KV heads of 128, SwiGLU of 14336), bytes a token: the norms'
 // inputs and outputs 16 (fused) or 32 (eager RMSNorm keeps x.float() and the normalised value);
@@ -169,7 +156,7 @@ TransformerSpec Llama3_8b() {
 // torchtitan's per-op policy keeps the block input, wq's, wv's, w1's and w2's outputs (mm 1, 3,
 // 5, 7) and SDPA's output: 8192 + 8192 + 2048 + 28672 + 8192 + 8192 = 63488 = 15.5h.
 TEST(TransformerTest, LlamaLayerCountedByTensor) {
-  const TransformerSpec llama = Llama3_8b();
+  const TransformerSpec llama = Llama3_8bSpec();
   TransformerRun run;
   run.seq_len = 8192;
   run.micro_batch = 2;
@@ -200,7 +187,7 @@ TEST(TransformerTest, LlamaLayerCountedByTensor) {
 // A MoE layer keeps per routed copy of a token its input, SwiGLU's tensors and the expert's
 // output, and the router's fp32 probabilities: more than the dense layer of the same model.
 TEST(TransformerTest, MoeLayerKeepsItsExpertsTokens) {
-  TransformerSpec moe = Llama3_8b();
+  TransformerSpec moe = Llama3_8bSpec();
   moe.experts = 64;
   moe.experts_per_token = 6;
   moe.expert_ffn = 1408;
@@ -216,7 +203,7 @@ TEST(TransformerTest, MoeLayerKeepsItsExpertsTokens) {
 
 // The loss's held bytes and its backward's working set per logit (b·s/cp tokens x V/t).
 TEST(TransformerTest, HeadLossByImplementation) {
-  const TransformerSpec llama = Llama3_8b();
+  const TransformerSpec llama = Llama3_8bSpec();
   TransformerRun run;
   run.seq_len = 8192;
   run.micro_batch = 2;

@@ -28,6 +28,17 @@ inline TransformerSpec Llama3_70bSpec() {
   return spec;
 }
 
+// Meta-Llama-3-8B's config.json (huggingface.co/meta-llama/Meta-Llama-3-8B): 32 layers, hidden
+// 4096, 32 query heads, 8 KV heads, SwiGLU 14336, vocab 128256, as Llama3_70bSpec otherwise.
+inline TransformerSpec Llama3_8bSpec() {
+  TransformerSpec spec = Llama3_70bSpec();
+  spec.layers = 32;
+  spec.hidden = 4096;
+  spec.heads = 32;
+  spec.ffn_hidden = 14336;
+  return spec;
+}
+
 // Mistral-7B v0.1's config.json (huggingface.co/mistralai/Mistral-7B-v0.1): 32 layers, hidden
 // 4096, 32 query heads, 8 KV heads of 128, SwiGLU 14336, vocab 32000, sliding_window 4096 on
 // every layer.

@@ -518,11 +518,19 @@ Status RunPlan(const PlanSpec& given, bool json, Transcript& transcript) {
     }
   }
   if (!result.value().plans.empty()) return Status::Ok();
+  // What could change it, from what rejected the candidates: memory only where memory did.
+  bool memory = false;
+  for (const auto& [reason, count] : result.value().rejected) {
+    memory = memory || (count > 0 && reason.rfind("over memory", 0) == 0);
+  }
+  std::string hint = memory ? "more GPUs or a smaller global batch"
+                            : "another global batch or fewer constraints (--tp, --pp, ...)";
+  if (spec.engine != Engine::kAny) hint += ", another --engine";
+  if (memory && spec.headroom > 0) hint += ", less --memory-headroom";
   return MakeError(ErrorKind::kInfeasible,
                    "no layout of " + result.value().model + " on " +
                        std::to_string(spec.gpus) +
-                       " GPUs fits (the rejections above say why: more GPUs, a smaller global "
-                       "batch, another --engine, or less --memory-headroom)");
+                       " GPUs fits (the rejections above say why; to try: " + hint + ")");
 }
 
 }  // namespace stagecraft

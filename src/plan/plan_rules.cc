@@ -180,7 +180,11 @@ std::string Broken(const Candidate& c, const PlanSpec& spec, const PlanShape& sh
   if (deepspeed && c.pp > 1 && c.zero_stage >= 2) {
     return "deepspeed: ZeRO-2/3 with pipeline parallelism";
   }
-  if (torchtitan && c.zero_stage == 0 && c.dp * c.cp > 1) return "torchtitan: FSDP over dp";
+  if (torchtitan && c.zero_stage == 0 && c.dp * c.cp > 1) {
+    // torchtitan's data parallelism over dp_shard x cp is FSDP2; its DDP
+    // (data_parallel_replicate_degree alone) is read (--from-torchtitan) but not searched.
+    return "torchtitan: data parallelism searched as FSDP2 only (zero 3; its DDP is not searched)";
+  }
   if (c.recompute == Recompute::kFull && c.recompute_num_layers > 1 && c.recompute_uniform &&
       torchtitan) {
     // torchtitan's full activation checkpointing wraps each TransformerBlock

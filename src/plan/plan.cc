@@ -432,6 +432,11 @@ Result<PlanResult> PlanLayouts(const PlanSpec& spec) {
   if (spec.headroom < 0 || spec.headroom > 0.9) {
     return Error{"plan: --memory-headroom must be between 0 and 0.9 (a share of the device)"};
   }
+  if (!spec.layout.empty()) {
+    // Bad --layout text fails before the search (RankLayout reads it again after).
+    auto layout = ParseLayoutSpec(spec.layout, spec);
+    if (!layout.ok()) return layout.error();
+  }
   auto loaded = LoadRunConfig(spec.run);
   if (!loaded.ok()) return loaded.error();
   auto base = std::make_shared<const LoadedConfig>(std::move(loaded).value());

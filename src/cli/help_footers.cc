@@ -65,7 +65,11 @@ const char* PlanHelpFooter() {
          "screened with the cost model and the schedule's closed form; the best --simulate of\n"
          "them are simulated exactly and ranked by step time. A layout over the device memory\n"
          "is rejected, and every rejection is counted by reason. Exit status 1 when no layout\n"
-         "fits.";
+         "fits.\n"
+         "Each candidate sets the engine's own options (overlaps, sequence parallelism, ZeRO; CP\n"
+         "and the loss: torchtitan's PyTorch context_parallel and cross_entropy); FP8, fused\n"
+         "kernels, TP comm overlap, async TP and the precision pass from the config into every\n"
+         "candidate unchanged, so set them there as the run will have them.";
 }
 
 const char* ExportHelpFooter() {

@@ -238,19 +238,24 @@ std::vector<MatmulOutput> MatmulOutputs(const TransformerSpec& spec, bool moe_la
     out.push_back({static_cast<double>(spec.kv_heads_or_heads()) * d, MatmulOutput::kColumn});
   }
   out.push_back({h, MatmulOutput::kRow});
-  const auto gated = [&out, h](double copies, double width) {
+  // A gated MLP's w1, w3 and w2; the routed experts' w2 output goes to the combine (an
+  // all-to-all), not a reduce-scatter, so it splits like the experts' tokens. The experts' grouped
+  // matmuls take their turns in the policy's count as plain matmuls do (an assumption: which
+  // grouped-matmul op the engine's policy lists varies by version).
+  const auto gated = [&out, h](double copies, double width, MatmulOutput::Split down) {
     out.push_back({copies * width, MatmulOutput::kColumn});
     out.push_back({copies * width, MatmulOutput::kColumn});
-    out.push_back({copies * h, MatmulOutput::kRow});
+    out.push_back({copies * h, down});
   };
   if (moe_layer) {
     out.push_back({static_cast<double>(spec.experts), MatmulOutput::kReplicated});
-    gated(static_cast<double>(spec.experts_per_token), static_cast<double>(spec.expert_ffn));
+    gated(static_cast<double>(spec.experts_per_token), static_cast<double>(spec.expert_ffn),
+          MatmulOutput::kColumn);
     if (spec.shared_experts > 0) {
-      gated(1.0, static_cast<double>(spec.shared_experts * spec.expert_ffn));
+      gated(1.0, static_cast<double>(spec.shared_experts * spec.expert_ffn), MatmulOutput::kRow);
     }
   } else if (spec.swiglu) {
-    gated(1.0, static_cast<double>(spec.ffn_or_default()));
+    gated(1.0, static_cast<double>(spec.ffn_or_default()), MatmulOutput::kRow);
   } else {
     out.push_back({static_cast<double>(spec.ffn_or_default()), MatmulOutput::kColumn});
     out.push_back({h, MatmulOutput::kRow});

@@ -199,6 +199,18 @@ TEST(TransformerTest, MoeLayerKeepsItsExpertsTokens) {
   const double routed = DecoderActivationBytes(moe, run, true);
   EXPECT_DOUBLE_EQ(routed - dense, tokens * (4 * 64 + 6 * (2 * 4096 + 6 * 1408 + 2 * 4096) +
                                              6 * 2 * 1408 - 6 * 14336));
+  // Per-op policy under TP 2: the matmuls wq, wk, wv, wo, the router, the experts' w1, w3, w2,
+  // the shared experts' w1, w3, w2 in turn, every other one kept (wq, wv, the router, the
+  // experts' w3, the shared w1 and w2); the reduce-scatters after wo and the shared w2 (the
+  // experts' w2 goes to the combine); the block input and SDPA's output.
+  run.recompute = Recompute::kSelectiveOp;
+  run.tensor_parallel = 2;
+  run.sequence_parallel = true;
+  const double replicated = 2 * 4096 + 2 * 64 + 2 * 2 * 4096;
+  const double sharded = 2 * 4096 + 2 * 1024 + 2 * 6 * 1408 + 2 * 2 * 1408 + 2 * 4096;
+  const double partial = 2 * 4096;
+  EXPECT_DOUBLE_EQ(DecoderActivationBytes(moe, run, true),
+                   tokens * (replicated / 2 + sharded / 2 + partial));
 }
 
 // The loss's held bytes and its backward's working set per logit (b·s/cp tokens x V/t).

@@ -156,9 +156,9 @@ double ActiveParams(const TransformerSpec& spec, int64_t seq_len);
 // keeps the bf16 logits, 2, and writes the gradient into them; PyTorch's F.cross_entropy on
 // .float() logits keeps log_softmax's fp32 output, 4, and its backward allocates the dense NLL
 // gradient and the log-softmax gradient, 8 more (12 under TP, where loss_parallel's eager
-// handlers compute the two backwards in one: zeros, exp, their sum, the product). Compiled,
-// Inductor's partition keeps the bf16 logits (and per-token statistics) and writes the bf16
-// gradient in one kernel: 2 held, 2 more.
+// handlers compute the two backwards in one: zeros, exp, their sum, the product). Compiled: 2
+// held, 2 more, an estimate (no Inductor partition of it was read): the fused graph keeps the
+// bf16 logits and per-token statistics, recomputes the softmax, writes the bf16 gradient.
 struct HeadLoss {
   double held = 0;
   double working = 0;

@@ -173,8 +173,8 @@ struct LayoutRanking {
 // --layout's text: "key value" pairs, space or comma separated, of engine (megatron, torchtitan,
 // deepspeed; default --engine's), tp, pp, vpp, cp, ep (default 1), dp (default the GPUs left),
 // mbs (micro-batch size, default 1), schedule (default 1f1b, interleaved-1f1b with vpp > 1),
-// recompute (default none) and zero (default: Megatron and DeepSpeed 1, torchtitan 3 with data
-// parallelism). The microbatches fill the global batch. Errors (bad input) name the key.
+// recompute (default none) and zero (default with data parallelism: Megatron and DeepSpeed 1,
+// torchtitan 3; 0 without). The microbatches fill the global batch. Errors (bad input) name the key.
 Result<Candidate> ParseLayoutSpec(const std::string& text, const PlanSpec& spec);
 
 struct PlanResult {

@@ -170,8 +170,11 @@ Result<Candidate> ParseLayoutSpec(const std::string& text, const PlanSpec& spec)
   }
   if (c.zero_stage < 0) {
     // The planner's recipes: Megatron's distributed optimizer, FSDP2 over dp x cp for
-    // torchtitan, ZeRO-1 for DeepSpeed (its pipeline engine allows no more).
-    c.zero_stage = c.engine == Engine::kTorchtitan ? (int64_t{c.dp} * c.cp > 1 ? 3 : 0) : 1;
+    // torchtitan, ZeRO-1 for DeepSpeed (its pipeline engine allows no more); nothing to shard
+    // over one data-parallel rank.
+    c.zero_stage = int64_t{c.dp} * c.cp == 1          ? 0
+                   : c.engine == Engine::kTorchtitan ? 3
+                                                     : 1;
   }
   return c;
 }

@@ -889,9 +889,7 @@ Status ReadParallel(const Reader& reader, const Field& field, ParallelSpec* para
        {"cp_mode", EnumInto<bool>(reader, "cp mode", {{"ring", false}, {"all-gather", true}},
                                   &parallel->cp_all_gather)},
        {"context_parallel_rotate_method",
-        EnumInto<CpRotate>(reader, "rotate method",
-                           {{"allgather", CpRotate::kAllGather}, {"alltoall", CpRotate::kAllToAll}},
-                           &parallel->cp_rotate)},
+        EnumInto<CpRotate>(reader, "rotate method", CpRotateChoices(), &parallel->cp_rotate)},
        {"cp_sharding",
         EnumInto<CpSharding>(reader, "cp sharding", CpShardingChoices(), &parallel->cp_sharding)},
        {"cp_overlap", BoolInto(reader, &parallel->cp_overlap)},
@@ -1191,6 +1189,12 @@ const std::vector<std::pair<std::string, RecomputeMethod>>& RecomputeMethodChoic
 
 const char* RecomputeMethodName(RecomputeMethod method) {
   return NameIn(RecomputeMethodChoices(), method);
+}
+
+const std::vector<std::pair<std::string, CpRotate>>& CpRotateChoices() {
+  static const std::vector<std::pair<std::string, CpRotate>> kChoices = {
+      {"allgather", CpRotate::kAllGather}, {"alltoall", CpRotate::kAllToAll}};
+  return kChoices;
 }
 
 const std::vector<std::pair<std::string, CpSharding>>& CpShardingChoices() {

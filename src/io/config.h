@@ -50,6 +50,9 @@ enum class CpSharding : uint8_t {
 // `parallel.context_parallel_rotate_method`, torchtitan's `context_parallel_rotate_method`).
 // kNone: the model's ring or all-gather (`cp_mode`).
 enum class CpRotate : uint8_t { kNone, kAllGather, kAllToAll };
+// The rotate methods with torchtitan's names ("allgather", "alltoall"), for the config, the
+// torchtitan reader and its export.
+const std::vector<std::pair<std::string, CpRotate>>& CpRotateChoices();
 const std::vector<std::pair<std::string, CpSharding>>& CpShardingChoices();
 
 // Every activation-recomputation mode with its name (config key `parallel.recompute`, flag

@@ -290,13 +290,13 @@ KeptPerToken KeptWithoutRecompute(const TransformerSpec& spec, bool moe_layer, b
     const double ql = static_cast<double>(spec.q_lora_rank);
     const double kvl = static_cast<double>(spec.kv_lora_rank);
     kept.replicated += 2 * (ql > 0 ? 2 * ql : 0.0) + 2 * (kvl + spec.qk_rope_dim) + 2 * kvl;
-    kept.sharded += 2 * 2 * a * static_cast<double>(spec.qk_nope_dim + spec.qk_rope_dim);
+    kept.sharded += 2 * 2 * a * static_cast<double>(spec.qk_nope_dim + spec.qk_rope_dim) +
+                    2 * AttentionOutputWidth(spec);  // q, k; v
   } else {
     const double d = static_cast<double>(spec.head_dim_or_default());
     kept.sharded += 2 * a * d + 2 * 2 * static_cast<double>(spec.kv_heads_or_heads()) * d;
   }
-  if (spec.mla()) kept.sharded += 2 * AttentionOutputWidth(spec);  // v
-  kept.sharded += 2 * AttentionOutputWidth(spec);                  // the kernel's output
+  kept.sharded += 2 * AttentionOutputWidth(spec);  // the kernel's output
   // A gated MLP keeps the gate and up projections' outputs (SwiGLU's input) and the product
   // (the down projection's input); eager PyTorch also keeps silu's output for the product's
   // backward. GeLU keeps its input and output.

@@ -4,6 +4,7 @@
 #include <cctype>
 #include <sstream>
 
+#include "core/suggest.h"
 #include "io/torchtitan_config.h"
 #include "schedule/partition.h"
 
@@ -236,8 +237,10 @@ std::string TorchtitanToml(const Config& config, const Candidate& c, int64_t glo
        << "\ntensor_parallel_degree = " << c.tp << "\ncontext_parallel_degree = " << c.cp
        << "\nexpert_parallel_degree = " << c.ep << "\npipeline_parallel_degree = " << c.pp << "\n";
   if (c.cp > 1) {
-    toml << "context_parallel_rotate_method = \""
-         << (config.parallel.cp_rotate == CpRotate::kAllToAll ? "alltoall" : "allgather") << "\"\n";
+    // torchtitan's default where the config names none.
+    const CpRotate rotate = config.parallel.cp_rotate == CpRotate::kNone ? CpRotate::kAllGather
+                                                                         : config.parallel.cp_rotate;
+    toml << "context_parallel_rotate_method = \"" << NameIn(CpRotateChoices(), rotate) << "\"\n";
   }
   if (config.parallel.async_tp && c.tp > 1) toml << "enable_async_tensor_parallel = true\n";
   if (c.pp > 1) {

@@ -658,10 +658,10 @@ Result<PlanResult> PlanLayouts(const PlanSpec& spec) {
     const Costed& none = costs[found->second];
     const Costed& full = costs[key_index.at(KeyOf(c))];
     if (!none.ok || !full.ok || full.capacity <= 0) continue;
-    const double inflight = static_cast<double>(ChunksInFlight(c));
-    const double budget = Budget(spec, full.capacity);
     const int64_t chunks = ChunksInFlight(c);
     const int64_t last_chunks = LastRankChunks(c, chunks);
+    const double inflight = static_cast<double>(chunks);
+    const double budget = Budget(spec, full.capacity);
     const double without =
         none.states + ScreenedActivations(none, chunks, last_chunks) + none.reserve;
     // Any recomputing layer adds its working set during its backward (Costed::recompute).

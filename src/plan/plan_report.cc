@@ -175,6 +175,19 @@ std::string PlanReportHtml(const PlanResult& result) {
 
 namespace {
 
+// What the user's layout spends beyond rank 1, term by term (the text and the JSON print it).
+struct LayoutVsBest {
+  Time step, bubble, exposed, recompute;
+  double peak_memory_bytes = 0;
+  Time rest() const { return step - bubble - exposed - recompute; }
+};
+
+LayoutVsBest VersusBest(const PlannedLayout& mine, const PlannedLayout& best) {
+  return {mine.step - best.step, mine.BubbleTime() - best.BubbleTime(),
+          mine.ExposedTime() - best.ExposedTime(), mine.RecomputeTime() - best.RecomputeTime(),
+          mine.memory.peak_bytes - best.memory.peak_bytes};
+}
+
 // --layout's ranking: where the user's layout ranks, and what the best plan saves against it,
 // term by term (positive: the user's layout spends more).
 std::string LayoutText(const PlanResult& result) {
@@ -194,17 +207,13 @@ std::string LayoutText(const PlanResult& result) {
   text += "    rank " + std::to_string(layout.rank) + " of " + std::to_string(layout.ranked) +
           " fitting plans simulated\n";
   if (result.all_fitting.empty()) return text;
-  const PlannedLayout& best = result.all_fitting.front();
+  const LayoutVsBest d = VersusBest(mine, result.all_fitting.front());
   const auto ms = [](Time t) { return (t.ns() >= 0 ? "+" : "") + FormatMs(t) + " ms"; };
-  text += "    against rank 1: step " + ms(mine.step - best.step) + " = bubble " +
-          ms(mine.BubbleTime() - best.BubbleTime()) + ", exposed communication " +
-          ms(mine.ExposedTime() - best.ExposedTime()) + ", recomputation " +
-          ms(mine.RecomputeTime() - best.RecomputeTime()) + ", the rest " +
-          ms((mine.step - best.step) - (mine.BubbleTime() - best.BubbleTime()) -
-             (mine.ExposedTime() - best.ExposedTime()) -
-             (mine.RecomputeTime() - best.RecomputeTime())) +
-          "; peak memory " + (mine.memory.peak_bytes >= best.memory.peak_bytes ? "+" : "-") +
-          FormatGib(std::abs(mine.memory.peak_bytes - best.memory.peak_bytes)) + " GiB\n";
+  text += "    against rank 1: step " + ms(d.step) + " = bubble " + ms(d.bubble) +
+          ", exposed communication " + ms(d.exposed) + ", recomputation " + ms(d.recompute) +
+          ", the rest " + ms(d.rest()) + "; peak memory " +
+          (d.peak_memory_bytes >= 0 ? "+" : "-") + FormatGib(std::abs(d.peak_memory_bytes)) +
+          " GiB\n";
   return text;
 }
 
@@ -223,13 +232,13 @@ void LayoutJson(JsonWriter& json, const PlanResult& result) {
   const PlannedLayout& mine = layout.planned;
   json.Key("layout_step_ms").Raw(FormatMs(mine.step));
   if (result.all_fitting.empty()) return;
-  const PlannedLayout& best = result.all_fitting.front();
+  const LayoutVsBest d = VersusBest(mine, result.all_fitting.front());
   json.Key("layout_vs_best").BeginObject();
-  json.Key("step_ms").Raw(FormatMs(mine.step - best.step));
-  json.Key("bubble_ms").Raw(FormatMs(mine.BubbleTime() - best.BubbleTime()));
-  json.Key("exposed_comm_ms").Raw(FormatMs(mine.ExposedTime() - best.ExposedTime()));
-  json.Key("recompute_ms").Raw(FormatMs(mine.RecomputeTime() - best.RecomputeTime()));
-  json.Key("peak_memory_bytes").Int(std::llround(mine.memory.peak_bytes - best.memory.peak_bytes));
+  json.Key("step_ms").Raw(FormatMs(d.step));
+  json.Key("bubble_ms").Raw(FormatMs(d.bubble));
+  json.Key("exposed_comm_ms").Raw(FormatMs(d.exposed));
+  json.Key("recompute_ms").Raw(FormatMs(d.recompute));
+  json.Key("peak_memory_bytes").Int(std::llround(d.peak_memory_bytes));
   json.EndObject();
 }
 

@@ -187,6 +187,11 @@ struct Decision {
   bool ranked_as_measured() const { return faster->predicted_s < slower->predicted_s; }
 };
 
+size_t RankedAsMeasured(const std::vector<Decision>& decisions) {
+  return static_cast<size_t>(std::count_if(decisions.begin(), decisions.end(),
+                                           [](const Decision& d) { return d.ranked_as_measured(); }));
+}
+
 std::vector<Decision> DecisionsOf(const std::vector<Row>& rows) {
   std::vector<Decision> decisions;
   for (size_t a = 0; a < rows.size(); ++a) {
@@ -203,8 +208,6 @@ std::vector<Decision> DecisionsOf(const std::vector<Row>& rows) {
 }
 
 void DecisionsText(const std::vector<Decision>& decisions, std::ostream& out) {
-  size_t as_measured = 0;
-  for (const Decision& d : decisions) as_measured += d.ranked_as_measured() ? 1 : 0;
   out << "\n  decisions: runs of one source on the same model, GPUs and tokens a step that differ "
          "in layout, schedule, recomputation or overlap, measured at least "
       << FormatFixed(100 * kDecisionGap, 0)
@@ -227,7 +230,7 @@ void DecisionsText(const std::vector<Decision>& decisions, std::ostream& out) {
   }
   std::set<std::string> sources;
   for (const Decision& d : decisions) sources.insert(d.faster->source);
-  out << "  " << as_measured << " of " << decisions.size() << " decisions (" << sources.size()
+  out << "  " << RankedAsMeasured(decisions) << " of " << decisions.size() << " decisions (" << sources.size()
       << (sources.size() == 1 ? " source" : " sources") << ") ranked as measured\n";
 }
 
@@ -343,10 +346,8 @@ std::string ValidateJson(const std::vector<Row>& rows, const Summaries& summarie
   SummaryJson(writer, summaries.memory, summaries.memory_by_source);
   writer.EndObject();
   writer.Key("decisions").BeginObject();
-  int64_t as_measured = 0;
-  for (const Decision& d : decisions) as_measured += d.ranked_as_measured() ? 1 : 0;
   writer.Key("total").Int(static_cast<int64_t>(decisions.size()));
-  writer.Key("ranked_as_measured").Int(as_measured);
+  writer.Key("ranked_as_measured").Int(static_cast<int64_t>(RankedAsMeasured(decisions)));
   writer.Key("pairs").BeginArray();
   for (const Decision& d : decisions) {
     writer.BeginObject();

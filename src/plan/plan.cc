@@ -7,6 +7,7 @@
 #include <map>
 #include <memory>
 #include <optional>
+#include <set>
 #include <tuple>
 #include <utility>
 
@@ -168,6 +169,18 @@ std::string Candidate::Describe() const {
          (layer_list ? std::string(" partition ") + PartitionMethodName(partition) + " state " +
                            StatePolicyName(state_policy)
                      : std::string());
+}
+
+std::string Candidate::LayoutKey() const {
+  Candidate c = *this;
+  c.first_stage_layers = 0;
+  c.last_stage_layers = 0;
+  c.first_less = 1;
+  c.last_less = 1;
+  c.layout_counts.clear();
+  c.partition = PartitionMethod::kStateAware;
+  c.state_policy = StatePolicy::kPayload;
+  return c.Describe();
 }
 
 std::string Candidate::ScheduleText(int32_t layers) const {
@@ -840,59 +853,53 @@ Result<PlanResult> PlanLayouts(const PlanSpec& spec) {
   std::stable_sort(fitting.begin(), fitting.end(),
                    [](const Screened& a, const Screened& b) { return a.step < b.step; });
 
-  // The exact simulation of the best of the screen, through the run library. A layer list's
-  // candidates come in partition x state policy variants of one layout, which the screen does
-  // not tell apart (it leaves out the shared state's transfers): the first round takes the best
-  // `simulate` layouts, each once (its best-screened variant), and a second round every other
-  // variant of the kVariantLayouts fastest of them, so that near-duplicates do not crowd out
-  // the layouts and the policies are still ranked by simulation.
-  constexpr size_t kVariantLayouts = 5;
+  // The exact simulation of the best of the screen, through the run library. A layout comes in
+  // variants the screen ranks apart but close: a transformer's stage splits (even, first/last,
+  // torchtitan's weights, a layout string), a layer list's partition x state policy (which the
+  // screen does not tell apart at all: it leaves out the shared state's transfers). Ranked as
+  // they come, variants of a few layouts would fill the simulation. The first round takes the
+  // best `simulate` layouts, each once (its best-screened variant), and a second round every
+  // other variant of the `variant_layouts` fastest of them, so the variants are still ranked by
+  // simulation.
+  const size_t variant_layouts = static_cast<size_t>(std::max(0, spec.variant_layouts));
   const auto layout_of = [&](size_t position) {
-    Candidate c = enumeration.legal[fitting[position].index];
-    c.partition = PartitionMethod::kStateAware;
-    c.state_policy = StatePolicy::kPayload;
-    return c.Describe();
+    return enumeration.legal[fitting[position].index].LayoutKey();
   };
   const size_t wanted = static_cast<size_t>(std::max(1, spec.simulate));
   std::vector<size_t> first_round;                      // positions in `fitting`
   std::map<std::string, std::vector<size_t>> variants;  // layout -> its other positions
-  if (!layer_list) {
-    for (size_t position = 0; position < std::min(wanted, fitting.size()); ++position) {
-      first_round.push_back(position);
+  // Each schedule's layouts in screen order (one family for a transformer); for a layer list the
+  // schedules take turns, best first, so that a schedule the screen overrates (its closed form
+  // leaves out the state transfers of deeper interleaving) cannot take every slot.
+  std::vector<std::pair<std::string, std::vector<size_t>>> by_schedule;
+  for (size_t position = 0; position < fitting.size(); ++position) {
+    const std::string layout = layout_of(position);
+    const auto found = variants.find(layout);
+    if (found != variants.end()) {
+      found->second.push_back(position);
+      continue;
     }
-  } else {
-    // Each schedule's layouts in screen order; the schedules take turns, best first, so that a
-    // schedule the screen overrates (its closed form leaves out the state transfers of deeper
-    // interleaving) cannot take every slot.
-    std::vector<std::pair<std::string, std::vector<size_t>>> by_schedule;
-    for (size_t position = 0; position < fitting.size(); ++position) {
-      const std::string layout = layout_of(position);
-      const auto found = variants.find(layout);
-      if (found != variants.end()) {
-        found->second.push_back(position);
-        continue;
-      }
-      variants[layout];
-      const std::string& schedule = enumeration.legal[fitting[position].index].schedule;
-      auto family = std::find_if(by_schedule.begin(), by_schedule.end(),
-                                 [&](const auto& one) { return one.first == schedule; });
-      if (family == by_schedule.end()) {
-        by_schedule.push_back({schedule, {}});
-        family = by_schedule.end() - 1;
-      }
-      family->second.push_back(position);
+    variants[layout];
+    const std::string schedule =
+        layer_list ? enumeration.legal[fitting[position].index].schedule : std::string();
+    auto family = std::find_if(by_schedule.begin(), by_schedule.end(),
+                               [&](const auto& one) { return one.first == schedule; });
+    if (family == by_schedule.end()) {
+      by_schedule.push_back({schedule, {}});
+      family = by_schedule.end() - 1;
     }
-    for (size_t turn = 0; first_round.size() < wanted; ++turn) {
-      bool taken = false;
-      for (const auto& [schedule, positions] : by_schedule) {
-        if (turn >= positions.size() || first_round.size() == wanted) continue;
-        first_round.push_back(positions[turn]);
-        taken = true;
-      }
-      if (!taken) break;
-    }
-    std::sort(first_round.begin(), first_round.end());
+    family->second.push_back(position);
   }
+  for (size_t turn = 0; first_round.size() < wanted; ++turn) {
+    bool taken = false;
+    for (const auto& [schedule, positions] : by_schedule) {
+      if (turn >= positions.size() || first_round.size() == wanted) continue;
+      first_round.push_back(positions[turn]);
+      taken = true;
+    }
+    if (!taken) break;
+  }
+  std::sort(first_round.begin(), first_round.end());
   std::vector<PlannedLayout> plans;
   size_t simulate = 0;  // candidates simulated, both rounds
   const auto simulate_round = [&](const std::vector<size_t>& positions) {
@@ -946,34 +953,37 @@ Result<PlanResult> PlanLayouts(const PlanSpec& spec) {
   };
   simulate_round(first_round);
   // A layout the simulation finds over memory, or that fails, gives its slot to the next
-  // screened one (the screen's activations are the schedule's closed-form peak, which the
-  // simulated timeline can exceed), until `wanted` fit or kRefillFactor x `wanted` have been
-  // simulated: a plan is never short of a fitting layout the screen ranked close behind.
+  // screened layout without a fitting plan (the screen's activations are the schedule's
+  // closed-form peak, which the simulated timeline can exceed; another split of the same layout
+  // may fit), until `wanted` fit or kRefillFactor x `wanted` have been simulated: a plan is
+  // never short of a fitting layout the screen ranked close behind.
   constexpr size_t kRefillFactor = 4;
   std::vector<bool> tried(fitting.size(), false);
   for (size_t position : first_round) tried[position] = true;
   for (size_t next = 0; plans.size() < wanted && simulate < kRefillFactor * wanted;) {
+    std::set<std::string> planned;
+    for (const PlannedLayout& plan : plans) planned.insert(plan.candidate.LayoutKey());
     std::vector<size_t> refill;
     const size_t room = std::min(wanted - plans.size(), kRefillFactor * wanted - simulate);
     for (; next < fitting.size() && refill.size() < room; ++next) {
-      if (tried[next]) continue;
+      if (tried[next] || planned.count(layout_of(next)) > 0) continue;
       tried[next] = true;
+      planned.insert(layout_of(next));
       refill.push_back(next);
     }
     if (refill.empty()) break;
     simulate_round(refill);
   }
-  if (layer_list) {
+  {
     std::vector<PlannedLayout> fastest = plans;
     std::stable_sort(
         fastest.begin(), fastest.end(),
         [](const PlannedLayout& a, const PlannedLayout& b) { return a.step < b.step; });
     std::vector<size_t> second_round;
-    for (size_t rank = 0; rank < std::min(kVariantLayouts, fastest.size()); ++rank) {
-      Candidate c = fastest[rank].candidate;
-      c.partition = PartitionMethod::kStateAware;
-      c.state_policy = StatePolicy::kPayload;
-      for (size_t position : variants[c.Describe()]) second_round.push_back(position);
+    for (size_t rank = 0; rank < std::min(variant_layouts, fastest.size()); ++rank) {
+      for (size_t position : variants[fastest[rank].candidate.LayoutKey()]) {
+        if (!tried[position]) second_round.push_back(position);
+      }
     }
     std::sort(second_round.begin(), second_round.end());
     simulate_round(second_round);
@@ -982,6 +992,16 @@ Result<PlanResult> PlanLayouts(const PlanSpec& spec) {
   std::stable_sort(plans.begin(), plans.end(),
                    [](const PlannedLayout& a, const PlannedLayout& b) { return a.step < b.step; });
   result.all_fitting = plans;
+  if (!layer_list) {
+    // A transformer's layout shows as its fastest split; a layer list's partition and state
+    // policy are choices of their own and stay.
+    std::set<std::string> shown;
+    std::vector<PlannedLayout> distinct;
+    for (PlannedLayout& plan : plans) {
+      if (shown.insert(plan.candidate.LayoutKey()).second) distinct.push_back(std::move(plan));
+    }
+    plans = std::move(distinct);
+  }
   if (plans.size() > static_cast<size_t>(std::max(1, spec.top))) {
     plans.resize(static_cast<size_t>(std::max(1, spec.top)));
   }
@@ -997,13 +1017,12 @@ Result<PlanResult> PlanLayouts(const PlanSpec& spec) {
                   "tail") +
           (probed_any ? " (schedules without one: a compute-only run of the generated schedule)"
                       : "") +
-          "; ranking: the exact simulation of the best " +
-          (layer_list ? std::to_string(first_round.size()) + " layouts of " +
-                            std::to_string(fitting.size()) + " candidates (one partition and " +
-                            "state policy each), then every variant of the " +
-                            std::to_string(std::min(kVariantLayouts, first_round.size())) +
-                            " fastest: " + std::to_string(simulate) + " simulated"
-                      : std::to_string(simulate) + " of " + std::to_string(fitting.size())),
+          "; ranking: the exact simulation of the best " + std::to_string(first_round.size()) +
+          " layouts of " + std::to_string(fitting.size()) + " candidates (" +
+          (layer_list ? "one partition and state policy each" : "one stage split each") +
+          "), then every variant of the " +
+          std::to_string(std::min(variant_layouts, first_round.size())) +
+          " fastest: " + std::to_string(simulate) + " simulated",
       "memory: model states + activations at the schedule's peak (with recomputation's "
       "working set) + the framework reserve, against the device" +
           (spec.headroom > 0

@@ -42,6 +42,9 @@ struct PlanSpec {
   Engine engine = Engine::kAny;  // whose rules the candidates obey
   int32_t top = 10;              // plans in the answer
   int32_t simulate = 50;         // candidates simulated exactly (the best of the screen)
+  // The fastest simulated layouts whose every other variant (stage split; a layer list's
+  // partition and state policy) is simulated too, in a second round (Candidate::LayoutKey).
+  int32_t variant_layouts = 5;
   PlanConstraints constraints;    // --tp, --pp, --vpp, ... (plan/plan_constraints.h)
   std::optional<int32_t> max_pp;  // --max-pp
   double headroom = 0.0;  // --memory-headroom: the share of the device kept free (0-0.9)
@@ -122,6 +125,10 @@ struct Candidate {
   void ApplyTo(Config& config) const;
   // "megatron tp 8 pp 4 vpp 2 dp 2 cp 1 ep 1 mbs 1 m 32 interleaved-1f1b recompute selective zero 1".
   std::string Describe() const;
+  // Describe() without the stage split (first/last, torchtitan's weights, a layout string) and,
+  // for a layer list, without the partition and the state policy: the layout as a user states it.
+  // Candidates with one key are variants of one layout, which the planner simulates as one.
+  std::string LayoutKey() const;
   // "none", "selective", "full", or "full:N" for N layers of each chunk.
   std::string RecomputeText() const;
   // The schedule, with an uneven split's decoders per stage: "1f1b 9/10/9" (first/middle/last),
@@ -188,7 +195,9 @@ struct PlanResult {
   // per chunk that fit (Candidate::recompute_num_layers), screened after the enumerated ones.
   int64_t derived = 0;
   std::map<std::string, int64_t> rejected;  // reason -> count (rules, memory)
-  std::vector<PlannedLayout> plans;         // fitting plans, fastest first (at most `top`)
+  // Fitting plans, fastest first (at most `top`); a transformer's layouts once each, at their
+  // fastest stage split (Candidate::LayoutKey).
+  std::vector<PlannedLayout> plans;
   std::vector<PlannedLayout> all_fitting;   // every fitting simulated plan, fastest first
   std::vector<std::string> assumptions;     // what the figures rest on
   Config config;                            // the model and cluster planned for

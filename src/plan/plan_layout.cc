@@ -3,6 +3,7 @@
 // layout against the plan").
 #include <algorithm>
 #include <charconv>
+#include <map>
 #include <sstream>
 
 #include "core/suggest.h"
@@ -199,14 +200,20 @@ Result<LayoutRanking> RankLayout(const PlanSpec& spec, const RunSpec& run,
       ranking.failure = outcome.error().message;
     }
   }
-  bool listed = false;  // the layout is one of the simulated plans
-  int32_t faster = 0;
+  // Ranked among layouts, not splits: each simulated layout (LayoutKey) counts once, at its
+  // fastest split; the given layout's own other splits do not count against it.
+  const std::string given = ranking.candidate.LayoutKey();
+  std::map<std::string, Time> fastest;  // layout -> its fastest simulated split
   for (const PlannedLayout& plan : result.all_fitting) {
-    listed = listed || plan.candidate.Describe() == ranking.candidate.Describe();
-    if (ranking.simulated && plan.step < ranking.planned.step) ++faster;
+    const auto [at, inserted] = fastest.emplace(plan.candidate.LayoutKey(), plan.step);
+    if (!inserted && plan.step < at->second) at->second = plan.step;
   }
-  ranking.ranked =
-      static_cast<int32_t>(result.all_fitting.size()) + (ranking.fits && !listed ? 1 : 0);
+  int32_t faster = 0;
+  for (const auto& [layout, step] : fastest) {
+    if (ranking.simulated && layout != given && step < ranking.planned.step) ++faster;
+  }
+  const bool listed = fastest.count(given) > 0;
+  ranking.ranked = static_cast<int32_t>(fastest.size()) + (ranking.fits && !listed ? 1 : 0);
   ranking.rank = ranking.fits ? faster + 1 : 0;
   return ranking;
 }

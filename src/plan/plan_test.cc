@@ -249,12 +249,13 @@ TEST(CandidateTest, AMegatronLayoutGivesEachChunkItsLayers) {
   EXPECT_NE(c.Describe().find(" layout Et|(t*2|)*30t|(t*2|)*3(t|)*12L"), std::string::npos);
 }
 
-// Megatron's uneven split, derived by the screen: Llama 3 70B on 64 H100. The head and its
-// cross entropy make the even split's last stage the slowest; the best plan (an uneven split)
-// is faster than the same layout split evenly, and the two ends' decoders leave the middle
-// stages an even share.
+// Megatron's uneven split, derived by the screen: Llama 3 70B on 64 H100, one chunk a rank.
+// The head and its cross entropy make the even split's last stage the slowest; the best plan
+// (an uneven split) is faster than the same layout split evenly (its twin, simulated in the
+// second round), and the two ends' decoders leave the middle stages an even share.
 TEST(PlanTest, DerivesAnUnevenSplitFasterThanTheEvenOne) {
-  const PlanSpec spec = MegatronLlama70b(64, 512, 30);
+  PlanSpec spec = MegatronLlama70b(64, 512, 30);
+  spec.constraints.vpp.values = {1};
   auto planned = PlanLayouts(spec);
   ASSERT_TRUE(planned.ok()) << planned.error().message;
   const PlanResult& result = planned.value();
@@ -266,15 +267,52 @@ TEST(PlanTest, DerivesAnUnevenSplitFasterThanTheEvenOne) {
   EXPECT_LT(best.last_stage_layers, 80 / best.pp);  // the head's stage takes fewer decoders
   bool even_twin = false;
   for (const PlannedLayout& plan : result.all_fitting) {
-    Candidate twin = plan.candidate;
-    if (twin.first_stage_layers != 0) continue;
-    twin.first_stage_layers = best.first_stage_layers;
-    twin.last_stage_layers = best.last_stage_layers;
-    if (twin.Describe() != best.Describe()) continue;
+    const Candidate& twin = plan.candidate;
+    if (twin.first_stage_layers != 0 || twin.LayoutKey() != best.LayoutKey()) continue;
     even_twin = true;
     EXPECT_GT(plan.step, result.plans.front().step);
   }
   EXPECT_TRUE(even_twin);
+}
+
+// A layout's stage splits are variants of one layout (Candidate::LayoutKey): the first round
+// simulates each layout once, so the simulated set is made of distinct layouts, and the plans
+// shown list each once, at its fastest split; the fastest layouts' other splits are simulated
+// in a second round (the even twin above).
+TEST(PlanTest, SimulatesAndShowsDistinctLayoutsNotTheirSplits) {
+  Candidate uneven;
+  uneven.pp = 8;
+  uneven.first_stage_layers = 5;
+  uneven.last_stage_layers = 9;
+  Candidate layout_string = uneven;
+  layout_string.first_stage_layers = 0;
+  layout_string.last_stage_layers = 0;
+  layout_string.layout_counts = {6, 11, 11, 11, 11, 11, 11, 10};
+  Candidate even = layout_string;
+  even.layout_counts.clear();
+  EXPECT_EQ(uneven.LayoutKey(), even.LayoutKey());
+  EXPECT_EQ(layout_string.LayoutKey(), even.LayoutKey());
+  EXPECT_NE(uneven.Describe(), even.Describe());
+  Candidate other = even;
+  other.recompute = Recompute::kSelective;
+  EXPECT_NE(other.LayoutKey(), even.LayoutKey());
+
+  const PlanSpec spec = MegatronLlama70b(64, 512, 20);
+  auto planned = PlanLayouts(spec);
+  ASSERT_TRUE(planned.ok()) << planned.error().message;
+  const PlanResult& result = planned.value();
+  std::set<std::string> shown;
+  for (const PlannedLayout& plan : result.plans) {
+    EXPECT_TRUE(shown.insert(plan.candidate.LayoutKey()).second) << plan.candidate.Describe();
+  }
+  std::map<std::string, int32_t> splits;  // layout -> its simulated splits
+  for (const PlannedLayout& plan : result.all_fitting) ++splits[plan.candidate.LayoutKey()];
+  EXPECT_EQ(shown.size(), std::min<size_t>(20, splits.size()));
+  EXPECT_GE(splits.size(), 20u);  // 20 distinct layouts asked, and that many fit
+  int32_t with_twins = 0;
+  for (const auto& [layout, count] : splits) with_twins += count > 1 ? 1 : 0;
+  EXPECT_GT(with_twins, 0);  // the second round's variants
+  EXPECT_LE(with_twins, 5);  // of the 5 fastest only
 }
 
 // torchtitan's less-layers weights, derived by the screen: Llama 3 70B on 64 H100 at TP 8 under
@@ -290,6 +328,7 @@ TEST(PlanTest, DerivesTorchtitansLessLayersWhereTheyBalanceTheStages) {
   PlanSpec spec = MegatronLlama70b(64, 512, 150);
   spec.engine = Engine::kTorchtitan;
   spec.constraints.tp.values = {8};
+  spec.variant_layouts = 150;  // every simulated layout's other splits too
   auto planned = PlanLayouts(spec);
   ASSERT_TRUE(planned.ok()) << planned.error().message;
   const PlanResult& result = planned.value();
@@ -344,6 +383,7 @@ TEST(PlanTest, DerivesTorchtitanSplitsItsWeightsCannotMake) {
   spec.constraints.tp.values = {1};
   spec.simulate = 400;
   spec.top = 400;
+  spec.variant_layouts = 400;  // every simulated layout's other splits too
   auto planned = PlanLayouts(spec);
   ASSERT_TRUE(planned.ok()) << planned.error().message;
   const PlanResult& result = planned.value();

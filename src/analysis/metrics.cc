@@ -23,6 +23,8 @@ const char* MetricDefinitions() {
          "                    bubble_fraction: pipeline (another stage's compute), exposed\n"
          "                    collectives, exposed p2p (activations, gradients), exposed state\n"
          "  peak_activations  most chunk activations held at once on d (held from F until B/I)\n"
+         "  peak_held         most chunk activations held at once on d from F until W (or B):\n"
+         "                    the Zero Bubble papers' memory, in M_B with M_W = M_B\n"
          "  state_bytes       shared state moved between ranks per iteration (forward + dState)\n"
          "  state_exposed     critical-path transfer time due to shared-state bytes\n"
          "  peak_state_bytes  most resident shared state on d (own, received, carried)\n"
@@ -39,6 +41,7 @@ std::vector<ActivationPeak> PeakActivations(const Schedule& schedule,
   std::vector<ActivationPeak> peaks(schedule.rank_actions.size());
   for (size_t rank = 0; rank < schedule.rank_actions.size(); ++rank) {
     int32_t count = 0;
+    int32_t held = 0;
     int64_t bytes = 0;
     const std::vector<Action>& program = schedule.rank_actions[rank];
     for (size_t position = 0; position < program.size(); ++position) {
@@ -56,10 +59,12 @@ std::vector<ActivationPeak> PeakActivations(const Schedule& schedule,
       switch (action.kind) {
         case ActionKind::kForward:
           ++count;
+          ++held;
           bytes += cost.activation_bytes;
           break;
         case ActionKind::kBackward:
           --count;
+          --held;
           bytes -= cost.activation_bytes;
           break;
         case ActionKind::kInputGrad:
@@ -67,10 +72,12 @@ std::vector<ActivationPeak> PeakActivations(const Schedule& schedule,
           bytes += cost.weight_grad_bytes - cost.activation_bytes;
           break;
         case ActionKind::kWeightGrad:
+          --held;
           bytes -= cost.weight_grad_bytes;
           break;
       }
       peaks[rank].count = std::max(peaks[rank].count, count);
+      peaks[rank].held = std::max(peaks[rank].held, held);
       peaks[rank].bytes = std::max(peaks[rank].bytes, bytes);
     }
   }
@@ -364,6 +371,7 @@ Metrics ComputeMetrics(const Schedule& schedule, const std::vector<StageCost>& s
     rank.span = seen[index] ? rank.last_end - rank.first_start : Time();
     if (index < peaks.size()) {  // devices outside the schedule (a vision encoder's) hold none
       rank.peak_activations = peaks[index].count;
+      rank.peak_held = peaks[index].held;
       rank.peak_activation_bytes = peaks[index].bytes;
     }
     metrics.total_busy += rank.busy;

@@ -6,6 +6,8 @@
 //                     (the Zero-Bubble papers' bubble rate)
 //   bubble_overhead   (D · makespan − Σ busy) / Σ busy                        (Megatron's metric)
 //   peak_activations  most microbatch-stage activations held at once on d (F until B/I)
+//   peak_held         the same held from F until W (or B): the Zero Bubble papers' accounting
+//                     in units of M_B with M_W = M_B, what a deferred W keeps
 //   state_bytes       shared state moved between ranks per iteration, forward + backward
 //   state_exposed     the part of the critical path's transfer time due to shared-state bytes
 //   peak_state_bytes  most resident shared state on d; peak_memory_bytes adds activations
@@ -54,6 +56,7 @@ struct RankMetrics {
   Time first_start;
   Time last_end;
   int32_t peak_activations = 0;       // chunk activations held at once (F adds, B/I frees)
+  int32_t peak_held = 0;              // chunk activations held at once (F adds, B/W frees)
   int64_t peak_activation_bytes = 0;  // weighted: F adds M_B, I adds M_W − M_B, W and B free
   int64_t bytes_sent = 0;             // bytes this rank sent to other ranks
   Time collective;                    // time of its collective stream (TP, EP, DP, optimizer)
@@ -126,6 +129,7 @@ Metrics ComputeMetrics(const Schedule& schedule, const std::vector<StageCost>& s
 // order is time order on that rank): count and weighted bytes.
 struct ActivationPeak {
   int32_t count = 0;
+  int32_t held = 0;  // from F until W (or B)
   int64_t bytes = 0;
 };
 // Each rank's idle time by cause: the gaps on its compute stream (before its first action,

@@ -313,56 +313,81 @@ TEST(MetricsPaperTest, ZeroBubbleTable5OneFOneBBubbleRate) {
 
 // ZB-1p and ZB-2p against the authors' own greedy scheduler (sail-sg/zero-bubble-pipeline-
 // parallelism, scheduler/zb.py `initial_solution`, commit 39f2c186, the 8 settings of its
-// hyperparameters, the best kept), run on the same costs: the 1.5B model's Table 9 figures of
-// the m 24 row at every shape of Table 5 (p 8, 16, 32 at m 3p, 4p, 8p; the larger models' costs
-// are not in our data), memory limit k·p·M_B with F holding one activation until its I (mem_f 1,
-// mem_b −1, mem_w 0). Their figure is (largest span − busy) / largest span, our
-// bubble_rate_span. Ours must be no worse, to the 6 decimals recorded.
+// hyperparameters, the best kept), run on 2026-12-06 on the same costs: the 1.5B model's Table 9
+// figures of the m 24 row at every shape of Table 5 (p 8, 16, 32 at m 3p, 4p, 8p; the larger
+// models' costs are not in our data), memory limit k·p·M_B, in two accountings:
+// - no sizes given: every activation held from F until its W (mem_f 1, mem_b 0, mem_w -1), the
+//   bound for any M_W <= M_B (schedule/generator.h, UnitsOf);
+// - the paper's App. G sizes of the 1.5B model (h 2304, a 24, s 1024): M_B = 34h + 5as = 201216
+//   and M_W = 32h = 73728 a token (mem_b = -M_B + M_W). These give the paper's Table 5: ZB-1p
+//   0.1585 at m 24 (= ZB-H1) and ZB-2p 0.0433.
+// (Held from F until I only, as before 2026-12-06, ZB-1p reached 0.109178 at p 8, m 24: better
+// than the paper's own ZB-1p, by deferring W passes whose activations it did not count.) Their
+// figure is (largest span - busy) / largest span, our bubble_rate_span. Ours must be no worse, to
+// the 6 decimals recorded.
 TEST(MetricsPaperTest, ZeroBubbleAutoReachesTheAuthorsGreedyScheduler) {
   struct Case {
     int32_t pp, microbatches, k;
-    double reference;
+    double no_sizes, paper_sizes;
   };
   const Case cases[] = {
-      {8, 24, 1, 0.109178},   {8, 24, 2, 0.043310},   {8, 32, 1, 0.084181},
-      {8, 32, 2, 0.003634},   {8, 64, 1, 0.043940},   {8, 64, 2, 0.001820},
-      {16, 48, 1, 0.143505},  {16, 48, 2, 0.054982},  {16, 64, 1, 0.111634},
-      {16, 64, 2, 0.003892},  {16, 128, 1, 0.059117}, {16, 128, 2, 0.001950},
-      {32, 96, 1, 0.162155},  {32, 96, 2, 0.060713},  {32, 128, 1, 0.126755},
-      {32, 128, 2, 0.003116}, {32, 256, 1, 0.067666}, {32, 256, 2, 0.001561},
+      {8, 24, 1, 0.158520, 0.158520},   {8, 24, 2, 0.101536, 0.043310},
+      {8, 32, 1, 0.123796, 0.123796},   {8, 32, 2, 0.078136, 0.003634},
+      {8, 64, 1, 0.065982, 0.065982},   {8, 64, 2, 0.040656, 0.001820},
+      {16, 48, 1, 0.167941, 0.167941},  {16, 48, 2, 0.111839, 0.054982},
+      {16, 64, 1, 0.131476, 0.131476},  {16, 64, 2, 0.086292, 0.003892},
+      {16, 128, 1, 0.070363, 0.070363}, {16, 128, 2, 0.045091, 0.001950},
+      {32, 96, 1, 0.172573, 0.172573},  {32, 96, 2, 0.116902, 0.060713},
+      {32, 128, 1, 0.135265, 0.135265}, {32, 128, 2, 0.090316, 0.003116},
+      {32, 256, 1, 0.072539, 0.072539}, {32, 256, 2, 0.047294, 0.001561},
   };
   const ModelSpec model = Model(18'522'000, 18'086'000, 9'337'000);
   LowerOptions options;
   options.cost_p2p = Ns(601'000);
   for (const Case& reference : cases) {
-    const GeneratorParams params{reference.pp, 1, reference.microbatches, 0};
-    const std::vector<StageCost> stages(static_cast<size_t>(reference.pp),
-                                        {model.forward, model.input_grad, model.weight_grad});
-    const PipelineCosts costs = UniformPipelineCosts(stages, options.cost_p2p);
-    Result<Schedule> schedule =
-        reference.k == 1 ? GenerateZb1p(params, costs) : GenerateZb2p(params, costs);
-    ASSERT_TRUE(schedule.ok()) << schedule.error().message;
-    const SimRun run = SimulateSchedule(std::move(schedule).value(), model, options);
-    EXPECT_LE(run.metrics.bubble_rate_span, reference.reference + 5e-7)
-        << "zb-" << reference.k << "p p=" << reference.pp << " m=" << reference.microbatches;
+    for (const bool sized : {false, true}) {
+      const GeneratorParams params{reference.pp, 1, reference.microbatches, 0};
+      std::vector<StageCost> stages(static_cast<size_t>(reference.pp),
+                                    {model.forward, model.input_grad, model.weight_grad});
+      for (StageCost& stage : stages) {
+        stage.activation_bytes = sized ? 201216 : 0;
+        stage.weight_grad_bytes = sized ? 73728 : 0;
+      }
+      const PipelineCosts costs = UniformPipelineCosts(stages, options.cost_p2p);
+      Result<Schedule> schedule =
+          reference.k == 1 ? GenerateZb1p(params, costs) : GenerateZb2p(params, costs);
+      ASSERT_TRUE(schedule.ok()) << schedule.error().message;
+      const SimRun run = SimulateSchedule(std::move(schedule).value(), model, options);
+      EXPECT_LE(run.metrics.bubble_rate_span,
+                (sized ? reference.paper_sizes : reference.no_sizes) + 5e-7)
+          << "zb-" << reference.k << "p p=" << reference.pp << " m=" << reference.microbatches
+          << (sized ? " paper sizes" : " no sizes");
+      if (!sized) {  // in these units no rank holds more than k·p activations from F until W
+        for (const RankMetrics& rank : run.metrics.ranks) {
+          EXPECT_LE(rank.peak_held, reference.k * reference.pp);
+        }
+      }
+    }
   }
 }
 
 // ZB-V against the authors' greedy V scheduler (sail-sg/zero-bubble-pipeline-parallelism,
-// scheduler/zbv.py `try_v_schedule` at commit 39f2c186, its two knobs, the best kept) on the
-// same costs: each chunk half the 1.5B model's Table 9 rank costs (m 24 row), c on every
-// cross-rank edge, memory limit 2p chunk activations held from F until I (f_mem 1, b_mem −1,
-// w_mem 0). Their figure is the largest rank idle over (work + idle), our bubble_rate_span. The
-// handcrafted ZB-V gets 0.089880 at p 4, m 8 (0.072810 at p 8, m 24) on these costs.
+// scheduler/zbv.py `try_v_schedule` at commit 39f2c186, its two knobs, the best kept), run on
+// 2026-12-06 on the same costs: each chunk half the 1.5B model's Table 9 rank costs (m 24 row),
+// c on every cross-rank edge, memory limit 2p chunk activations held from F until W (f_mem 1,
+// b_mem 0, w_mem -1: what no sizes mean); the paper's App. G sizes (as above) give the same
+// figures. Their figure is the largest rank idle over (work + idle), our bubble_rate_span.
+// (Held from F until I only, as before, ZB-V reached 0.016557 at p 4, m 8 by deferring W passes
+// it did not count, up to twice the memory the authors' schedule holds.)
 TEST(MetricsPaperTest, ZeroBubbleVReachesTheAuthorsGreedyScheduler) {
   struct Case {
     int32_t pp, microbatches;
     double reference;
   };
   const Case cases[] = {
-      {4, 8, 0.016557},   {4, 16, 0.004881},   {8, 24, 0.007573},  {8, 32, 0.005690},
-      {8, 64, 0.002853},  {16, 48, 0.008109},  {16, 64, 0.006094}, {16, 128, 0.003056},
-      {32, 96, 0.009554}, {32, 256, 0.003158},
+      {4, 8, 0.082510},   {4, 16, 0.043030},   {8, 24, 0.070278},  {8, 32, 0.053651},
+      {8, 64, 0.027565},  {16, 48, 0.076987},  {16, 64, 0.058874}, {16, 128, 0.030330},
+      {32, 96, 0.080306}, {32, 256, 0.031706},
   };
   const ModelSpec model = Model(18'522'000, 18'086'000, 9'337'000);  // per rank, two chunks
   LowerOptions options;
@@ -376,6 +401,7 @@ TEST(MetricsPaperTest, ZeroBubbleVReachesTheAuthorsGreedyScheduler) {
     const SimRun run = SimulateSchedule(std::move(schedule).value(), model, options);
     EXPECT_LE(run.metrics.bubble_rate_span, reference.reference + 5e-7)
         << "zb-v p=" << reference.pp << " m=" << reference.microbatches;
+    for (const RankMetrics& rank : run.metrics.ranks) EXPECT_LE(rank.peak_held, 2 * reference.pp);
   }
 }
 

@@ -312,12 +312,13 @@ std::string FormatSummary(const RunInfo& run, const Metrics& metrics) {
   if (!run.stages.empty()) text += FormatStages(run);
   if (!metrics.flows.empty()) text += FormatStateSummary(run, metrics);
   const bool state = !metrics.flows.empty();
-  text += "  rank      busy_ms      idle_ms      span_ms  peak_act  peak_act_bytes";
+  text += "  rank      busy_ms      idle_ms      span_ms  peak_act  peak_held  peak_act_bytes";
   text += state ? "  peak_state_bytes  peak_memory_bytes\n" : "\n";
   for (const RankMetrics& rank : metrics.ranks) {
     text += "  " + PadLeft(std::to_string(rank.rank), 4) + PadLeft(FormatMs(rank.busy), 13) +
             PadLeft(FormatMs(rank.idle), 13) + PadLeft(FormatMs(rank.span), 13) +
             PadLeft(std::to_string(rank.peak_activations), 10) +
+            PadLeft(std::to_string(rank.peak_held), 11) +
             PadLeft(std::to_string(rank.peak_activation_bytes), 16) +
             (state ? PadLeft(std::to_string(rank.peak_state_bytes), 18) +
                          PadLeft(std::to_string(rank.peak_memory_bytes), 19)
@@ -396,6 +397,7 @@ std::string FormatMetricsJson(const RunInfo& run, const Metrics& metrics) {
     json.Key("idle_ms").Raw(FormatMs(rank.idle));
     json.Key("span_ms").Raw(FormatMs(rank.span));
     json.Key("peak_activations").Int(rank.peak_activations);
+    json.Key("peak_held").Int(rank.peak_held);
     json.Key("peak_activation_bytes").Int(rank.peak_activation_bytes);
     json.Key("bytes_sent").Int(rank.bytes_sent);
     json.Key("peak_state_bytes").Int(rank.peak_state_bytes);

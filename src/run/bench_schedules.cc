@@ -31,6 +31,7 @@ struct BenchRow {
   int32_t microbatches = 0;
   Time makespan;
   double bubble_fraction = 0.0;
+  int32_t peak_held = 0;          // max over ranks: chunk activations held from F until W (or B)
   int64_t peak_memory_bytes = 0;  // max over ranks: activations + resident shared state
   int32_t peak_activations = 0;   // max over ranks: chunk activations held at once
   int64_t state_bytes = 0;        // shared state moved between ranks per iteration
@@ -152,6 +153,7 @@ BenchRow MakeRow(const PreparedRun& run, const RunOutcome& simulated) {
   for (const RankMetrics& rank : metrics.ranks) {
     row.peak_memory_bytes = std::max(row.peak_memory_bytes, rank.peak_memory_bytes);
     row.peak_activations = std::max(row.peak_activations, rank.peak_activations);
+    row.peak_held = std::max(row.peak_held, rank.peak_held);
   }
   row.state_bytes = metrics.state_bytes();
   row.memory = simulated.info.memory;
@@ -265,6 +267,7 @@ const std::vector<std::string> kColumns = {"schedule",
                                            "microbatches",
                                            "makespan_ms",
                                            "bubble_fraction",
+                                           "peak_held",
                                            "peak_memory_bytes",
                                            "peak_activations",
                                            "state_bytes",
@@ -282,6 +285,7 @@ std::vector<std::string> Cells(const BenchRow& row, bool human) {
           std::to_string(row.microbatches),
           FormatMs(row.makespan),
           FormatFixed(row.bubble_fraction, 6),
+          std::to_string(row.peak_held),
           bytes(row.peak_memory_bytes),
           std::to_string(row.peak_activations),
           bytes(row.state_bytes),
@@ -296,9 +300,9 @@ std::vector<std::string> Cells(const BenchRow& row, bool human) {
 // and fits compares it with the device ("?": no capacity known).
 std::string FormatBenchTable(const std::vector<BenchRow>& rows) {
   std::vector<std::string> header = kColumns;
-  header[6] = "peak_activ+state";
-  header[8] = "state";
-  header[9] = "memory";
+  header[7] = "peak_activ+state";
+  header[9] = "state";
+  header[10] = "memory";
   std::vector<std::vector<std::string>> cells = {header};
   for (const BenchRow& row : rows) cells.push_back(Cells(row, true));
   return FormatTable(cells);
@@ -320,15 +324,16 @@ std::string FormatBenchCsv(const std::vector<BenchRow>& rows) {
 // The plotted memory: the fullest device's total (model states, activations and resident
 // state, reserve: what the memory verdict compares with the device) in a binary unit, or (a
 // model without activation bytes or states, where every total is 0) the peak count of chunk
-// activations. Both on a log2 axis: the schedules' peaks span orders of magnitude (gpipe grows
-// with m, 1f1b does not).
+// activations held from F until W (the Zero Bubble papers' accounting: a deferred W holds its
+// activations, so the zero-bubble schedules do not plot as free). Both on a log2 axis: the
+// schedules' peaks span orders of magnitude (gpipe grows with m, 1f1b does not).
 struct MemoryAxis {
   bool bytes = false;
   double unit = 1.0;  // bytes per plotted unit
   std::string label;
 
   double Of(const BenchRow& row) const {
-    return bytes ? static_cast<double>(TotalMemory(row)) / unit : row.peak_activations;
+    return bytes ? static_cast<double>(TotalMemory(row)) / unit : row.peak_held;
   }
 };
 
@@ -339,7 +344,7 @@ MemoryAxis ChooseMemoryAxis(const std::vector<BenchRow>& rows) {
     if (TotalMemory(row) > 0) least = std::min(least, TotalMemory(row));
   }
   if (least == std::numeric_limits<int64_t>::max()) {
-    return {false, 1.0, "peak activations per rank (chunks held, log2 scale)"};
+    return {false, 1.0, "peak activations per rank (chunks held from F until W, log2 scale)"};
   }
   const char* units[] = {"B", "KiB", "MiB", "GiB", "TiB"};
   size_t prefix = 0;
@@ -394,11 +399,11 @@ Status WritePlots(const Files& files, const std::string& prefix, const Sweep& sw
   PlotOptions pareto{"Memory vs bubble fraction (" + sweep.label + ")", "bubble fraction",
                      memory.label, false, true};
   const auto pareto_series = MakeSeries(rows, several_pp, [&memory](const BenchRow& row) {
-    PlotPoint point{row.bubble_fraction, memory.Of(row),
-                    "bubble " + FormatFixed(row.bubble_fraction, 6) + ", memory " +
-                        (memory.bytes ? FormatBytes(TotalMemory(row))
-                                      : std::to_string(row.peak_activations)) +
-                        (row.memory.fits ? "" : " OVER")};
+    PlotPoint point{
+        row.bubble_fraction, memory.Of(row),
+        "bubble " + FormatFixed(row.bubble_fraction, 6) + ", memory " +
+            (memory.bytes ? FormatBytes(TotalMemory(row)) : std::to_string(row.peak_held)) +
+            (row.memory.fits ? "" : " OVER")};
     point.over = !row.memory.fits;
     return point;
   });

@@ -419,6 +419,24 @@ TEST(VMinTest, TakesTheAuthorsBlockForPMultipleOfThree) {
   }
 }
 
+// V-Min at p 8 and 32 (not multiples of 3: our block) against the authors' V-Min generator
+// (zbv_greedy.py at 39f2c186, mem_config "min", costs 1 1 1, c 0; its (max time - busy) / max
+// time, run on 2026-12-06): equal to 6 decimals, the paper's memory held (2((p + 4)//3) chunk
+// activations from F until W, VShapeTest.PeakActivationsWithinCap).
+TEST(VMinTest, BubbleMatchesReferenceGeneratorAtP8And32) {
+  const struct {
+    int32_t pp, microbatches;
+    double reference;
+  } kCases[] = {{8, 16, 0.219512},  {8, 24, 0.157895},  {8, 32, 0.123288},  {8, 64, 0.065693},
+                {32, 32, 0.390476}, {32, 64, 0.242604}, {32, 96, 0.175966}, {32, 128, 0.138047}};
+  for (const auto& reference : kCases) {
+    const Schedule schedule = GenerateVMin({reference.pp, 2, reference.microbatches, 0}).value();
+    const UnitRun run = RunUnitCosts(schedule);
+    ASSERT_FALSE(run.deadlock) << Label(schedule);
+    EXPECT_NEAR(run.bubble_rate_span, reference.reference, 1e-6) << Label(schedule);
+  }
+}
+
 // Bubble rate (span) at most ~2p/3m (the paper's V-Min figure): the repeated block leaves no gap
 // in the steady state, only the warm-up and cool-down; measured p 8 m 32: 0.1233 against 0.1667.
 TEST(VMinTest, BubbleAtMostTwoPOverThreeM) {

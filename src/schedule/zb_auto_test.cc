@@ -1,6 +1,7 @@
 // The automatic Zero-Bubble schedules (zb_auto.cc): every F, I, W exactly once per stage and
 // microbatch, F before I before W on its rank, and the activation limit (F done minus W done,
-// in M_B units) held at every point of every rank's program.
+// in M_B units; weighted by M_B and M_W where given) held at every point of every rank's
+// program.
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -39,9 +40,10 @@ TEST(ZbAutoTest, EveryActionOnceAndMemoryLimitHeld) {
         }
         const auto schedule =
             generate(params, UniformPipelineCosts(costs, Time::Nanoseconds(601'000)));
-        // Without M_B the unit is one activation from F until its I.
+        // Without M_B the unit is one activation from F until its W (M_W = M_B = 1): a deferred
+        // W holds its activation (the papers' accounting), so ZB-1p holds at most p of them.
         const int64_t unit_b = m_b > 0 ? m_b : 1;
-        const int64_t unit_w = m_b > 0 ? m_w : 0;
+        const int64_t unit_w = m_b > 0 ? m_w : 1;
         ASSERT_TRUE(schedule.ok()) << schedule.error().message;
         SCOPED_TRACE(schedule.value().name + " pp=" + std::to_string(pp) +
                      " m=" + std::to_string(microbatches));
@@ -114,7 +116,7 @@ TEST(ZbVAutoTest, EveryActionOnceWithinTheLimitAndNoSlowerThanHandcrafted) {
       SCOPED_TRACE("pp=" + std::to_string(pp) + " m=" + std::to_string(microbatches) +
                    " m_b=" + std::to_string(m_b));
       const int64_t unit_b = m_b > 0 ? m_b : 1;
-      const int64_t unit_w = m_b > 0 ? m_w : 0;
+      const int64_t unit_w = m_b > 0 ? m_w : 1;  // without sizes, held from F until W
       for (int32_t rank = 0; rank < pp; ++rank) {
         const auto& actions = schedule.value().rank_actions[rank];
         EXPECT_EQ(actions.size(), 6u * static_cast<size_t>(microbatches));

@@ -29,6 +29,10 @@ Result<Config> ReadMegatronArgs(const std::string& text, const std::string& sour
   int64_t global_batch = 0;
   int64_t layers_per_virtual_stage = 0;
   bool grouped = false;
+  bool latent = false;       // --multi-latent-attention
+  std::string latent_where;  // where a latent rank was given
+  int64_t moe_layers = -1;   // --moe-layer-freq's MoE layers; -1 = every layer
+  std::string moe_layer_freq_where;
   std::istringstream lines(text);
   std::string line;
   int line_number = 0;
@@ -38,6 +42,8 @@ Result<Config> ReadMegatronArgs(const std::string& text, const std::string& sour
                                                       "--untie-embeddings-and-output-weights",
                                                       "--mock-data",
                                                       "--sequence-parallel",
+                                                      "--multi-latent-attention",
+                                                      "--moe-grouped-gemm",
                                                       "--use-distributed-optimizer",
                                                       "--overlap-param-gather",
                                                       "--overlap-grad-reduce",
@@ -53,6 +59,13 @@ Result<Config> ReadMegatronArgs(const std::string& text, const std::string& sour
                                                     "--moe-router-topk",
                                                     "--moe-ffn-hidden-size",
                                                     "--moe-shared-expert-intermediate-size",
+                                                    "--moe-layer-freq",
+                                                    "--moe-token-dispatcher-type",
+                                                    "--q-lora-rank",
+                                                    "--kv-lora-rank",
+                                                    "--qk-head-dim",
+                                                    "--qk-pos-emb-head-dim",
+                                                    "--v-head-dim",
                                                     "--normalization",
                                                     "--position-embedding-type",
                                                     "--seq-length",
@@ -160,6 +173,7 @@ Result<Config> ReadMegatronArgs(const std::string& text, const std::string& sour
       return Error{where + flag + " '" + EscapeBytes(value) + "' (expected " + expected + ")"};
     };
     if (flag == "--group-query-attention") grouped = true;
+    if (flag == "--multi-latent-attention") latent = true;
     if (flag == "--swiglu") t.swiglu = true;
     if (flag == "--disable-bias-linear") t.bias = false;
     if (flag == "--untie-embeddings-and-output-weights") t.tied_embeddings = false;
@@ -180,6 +194,39 @@ Result<Config> ReadMegatronArgs(const std::string& text, const std::string& sour
       continue;
     }
     if (flag == "--tokenizer-type" || flag == "--deepspeed_config") continue;
+    if (flag == "--moe-token-dispatcher-type") {
+      // The dispatch stagecraft models is the all-to-all over the expert-parallel group.
+      STAGECRAFT_RETURN_IF_ERROR(choice({"alltoall"}));
+      continue;
+    }
+    if (flag == "--moe-layer-freq") {
+      // Megatron's moe_freq_type (arguments.py): an int N (every N-th layer MoE) or a Python
+      // list expression. stagecraft models a dense prefix: 1, or [0]*K+[1]*N (in parentheses or
+      // not), K dense layers then N MoE layers.
+      moe_layer_freq_where = where;
+      std::string spelled = value;
+      if (spelled.size() >= 2 && spelled.front() == '(' && spelled.back() == ')') {
+        spelled = spelled.substr(1, spelled.size() - 2);
+      }
+      if (spelled == "1") continue;
+      int64_t dense = -1;
+      int64_t moe = -1;
+      const auto count = [](const std::string& digits, int64_t* out) {
+        const char* end = digits.data() + digits.size();
+        const auto [stop, error] = std::from_chars(digits.data(), end, *out);
+        return error == std::errc() && stop == end && *out >= 0 && *out <= kMaxTransformerLayers;
+      };
+      const size_t plus = spelled.find("+[1]*");
+      if (spelled.rfind("[0]*", 0) == 0 && plus != std::string::npos &&
+          count(spelled.substr(4, plus - 4), &dense) && count(spelled.substr(plus + 5), &moe)) {
+        t.dense_layers = static_cast<int32_t>(dense);
+        moe_layers = moe;
+        continue;
+      }
+      return Error{where + "--moe-layer-freq '" + EscapeBytes(value) +
+                   "' (expected 1 or ([0]*K+[1]*N): stagecraft models K dense layers, then MoE "
+                   "layers, as `plan --export megatron` writes them)"};
+    }
     if (flag == "--zero-stage") {
       STAGECRAFT_RETURN_IF_ERROR(choice({"0", "1", "2", "3"}));
       p.zero_stage = value[0] - '0';
@@ -222,6 +269,14 @@ Result<Config> ReadMegatronArgs(const std::string& text, const std::string& sour
     if (flag == "--moe-router-topk") t.experts_per_token = number;
     if (flag == "--moe-ffn-hidden-size") t.expert_ffn = number;
     if (flag == "--moe-shared-expert-intermediate-size") t.shared_experts = number;  // width, below
+    if (flag == "--q-lora-rank") t.q_lora_rank = number;
+    if (flag == "--kv-lora-rank") t.kv_lora_rank = number;
+    if (flag == "--qk-head-dim") t.qk_nope_dim = number;
+    if (flag == "--qk-pos-emb-head-dim") t.qk_rope_dim = number;
+    if (flag == "--v-head-dim") t.v_head_dim = number;
+    if (flag.rfind("--q", 0) == 0 || flag == "--kv-lora-rank" || flag == "--v-head-dim") {
+      latent_where = where;
+    }
     if (flag == "--seq-length") config.model.seq_len = static_cast<int32_t>(number);
     if (flag == "--vocab-size") t.vocab = number;
     if (flag == "--micro-batch-size") config.model.micro_batch_size = static_cast<int32_t>(number);
@@ -281,6 +336,31 @@ Result<Config> ReadMegatronArgs(const std::string& text, const std::string& sour
                  exporter + "` writes)"};
   }
   if (!grouped) t.kv_heads = 0;
+  // Multi-head latent attention (Megatron's MLATransformerConfig): the ranks and head widths
+  // without --multi-latent-attention are ignored by Megatron's GPT model, so reading them would
+  // simulate attention the run does not have.
+  if (latent &&
+      (t.kv_lora_rank == 0 || t.qk_nope_dim == 0 || t.qk_rope_dim == 0 || t.v_head_dim == 0)) {
+    return Error{source +
+                 ": --multi-latent-attention needs --kv-lora-rank, --qk-head-dim, "
+                 "--qk-pos-emb-head-dim and --v-head-dim (--q-lora-rank is optional: 0 = a full "
+                 "query projection)"};
+  }
+  if (!latent && !latent_where.empty()) {
+    return Error{latent_where +
+                 "a latent-attention rank or head width without --multi-latent-attention "
+                 "(add it, or drop the MLA arguments)"};
+  }
+  if (!moe_layer_freq_where.empty()) {
+    if (t.experts == 0) {
+      return Error{moe_layer_freq_where + "--moe-layer-freq without --num-experts"};
+    }
+    if (moe_layers >= 0 && t.dense_layers + moe_layers != t.layers) {
+      return Error{moe_layer_freq_where + "--moe-layer-freq lists " +
+                   std::to_string(t.dense_layers + moe_layers) + " layers, --num-layers is " +
+                   std::to_string(t.layers) + " (expected one entry a layer)"};
+    }
+  }
   if (t.shared_experts > 0) {
     if (t.expert_ffn == 0 || t.shared_experts % t.expert_ffn != 0) {
       return Error{source +

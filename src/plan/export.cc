@@ -29,14 +29,35 @@ std::vector<std::pair<std::string, std::string>> MegatronArgs(const Config& conf
     args.push_back({"--num-query-groups", Str(t.kv_heads)});
   }
   if (t.head_dim > 0 && t.head_dim != t.hidden / t.heads) args.push_back({"--kv-channels", Str(t.head_dim)});
+  if (t.mla()) {
+    // Multi-head latent attention (DeepSeek-V2/V3; Megatron's MLATransformerConfig, arguments.py's
+    // MLA group): the query's low rank (0 = a full projection), the KV latent, the heads' no-RoPE
+    // and RoPE widths and the value width.
+    args.push_back({"--multi-latent-attention", ""});
+    if (t.q_lora_rank > 0) args.push_back({"--q-lora-rank", Str(t.q_lora_rank)});
+    args.push_back({"--kv-lora-rank", Str(t.kv_lora_rank)});
+    args.push_back({"--qk-head-dim", Str(t.qk_nope_dim)});
+    args.push_back({"--qk-pos-emb-head-dim", Str(t.qk_rope_dim)});
+    args.push_back({"--v-head-dim", Str(t.v_head_dim)});
+  }
   args.push_back({"--ffn-hidden-size", Str(t.ffn_or_default())});
   if (t.moe()) {
     args.push_back({"--num-experts", Str(t.experts)});
+    // The dense first layers (DeepSeek-V3's 3 of 61) as Megatron's list expression; the others
+    // MoE (the launcher never globs the arguments, so its brackets and stars pass as written).
+    if (t.dense_layers > 0) {
+      args.push_back({"--moe-layer-freq", "([0]*" + Str(t.dense_layers) + "+[1]*" +
+                                              Str(t.layers - t.dense_layers) + ")"});
+    }
     args.push_back({"--moe-router-topk", Str(t.experts_per_token)});
     args.push_back({"--moe-ffn-hidden-size", Str(t.expert_ffn)});
     if (t.shared_experts > 0) {
       args.push_back({"--moe-shared-expert-intermediate-size", Str(t.shared_experts * t.expert_ffn)});
     }
+    // What stagecraft costs: the experts as one grouped GEMM, the tokens dispatched and combined
+    // by an all-to-all over the expert-parallel group.
+    args.push_back({"--moe-grouped-gemm", ""});
+    args.push_back({"--moe-token-dispatcher-type", "alltoall"});
   }
   if (t.swiglu) args.push_back({"--swiglu", ""});
   args.push_back({"--normalization", t.bias ? "LayerNorm" : "RMSNorm"});
@@ -403,10 +424,11 @@ Result<std::vector<ExportedFile>> ExportPlan(const Config& config, const Candida
                  EngineName(candidate.engine) + "'s; plan with --engine " + EngineName(engine)};
   }
   const TransformerSpec& t = config.model.transformer;
-  if (t.mla() || (t.moe() && t.dense_layers > 0)) {
-    return Error{"--export: multi-latent attention and MoE models with dense first layers are not "
-                 "exported yet (their Megatron/torchtitan arguments are not written); use the "
-                 "plan's table"};
+  if (engine != Engine::kMegatron && (t.mla() || (t.moe() && t.dense_layers > 0))) {
+    return Error{std::string("--export ") + EngineName(engine) +
+                 ": multi-latent attention and MoE models with dense first layers are exported "
+                 "for Megatron only (their " +
+                 EngineName(engine) + " arguments are not written); plan with --engine megatron"};
   }
   std::vector<ExportedFile> files;
   switch (engine) {

@@ -329,9 +329,23 @@ void LeaveOneOutText(const LeaveOneOut& loo, const Summaries& summaries, std::os
         << PadLeft(FormatFixed(100 * summaries.by_source.at(name).mape(), 1) + "%", 9)
         << PadLeft(FormatFixed(100 * summary.mape(), 1) + "%", 10) << "  " << shares << "\n";
   }
+  // In sample over the same runs: a source whose generation no other source runs on has no
+  // share to be held out at, and is left out of both columns (named below).
+  ErrorTally held_in;
+  std::string not_held;
+  for (const auto& [name, summary] : summaries.by_source) {
+    if (loo.by_source.count(name) > 0) {
+      held_in.Merge(summary);
+    } else {
+      not_held += (not_held.empty() ? "" : ", ") + name;
+    }
+  }
   out << "  " << PadRight("all", 48) << PadLeft(std::to_string(loo.all.runs), 5)
-      << PadLeft(FormatFixed(100 * summaries.all.mape(), 1) + "%", 9)
+      << PadLeft(FormatFixed(100 * held_in.mape(), 1) + "%", 9)
       << PadLeft(FormatFixed(100 * loo.all.mape(), 1) + "%", 10) << "\n";
+  if (!not_held.empty()) {
+    out << "  not held out (no other source runs on its generation): " << not_held << "\n";
+  }
 }
 
 // One object: the step figures (runs, mape, within_10, within_15, sources), memory (the same

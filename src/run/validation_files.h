@@ -32,6 +32,13 @@ struct ErrorTally {
     within_10 += std::abs(error) <= 0.10 ? 1 : 0;
     within_15 += std::abs(error) <= 0.15 ? 1 : 0;
   }
+  void Merge(const ErrorTally& other) {
+    runs += other.runs;
+    absolute_error += other.absolute_error;
+    signed_error += other.signed_error;
+    within_10 += other.within_10;
+    within_15 += other.within_15;
+  }
   double mape() const { return runs == 0 ? 0.0 : absolute_error / static_cast<double>(runs); }
   double bias() const { return runs == 0 ? 0.0 : signed_error / static_cast<double>(runs); }
   // The shares within ±10% and ±15% (0 when empty).

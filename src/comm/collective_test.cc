@@ -127,7 +127,7 @@ TEST(PresetTest, ClusterNames) {
   EXPECT_EQ(two.nodes, 2);
   EXPECT_EQ(two.devices_per_node, 8);
   EXPECT_EQ(two.device, "h100");
-  EXPECT_EQ(two.hbm_bytes, 80'000'000'000);
+  EXPECT_EQ(two.hbm_bytes, int64_t{81559} << 20);  // nvidia-smi's 81559 MiB
   EXPECT_DOUBLE_EQ(two.peak_flops_per_s, 989.5e12);
   // H800: the usable links are the DeepSeek-V3 report's 160 GB/s NVLink and 50 GB/s IB.
   const ClusterSpec h800 = ClusterFromPreset("h800").value();

@@ -10,6 +10,13 @@ namespace {
 constexpr double kTera = 1e12;
 constexpr double kGiga = 1e9;
 constexpr int64_t kGB = 1'000'000'000;
+// A device's memory as its driver reports it (nvidia-smi's memory total, MiB). The datasheets'
+// "80 GB" of HBM is 80 GiB of stacks, less what the driver keeps: an H100 80GB shows 81559 MiB,
+// 79.6 GiB, not 80e9 bytes (74.5 GiB). The readings (nvidia-smi tables in public logs):
+// A100-SXM4-80GB 81920, A100-SXM4-40GB 40960, H100 80GB HBM3 81559, H100 PCIe 81559, H100 NVL
+// 95830, H200 143771, H800 81559, B200 183359 MiB. Parts without a reading here (A40, the 96 GB
+// H100, GH200) keep their datasheet's decimal GB.
+constexpr int64_t kMiB = 1 << 20;
 
 }  // namespace
 
@@ -102,14 +109,14 @@ const std::vector<DevicePreset>& DevicePresets() {
   // Peaks are dense (without 2:4 sparsity); NVLink is the per-GPU total divided by two
   // directions; NIC is the per-GPU scale-out port of the vendor's 8-GPU system.
   static const std::vector<DevicePreset> kPresets = {
-      {"a100", "NVIDIA A100 SXM4 80 GB", 312 * kTera, 0, 80 * kGB, 2039 * kGiga, 300 * kGiga,
+      {"a100", "NVIDIA A100 SXM4 80 GB", 312 * kTera, 0, 81920 * kMiB, 2039 * kGiga, 300 * kGiga,
        25 * kGiga, 8,
        "NVIDIA A100 datasheet: BF16 312 TFLOP/s, 80 GB HBM2e at 2,039 GB/s, NVLink 600 GB/s; "
        "DGX A100: one 200 Gb/s HDR InfiniBand port per GPU; NVLink's usable bandwidth and "
        "latency from vTrain's measured A100 all-reduce tables",
        kAmpere, kAmpereSource, kA100NvlinkEfficiency, kA100NvlinkLatencyNs},
-      {"a100-40gb", "NVIDIA A100 SXM4 40 GB", 312 * kTera, 0, 40 * kGB, 1555 * kGiga, 300 * kGiga,
-       25 * kGiga, 8,
+      {"a100-40gb", "NVIDIA A100 SXM4 40 GB", 312 * kTera, 0, 40960 * kMiB, 1555 * kGiga,
+       300 * kGiga, 25 * kGiga, 8,
        "NVIDIA A100 datasheet: BF16 312 TFLOP/s, 40 GB HBM2 at 1,555 GB/s, NVLink 600 GB/s; "
        "DGX A100: one 200 Gb/s HDR InfiniBand port per GPU; NVLink's usable bandwidth and "
        "latency from vTrain's measured A100 all-reduce tables",
@@ -123,7 +130,7 @@ const std::vector<DevicePreset>& DevicePresets() {
        WithSms(kAmpere, 84),
        "as a100 (no published A40 MAMF in our sources: A100's share assumed), 84 SMs (GA102)",
        kNvlinkEfficiency, kNvlinkLatencyNs, "PCIe", "GDDR6"},
-      {"h100", "NVIDIA H100 SXM5 80 GB", 989.5 * kTera, 1979 * kTera, 80 * kGB, 3350 * kGiga,
+      {"h100", "NVIDIA H100 SXM5 80 GB", 989.5 * kTera, 1979 * kTera, 81559 * kMiB, 3350 * kGiga,
        450 * kGiga, 50 * kGiga, 8,
        "NVIDIA H100 datasheet (SXM5): BF16 989 TFLOP/s, FP8 1,979 TFLOP/s dense, 80 GB HBM3 at "
        "3.35 TB/s, NVLink 900 GB/s; DGX H100: one 400 Gb/s ConnectX-7 per GPU",
@@ -135,24 +142,24 @@ const std::vector<DevicePreset>& DevicePresets() {
        "TFLOP/s BF16 dense); the sustained clock at 500 W is not published: the lower bound, "
        "835, fitted on the validation suite (doc/fidelity.md); 400 Gb/s RDMA per GPU",
        kHopper, "as h100 (the power limit is in the peak)"},
-      {"h100-pcie", "NVIDIA H100 PCIe 80 GB", 756 * kTera, 1513 * kTera, 80 * kGB, 2000 * kGiga,
+      {"h100-pcie", "NVIDIA H100 PCIe 80 GB", 756 * kTera, 1513 * kTera, 81559 * kMiB, 2000 * kGiga,
        64 * kGiga, 50 * kGiga, 8,
        "NVIDIA H100 datasheet (PCIe): BF16 756 TFLOP/s, FP8 1,513 TFLOP/s dense, 80 GB HBM2e at "
        "2 TB/s, 114 SMs; GPUs of a server joined by PCIe Gen5 x16 (64 GB/s each way), one 400 "
        "Gb/s NIC per GPU",
        WithSms(kHopper, 114), "as h100 (SXM5's MAMF share assumed), 114 SMs (H100 whitepaper)",
        kNvlinkEfficiency, kNvlinkLatencyNs, "PCIe"},
-      {"h100-nvl", "NVIDIA H100 NVL 94 GB", 835 * kTera, 1670 * kTera, 94 * kGB, 3900 * kGiga,
+      {"h100-nvl", "NVIDIA H100 NVL 94 GB", 835 * kTera, 1670 * kTera, 95830 * kMiB, 3900 * kGiga,
        300 * kGiga, 50 * kGiga, 8,
        "NVIDIA H100 datasheet (NVL): BF16 1,671 TFLOP/s with sparsity (835 dense), FP8 3,341 "
        "(1,670 dense), 94 GB HBM3 at 3.9 TB/s, NVLink bridge 600 GB/s; one 400 Gb/s NIC per GPU",
        kHopper, "as h100 (SXM5's MAMF share assumed)"},
-      {"h200", "NVIDIA H200 SXM 141 GB", 989.5 * kTera, 1979 * kTera, 141 * kGB, 4800 * kGiga,
+      {"h200", "NVIDIA H200 SXM 141 GB", 989.5 * kTera, 1979 * kTera, 143771 * kMiB, 4800 * kGiga,
        450 * kGiga, 50 * kGiga, 8,
        "NVIDIA H200 datasheet (SXM): H100's tensor cores, 141 GB HBM3e at 4.8 TB/s, NVLink 900 "
        "GB/s; HGX H200: one 400 Gb/s NIC per GPU",
        kHopper, kHopperSource},
-      {"h800", "NVIDIA H800 SXM5 80 GB (export variant)", 989.5 * kTera, 1979 * kTera, 80 * kGB,
+      {"h800", "NVIDIA H800 SXM5 80 GB (export variant)", 989.5 * kTera, 1979 * kTera, 81559 * kMiB,
        3350 * kGiga, 160 * kGiga / kNvlinkEfficiency, 50 * kGiga / kNicEfficiency, 8,
        "H100 compute and memory; links as the DeepSeek-V3 report §3.1 measures its H800 "
        "cluster: NVLink 160 GB/s, InfiniBand 50 GB/s per GPU (stored so that the usable "
@@ -166,7 +173,7 @@ const std::vector<DevicePreset>& DevicePresets() {
        WithMamf(kHopper, 821.0 / 989.5, 1536),
        "MAMF 821.0 of 989 TFLOP/s BF16 at K 1536 (ml-engineering MAMF table); otherwise as "
        "h100"},
-      {"b200", "NVIDIA B200 (HGX, 1000 W) 192 GB", 2250 * kTera, 4500 * kTera, 192 * kGB,
+      {"b200", "NVIDIA B200 (HGX, 1000 W) 192 GB", 2250 * kTera, 4500 * kTera, 183359 * kMiB,
        8000 * kGiga, 900 * kGiga, 50 * kGiga, 8,
        "NVIDIA HGX B200 datasheet: BF16 2.25 PFLOP/s, FP8 4.5 PFLOP/s dense, 192 GB HBM3e at "
        "8 TB/s, NVLink 5 1.8 TB/s; one 400 Gb/s NIC per GPU",

@@ -232,7 +232,7 @@ Status RunList(const std::string& what, Transcript& transcript) {
           << (preset.fp8_flops_per_s > 0
                   ? FormatFixed(preset.fp8_flops_per_s / 1e12, 1) + " TFLOP/s"
                   : std::string("none"))
-          << ", " << preset.memory_kind << " " << preset.hbm_bytes / 1'000'000'000 << " GB at "
+          << ", " << preset.memory_kind << " " << FormatBytes(preset.hbm_bytes) << " at "
           << FormatFixed(preset.hbm_bytes_per_s / 1e9, 0) << " GB/s, " << preset.intra_node_link
           << " " << FormatFixed(preset.nvlink_bytes_per_s / 1e9, 0) << " GB/s, NIC "
           << FormatFixed(preset.nic_bytes_per_s / 1e9, 0) << " GB/s per GPU, "

@@ -90,22 +90,23 @@ TEST(Csa2ServeTest, PrefillChunkReadsEachVisibleEntryOnce) {
 //   embedding and head: 2 x 129,280 x 5120 / 8 = 165,478,400.
 //   69,384,864,256 B in all.
 // Activations at the 8192-token budget: 8192 x (5 x 5120 + 2 x 2304 x 7 / 8) x 2 B + 256 x
-// 129,280 / 8 x 4 B = 485,490,688 + 16,547,840 = 502,038,528 B. H200: 141 GB x 0.9 less those and
-// the 2 GiB reserve = 54,865,613,568 B of KV = 3,852,922 blocks of 16 tokens x 890 B.
+// 129,280 / 8 x 4 B = 485,490,688 + 16,547,840 = 502,038,528 B. H200: 143,771 MiB (nvidia-smi's
+// total) x 0.9 less those and the 2 GiB reserve = 63,644,951,654.4 B of KV = 4,469,448 blocks of 16
+// tokens x 890 B.
 TEST(Csa2ServeTest, V41Tp8Fp8WeightsAndKvCapacityMatchTheHandCalculation) {
   const ReplicaModel replica = Replica({.tp = 8, .pp = 1, .replicas = 1});
   EXPECT_EQ(replica.weight_bytes_per_gpu, 69'384'864'256.0);
   EXPECT_EQ(replica.activation_bytes_per_gpu, 502'038'528.0);
   EXPECT_EQ(replica.kv_bytes_per_token_per_gpu, 890.0);
   EXPECT_TRUE(replica.kv_replicated);
-  EXPECT_EQ(replica.kv_capacity_tokens, int64_t{3'852'922} * 16);
+  EXPECT_EQ(replica.kv_capacity_tokens, int64_t{4'469'448} * 16);
   // A request of 4096 tokens keeps its 4096 tokens' compressed KV and indexer keys plus 40 x 128
-  // window tokens of 512 B: 4096 + 2,621,440 / 890 tokens' worth; 8754 of them fit.
+  // window tokens of 512 B: 4096 + 2,621,440 / 890 tokens' worth; 10,155 of them fit.
   const double held = KvTokensHeld(replica, 4096);
   EXPECT_DOUBLE_EQ(held, 4096 + 2'621'440.0 / 890);
   EXPECT_EQ(
       static_cast<int64_t>(std::floor(static_cast<double>(replica.kv_capacity_tokens) / held)),
-      8754);
+      10155);
   // A 1-token request still holds its one window token per layer.
   EXPECT_DOUBLE_EQ(KvTokensHeld(replica, 1), 1 + 40.0 * 512 / 890);
 }

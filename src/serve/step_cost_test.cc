@@ -301,25 +301,26 @@ TEST(ServeStepTest, Llama3_70bDecodeOnH100Tp8MatchesTheHandCalculation) {
 }
 
 // KV capacity of a Llama-3-70B TP 8 replica on H100, by hand:
-//   usable 80 GB x 0.9 (vLLM gpu_memory_utilization) = 72,000,000,000 B
+//   usable 81,559 MiB (nvidia-smi's total, hardware/presets.cc) x 0.9 (vLLM
+//   gpu_memory_utilization) = 76,968,728,985.6 B
 //   weights per GPU 70,553,706,496 x 2 / 8 = 17,638,426,624 B
 //   activations 8192 tokens x (2 x 8192 + 2 x 28672 / 8) x 2 B + 256 x 128256 / 8 x 4 B
 //             = 385,875,968 + 16,416,768 = 402,292,736 B
 //   reserve 2 GiB = 2,147,483,648 B
-//   KV budget 51,811,796,992 B / (40,960 B x 16-token blocks) = 79,058 blocks = 1,264,928
-//   tokens = 308 slots of 4096 tokens (the largest batch at context 4096).
+//   KV budget 56,780,525,977.6 B / (40,960 B x 16-token blocks) = 86,640 blocks = 1,386,240
+//   tokens = 338 slots of 4096 tokens (the largest batch at context 4096).
 TEST(ServeStepTest, Llama3_70bTp8KvCapacityIn4096TokenSlots) {
   const ReplicaModel replica = Replica(Llama3_70bSpec(), "h100", {.tp = 8, .pp = 1, .replicas = 1});
   const double weights = kParams * 2 / 8;
   const double activations = 8192.0 * (2 * 8192 + 2.0 * 28672 / 8) * 2 + 256.0 * 128256 / 8 * 4;
-  const double budget = 80e9 * 0.9 - weights - activations - 2.0 * (1 << 30);
+  const double budget = 81559.0 * (1 << 20) * 0.9 - weights - activations - 2.0 * (1 << 30);
   EXPECT_EQ(replica.weight_bytes_per_gpu, weights);
   EXPECT_EQ(replica.activation_bytes_per_gpu, activations);
   EXPECT_EQ(replica.kv_budget_bytes_per_gpu, budget);
   const int64_t blocks = static_cast<int64_t>(std::floor(budget / (40'960.0 * 16)));
-  EXPECT_EQ(blocks, 79'058);
+  EXPECT_EQ(blocks, 86'640);
   EXPECT_EQ(replica.kv_capacity_tokens, blocks * 16);
-  EXPECT_EQ(replica.kv_capacity_tokens / 4096, 308);
+  EXPECT_EQ(replica.kv_capacity_tokens / 4096, 338);
 }
 
 TEST(ServeStepTest, PipelineAddsHandOffsAndHalvesTheWeightsPerGpu) {

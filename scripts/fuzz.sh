@@ -16,7 +16,8 @@ CXX=clang++ cmake -S . -B "$dir" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo \
   -DSTAGECRAFT_BUILD_BENCH=OFF >/dev/null
 targets=("$@")
 if [ ${#targets[@]} -eq 0 ]; then
-  targets=(fuzz_config fuzz_schedule_csv fuzz_hf_config fuzz_torchtitan fuzz_cli fuzz_kernel_set)
+  targets=(fuzz_config fuzz_schedule_csv fuzz_hf_config fuzz_torchtitan fuzz_cli fuzz_kernel_set
+    fuzz_megatron_args)
 fi
 cmake --build "$dir" --target "${targets[@]}"
 
@@ -24,6 +25,7 @@ cmake --build "$dir" --target "${targets[@]}"
 corpus="$root/$dir/corpus"
 rm -rf "$corpus"
 mkdir -p "$corpus"/{fuzz_config,fuzz_schedule_csv,fuzz_hf_config,fuzz_torchtitan,fuzz_cli,fuzz_kernel_set} \
+  "$corpus/fuzz_megatron_args" \
   "$root/$dir/artifacts"
 # The kernel suite's files, cut to the fuzzer's input length, and the reader's golden cases.
 for file in bench/validation/kernels/*.csv; do
@@ -49,6 +51,11 @@ printf '[model]\nflavor = "8B"\n[training]\nlocal_batch_size = 1\nseq_len = 8192
   printf ']\n[activation_checkpoint]\nmode = "full"\n'
 } > "$corpus/fuzz_torchtitan/modules.toml"
 printf 'from torchtitan.models.llama3.config_registry import llama3_8b\n\n\ndef run():\n    config = llama3_8b()\n    config.training.disable_cuda_graphs = True\n    config.parallelism = ParallelismConfig(\n        pipeline_parallel_degree=2,\n        num_pp_microbatches=4,\n        pipeline_parallel_schedule="Interleaved1F1B",\n    )\n    config.activation_checkpoint = None\n    return config\n' > "$corpus/fuzz_torchtitan/registry.py"
+# fuzz_megatron_args: a dense layout with a layout string, a MoE + MLA model (DeepSeek-V3's
+# arguments, as `plan --export megatron` writes them) and a Megatron-DeepSpeed one ('#D').
+printf -- '--num-layers 32\n--hidden-size 4096\n--num-attention-heads 32\n--group-query-attention\n--num-query-groups 8\n--ffn-hidden-size 14336\n--swiglu\n--seq-length 8192\n--vocab-size 128256\n--micro-batch-size 1\n--global-batch-size 64\n--tensor-model-parallel-size 2\n--pipeline-model-parallel-size 2\n--pipeline-model-parallel-layout Et*15|t*16|tL\n--recompute-granularity full\n--recompute-method block\n--recompute-num-layers 2\n--use-distributed-optimizer\n' > "$corpus/fuzz_megatron_args/dense.txt"
+printf -- '--num-layers 61\n--hidden-size 7168\n--num-attention-heads 128\n--multi-latent-attention\n--q-lora-rank 1536\n--kv-lora-rank 512\n--qk-head-dim 128\n--qk-pos-emb-head-dim 64\n--v-head-dim 128\n--ffn-hidden-size 18432\n--num-experts 256\n--moe-layer-freq ([0]*3+[1]*58)\n--moe-router-topk 8\n--moe-ffn-hidden-size 2048\n--moe-shared-expert-intermediate-size 2048\n--moe-grouped-gemm\n--moe-token-dispatcher-type alltoall\n--seq-length 4096\n--vocab-size 129280\n--micro-batch-size 1\n--global-batch-size 64\n--pipeline-model-parallel-size 8\n--expert-model-parallel-size 8\n' > "$corpus/fuzz_megatron_args/moe-mla.txt"
+printf -- '#D\n--num-layers 70\n--hidden-size 14336\n--num-attention-heads 112\n--seq-length 2048\n--vocab-size 250880\n--micro-batch-size 2\n--global-batch-size 2048\n--tensor-model-parallel-size 4\n--pipeline-model-parallel-size 2\n--zero-stage 1\n--deepspeed\n' > "$corpus/fuzz_megatron_args/deepspeed.txt"
 # fuzz_cli: each golden's command, one argument per line, up to the first shell operator.
 index=0
 for test in tests/golden/*/*.test; do

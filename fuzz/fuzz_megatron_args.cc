@@ -1,0 +1,22 @@
+// libFuzzer target: the Megatron-LM and Megatron-DeepSpeed argument readers (io/megatron_args.h,
+// what `simulate --from-megatron` and `--from-deepspeed` read) on arbitrary text, over a config
+// with one node of 8 GPUs. Inputs that start with '#D' are read as Megatron-DeepSpeed's
+// (scripts/fuzz.sh seeds both). Any input must give a Config or an Error.
+#include <cstddef>
+#include <cstdint>
+#include <string>
+
+#include "io/megatron_args.h"
+
+extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
+  const std::string text(reinterpret_cast<const char*>(data), size);
+  stagecraft::Config base;
+  base.cluster.given = true;
+  base.cluster.nodes = 1;
+  base.cluster.devices_per_node = 8;
+  const auto dialect = text.rfind("#D", 0) == 0 ? stagecraft::MegatronDialect::kMegatronDeepSpeed
+                                                : stagecraft::MegatronDialect::kMegatronLm;
+  auto config = stagecraft::ReadMegatronArgs(text, "fuzz.txt", base, dialect);
+  if (!config.ok() && config.error().message.empty()) __builtin_trap();
+  return 0;
+}

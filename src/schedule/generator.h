@@ -125,7 +125,8 @@ void KeepFaster(std::optional<TimedOrder>& best, std::optional<TimedOrder> candi
 // The Zero Bubble paper's weighted activation memory (App. G) of one stage: F adds M_B, I adds
 // M_W − M_B, W frees M_W, with M_B and M_W the stage's activation_bytes and weight_grad_bytes;
 // without M_B the unit is one activation held from F until its W (M_B = M_W = 1, the bound for
-// any M_W <= M_B: the papers' limits then hold whatever the model). `limit` is factor·p·M_B.
+// any M_W <= M_B: the papers' limits then hold whatever the model); with M_B but no M_W (a layer
+// list's derived activations), M_W = M_B, the same bound. `limit` is factor·p·M_B.
 struct MemoryUnits {
   int64_t forward;      // +M_B
   int64_t input_grad;   // M_W − M_B

@@ -458,9 +458,10 @@ class RoundBuilder {
 MemoryUnits UnitsOf(const StageCost& cost, int32_t factor, int32_t pp) {
   // Without sizes, M_W = M_B = 1: every activation a W needs is held until that W. It is the
   // bound for any M_W <= M_B (held = (F - I)·M_B + (I - W)·M_W grows with M_W, as I >= W), so a
-  // schedule within the limit in these units is within it whatever the model's M_W.
+  // schedule within the limit in these units is within it whatever the model's M_W. A stage with
+  // M_B but no M_W (a layer list's derived activations) takes the same bound, M_W = M_B.
   const int64_t m_b = cost.activation_bytes > 0 ? cost.activation_bytes : 1;
-  const int64_t m_w = cost.activation_bytes > 0 ? cost.weight_grad_bytes : 1;
+  const int64_t m_w = cost.weight_grad_bytes > 0 ? cost.weight_grad_bytes : m_b;
   return {m_b, m_w - m_b, -m_w, static_cast<int64_t>(factor) * pp * m_b};
 }
 

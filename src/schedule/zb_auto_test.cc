@@ -31,7 +31,9 @@ TEST(ZbAutoTest, EveryActionOnceAndMemoryLimitHeld) {
            {std::tuple<int64_t, int64_t, int64_t>{0, 0, 0},
             std::tuple<int64_t, int64_t, int64_t>{9'337'000, 0, 0},
             // Weighted (App. G): F adds M_B, I adds M_W − M_B, W frees M_W.
-            std::tuple<int64_t, int64_t, int64_t>{9'337'000, 87, 32}}) {
+            std::tuple<int64_t, int64_t, int64_t>{9'337'000, 87, 32},
+            // M_B without M_W (a layer list's): M_W = M_B, the bound.
+            std::tuple<int64_t, int64_t, int64_t>{9'337'000, 87, 0}}) {
         const GeneratorParams params{pp, 1, microbatches, 0};
         std::vector<StageCost> costs = Costs(pp, weight_grad_ns);
         for (StageCost& cost : costs) {
@@ -41,9 +43,10 @@ TEST(ZbAutoTest, EveryActionOnceAndMemoryLimitHeld) {
         const auto schedule =
             generate(params, UniformPipelineCosts(costs, Time::Nanoseconds(601'000)));
         // Without M_B the unit is one activation from F until its W (M_W = M_B = 1): a deferred
-        // W holds its activation (the papers' accounting), so ZB-1p holds at most p of them.
+        // W holds its activation (the papers' accounting), so ZB-1p holds at most p of them;
+        // without M_W, M_W = M_B.
         const int64_t unit_b = m_b > 0 ? m_b : 1;
-        const int64_t unit_w = m_b > 0 ? m_w : 1;
+        const int64_t unit_w = m_w > 0 ? m_w : unit_b;
         ASSERT_TRUE(schedule.ok()) << schedule.error().message;
         SCOPED_TRACE(schedule.value().name + " pp=" + std::to_string(pp) +
                      " m=" + std::to_string(microbatches));
@@ -116,7 +119,7 @@ TEST(ZbVAutoTest, EveryActionOnceWithinTheLimitAndNoSlowerThanHandcrafted) {
       SCOPED_TRACE("pp=" + std::to_string(pp) + " m=" + std::to_string(microbatches) +
                    " m_b=" + std::to_string(m_b));
       const int64_t unit_b = m_b > 0 ? m_b : 1;
-      const int64_t unit_w = m_b > 0 ? m_w : 1;  // without sizes, held from F until W
+      const int64_t unit_w = m_w > 0 ? m_w : unit_b;  // without M_W, held from F until W
       for (int32_t rank = 0; rank < pp; ++rank) {
         const auto& actions = schedule.value().rank_actions[rank];
         EXPECT_EQ(actions.size(), 6u * static_cast<size_t>(microbatches));

@@ -7,13 +7,11 @@
 #include <string>
 
 #include "io/megatron_args.h"
+#include "one_node.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   const std::string text(reinterpret_cast<const char*>(data), size);
-  stagecraft::Config base;
-  base.cluster.given = true;
-  base.cluster.nodes = 1;
-  base.cluster.devices_per_node = 8;
+  const stagecraft::Config base = OneNodeOfEight();
   const auto dialect = text.rfind("#D", 0) == 0 ? stagecraft::MegatronDialect::kMegatronDeepSpeed
                                                 : stagecraft::MegatronDialect::kMegatronLm;
   auto config = stagecraft::ReadMegatronArgs(text, "fuzz.txt", base, dialect);

@@ -10,13 +10,11 @@
 
 #include "io/torchtitan_config.h"
 #include "io/torchtitan_registry.h"
+#include "one_node.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   const std::string text(reinterpret_cast<const char*>(data), size);
-  stagecraft::Config base;
-  base.cluster.given = true;
-  base.cluster.nodes = 1;
-  base.cluster.devices_per_node = 8;
+  const stagecraft::Config base = OneNodeOfEight();
   const bool python = text.rfind("def ", 0) == 0 || text.rfind("from ", 0) == 0;
   auto config = python ? stagecraft::ReadTorchtitanRegistry(text, "fuzz.py", base, false)
                        : stagecraft::ReadTorchtitanConfig(text, "fuzz.toml", base, false);

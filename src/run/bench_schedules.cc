@@ -300,9 +300,11 @@ std::vector<std::string> Cells(const BenchRow& row, bool human) {
 // and fits compares it with the device ("?": no capacity known).
 std::string FormatBenchTable(const std::vector<BenchRow>& rows) {
   std::vector<std::string> header = kColumns;
-  header[7] = "peak_activ+state";
-  header[9] = "state";
-  header[10] = "memory";
+  for (std::string& name : header) {
+    if (name == "peak_memory_bytes") name = "peak_activ+state";
+    if (name == "state_bytes") name = "state";
+    if (name == "memory_bytes") name = "memory";
+  }
   std::vector<std::vector<std::string>> cells = {header};
   for (const BenchRow& row : rows) cells.push_back(Cells(row, true));
   return FormatTable(cells);

@@ -100,17 +100,17 @@ Status RunSimulate(const RunSpec& flags, const OutputSpec& output, Transcript& t
   const bool layer_list = run.value().config.model.is_layer_list();
   if (layer_list && !output.json && run.value().config.schedule.csv.empty() &&
       (method == PartitionMethod::kStateAware || method == PartitionMethod::kCost)) {
-    auto table = ComparePartitions(run.value());
+    auto table = ComparePartitions(flags);
     if (!table.ok()) return MakeError(ErrorKind::kViolation, table.error().message);
     out << "\n" << table.value();
   }
   if (output.compare_vision) {
-    auto table = CompareVision(run.value());
+    auto table = CompareVision(flags, run.value());
     if (!table.ok()) return MakeError(ErrorKind::kViolation, table.error().message);
     out << "\n" << table.value();
   }
   if (output.compare_policies) {
-    auto table = ComparePolicies(run.value());
+    auto table = ComparePolicies(flags);
     if (!table.ok()) return MakeError(ErrorKind::kViolation, table.error().message);
     out << "\n" << table.value();
   }

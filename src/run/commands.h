@@ -36,12 +36,14 @@ Status RunDerive(const RunSpec& flags, bool json, Transcript& transcript);
 // parameters, KV cache per token, ship vs shadow (a transformer's is DeriveTransformer, derive.h).
 Status DeriveLayerModel(const PreparedRun& run, bool json, std::ostream& out, std::ostream& err);
 // Layer-list models: the state-aware and cost-only partitions, and every state policy, each
-// simulated; one table row per variant.
-Result<std::string> ComparePartitions(const PreparedRun& run);
-Result<std::string> ComparePolicies(const PreparedRun& run);
-// Every vision-encoder placement of a multimodal run: step time, bubble, the encoder's work on
-// the first stage's rank, memory, and the Engram traffic left exposed (`--compare-vision`).
-Result<std::string> CompareVision(const PreparedRun& run);
+// the spec with one more edit, prepared and simulated as `simulate` does (the configured
+// variant's row is the headline run); one table row per variant.
+Result<std::string> ComparePartitions(const RunSpec& spec);
+Result<std::string> ComparePolicies(const RunSpec& spec);
+// Every vision-encoder placement of a multimodal run (`base`, the spec prepared): step time,
+// bubble, the encoder's work on the first stage's rank, memory, and the Engram traffic left
+// exposed (`--compare-vision`).
+Result<std::string> CompareVision(const RunSpec& spec, const PreparedRun& base);
 
 Status RunList(const std::string& what, Transcript& transcript);
 

@@ -1,6 +1,8 @@
 // Side-by-side runs of one layer-list model: the state-aware partition next to the cost-only
 // one, every shared-state movement policy (`simulate --compare-policies`) and every placement of
-// a vision encoder (`simulate --compare-vision`). Each row carries its memory verdict.
+// a vision encoder (`simulate --compare-vision`). Each row carries its memory verdict. A variant
+// is the user's RunSpec with one more edit, prepared by PrepareRun like the headline run, so
+// the row of the configured variant is the headline's run.
 #include <algorithm>
 #include <sstream>
 
@@ -19,68 +21,59 @@ std::string MemoryCells(const MemoryInfo& memory) {
          PadLeft(!memory.capacity_known ? "?" : memory.fits ? "yes" : "OVER", 6);
 }
 
-// A simulated variant: its metrics and memory verdict.
-struct Variant {
-  Metrics metrics;
-  MemoryInfo memory;
-};
-
-std::string Row(const std::string& name, const Variant& variant) {
+std::string Row(const std::string& name, const RunOutcome& variant) {
   const Metrics& metrics = variant.metrics;
   return "  " + name + std::string(name.size() < 14 ? 14 - name.size() : 1, ' ') +
          PadLeft(FormatMs(metrics.makespan), 16) +
          PadLeft(FormatFixed(metrics.bubble_fraction, 6), 17) +
          PadLeft(FormatBytes(metrics.state_bytes()), 14) +
-         PadLeft(FormatMs(metrics.state_exposed), 18) +
-         MemoryCells(variant.memory) + "\n";
+         PadLeft(FormatMs(metrics.state_exposed), 18) + MemoryCells(variant.info.memory) + "\n";
 }
 
 const char* kHeader =
     "  variant            makespan_ms  bubble_fraction   state_bytes  state_exposed_ms  "
     "memory_fullest  fits\n";
 
-// Re-plans the layer model of `base` after `change`, then simulates it.
-template <typename Change>
-Result<Variant> SimulateVariant(const PreparedRun& base, Change change) {
-  PreparedRun run = base;
-  run.notes.clear();
-  change(run.config);
-  STAGECRAFT_RETURN_IF_ERROR(PrepareLayerModel(run));
-  auto multimodal = PlanMultimodal(run);  // Engram layers per stage follow the partition
-  if (!multimodal.ok()) return multimodal.error();
-  run.multimodal = std::move(multimodal).value();
-  RunOutcome simulated;
-  std::ostringstream err;
-  if (!SimulateRun(run, simulated, err).ok()) return Error{err.str()};
-  return Variant{simulated.metrics, ComputeMemory(run, simulated).verdict};
+// `spec` with `change` applied to its config after everything else the spec does.
+RunSpec WithEdit(const RunSpec& spec, std::function<void(Config&)> change) {
+  RunSpec variant = spec;
+  variant.edit = [edit = spec.edit, change = std::move(change)](Config& config) -> Status {
+    if (edit) STAGECRAFT_RETURN_IF_ERROR(edit(config));
+    change(config);
+    return Status::Ok();
+  };
+  return variant;
 }
+
+// A failed variant as the table's caller reports it: the error as the command line shows it.
+Error VariantError(const Error& error) { return Error{FormatError(error)}; }
 
 }  // namespace
 
-Result<std::string> ComparePartitions(const PreparedRun& run) {
+Result<std::string> ComparePartitions(const RunSpec& spec) {
   std::string text = "partitions side by side:\n" + std::string(kHeader);
   for (PartitionMethod method : {PartitionMethod::kStateAware, PartitionMethod::kCost}) {
-    auto variant =
-        SimulateVariant(run, [method](Config& config) { config.parallel.partition = method; });
-    if (!variant.ok()) return variant.error();
+    auto variant = SimulateSpec(
+        WithEdit(spec, [method](Config& config) { config.parallel.partition = method; }));
+    if (!variant.ok()) return VariantError(variant.error());
     text += Row(PartitionMethodName(method), variant.value());
   }
   return text;
 }
 
-Result<std::string> ComparePolicies(const PreparedRun& run) {
+Result<std::string> ComparePolicies(const RunSpec& spec) {
   std::string text = "shared-state policies side by side:\n" + std::string(kHeader);
   for (StatePolicy policy :
        {StatePolicy::kPayload, StatePolicy::kDirect, StatePolicy::kShadow, StatePolicy::kAuto}) {
-    auto variant =
-        SimulateVariant(run, [policy](Config& config) { config.schedule.state_policy = policy; });
-    if (!variant.ok()) return variant.error();
+    auto variant = SimulateSpec(
+        WithEdit(spec, [policy](Config& config) { config.schedule.state_policy = policy; }));
+    if (!variant.ok()) return VariantError(variant.error());
     text += Row(StatePolicyName(policy), variant.value());
   }
   return text;
 }
 
-Result<std::string> CompareVision(const PreparedRun& base) {
+Result<std::string> CompareVision(const RunSpec& spec, const PreparedRun& base) {
   std::string text = "vision-encoder placements side by side (" +
                      std::to_string(base.multimodal.vision_work.image_count) + " images, " +
                      FormatImageTokens(base.config.multimodal.vision.image_tokens) +
@@ -88,29 +81,27 @@ Result<std::string> CompareVision(const PreparedRun& base) {
                      "  placement       gpus     makespan_ms  bubble_fraction  on_first_rank_ms  "
                      "memory_fullest  fits  encoder_states  engram_exposed_ms\n";
   for (const auto& [name, placement] : VisionPlacementChoices()) {
-    PreparedRun run = base;
-    run.config.multimodal.vision.placement = placement;
     std::string row = "  " + name + std::string(name.size() < 14 ? 14 - name.size() : 1, ' ');
-    auto multimodal = PlanMultimodal(run);
-    if (!multimodal.ok()) {
-      text += row + "  not possible: " + multimodal.error().message + "\n";
+    auto run = PrepareRun(WithEdit(spec, [placement = placement](Config& config) {
+      config.multimodal.vision.placement = placement;
+    }));
+    if (!run.ok()) {  // the base run prepared: the placement is what cannot be
+      text += row + "  not possible: " + run.error().message + "\n";
       continue;
     }
-    run.multimodal = std::move(multimodal).value();
-    RunOutcome simulated;
-    std::ostringstream err;
-    if (!SimulateRun(run, simulated, err).ok()) return Error{err.str()};
-    RunInfo info;
-    info.multimodal = DescribeMultimodal(run, simulated.graph, simulated.trace, simulated.vision);
-    const int64_t gpus =
-        static_cast<int64_t>(run.config.parallel.world_size()) + run.multimodal.extra_devices;
+    auto simulated = SimulatePrepared(run.value());
+    if (!simulated.ok()) return VariantError(simulated.error());
+    const RunOutcome& outcome = simulated.value();
+    const int64_t gpus = static_cast<int64_t>(run.value().config.parallel.world_size()) +
+                         run.value().multimodal.extra_devices;
     text += row + PadLeft(std::to_string(gpus), 6) +
-            PadLeft(FormatMs(simulated.metrics.makespan), 16) +
-            PadLeft(FormatFixed(simulated.metrics.bubble_fraction, 6), 17) +
-            PadLeft(FormatMs(info.multimodal.vision_on_first_rank), 18) +
-            MemoryCells(ComputeMemory(run, simulated).verdict) +
-            PadLeft(FormatBytes(static_cast<int64_t>(info.multimodal.encoder_state_bytes)), 16) +
-            PadLeft(FormatMs(info.multimodal.engram_exposed), 19) + "\n";
+            PadLeft(FormatMs(outcome.metrics.makespan), 16) +
+            PadLeft(FormatFixed(outcome.metrics.bubble_fraction, 6), 17) +
+            PadLeft(FormatMs(outcome.info.multimodal.vision_on_first_rank), 18) +
+            MemoryCells(outcome.info.memory) +
+            PadLeft(FormatBytes(static_cast<int64_t>(outcome.info.multimodal.encoder_state_bytes)),
+                    16) +
+            PadLeft(FormatMs(outcome.info.multimodal.engram_exposed), 19) + "\n";
   }
   return text;
 }

@@ -1,6 +1,8 @@
 // SplitMix64 (Steele, Lea, Flood, "Fast splittable pseudorandom number generators", OOPSLA 2014;
-// the constants of Vigna's reference splitmix64.c): the request simulator's own generator, so
-// a seed gives the same workload on every platform and standard library.
+// the constants of Vigna's reference splitmix64.c, prng.di.unimi.it): the project's one seeded
+// generator (the request simulator's workloads, the failure Monte Carlo, image-token draws), so
+// a seed gives the same numbers on every platform and standard library. One 64-bit state,
+// period 2^64, passes BigCrush; no std:: distributions (their output differs between libraries).
 #pragma once
 
 #include <cmath>
@@ -20,6 +22,17 @@ class SplitMix64 {
   }
   // Uniform in (0, 1]: the top 53 bits, never 0 (so -log is finite).
   double NextUnit() { return (static_cast<double>(Next() >> 11) + 1.0) * 0x1.0p-53; }
+  // Uniform in (0, 1): the top 53 bits shifted by half a step, never 0 nor 1 (so -log and
+  // -log(1 - u) are both finite).
+  double NextOpenUnit() { return (static_cast<double>(Next() >> 11) + 0.5) * 0x1.0p-53; }
+  // Uniform integer in [0, n) by rejection (no modulo bias). REQUIRES: n >= 1.
+  uint64_t NextBelow(uint64_t n) {
+    const uint64_t limit = UINT64_MAX - UINT64_MAX % n;
+    for (;;) {
+      const uint64_t x = Next();
+      if (x < limit) return x % n;
+    }
+  }
   // Exponential with the given mean (inverse transform).
   double NextExponential(double mean) { return -std::log(NextUnit()) * mean; }
   // Standard normal (Box-Muller, the cosine branch only: one draw per two uniforms).

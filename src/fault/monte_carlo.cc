@@ -8,18 +8,6 @@
 
 namespace stagecraft {
 
-uint64_t SplitMix64::Next() {
-  uint64_t z = (state_ += 0x9e3779b97f4a7c15ULL);
-  z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
-  z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
-  return z ^ (z >> 31);
-}
-
-double SplitMix64::NextOpenUnit() {
-  // The top 53 bits, shifted by half a step: (0, 1) exactly representable.
-  return (static_cast<double>(Next() >> 11) + 0.5) * 0x1.0p-53;
-}
-
 namespace {
 
 // Wall time of one run and the failures in it. A renewal process: each failure restarts the

@@ -3,28 +3,17 @@
 // the work since the last checkpoint and costs a restart R (which a failure can interrupt too).
 // With exponential times between failures its mean converges to the exact model
 // (checkpoint_interval.h); Weibull times (shape k < 1: infant mortality) show what the model
-// misses. Its own generator (splitmix64), no std:: distributions: the same seed gives the same
-// numbers on every platform.
+// misses. The project's generator (core/splitmix.h), no std:: distributions: the same seed gives
+// the same numbers on every platform.
 #pragma once
 
 #include <cstdint>
 #include <vector>
 
+#include "core/splitmix.h"
 #include "fault/checkpoint_interval.h"
 
 namespace stagecraft {
-
-// Vigna's splitmix64 (public domain reference: prng.di.unimi.it/splitmix64.c): one 64-bit state,
-// 2^64 period, passes BigCrush; enough for drawing failure times.
-class SplitMix64 {
- public:
-  explicit SplitMix64(uint64_t seed) : state_(seed) {}
-  uint64_t Next();
-  double NextOpenUnit();  // uniform in (0, 1), never 0 (the draws take its log)
-
- private:
-  uint64_t state_;
-};
 
 struct MonteCarloSpec {
   int64_t runs = 10000;        // simulated runs

@@ -3,27 +3,12 @@
 #include <algorithm>
 #include <numeric>
 
+#include "core/splitmix.h"
+
 namespace stagecraft {
 namespace {
 
 constexpr const char* kForms = "fixed:N, uniform:A-B or choices:256x3,576x2,1024";
-
-uint64_t SplitMix64(uint64_t& state) {
-  state += 0x9e3779b97f4a7c15ull;
-  uint64_t z = state;
-  z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
-  z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
-  return z ^ (z >> 31);
-}
-
-// A uniform integer in [0, n) by rejection (no modulo bias). REQUIRES: n >= 1.
-uint64_t Below(uint64_t& state, uint64_t n) {
-  const uint64_t limit = UINT64_MAX - UINT64_MAX % n;
-  for (;;) {
-    const uint64_t x = SplitMix64(state);
-    if (x < limit) return x % n;
-  }
-}
 
 Result<int32_t> Positive(const std::string& text, const std::string& whole) {
   try {
@@ -117,7 +102,7 @@ std::vector<int32_t> DrawImageTokens(const ImageTokenDistribution& dist, int64_t
                                      uint64_t stream) {
   std::vector<int32_t> tokens;
   tokens.reserve(static_cast<size_t>(count));
-  uint64_t state = dist.seed * 0x2545f4914f6cdd1dull + stream * 0x9e3779b97f4a7c15ull;
+  SplitMix64 random(dist.seed * 0x2545f4914f6cdd1dull + stream * 0x9e3779b97f4a7c15ull);
   const uint64_t total =
       std::accumulate(dist.weights.begin(), dist.weights.end(), static_cast<uint64_t>(0));
   for (int64_t i = 0; i < count; ++i) {
@@ -126,11 +111,11 @@ std::vector<int32_t> DrawImageTokens(const ImageTokenDistribution& dist, int64_t
         tokens.push_back(dist.min);
         break;
       case ImageTokenDistribution::Kind::kUniform:
-        tokens.push_back(dist.min + static_cast<int32_t>(Below(
-                                        state, static_cast<uint64_t>(dist.max - dist.min) + 1)));
+        tokens.push_back(dist.min + static_cast<int32_t>(random.NextBelow(
+                                        static_cast<uint64_t>(dist.max - dist.min) + 1)));
         break;
       case ImageTokenDistribution::Kind::kChoices: {
-        uint64_t pick = Below(state, total);
+        uint64_t pick = random.NextBelow(total);
         size_t index = 0;
         while (pick >= static_cast<uint64_t>(dist.weights[index])) pick -= dist.weights[index++];
         tokens.push_back(dist.values[index]);

@@ -10,7 +10,7 @@
 #include <vector>
 
 #include "core/event_queue.h"
-#include "serve/splitmix.h"
+#include "core/splitmix.h"
 #include "serve/text_lines.h"
 
 namespace stagecraft {

@@ -4,8 +4,8 @@
 
 #include <cmath>
 
+#include "core/splitmix.h"
 #include "hardware/presets.h"
-#include "serve/splitmix.h"
 #include "testing/models.h"
 
 namespace stagecraft {

@@ -9,7 +9,7 @@
 #include <sstream>
 #include <string>
 
-#include "run/commands.h"
+#include "commands/commands.h"
 #include "schedule/generator.h"
 
 namespace stagecraft {

@@ -6,10 +6,10 @@
 //   `stagecraft serve-plan --space vidur --jobs 2`, the CLI's own code path.
 #include <benchmark/benchmark.h>
 
+#include "commands/serve_command.h"
 #include "hardware/presets.h"
-#include "run/transcript.h"
-#include "serve/serve_plan.h"
 #include "serve/request_sim.h"
+#include "serve/serve_plan.h"
 #include "serve/step_cost.h"
 #include "testing/models.h"
 

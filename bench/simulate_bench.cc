@@ -16,13 +16,13 @@
 
 #include "analysis/metrics.h"
 #include "check/checker.h"
-#include "plan/plan.h"
-#include "run/commands.h"
-#include "run/run_setup.h"
+#include "commands/commands.h"
 #include "hardware/presets.h"
 #include "lower/lower.h"
 #include "model/model_spec.h"
 #include "model/transformer.h"
+#include "plan/plan.h"
+#include "run/run_setup.h"
 #include "schedule/generator.h"
 #include "sim/simulator.h"
 
@@ -271,7 +271,7 @@ void BM_V41CompareVision(benchmark::State& state) {
       state.SkipWithError(run.error().message.c_str());
       return;
     }
-    auto table = CompareVision(run.value());
+    auto table = CompareVision(flags, run.value());
     if (!table.ok()) {
       state.SkipWithError(table.error().message.c_str());
       return;

@@ -16,13 +16,13 @@
 #include <tuple>
 #include <vector>
 
+#include "commands/commands.h"
+#include "commands/goodput_command.h"
+#include "commands/plan_report.h"
+#include "commands/serve_command.h"
 #include "core/suggest.h"
 #include "core/units.h"
-#include "fault/goodput.h"
-#include "plan/plan.h"
-#include "run/commands.h"
 #include "schedule/schedule_csv.h"
-#include "serve/serve.h"
 
 namespace py = pybind11;
 

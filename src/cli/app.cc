@@ -9,14 +9,13 @@
 
 #include "analysis/metrics.h"
 #include "cli/help_footers.h"
+#include "commands/checkpoint_command.h"
+#include "commands/commands.h"
+#include "commands/export_command.h"
+#include "commands/goodput_command.h"
+#include "commands/plan_report.h"
+#include "commands/serve_command.h"
 #include "core/suggest.h"
-#include "fault/checkpoint_report.h"
-#include "fault/goodput.h"
-#include "plan/export.h"
-#include "plan/plan.h"
-#include "run/commands.h"
-#include "serve/serve.h"
-#include "serve/serve_plan.h"
 
 namespace stagecraft {
 namespace {

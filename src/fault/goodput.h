@@ -17,7 +17,6 @@
 #include "fault/monte_carlo.h"
 #include "fault/storage.h"
 #include "io/files.h"
-#include "run/transcript.h"
 
 namespace stagecraft {
 
@@ -98,6 +97,5 @@ struct GoodputResult {
 };
 
 Result<GoodputResult> ComputeGoodput(const GoodputSpec& spec);
-Status RunGoodput(const GoodputSpec& spec, Transcript& transcript);
 
 }  // namespace stagecraft

@@ -17,7 +17,6 @@
 #include "io/config.h"
 #include "plan/plan.h"
 #include "run/run_setup.h"
-#include "run/transcript.h"
 
 namespace stagecraft {
 
@@ -37,6 +36,10 @@ struct ScheduleCsv {
 // (1f1b, gpipe, interleaved-1f1b, looped-bfs, dualpipev), which torchtitan names.
 bool TorchtitanShipsSchedule(const std::string& schedule);
 
+// Whether torchtitan runs `c` from a schedule CSV: a schedule torch ships no class for, in a
+// placement pipeline_module_split knows (the loop or the V; not DualPipe's two ways).
+bool TorchtitanNeedsScheduleCsv(const Candidate& c, Placement placement);
+
 // The schedule CSV torchtitan runs `c` with, from `run` (c's prepared run): c's schedule when
 // torch ships no class for it (loop or V placement); nullopt when none is needed or possible.
 std::optional<ScheduleCsv> TorchtitanScheduleCsv(const Candidate& c, const PreparedRun& run);
@@ -55,17 +58,5 @@ Result<std::vector<ExportedFile>> ExportPlan(const Config& config, const Candida
 // else layout_counts; DeepSpeed runs its even split whatever the run's). Errors (bad input):
 // sharding the engine does not run (Megatron ZeRO-2/3, torchtitan ZeRO-1/2).
 Result<Candidate> CandidateOfRun(const PreparedRun& run, Engine engine);
-
-// `stagecraft export CONFIG --engine ENGINE --out DIR`: the config's layout checked against the
-// engine's rules, simulated as given and as the engine runs it (its options), and, where it fits,
-// written into DIR as ExportPlan's files (through run.files). Errors: bad input (no engine, no
-// folder, a model no engine export writes, a schedule CSV, a broken rule), kInfeasible (the
-// engine's run does not fit the device: nothing is written).
-struct ExportSpec {
-  RunSpec run;
-  Engine engine = Engine::kAny;
-  std::string dir;
-};
-Status RunExport(const ExportSpec& spec, Transcript& transcript);
 
 }  // namespace stagecraft

@@ -1,12 +1,12 @@
 // The planner's MPI work split (`mpirun -n K stagecraft plan ...`, when built with MPI): the
-// same WorkSplit interface as the threads of run/work_split.h, its pieces taken by the
+// same WorkSplit interface as the threads of core/work_split.h, its pieces taken by the
 // processes of the MPI job.
 #pragma once
 
 #include <memory>
 
 #include "core/result.h"
-#include "run/work_split.h"
+#include "core/work_split.h"
 
 namespace stagecraft {
 

@@ -1,12 +1,12 @@
 // The thread split of the planner's work: every index computed exactly once, results by index
 // whatever the number of threads, progress told with how many pieces were taken.
+#include "core/work_split.h"
+
 #include <gtest/gtest.h>
 
 #include <atomic>
 #include <string>
 #include <vector>
-
-#include "run/work_split.h"
 
 namespace stagecraft {
 namespace {

@@ -1,7 +1,7 @@
 // The parts of a simulated run's HTML report (report/html.h) drawn from the simulation itself:
 // the timeline per rank and stream, memory over time per rank against the device, the idle time
 // split by cause, and the shared-state flows per cut. The command that writes the report
-// (run/html_report.h) puts them together with the summary, the derivation and the assumptions.
+// (commands/html_report.h) puts them together with the summary, the derivation and the assumptions.
 #pragma once
 
 #include <cstdint>

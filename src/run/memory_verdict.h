@@ -9,9 +9,9 @@
 #include <string>
 #include <vector>
 
-#include "run/commands.h"
 #include "memory/model_states.h"
 #include "report/run_info.h"
+#include "run/simulate.h"
 
 namespace stagecraft {
 

@@ -52,10 +52,10 @@ Prepared Memory(const std::function<void(Config&)>& edit) {
   EXPECT_TRUE(run.ok()) << (run.ok() ? "" : run.error().message);
   if (!run.ok()) return prepared;
   prepared.run = std::move(run).value();
-  RunOutcome outcome;
-  std::ostringstream err;
-  EXPECT_TRUE(SimulateRun(prepared.run, outcome, err).ok()) << err.str();
-  prepared.memory = ComputeMemory(prepared.run, outcome);
+  auto outcome = SimulatePrepared(prepared.run);
+  EXPECT_TRUE(outcome.ok()) << (outcome.ok() ? "" : outcome.error().message);
+  if (!outcome.ok()) return prepared;
+  prepared.memory = ComputeMemory(prepared.run, outcome.value());
   return prepared;
 }
 

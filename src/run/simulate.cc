@@ -177,15 +177,4 @@ std::string FormatNotes(const std::vector<std::string>& notes) {
   return text;
 }
 
-Status SimulateRun(const PreparedRun& run, RunOutcome& result, std::ostream& err) {
-  err << FormatNotes(run.notes);
-  auto outcome = SimulatePrepared(run);
-  if (!outcome.ok()) {
-    err << FormatError(outcome.error());
-    return MakeError(outcome.error().kind, "");
-  }
-  result = std::move(outcome).value();
-  return Status::Ok();
-}
-
 }  // namespace stagecraft

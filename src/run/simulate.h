@@ -3,7 +3,6 @@
 // outcome is data, and a failure is an Error whose kind says what went wrong.
 #pragma once
 
-#include <ostream>
 #include <string>
 #include <vector>
 
@@ -41,9 +40,5 @@ std::string FormatError(const Error& error);
 
 // The run's notes as the command line shows them, one "stagecraft: note: ..." line each.
 std::string FormatNotes(const std::vector<std::string>& notes);
-
-// SimulatePrepared as the text commands tell it: the notes to `err` first; on failure the
-// error (FormatError) too, and an error with the same kind and no message (already said).
-Status SimulateRun(const PreparedRun& run, RunOutcome& result, std::ostream& err);
 
 }  // namespace stagecraft

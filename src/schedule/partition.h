@@ -26,6 +26,13 @@ struct Partition {
   }
   // The stage holding `layer`. REQUIRES: 0 <= layer < num_layers.
   int32_t StageOf(int32_t layer) const;
+  // The layers of each stage, in stage order.
+  std::vector<int32_t> layer_counts() const {
+    std::vector<int32_t> counts;
+    for (int32_t stage = 0; stage < num_stages(); ++stage)
+      counts.push_back(end(stage) - begin(stage));
+    return counts;
+  }
 };
 
 // Optimal contiguous split minimising the largest stage cost (sum of its layers' costs). Ties:

@@ -28,6 +28,9 @@
 
 namespace stagecraft {
 
+// A capacity probe's arrivals span at least this many delay bounds (explorer_search.cc says why).
+inline constexpr double kExplorerWindowSlos = 4;
+
 struct ExplorerSearchSpec {
   ExplorerSpace space = VidurShippedSpace();
   // Each trace's length table by trace name (ParseLengthTrace), and where it came from.
@@ -75,13 +78,5 @@ Result<ExplorerResult> SearchExplorerSpace(const ExplorerSearchSpec& spec);
 
 // "vllm", "sarathi-512".
 std::string ExplorerSchedulerName(const ExplorerSpace::Scheduler& scheduler);
-
-struct ServePlanSpec;  // serve/serve_plan.h
-class Transcript;      // run/transcript.h
-
-// `serve-plan --space vidur`: reads the traces (`spec.space_traces`/NAME.csv, cut to each
-// trace's max_seq_len), searches, and writes the best configuration per model, trace and
-// cluster (text or --json), then the rejections.
-Status RunExplorerSearch(const ServePlanSpec& spec, Transcript& transcript);
 
 }  // namespace stagecraft

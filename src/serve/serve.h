@@ -11,7 +11,6 @@
 
 #include "core/result.h"
 #include "run/run_setup.h"
-#include "run/transcript.h"
 #include "serve/request_sim.h"
 #include "serve/step_cost.h"
 
@@ -52,16 +51,10 @@ struct ServeSpec {
 // "ttft=0.4s,tpot=40ms": each request's bound on its TTFT and on its TPOT (errors name --slo).
 Result<Slo> ParseSlo(const std::string& text);
 
-Status RunServe(const ServeSpec& spec, Transcript& transcript);
-
 // A layer-list model (CSA2) with --kv-dtype is refused (exit 2): its cache keeps the model's
 // own inference formats. Everything else passes (a model with neither a transformer nor layers
 // fails later, in BuildReplicaModel).
 Status CheckServable(const ModelSpec& model, const std::string& kv_dtype,
                      const std::string& command);
-
-// The Chrome / Perfetto trace of the batches: one process per replica, one complete event per
-// iteration with its prefill and decode tokens, and a counter track of the KV blocks in use.
-std::string FormatServeTrace(const std::vector<IterationRecord>& iterations, int32_t replicas);
 
 }  // namespace stagecraft

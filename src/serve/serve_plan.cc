@@ -19,23 +19,19 @@
 namespace stagecraft {
 namespace {
 
-// The engine's batch limits searched for the best colocated layouts: vLLM's
-// max_num_batched_tokens (the chunk a long prompt is cut into, and with it the prefill work that
-// can stall the decodes of an iteration) and max_num_seqs (the decode batch), around its
-// defaults 8192 and 256 (vllm/engine/arg_utils.py).
-constexpr size_t kRefinedLayouts = 2;
-constexpr int64_t kTokenBudgets[] = {1024, 2048, 8192, 16384};
-constexpr int32_t kMaxSeqs[] = {128, 256, 512};
-
-// The lowest per-replica rate a probe tries; below it a layout "meets no rate".
-constexpr double kLowestRateRps = 0.05;
 constexpr int kDoublings = 16;  // up to 0.05 x 2^16 = 3277 rps per replica
 constexpr int kBisections = 8;  // the rate to 1/256 of the last doubling step
 
-struct PercentileSlo {
+struct Probe {
+  double rate_rps = 0;  // per replica
+  bool meets = false;
   double ttft_p90_s = 0;
   double tpot_p90_s = 0;
 };
+
+constexpr int64_t kMaxProbeRequests = 20'000;
+
+}  // namespace
 
 Result<PercentileSlo> ParsePercentileSlo(const std::string& text) {
   PercentileSlo slo;
@@ -61,23 +57,6 @@ Result<PercentileSlo> ParsePercentileSlo(const std::string& text) {
   if (!ttft || !tpot) return Error{"--slo '" + text + "': " + expected};
   return slo;
 }
-
-struct Probe {
-  double rate_rps = 0;  // per replica
-  bool meets = false;
-  double ttft_p90_s = 0;
-  double tpot_p90_s = 0;
-};
-
-// How long a probe's arrivals last, in units of the SLO's delay (ProbeRequests). At a rate
-// (1 + d) times what the replica serves in steady state the queue grows by d / (1 + d) of the
-// arrivals, so the P90 request waits about 0.9 x N x d / ((1 + d) x rate) after N arrivals;
-// 20 delays' worth of arrivals makes that wait exceed the delay from d = 6% on, so a probe
-// cannot pass by draining a short burst faster than its rate could be sustained.
-constexpr double kProbeDelays = 20;
-constexpr int64_t kMaxProbeRequests = 20'000;
-
-}  // namespace
 
 int64_t ProbeRequests(const Workload& workload, double rate_rps, double ttft_p90_s,
                       double tpot_p90_s) {
@@ -466,157 +445,6 @@ Result<ServePlanResult> PlanServing(const ServePlanSpec& spec) {
   if (spec.progress) spec.progress("");
   std::stable_sort(result.plans.begin(), result.plans.end(), best_first);
   return result;
-}
-
-namespace {
-
-std::string FormatPlanText(const ServePlanSpec& spec, const std::string& label,
-                           const ServePlanResult& result) {
-  std::ostringstream out;
-  out << "stagecraft serve-plan: " << label << "\n";
-  out << "  model " << result.model << " on " << spec.gpus << (spec.gpus == 1 ? " GPU" : " GPUs")
-      << ", SLO " << spec.slo << ", prompt " << spec.prompt_tokens << ", output "
-      << spec.output_tokens << " tokens\n";
-  out << "  candidates " << result.candidates << ", feasible and meeting the SLO "
-      << result.plans.size() << "; each probe " << spec.requests
-      << " requests or, at higher rates, " << static_cast<int>(kProbeDelays)
-      << " TTFT bounds' worth of arrivals, seed " << spec.seed << "\n";
-  out << "  batch (token budget/max_num_seqs per engine): " << result.default_token_budget << "/"
-      << result.default_max_seqs << " for every layout; for the best " << kRefinedLayouts
-      << " colocated also "
-      << (result.token_budgets_searched
-              ? std::to_string(kTokenBudgets[0]) + "-" +
-                    std::to_string(kTokenBudgets[std::size(kTokenBudgets) - 1]) + " x "
-              : std::to_string(result.default_token_budget) + "/")
-      << kMaxSeqs[0] << "-" << kMaxSeqs[std::size(kMaxSeqs) - 1] << ", each keeping its best\n\n";
-  out << "  rank  tp x pp  placement  gpus     batch   rate_rps  goodput/gpu  ttft_p90_ms  "
-         "tpot_p90_ms  kv_tokens\n";
-  const size_t shown = std::min<size_t>(result.plans.size(), static_cast<size_t>(spec.top));
-  for (size_t rank = 0; rank < shown; ++rank) {
-    const ServePlan& plan = result.plans[rank];
-    out << PadLeft(std::to_string(rank + 1), 6)
-        << PadLeft(plan.shape.ep > 1
-                       ? std::to_string(plan.shape.tp) + "x" + std::to_string(plan.shape.pp) +
-                             " ep" + std::to_string(plan.shape.ep)
-                       : std::to_string(plan.shape.tp) + " x " + std::to_string(plan.shape.pp),
-                   9)
-        << PadLeft(plan.disaggregated ? std::to_string(plan.prefill_instances) + "P+" +
-                                            std::to_string(plan.decode_instances) + "D"
-                                      : std::to_string(plan.shape.replicas) + " colo",
-                   11)
-        << PadLeft(std::to_string(plan.shape.gpus()), 6)
-        << PadLeft(std::to_string(plan.token_budget) + "/" + std::to_string(plan.max_seqs), 10)
-        << PadLeft(FormatFixed(plan.rate_rps, 3), 11)
-        << PadLeft(FormatFixed(plan.goodput_rps_per_gpu, 4), 13)
-        << PadLeft(FormatFixed(plan.ttft_p90_s * 1e3, 3), 13)
-        << PadLeft(FormatFixed(plan.tpot_p90_s * 1e3, 3), 13)
-        << PadLeft(std::to_string(plan.kv_capacity_tokens), 11) << "\n";
-  }
-  if (result.plans.empty()) out << "  (no layout meets the SLO)\n";
-  out << "\n  rejected (candidates by reason):\n";
-  if (result.rejections.empty()) out << "  (none)\n";
-  for (const auto& [reason, count] : result.rejections) {
-    out << PadLeft(std::to_string(count), 9) << "  " << reason << "\n";
-  }
-  return out.str();
-}
-
-std::string FormatPlanJson(const ServePlanSpec& spec, const ServePlanResult& result) {
-  JsonWriter json(/*pretty=*/true);
-  json.BeginObject();
-  json.Key("model").String(result.model);
-  json.Key("gpus").Int(spec.gpus);
-  json.Key("candidates").Int(result.candidates);
-  json.Key("plans").BeginArray();
-  for (size_t rank = 0; rank < std::min<size_t>(result.plans.size(), spec.top); ++rank) {
-    const ServePlan& plan = result.plans[rank];
-    json.BeginObject();
-    json.Key("tp").Int(plan.shape.tp);
-    json.Key("pp").Int(plan.shape.pp);
-    if (plan.shape.ep > 1) json.Key("ep").Int(plan.shape.ep);
-    json.Key("replicas").Int(plan.shape.replicas);
-    json.Key("placement").String(plan.disaggregated ? "disaggregated" : "colocated");
-    json.Key("prefill_instances").Int(plan.prefill_instances);
-    json.Key("decode_instances").Int(plan.decode_instances);
-    json.Key("token_budget").Int(plan.token_budget);
-    json.Key("max_num_seqs").Int(plan.max_seqs);
-    json.Key("rate_rps").Fixed(plan.rate_rps, 3);
-    json.Key("goodput_rps_per_gpu").Fixed(plan.goodput_rps_per_gpu, 4);
-    json.Key("ttft_p90_ms").Fixed(plan.ttft_p90_s * 1e3, 3);
-    json.Key("tpot_p90_ms").Fixed(plan.tpot_p90_s * 1e3, 3);
-    json.EndObject();
-  }
-  json.EndArray();
-  json.Key("rejections").BeginObject();
-  for (const auto& [reason, count] : result.rejections) json.Key(reason).Int(count);
-  json.EndObject();
-  json.EndObject();
-  return json.text() + "\n";
-}
-
-}  // namespace
-
-std::string FormatServePlanSvg(const ServePlanResult& result) {
-  std::vector<Series> series;
-  for (const ServePlan& plan : result.plans) {
-    if (plan.probes.empty()) continue;  // disaggregated: its phases' rates are not one point
-    Series one;
-    one.name = "tp " + std::to_string(plan.shape.tp) + " x pp " + std::to_string(plan.shape.pp) +
-               (plan.shape.ep > 1 ? " ep " + std::to_string(plan.shape.ep) : "") + " x " +
-               std::to_string(plan.shape.replicas);
-    one.data = {{"tp", std::to_string(plan.shape.tp)}, {"pp", std::to_string(plan.shape.pp)}};
-    const double gpus = static_cast<double>(plan.shape.gpus());
-    for (const RateProbe& probe : plan.probes) {
-      one.points.push_back({.x = probe.tpot_p90_s * 1e3,
-                            .y = gpus / probe.rate_rps,
-                            .label = FormatFixed(probe.rate_rps, 3) + " rps",
-                            .over = !probe.meets});
-    }
-    series.push_back(std::move(one));
-  }
-  PlotOptions options;
-  options.title = "serve-plan: " + result.model + " (lower is better on both axes)";
-  options.x_label = "P90 TPOT (ms)";
-  options.y_label = "GPU-seconds per request";
-  options.log2_y = true;
-  options.over_legend = "misses the SLO";
-  return FormatScatterPlot(series, options);
-}
-
-Status RunServePlan(const ServePlanSpec& spec, Transcript& transcript) {
-  if (!spec.space.empty()) return RunExplorerSearch(spec, transcript);
-  auto result = PlanServing(spec);
-  if (!result.ok()) return result.error();
-  const ServePlanResult& plan = result.value();
-  if (!spec.svg_path.empty()) {
-    const Status saved = spec.run.files.write(spec.svg_path, FormatServePlanSvg(plan));
-    if (!saved.ok()) return Error{"--svg: " + saved.error().message};
-  }
-  transcript.out() << (spec.json ? FormatPlanJson(spec, plan)
-                                 : FormatPlanText(spec, plan.label, plan));
-  if (!plan.plans.empty()) return Status::Ok();
-  if (!std::isfinite(plan.best_ttft_p90_s)) {
-    return MakeError(ErrorKind::kInfeasible,
-                     "serve-plan: no layout of " + plan.model + " on " + std::to_string(spec.gpus) +
-                         " GPUs holds the model and a request (the rejections above say why: "
-                         "more GPUs or a device with more memory)");
-  }
-  std::string binds;
-  auto slo = ParsePercentileSlo(spec.slo);
-  if (plan.best_ttft_p90_s > slo.value().ttft_p90_s) {
-    binds += "ttft_p90: the lowest any layout reaches is " +
-             FormatFixed(plan.best_ttft_p90_s * 1e3, 3) + " ms";
-  }
-  if (plan.best_tpot_p90_s > slo.value().tpot_p90_s) {
-    binds += std::string(binds.empty() ? "" : "; ") +
-             "tpot_p90: the lowest any layout reaches is " +
-             FormatFixed(plan.best_tpot_p90_s * 1e3, 3) + " ms";
-  }
-  if (binds.empty()) binds = "ttft_p90 and tpot_p90 together (neither alone)";
-  return MakeError(ErrorKind::kInfeasible,
-                   "serve-plan: no layout meets the SLO " + spec.slo + " even at " +
-                       FormatFixed(kLowestRateRps, 2) + " rps per replica; binding: " + binds +
-                       " (a looser SLO, shorter requests, or faster devices)");
 }
 
 }  // namespace stagecraft

@@ -22,11 +22,35 @@
 
 #include "core/result.h"
 #include "run/run_setup.h"
-#include "run/transcript.h"
 #include "serve/request_sim.h"
 #include "serve/step_cost.h"
 
 namespace stagecraft {
+
+// The engine's batch limits searched for the best colocated layouts: vLLM's
+// max_num_batched_tokens (the chunk a long prompt is cut into, and with it the prefill work that
+// can stall the decodes of an iteration) and max_num_seqs (the decode batch), around its
+// defaults 8192 and 256 (vllm/engine/arg_utils.py).
+inline constexpr size_t kRefinedLayouts = 2;
+inline constexpr int64_t kTokenBudgets[] = {1024, 2048, 8192, 16384};
+inline constexpr int32_t kMaxSeqs[] = {128, 256, 512};
+
+// The lowest per-replica rate a probe tries; below it a layout "meets no rate".
+inline constexpr double kLowestRateRps = 0.05;
+
+// How long a probe's arrivals last, in units of the SLO's delay (ProbeRequests). At a rate
+// (1 + d) times what the replica serves in steady state the queue grows by d / (1 + d) of the
+// arrivals, so the P90 request waits about 0.9 x N x d / ((1 + d) x rate) after N arrivals;
+// 20 delays' worth of arrivals makes that wait exceed the delay from d = 6% on, so a probe
+// cannot pass by draining a short burst faster than its rate could be sustained.
+inline constexpr double kProbeDelays = 20;
+
+// --slo ttft_p90=DURATION,tpot_p90=DURATION: the P90 bounds a plan must meet (errors name --slo).
+struct PercentileSlo {
+  double ttft_p90_s = 0;
+  double tpot_p90_s = 0;
+};
+Result<PercentileSlo> ParsePercentileSlo(const std::string& text);
 
 struct ServePlanSpec {
   RunSpec run;                        // CONFIG, --hf-config, --cluster
@@ -106,11 +130,5 @@ Result<ServePlanResult> PlanServing(const ServePlanSpec& spec);
 // after the first), at most 20,000. doc/serving.md says why.
 int64_t ProbeRequests(const Workload& workload, double rate_rps, double ttft_p90_s,
                       double tpot_p90_s);
-Status RunServePlan(const ServePlanSpec& spec, Transcript& transcript);
-
-// The probes of every plan as a scatter (x: P90 TPOT in ms, y: GPU-seconds per request, the
-// inverse of the rate per GPU; lower is better on both), probes over the SLO crossed out, and
-// the Pareto front of the rest: throughput per GPU against latency.
-std::string FormatServePlanSvg(const ServePlanResult& result);
 
 }  // namespace stagecraft

@@ -1,0 +1,448 @@
+// `stagecraft serve` as text: the serving run (serve/serve.h's spec) sized, simulated and told.
+#include "commands/serve_command.h"
+
+#include <algorithm>
+#include <cmath>
+#include <sstream>
+
+#include "core/units.h"
+#include "hardware/presets.h"
+#include "model/kv_cache.h"
+#include "report/json_writer.h"
+#include "serve/disaggregated_sim.h"
+#include "serve/serve.h"
+#include "serve/serve_report.h"
+
+namespace stagecraft {
+namespace {
+
+// What the node's GPUs talk over: the preset's name for it ("PCIe" on the a40 and h100-pcie),
+// NVLink for a custom device.
+std::string IntraNodeLink(const ClusterSpec& cluster) {
+  auto preset = FindDevicePreset(cluster.device);
+  return preset.ok() ? preset.value()->intra_node_link : "NVLink";
+}
+
+Result<Routing> ParseRouting(const std::string& text) {
+  for (Routing routing : {Routing::kRoundRobin, Routing::kLeastOutstanding, Routing::kKvAware}) {
+    if (text == RoutingName(routing)) return routing;
+  }
+  return Error{"--routing '" + text + "': expected round-robin, least-outstanding or kv-aware"};
+}
+
+// The decode step of the largest batch of the workload's longest requests that the replica's
+// KV cache (and max_seqs) holds.
+struct DecodePoint {
+  int64_t batch = 0;
+  int64_t context = 0;
+  IterationCost cost;
+};
+DecodePoint LargestDecode(const ReplicaModel& replica, const Workload& workload) {
+  DecodePoint point;
+  point.context = workload.trace.empty() ? workload.prompt.high + workload.output.high : 0;
+  for (const TraceRequest& request : workload.trace) {
+    point.context = std::max(point.context, request.prompt + request.output);
+  }
+  const double held = std::max(1.0, KvTokensHeld(replica, static_cast<double>(point.context)));
+  point.batch = std::min<int64_t>(
+      replica.engine.max_seqs,
+      static_cast<int64_t>(std::floor(static_cast<double>(replica.kv_capacity_tokens) / held)));
+  IterationWork work;
+  if (replica.csa2) {
+    // Each sequence's reads and pairs at its position (AddSequence); the same for every one.
+    IterationWork one;
+    AddSequence(replica, 1, static_cast<double>(point.context), /*finishes=*/true, one);
+    const double batch = static_cast<double>(point.batch);
+    work = {.new_tokens = batch,
+            .sequences = batch,
+            .context_tokens = one.context_tokens * batch,
+            .attention_pairs = one.attention_pairs * batch,
+            .csa2_core_flops = one.csa2_core_flops * batch,
+            .csa2_scoring_flops = one.csa2_scoring_flops * batch,
+            .csa2_read_bytes = one.csa2_read_bytes * batch};
+  } else {
+    work.new_tokens = static_cast<double>(point.batch);
+    work.sequences = work.new_tokens;
+    work.context_tokens =
+        work.new_tokens * KvTokensHeld(replica, static_cast<double>(point.context));
+    work.attention_pairs = work.context_tokens + work.new_tokens;
+  }
+  point.cost = IterationSeconds(replica, work);
+  return point;
+}
+
+std::string Ms(double seconds) { return FormatFixed(seconds * 1e3, 3); }
+
+void WritePercentiles(JsonWriter& json, const char* key, const Percentiles& values) {
+  json.Key(key).BeginObject();
+  json.Key("p50").Fixed(values.p50 * 1e3, 3);
+  json.Key("p90").Fixed(values.p90 * 1e3, 3);
+  json.Key("p99").Fixed(values.p99 * 1e3, 3);
+  json.Key("mean").Fixed(values.mean * 1e3, 3);
+  json.EndObject();
+}
+
+// How the GPUs are placed: colocated replicas, or prefill and decode pools.
+struct ServePlacement {
+  ServeShape shape;               // per instance tp x pp; replicas = every instance of both pools
+  int32_t prefill_instances = 0;  // 0: colocated
+  int32_t decode_instances = 0;
+  double transfer_mean_s = 0;
+  double transfer_max_s = 0;
+  bool disaggregated() const { return prefill_instances > 0; }
+};
+
+std::string DescribePlacement(const ServePlacement& placement) {
+  if (!placement.disaggregated()) return DescribeShape(placement.shape);
+  return std::to_string(placement.prefill_instances) + " prefill + " +
+         std::to_string(placement.decode_instances) + " decode instances of tp " +
+         std::to_string(placement.shape.tp) + " x pp " + std::to_string(placement.shape.pp) + " (" +
+         std::to_string(placement.shape.gpus()) + " GPUs)";
+}
+
+std::string FormatJson(const std::string& model, const ReplicaModel& replica,
+                       const ServePlacement& placement, const Workload& workload,
+                       const DecodePoint& decode, const ServeStats& stats) {
+  JsonWriter json(/*pretty=*/true);
+  json.BeginObject();
+  json.Key("model").String(model);
+  json.Key("device").String(replica.cluster.device);
+  json.Key("tp").Int(replica.shape.tp);
+  json.Key("pp").Int(replica.shape.pp);
+  if (replica.shape.ep > 1) {
+    json.Key("ep").Int(replica.shape.ep);
+    json.Key("attention_dp").Int(replica.shape.attention_dp());
+  }
+  json.Key("replicas").Int(placement.shape.replicas);
+  json.Key("gpus").Int(placement.shape.gpus());
+  if (placement.disaggregated()) {
+    json.Key("placement").String("disaggregated");
+    json.Key("prefill_instances").Int(placement.prefill_instances);
+    json.Key("decode_instances").Int(placement.decode_instances);
+    json.Key("kv_transfer_ms_mean").Fixed(placement.transfer_mean_s * 1e3, 3);
+    json.Key("kv_transfer_ms_max").Fixed(placement.transfer_max_s * 1e3, 3);
+  }
+  json.Key("attention").String(AttentionKindName(replica.kv.attention));
+  json.Key("kv_bytes_per_token").Fixed(replica.kv.total(), 0);
+  json.Key("kv_bytes_per_token_per_gpu").Fixed(replica.kv_bytes_per_token_per_gpu, 0);
+  json.Key("weight_bytes_per_gpu").Fixed(replica.weight_bytes_per_gpu, 0);
+  json.Key("weight_bytes_per_parameter").Fixed(replica.engine.weight_bytes, 1);
+  // A CSA2 cache has its own formats (window_kv_bytes_per_request below), no one element size.
+  if (!replica.csa2) json.Key("kv_bytes_per_element").Int(replica.engine.kv_bytes);
+  json.Key("kv_capacity_tokens").Int(replica.kv_capacity_tokens);
+  if (replica.csa2) {
+    json.Key("window_kv_bytes_per_request")
+        .Fixed(static_cast<double>(replica.csa2->decoders()) *
+                   static_cast<double>(replica.csa2->window) * replica.csa2->window_entry_bytes,
+               0);
+    json.Key("kv_tokens_held_at_decode_context")
+        .Fixed(KvTokensHeld(replica, static_cast<double>(decode.context)), 0);
+  }
+  if (replica.kv.window_tokens > 0) {
+    json.Key("sliding_window").Int(replica.kv.window_tokens);
+    json.Key("window_layers").Int(replica.model.window_layers);
+    json.Key("kv_tokens_held_at_decode_context")
+        .Fixed(KvTokensHeld(replica, static_cast<double>(decode.context)), 0);
+  }
+  json.Key("decode_batch").Int(decode.batch);
+  json.Key("decode_context").Int(decode.context);
+  json.Key("decode_step_ms").Fixed(decode.cost.total_s * 1e3, 3);
+  if (replica.shape.ep > 1) {
+    json.Key("decode_alltoalls").Int(decode.cost.alltoalls);
+    json.Key("decode_alltoall_ms").Fixed(decode.cost.alltoall_s * 1e3, 3);
+  }
+  json.Key("requests").Int(stats.requests);
+  json.Key("rate_rps").Fixed(workload.rate_rps, 3);
+  json.Key("seed").Int(static_cast<int64_t>(workload.seed));
+  WritePercentiles(json, "ttft_ms", stats.ttft_s);
+  WritePercentiles(json, "tpot_ms", stats.tpot_s);
+  WritePercentiles(json, "e2e_ms", stats.e2e_s);
+  json.Key("throughput_rps").Fixed(stats.throughput_rps, 3);
+  json.Key("output_tokens_per_s").Fixed(stats.output_tokens_per_s, 1);
+  json.Key("slo_attainment").Fixed(stats.slo_attainment, 4);
+  json.Key("goodput_rps").Fixed(stats.goodput_rps, 3);
+  json.Key("goodput_rps_per_gpu").Fixed(stats.goodput_rps_per_gpu, 4);
+  json.Key("iterations").Int(stats.iterations);
+  json.Key("preemptions").Int(stats.preemptions);
+  json.Key("kv_utilization_mean").Fixed(stats.kv_utilization_mean, 4);
+  json.Key("kv_utilization_peak").Fixed(stats.kv_utilization_peak, 4);
+  if (workload.prefix_groups > 0) {
+    json.Key("prefix_groups").Int(workload.prefix_groups);
+    json.Key("prefix_tokens").Int(workload.prefix_tokens);
+    json.Key("prefix_cache_hit_rate").Fixed(stats.prefix_hit_rate, 4);
+  }
+  json.EndObject();
+  return json.text() + "\n";
+}
+
+std::string FormatText(const std::string& label, const std::string& model,
+                       const ReplicaModel& replica, const ServePlacement& placement,
+                       const Workload& workload, Routing routing, const Slo& slo,
+                       const DecodePoint& decode, const ServeStats& stats) {
+  std::ostringstream out;
+  out << "stagecraft serve: " << label << "\n";
+  out << "  model " << model << " on " << replica.cluster.device << ": "
+      << DescribePlacement(placement) << "\n";
+  if (placement.disaggregated()) {
+    out << "  KV hand-off: prefill to decode instance, each GPU its shard over "
+        << (2 * placement.shape.gpus_per_replica() <= replica.cluster.devices_per_node
+                ? IntraNodeLink(replica.cluster)
+                : std::string("the network"))
+        << ": " << FormatFixed(placement.transfer_mean_s * 1e3, 3) << " ms mean, "
+        << FormatFixed(placement.transfer_max_s * 1e3, 3) << " ms longest\n";
+  }
+  if (replica.csa2) {
+    // The model's own formats (doc/csa2.md), the whole cache on every TP rank.
+    const Csa2Serving& csa2 = *replica.csa2;
+    out << "  KV cache: CSA2, " << FormatFixed(replica.kv.total(), 0)
+        << " B per token (compressed KV FP4 + indexer keys MXFP4 of the full layers), "
+        << FormatFixed(replica.kv_bytes_per_token_per_gpu, 0) << " B of it per GPU"
+        << (replica.shape.pp > 1 ? " on the stage that bounds the capacity" : "")
+        << "; window KV FP8 of " << csa2.decoders() << " layers x " << csa2.window << " tokens x "
+        << FormatFixed(csa2.window_entry_bytes, 0) << " B per request"
+        << (replica.kv_replicated ? "; replicated across TP ranks\n" : "\n");
+    const double context = static_cast<double>(decode.context);
+    out << "  a request of " << decode.context << " tokens keeps "
+        << FormatFixed(KvTokensHeld(replica, context), 0)
+        << " tokens' worth of KV; a decode token reads its window, top-" << csa2.dims.top_k
+        << " compressed entries per layer and the indexer keys its full and reindex layers "
+           "score\n";
+  } else {
+    out << "  KV cache: " << AttentionKindName(replica.kv.attention) << ", "
+        << FormatFixed(replica.kv.total(), 0) << " B per token, "
+        << FormatFixed(replica.kv_bytes_per_token_per_gpu, 0) << " B of it per GPU ("
+        << (replica.engine.kv_bytes == 1 ? "fp8" : "bf16")
+        << (replica.kv_replicated ? ", replicated across TP ranks)" : ")") << "\n";
+  }
+  out << "  per GPU: weights " << FormatGib(replica.weight_bytes_per_gpu) << " GiB ("
+      << FormatFixed(replica.engine.weight_bytes, 1) << " B per parameter), activations "
+      << FormatGib(replica.activation_bytes_per_gpu) << " GiB, reserve "
+      << FormatGib(replica.reserve_bytes_per_gpu) << " GiB, KV "
+      << FormatGib(replica.kv_budget_bytes_per_gpu) << " GiB (of "
+      << FormatFixed(replica.engine.memory_utilization * 100, 0) << "% of "
+      << FormatGib(static_cast<double>(replica.cluster.hbm_bytes)) << " GiB)\n";
+  out << "  KV capacity per replica: " << replica.kv_capacity_tokens << " tokens ("
+      << replica.kv_capacity_tokens / replica.engine.block_tokens << " blocks of "
+      << replica.engine.block_tokens << ")\n";
+  if (replica.kv.window_tokens > 0) {
+    const double context = static_cast<double>(decode.context);
+    const double held = KvTokensHeld(replica, context);
+    const double per_gpu = replica.kv_bytes_per_token_per_gpu;
+    out << "  sliding window: " << replica.kv.window_tokens << " tokens on "
+        << replica.model.window_layers << " of " << replica.model.layers << " layers; a request of "
+        << decode.context << " tokens keeps " << FormatFixed(held, 0) << " tokens' worth of KV, "
+        << FormatGib(held * per_gpu) << " GiB per GPU (" << FormatGib(context * per_gpu)
+        << " GiB without the window): "
+        << static_cast<int64_t>(
+               std::floor(static_cast<double>(replica.kv_capacity_tokens) / std::max(1.0, held)))
+        << " such requests fit ("
+        << replica.kv_capacity_tokens / std::max<int64_t>(1, decode.context) << " without)\n";
+  }
+  out << "  decode step at batch " << decode.batch << ", context " << decode.context << ": "
+      << Ms(decode.cost.total_s) << " ms (memory " << Ms(decode.cost.memory_s) << ", compute "
+      << Ms(decode.cost.compute_s) << ", launch " << Ms(decode.cost.launch_s) << ", "
+      << decode.cost.allreduces << " all-reduces " << Ms(decode.cost.allreduce_s);
+  if (replica.shape.ep > 1) {
+    out << ", " << decode.cost.alltoalls << " all-to-alls " << Ms(decode.cost.alltoall_s);
+  }
+  out << ", hand-offs " << Ms(decode.cost.handoff_s) << ")\n";
+  out << "  workload: " << stats.requests << " requests, ";
+  if (workload.trace.empty()) {
+    out << (workload.arrival_cv == 1.0 ? std::string("Poisson ")
+                                       : "gamma (cv " + FormatFixed(workload.arrival_cv, 2) + ") ")
+        << FormatFixed(workload.rate_rps, 3) << " rps, prompt " << FormatLengthDist(workload.prompt)
+        << ", output " << FormatLengthDist(workload.output) << " tokens, seed " << workload.seed;
+    if (workload.prefix_groups > 0) {
+      out << ", each prompt after one of " << workload.prefix_groups << " shared prefixes of "
+          << workload.prefix_tokens << " tokens";
+    }
+  } else {
+    out << "from the request trace";
+  }
+  out << ", " << RoutingName(routing) << "\n\n";
+  out << "  latency (ms)      p50          p90          p99         mean\n";
+  const auto row = [&out](const char* name, const Percentiles& values) {
+    out << "  " << PadRight(name, 8) << PadLeft(Ms(values.p50), 13) << PadLeft(Ms(values.p90), 13)
+        << PadLeft(Ms(values.p99), 13) << PadLeft(Ms(values.mean), 13) << "\n";
+  };
+  row("ttft", stats.ttft_s);
+  row("tpot", stats.tpot_s);
+  row("e2e", stats.e2e_s);
+  out << "\n  throughput " << FormatFixed(stats.throughput_rps, 3) << " rps, "
+      << FormatFixed(stats.output_tokens_per_s, 1) << " output tokens/s\n";
+  out << "  SLO ttft <= " << Ms(slo.ttft_s) << " ms and tpot <= " << Ms(slo.tpot_s)
+      << " ms: " << FormatFixed(stats.slo_attainment * 100, 2) << "% of requests; goodput "
+      << FormatFixed(stats.goodput_rps, 3) << " rps, " << FormatFixed(stats.goodput_rps_per_gpu, 4)
+      << " rps per GPU\n";
+  out << "  iterations " << stats.iterations << ", preemptions " << stats.preemptions
+      << ", KV use mean " << FormatFixed(stats.kv_utilization_mean * 100, 1) << "% peak "
+      << FormatFixed(stats.kv_utilization_peak * 100, 1) << "%\n";
+  if (workload.prefix_groups > 0) {
+    out << "  prefix cache: " << FormatFixed(stats.prefix_hit_rate * 100, 1)
+        << "% of prompt tokens read from a replica's cached prefix\n";
+  }
+  return out.str();
+}
+
+}  // namespace
+
+std::string FormatServeTrace(const std::vector<IterationRecord>& iterations, int32_t replicas) {
+  JsonWriter json(/*pretty=*/false);
+  const auto micros = [](int64_t ns) { return FormatFixed(static_cast<double>(ns) / 1e3, 3); };
+  json.BeginObject().Key("displayTimeUnit").String("ms").Key("traceEvents").BeginArray();
+  for (int32_t replica = 0; replica < replicas; ++replica) {
+    json.BeginObject().Key("name").String("process_name").Key("ph").String("M");
+    json.Key("pid").Int(replica).Key("args").BeginObject();
+    json.Key("name").String("replica " + std::to_string(replica)).EndObject().EndObject();
+  }
+  for (const IterationRecord& record : iterations) {
+    json.BeginObject().Key("name").String("iteration").Key("ph").String("X");
+    json.Key("pid").Int(record.replica).Key("tid").Int(0);
+    json.Key("ts").Raw(micros(record.start_ns));
+    json.Key("dur").Raw(micros(record.end_ns - record.start_ns));
+    json.Key("args").BeginObject().Key("prefill_tokens").Int(record.prefill_tokens);
+    json.Key("decode_tokens").Int(record.decode_tokens).EndObject().EndObject();
+    json.BeginObject().Key("name").String("kv_blocks").Key("ph").String("C");
+    json.Key("pid").Int(record.replica).Key("ts").Raw(micros(record.start_ns));
+    json.Key("args").BeginObject().Key("used").Int(record.kv_blocks).EndObject().EndObject();
+  }
+  json.EndArray().EndObject();
+  return json.text() + "\n";
+}
+
+Status RunServe(const ServeSpec& spec, Transcript& transcript) {
+  auto run = ResolveRun(spec.run);
+  if (!run.ok()) return run.error();
+  const Config& config = run.value().config;
+  STAGECRAFT_RETURN_IF_ERROR(CheckServable(config.model, spec.kv_dtype, "serve"));
+  ServeShape shape;
+  // The config's parallel.tp and parallel.pp when it writes them; else one GPU, one stage.
+  const auto& written = run.value().locations.by_path;
+  shape.tp = spec.tp.value_or(written.count("parallel.tp") ? config.parallel.tp : 1);
+  shape.pp = spec.pp.value_or(written.count("parallel.pp") ? config.parallel.pp : 1);
+  shape.ep = spec.ep.value_or(written.count("parallel.ep") ? config.parallel.ep : 1);
+  shape.replicas = spec.replicas;
+  const bool placement_disaggregated = spec.prefill_instances > 0 || spec.decode_instances > 0;
+  if (placement_disaggregated) {
+    if (spec.prefill_instances < 1 || spec.decode_instances < 1) {
+      return Error{
+          "--prefill-instances and --decode-instances: disaggregated serving needs at "
+          "least one instance of each (e.g. --prefill-instances 2 --decode-instances 1)"};
+    }
+    if (spec.replicas != 1) {
+      return Error{
+          "--replicas with --prefill-instances/--decode-instances: the pools are the "
+          "replicas; drop --replicas"};
+    }
+    if (shape.ep > 1) {
+      return Error{
+          "--ep with --prefill-instances/--decode-instances: expert parallelism is "
+          "modelled for colocated replicas only (the KV hand-off between attention "
+          "data-parallel groups is not); drop --ep or the instance flags"};
+    }
+    if (spec.prefill_instances > 4096 || spec.decode_instances > 4096) {
+      return Error{"--prefill-instances/--decode-instances: at most 4096 instances each"};
+    }
+    // The cluster holds both pools; the decode pool is the replica model below.
+    const int64_t gpus =
+        shape.gpus_per_replica() * (int64_t{spec.prefill_instances} + spec.decode_instances);
+    const int64_t devices = int64_t{config.cluster.nodes} * config.cluster.devices_per_node;
+    if (config.cluster.given && gpus > devices) {
+      return Error{"serve: " + std::to_string(spec.prefill_instances) + " prefill + " +
+                   std::to_string(spec.decode_instances) + " decode instances of tp " +
+                   std::to_string(shape.tp) + " x pp " + std::to_string(shape.pp) + " need " +
+                   std::to_string(gpus) + " GPUs, more than the cluster's " +
+                   std::to_string(devices) + " (expected a larger --cluster, e.g. " +
+                   config.cluster.device + "x" +
+                   std::to_string((gpus + config.cluster.devices_per_node - 1) /
+                                  config.cluster.devices_per_node) +
+                   ")"};
+    }
+    if (!spec.trace_path.empty()) {
+      return Error{
+          "--trace: the Chrome trace of the batches is for colocated replicas; "
+          "--report draws the decode pool's KV use"};
+    }
+    shape.replicas = spec.decode_instances;
+  }
+  Workload workload;
+  workload.rate_rps = spec.rate_rps;
+  workload.arrival_cv = spec.arrival_cv;
+  workload.requests = spec.requests;
+  workload.seed = spec.seed;
+  workload.prefix_groups = spec.prefix_groups;
+  workload.prefix_tokens = spec.prefix_tokens;
+  auto prompt = ParseLengthDist(spec.prompt_tokens, "--prompt-tokens");
+  if (!prompt.ok()) return prompt.error();
+  auto output = ParseLengthDist(spec.output_tokens, "--output-tokens");
+  if (!output.ok()) return output.error();
+  workload.prompt = prompt.value();
+  workload.output = output.value();
+  if (!spec.request_trace.empty()) {
+    auto text = spec.run.files.read(spec.request_trace);
+    if (!text.ok()) return Error{"--request-trace: " + text.error().message};
+    const size_t slash = spec.request_trace.find_last_of('/');
+    auto trace = ParseRequestTrace(text.value(), slash == std::string::npos
+                                                     ? spec.request_trace
+                                                     : spec.request_trace.substr(slash + 1));
+    if (!trace.ok()) return trace.error();
+    workload.trace = std::move(trace).value();
+  }
+  auto routing = ParseRouting(spec.routing);
+  if (!routing.ok()) return routing.error();
+  auto slo = ParseSlo(spec.slo);
+  if (!slo.ok()) return slo.error();
+  EngineOptions engine;
+  STAGECRAFT_RETURN_IF_ERROR(
+      ApplyDtypes(spec.weight_dtype, spec.kv_dtype, config.model.transformer, engine));
+  engine.cuda_graphs = !spec.eager;
+  STAGECRAFT_RETURN_IF_ERROR(ApplyBatching(spec.batching, config.model.seq_len, engine));
+  auto replica = BuildReplicaModel(config.model, config.cluster, shape, engine);
+  if (!replica.ok()) return replica.error();
+  std::vector<IterationRecord> iterations;
+  const bool keep_iterations = !spec.trace_path.empty() || !spec.report_path.empty();
+  ServePlacement placement;
+  placement.shape = shape;
+  Result<ServeStats> stats = ServeStats{};
+  if (placement_disaggregated) {
+    // The two pools: the layout's instances, each pool its own replicas.
+    ServeShape prefill_shape = shape;
+    prefill_shape.replicas = spec.prefill_instances;
+    auto prefill = BuildReplicaModel(config.model, config.cluster, prefill_shape, engine);
+    if (!prefill.ok()) return prefill.error();
+    auto result = SimulateDisaggregated(prefill.value(), replica.value(), workload, routing.value(),
+                                        slo.value(), keep_iterations ? &iterations : nullptr);
+    if (!result.ok()) return result.error();
+    placement.prefill_instances = spec.prefill_instances;
+    placement.decode_instances = spec.decode_instances;
+    placement.shape.replicas = spec.prefill_instances + spec.decode_instances;
+    placement.transfer_mean_s = result.value().transfer_mean_s;
+    placement.transfer_max_s = result.value().transfer_max_s;
+    stats = result.value().stats;
+  } else {
+    stats = SimulateServing(replica.value(), workload, routing.value(), slo.value(),
+                            keep_iterations ? &iterations : nullptr);
+  }
+  if (!stats.ok()) return stats.error();
+  if (!spec.trace_path.empty()) {
+    const Status saved = spec.run.files.write(
+        spec.trace_path, FormatServeTrace(iterations, replica.value().shape.replicas));
+    if (!saved.ok()) return Error{"--trace: " + saved.error().message};
+  }
+  const DecodePoint decode = LargestDecode(replica.value(), workload);
+  const std::string text =
+      FormatText(run.value().label, config.model.name, replica.value(), placement, workload,
+                 routing.value(), slo.value(), decode, stats.value());
+  if (!spec.report_path.empty()) {
+    const Status saved = spec.run.files.write(
+        spec.report_path, ServeReportHtml(run.value().label, config.model.name, replica.value(),
+                                          slo.value(), stats.value(), iterations, text));
+    if (!saved.ok()) return Error{"--report: " + saved.error().message};
+  }
+  transcript.out() << (spec.json ? FormatJson(config.model.name, replica.value(), placement,
+                                              workload, decode, stats.value())
+                                 : text);
+  return Status::Ok();
+}
+
+}  // namespace stagecraft

@@ -6,6 +6,7 @@
 // same bytes however the work was split.
 #pragma once
 
+#include <algorithm>
 #include <cstddef>
 #include <cstdint>
 #include <cstring>
@@ -14,6 +15,8 @@
 #include <string>
 #include <type_traits>
 #include <vector>
+
+#include "core/result.h"
 
 namespace stagecraft {
 
@@ -59,6 +62,8 @@ class ByteWriter {
   std::string bytes_;
 };
 
+// Reads back what a ByteWriter wrote, in the same order. A read past the end gives a zero value
+// (an empty string) and leaves the reader failed: ok() says whether every read so far was whole.
 class ByteReader {
  public:
   explicit ByteReader(const std::string& bytes) : bytes_(bytes) {}
@@ -66,20 +71,57 @@ class ByteReader {
   T Get() {
     static_assert(std::is_trivially_copyable_v<T>);
     T value{};
-    if (at_ + sizeof(T) <= bytes_.size()) std::memcpy(&value, bytes_.data() + at_, sizeof(T));
+    if (at_ + sizeof(T) <= bytes_.size()) {
+      std::memcpy(&value, bytes_.data() + at_, sizeof(T));
+    } else {
+      failed_ = true;
+    }
     at_ += sizeof(T);
     return value;
   }
   std::string GetString() {
     const uint64_t size = Get<uint64_t>();
-    std::string text = at_ <= bytes_.size() ? bytes_.substr(at_, size) : std::string();
+    if (failed_ || size > bytes_.size() - std::min(at_, bytes_.size())) {
+      failed_ = true;
+      at_ = bytes_.size();
+      return std::string();
+    }
+    std::string text = bytes_.substr(at_, size);
     at_ += size;
     return text;
   }
+  bool ok() const { return !failed_; }
+  // Every byte read, none short.
+  bool AtEnd() const { return !failed_ && at_ == bytes_.size(); }
 
  private:
   const std::string& bytes_;
   size_t at_ = 0;
+  bool failed_ = false;
 };
+
+// WorkSplit::Map for a value type: work(i) for every i in [0, count), its results by index.
+// A value crosses processes as its bytes (a trivially copyable T); a result that does not read
+// back whole is an error (a worker and the reader disagree on the type), never zeros.
+template <typename T>
+Result<std::vector<T>> MapValues(WorkSplit& split, size_t count,
+                                 const std::function<T(size_t)>& work,
+                                 const std::function<void(size_t)>& done = nullptr) {
+  static_assert(std::is_trivially_copyable_v<T>);
+  const std::vector<std::string> encoded = split.Map(
+      count, [&](size_t index) { return ByteWriter().Put(work(index)).Take(); }, done);
+  std::vector<T> values;
+  values.reserve(encoded.size());
+  for (size_t index = 0; index < encoded.size(); ++index) {
+    ByteReader reader(encoded[index]);
+    values.push_back(reader.Get<T>());
+    if (!reader.AtEnd()) {
+      return Error{"internal: result " + std::to_string(index) + " of " + split.Describe() +
+                   " is " + std::to_string(encoded[index].size()) + " bytes, expected " +
+                   std::to_string(sizeof(T))};
+    }
+  }
+  return values;
+}
 
 }  // namespace stagecraft

@@ -73,6 +73,7 @@ class Mpi : public WorkSplit {
     for (size_t read = 0; read < count; ++read) {
       const uint64_t index = reader.Get<uint64_t>();
       std::string result = reader.GetString();
+      if (!reader.ok()) break;  // the missing results then fail to read back (MapValues)
       if (index < count) results[index] = std::move(result);
     }
     return results;

@@ -233,7 +233,8 @@ std::string Encode(const ExplorerOutcome& outcome) {
   return writer.Take();
 }
 
-void Decode(const std::string& bytes, ExplorerOutcome& outcome) {
+// Reads back what Encode wrote; false where the bytes do not read back whole.
+bool Decode(const std::string& bytes, ExplorerOutcome& outcome) {
   ByteReader reader(bytes);
   outcome.rejection = reader.GetString();
   outcome.capacity_rps = reader.Get<double>();
@@ -243,6 +244,7 @@ void Decode(const std::string& bytes, ExplorerOutcome& outcome) {
   outcome.tpot_p90_s = reader.Get<double>();
   outcome.kv_capacity_tokens = reader.Get<int64_t>();
   outcome.probes = reader.Get<int32_t>();
+  return reader.AtEnd();
 }
 
 }  // namespace
@@ -368,7 +370,10 @@ Result<ExplorerResult> SearchExplorerSpace(const ExplorerSearchSpec& spec) {
   for (size_t index = 0; index < result.outcomes.size(); ++index) {
     if (!errors[index].empty()) return Error{errors[index]};
     ExplorerOutcome& outcome = result.outcomes[index];
-    Decode(encoded[index], outcome);
+    if (!Decode(encoded[index], outcome)) {
+      return Error{"internal: configuration " + std::to_string(index) +
+                   "'s outcome did not read back whole"};
+    }
     if (!outcome.rejection.empty()) ++result.rejections[outcome.rejection];
   }
   return result;

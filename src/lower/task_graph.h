@@ -15,8 +15,9 @@
 
 namespace stagecraft {
 
-// Point-to-point semantics (DESIGN.md §3; doc/p2p.md). Transfers other than activations and
-// gradients (shared state, shadow syncs, vision embeddings) are async in every mode.
+// Point-to-point semantics (DESIGN.md §3; doc/metrics.md, "The discrete-event run"). Transfers
+// other than activations and gradients (shared state, shadow syncs, vision embeddings) are async
+// in every mode.
 enum class P2pMode : uint8_t {
   kAsync,       // a send is posted when its producer ends; the receiver never blocks the sender
   kRendezvous,  // NCCL-like: between two ranks, sends match receives in issue order; a rank

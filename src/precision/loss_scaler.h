@@ -6,7 +6,7 @@
 //     backs off only after that many overflows since the last growth), minimum 1; an overflow
 //     skips the step.
 // Every overflow costs one skipped optimizer step; SimulateLossScaling counts them for a given
-// overflow pattern. A library piece with unit tests: no command calls it yet.
+// overflow pattern; `goodput` counts the steps it skips (fault/goodput.cc).
 #pragma once
 
 #include <cstdint>

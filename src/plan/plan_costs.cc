@@ -113,9 +113,7 @@ Costed Cost(const PlanSpec& spec, const std::shared_ptr<const LoadedConfig>& bas
 
 // Where `c`'s chunks run: in a V for the V-shape schedules (rank r holds chunks r and 2pp - 1 - r),
 // else chunk s on rank s mod pp.
-ChunkPlacement PlacementOf(const Candidate& c) {
-  return VShaped(c) ? ChunkPlacement::kV : ChunkPlacement::kLoop;
-}
+Placement PlacementOf(const Candidate& c) { return VShaped(c) ? Placement::kV : Placement::kLoop; }
 
 // The slowest rank's time of a transformer split `counts` (the embedding and the head included)
 // under `c`'s placement; a chunk costs its decoders, plus the embedding on the first and the
@@ -135,7 +133,7 @@ int64_t SlowestRankNs(const std::vector<int32_t>& counts, const Candidate& c,
 // where the slowest rank is the measure.
 bool LengthensTheChain(const std::vector<int32_t>& counts, const std::vector<int32_t>& reference,
                        const Candidate& c, const Costed& costed, int64_t tie) {
-  if (c.vpp < 2 || PlacementOf(c) != ChunkPlacement::kLoop) return false;
+  if (c.vpp < 2 || PlacementOf(c) != Placement::kLoop) return false;
   const auto chain = [&](const std::vector<int32_t>& split) {
     return TransformerLevelChain(split, c.pp, costed.decoder, costed.embedding, costed.head).ns();
   };

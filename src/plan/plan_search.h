@@ -59,7 +59,7 @@ Costed Cost(const PlanSpec& spec, const std::shared_ptr<const LoadedConfig>& bas
             const Candidate& candidate);
 
 // Where `c`'s chunks run: in a V for the V-shape schedules, else chunk s on rank s mod pp.
-ChunkPlacement PlacementOf(const Candidate& c);
+Placement PlacementOf(const Candidate& c);
 
 // The slowest rank's time of a transformer split `counts` under `c`'s placement.
 int64_t SlowestRankNs(const std::vector<int32_t>& counts, const Candidate& c, const Costed& costed);

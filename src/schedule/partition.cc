@@ -520,14 +520,14 @@ void WaterFill(std::vector<int64_t>& load, std::vector<int32_t>& count,
 
 }  // namespace
 
-int32_t RankOfChunk(int32_t chunk, int32_t pp, int32_t vpp, ChunkPlacement placement) {
-  if (placement == ChunkPlacement::kV && vpp == 2) return chunk < pp ? chunk : 2 * pp - 1 - chunk;
+int32_t RankOfChunk(int32_t chunk, int32_t pp, int32_t vpp, Placement placement) {
+  if (placement == Placement::kV && vpp == 2) return chunk < pp ? chunk : 2 * pp - 1 - chunk;
   return chunk % pp;
 }
 
 std::vector<int32_t> BalancedTransformerCounts(int32_t decoders, int32_t pp, int32_t vpp,
                                                Time decoder, Time embedding, Time head,
-                                               ChunkPlacement placement) {
+                                               Placement placement) {
   const int32_t chunks = pp * vpp;
   std::vector<int64_t> extra(static_cast<size_t>(chunks), 0);
   extra.front() += embedding.ns();
@@ -575,7 +575,7 @@ std::vector<int32_t> BalancedTransformerCounts(int32_t decoders, int32_t pp, int
 }
 
 Time SlowestTransformerRank(const std::vector<int32_t>& counts, int32_t pp, Time decoder,
-                            Time embedding, Time head, ChunkPlacement placement) {
+                            Time embedding, Time head, Placement placement) {
   std::vector<int64_t> rank_load(static_cast<size_t>(pp), 0);
   const auto chunks = static_cast<int32_t>(counts.size());
   const int32_t vpp = std::max(1, chunks / std::max(1, pp));

@@ -10,6 +10,7 @@
 
 #include "core/result.h"
 #include "core/time.h"
+#include "schedule/schedule.h"
 
 namespace stagecraft {
 
@@ -79,13 +80,14 @@ Result<std::vector<int32_t>> TorchtitanTransformerCounts(int32_t decoders, int32
                                                          int32_t input_weight,
                                                          int32_t output_weight);
 
-// Where a transformer's chunks run: chunk c of pp x vpp on rank c mod pp (Megatron's virtual-stage
-// order, torch's looped schedules), or in a V (torch's DualPipeV and ZBVZeroBubble, vpp 2):
-// rank r holds chunks r and 2pp - 1 - r.
-enum class ChunkPlacement : uint8_t { kLoop, kV };
+// Where a transformer's chunks run is a schedule's Placement (schedule/schedule.h): chunk c of
+// pp x vpp on rank c mod pp (kLoop: Megatron's virtual-stage order, torch's looped schedules), or
+// in a V (kV: torch's DualPipeV and ZBVZeroBubble, vpp 2): rank r holds chunks r and 2pp - 1 - r.
+// DualPipe's two directions (kDual) hold a copy of every stage on two ranks and have no one rank
+// per chunk: the functions below take kLoop or kV.
 
-// The rank of `chunk` of pp x vpp chunks under `placement`.
-int32_t RankOfChunk(int32_t chunk, int32_t pp, int32_t vpp, ChunkPlacement placement);
+// The rank of `chunk` of pp x vpp chunks under `placement`. REQUIRES: placement != kDual.
+int32_t RankOfChunk(int32_t chunk, int32_t pp, int32_t vpp, Placement placement);
 
 // The counts of a transformer's layer list over `pp` x `vpp` chunks (placed on the ranks by
 // `placement`) that make the slowest rank as fast as it can be, where a chunk costs `decoder`
@@ -99,13 +101,12 @@ int32_t RankOfChunk(int32_t chunk, int32_t pp, int32_t vpp, ChunkPlacement place
 // REQUIRES: pp >= 1, vpp >= 1 (2 with kV), decoder > 0, embedding >= 0, head >= 0.
 std::vector<int32_t> BalancedTransformerCounts(int32_t decoders, int32_t pp, int32_t vpp,
                                                Time decoder, Time embedding, Time head,
-                                               ChunkPlacement placement = ChunkPlacement::kLoop);
+                                               Placement placement = Placement::kLoop);
 
 // The slowest rank's time of `counts` (chunk counts with the embedding and the head, as above)
 // over `pp` ranks under `placement`: the measure BalancedTransformerCounts minimises.
 Time SlowestTransformerRank(const std::vector<int32_t>& counts, int32_t pp, Time decoder,
-                            Time embedding, Time head,
-                            ChunkPlacement placement = ChunkPlacement::kLoop);
+                            Time embedding, Time head, Placement placement = Placement::kLoop);
 
 // The chain of levels a looped schedule runs `counts` in (chunk c of pp x vpp on rank c mod pp):
 // the sum over the vpp levels (chunks v pp .. v pp + pp - 1) of the level's slowest chunk. The

@@ -361,9 +361,9 @@ void EveryTransformerSplit(int32_t decoders, int32_t chunks, std::vector<int32_t
 TEST(BalancedTransformerCountsTest, NoSplitHasASlowerSlowestRankThanItsOwn) {
   std::mt19937 random(20261202);
   std::uniform_int_distribution<int64_t> extra(0, 3000);
-  for (const ChunkPlacement placement : {ChunkPlacement::kLoop, ChunkPlacement::kV}) {
+  for (const Placement placement : {Placement::kLoop, Placement::kV}) {
     for (int32_t pp = 1; pp <= 3; ++pp) {
-      for (int32_t vpp = placement == ChunkPlacement::kV ? 2 : 1; vpp <= 2; ++vpp) {
+      for (int32_t vpp = placement == Placement::kV ? 2 : 1; vpp <= 2; ++vpp) {
         for (int32_t decoders = 1; decoders <= 9; ++decoders) {
           const Time decoder = Time::Nanoseconds(1000);
           const Time embedding = Time::Nanoseconds(extra(random));
@@ -374,7 +374,7 @@ TEST(BalancedTransformerCountsTest, NoSplitHasASlowerSlowestRankThanItsOwn) {
           EveryTransformerSplit(decoders, chunks, scratch, splits);
           const std::vector<int32_t> counts =
               BalancedTransformerCounts(decoders, pp, vpp, decoder, embedding, head, placement);
-          SCOPED_TRACE(std::string(placement == ChunkPlacement::kV ? "V " : "loop ") + "pp " +
+          SCOPED_TRACE(std::string(placement == Placement::kV ? "V " : "loop ") + "pp " +
                        std::to_string(pp) + " vpp " + std::to_string(vpp) + " decoders " +
                        std::to_string(decoders));
           if (splits.empty()) {  // fewer decoders than the middle chunks need
@@ -404,17 +404,16 @@ TEST(BalancedTransformerCountsTest, NoSplitHasASlowerSlowestRankThanItsOwn) {
 // 0 and 3, the embedding and the head) takes fewer decoders than rank 1 (chunks 1 and 2).
 TEST(BalancedTransformerCountsTest, TheVPutsBothEndsOnRankZero) {
   const Time d = Time::Nanoseconds(1000);
-  EXPECT_EQ(RankOfChunk(3, 2, 2, ChunkPlacement::kV), 0);
-  EXPECT_EQ(RankOfChunk(2, 2, 2, ChunkPlacement::kV), 1);
-  EXPECT_EQ(RankOfChunk(3, 2, 2, ChunkPlacement::kLoop), 1);
+  EXPECT_EQ(RankOfChunk(3, 2, 2, Placement::kV), 0);
+  EXPECT_EQ(RankOfChunk(2, 2, 2, Placement::kV), 1);
+  EXPECT_EQ(RankOfChunk(3, 2, 2, Placement::kLoop), 1);
   const std::vector<int32_t> counts = BalancedTransformerCounts(
-      8, 2, 2, d, Time::Nanoseconds(0), Time::Nanoseconds(2000), ChunkPlacement::kV);
+      8, 2, 2, d, Time::Nanoseconds(0), Time::Nanoseconds(2000), Placement::kV);
   // rank 0: the embedding, the head (2 decoders' time) and 3 decoders; rank 1: 5 decoders.
   EXPECT_EQ(counts[0] - 1 + counts[3] - 1, 3);
   EXPECT_EQ(counts[1] + counts[2], 5);
-  EXPECT_EQ(
-      SlowestTransformerRank(counts, 2, d, Time(), Time::Nanoseconds(2000), ChunkPlacement::kV),
-      Time::Nanoseconds(5000));
+  EXPECT_EQ(SlowestTransformerRank(counts, 2, d, Time(), Time::Nanoseconds(2000), Placement::kV),
+            Time::Nanoseconds(5000));
 }
 
 TEST(BalancedTransformerCountsTest, GivesTheHeadsRankFewerDecodersUnderVirtualStages) {

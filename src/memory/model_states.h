@@ -72,7 +72,7 @@ ModelStateBytes ShardedModelStates(double params, TrainingPrecision precision, i
                                    int32_t data_parallel);
 
 // What an engine keeps whole at a rank's peak although its ZeRO stage shards it (FSDP under
-// pipeline parallelism: parallel/parallel_plan.cc, FsdpResidency, cites the engines' code).
+// pipeline parallelism: parallel/data_parallel.cc, FsdpResidency, cites the engines' code).
 struct StateResidency {
   // [rank] bytes of the gathered working parameters held whole (bf16; FP8 for float8 linears
   // gathered in FP8); empty: the parameters are sharded as the ZeRO stage says.

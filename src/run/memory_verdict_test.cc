@@ -1,4 +1,4 @@
-// The model states of the memory verdict as the engines hold them (parallel/parallel_plan.cc,
+// The model states of the memory verdict as the engines hold them (parallel/data_parallel.cc,
 // FsdpResidency): FSDP under pipeline parallelism keeps a stage's gathered parameters and its
 // unsharded fp32 gradients until the stage's last backward (torch.distributed.pipelining's
 // backward_maybe_with_nosync; torchtitan's reshard_after_forward=False under PP), so a rank holds

@@ -106,10 +106,12 @@ double AddFullSharding(const ParallelSpec& parallel, const ClusterSpec& cluster,
   const int32_t per_node = group.hybrid ? group.shards : group.per_node;
   const double dense = params.dense;
   const double experts = params.experts;
+  // Under the float8 all-gather only the decoders' dense linears travel in FP8: torchao's
+  // convert_to_float8_training swaps nn.Linear modules, and torchtitan's routed experts are
+  // grouped-GEMM parameters, not nn.Linear, so they gather in bf16 like the embedding and the head.
   const double linear_dense = parallel.fp8_all_gather ? params.decoders - experts : 0.0;
-  const double gather_bytes = parallel.fp8_all_gather ? 1.0 : 2.0;
   const double dense_gathered = (dense - linear_dense) * 2 + linear_dense;
-  const double experts_gathered = experts * gather_bytes;
+  const double experts_gathered = experts * 2;
   const Time gather = DenseAndExperts(cluster, Collective::kAllGather, group.shards, per_node,
                                       group.ep, dense_gathered, experts_gathered);
   const ReshardAfterForward reshard = parallel.reshard_after_forward;

@@ -89,7 +89,8 @@ void AddDataParallel(const ParallelSpec& parallel, const ClusterSpec& cluster,
 // gathers once before its first microbatch and reduce-scatters once, in buckets, during its
 // last backward. With FSDP's float8 all-gather (torchao Float8Linear, torchtitan's
 // enable_fsdp_float8_all_gather) the decoders' weights travel as FP8, 1 byte each (their norm
-// weights, under 0.01% of a layer, with them); the embedding and the head stay bf16. Returns
+// weights, under 0.01% of a layer, with them); the embedding, the head and the routed experts
+// (grouped-GEMM parameters, not the nn.Linear modules float8 converts) stay bf16. Returns
 // the bytes one gather moves (what a rank holds while they stay gathered).
 double AddFullSharding(const ParallelSpec& parallel, const ClusterSpec& cluster,
                        const DataParallelGroup& group, const StageParams& params, bool pipelined,

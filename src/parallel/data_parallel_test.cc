@@ -191,6 +191,20 @@ TEST(DataParallelTest, TheFloat8AllGatherSendsTheDecodersWeightsInOneByte) {
   EXPECT_DOUBLE_EQ(gathered, 0.2 * kParams * 2 + 0.8 * kParams);
 }
 
+// Routed experts are not nn.Linear modules (torchtitan's GroupedExperts), so float8 training
+// leaves them bf16 and FSDP gathers them in 2 bytes, as doc/fidelity.md says.
+TEST(DataParallelTest, TheFloat8AllGatherLeavesRoutedExpertsInBf16) {
+  Config config = FullShardConfig(ReshardAfterForward::kDefault);
+  config.parallel.fp8 = true;
+  config.parallel.fp8_all_gather = true;
+  StageCollectives c;
+  // 1e6 parameters: 1e5 outside the decoders, 3e5 dense decoder weights, 6e5 routed experts.
+  const double gathered =
+      AddFullSharding(config.parallel, config.cluster, DataParallelGroupOf(config, false),
+                      {0.4 * kParams, 0.6 * kParams, 0.9 * kParams}, false, 1, c);
+  EXPECT_DOUBLE_EQ(gathered, 0.1 * kParams * 2 + 0.3 * kParams + 0.6 * kParams * 2);
+}
+
 TEST(DataParallelTest, FsdpKeepsGatheredParametersAndWholeGradientsUnderPipelining) {
   const auto schedule = GenerateOneFOneB({2, 1, 4, 0});
   ASSERT_TRUE(schedule.ok());

@@ -133,7 +133,6 @@ Status ParseMoeLayerFreq(const MegatronArgument&, ArgLine& line) {
       count(spelled.substr(plus + 5), &line.moe_layers)) {
     return Status::Ok();
   }
-  line.moe_layers = -1;
   return Error{line.where + "--moe-layer-freq '" + EscapeBytes(line.value) +
                "' (expected 1 or ([0]*K+[1]*N): stagecraft models K dense layers, then MoE "
                "layers, as `plan --export megatron` writes them)"};

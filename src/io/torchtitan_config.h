@@ -3,7 +3,8 @@
 // activation checkpointing, compile, async TP and float8 of the run, as `plan --export
 // torchtitan` writes them and torchtitan's own train configs do. The key names are those of
 // torchtitan/config/job_config.py (pytorch/torchtitan at 000204a4a8bf3d0f31adc44fc29855fbb6ea13d8);
-// the layout is checked by torchtitan's own rules, ported (torchtitan_config.cc names the files).
+// the layout is checked by torchtitan's own rules, ported (torchtitan_config.cc and
+// torchtitan_pipeline.cc name the files).
 // The model is the base config's (CONFIG or --hf-config) when `model_given`, checked against a
 // `[model] flavor` of llama3 that torchtitan defines; otherwise that flavor's dimensions. The
 // cluster comes from `base`; its GPUs are torchtitan's WORLD_SIZE. Errors name the file and

@@ -1,7 +1,6 @@
 #include "io/torchtitan_registry.h"
 
 #include <algorithm>
-#include <cctype>
 #include <map>
 #include <optional>
 #include <vector>
@@ -9,15 +8,18 @@
 #include "core/suggest.h"
 #include "io/toml.h"
 #include "io/torchtitan_config.h"
+#include "io/torchtitan_python.h"
 
 namespace stagecraft {
 namespace {
 
-// A value as the subset writes it, with the line it was set on (0: the base function's default).
-struct PyValue {
-  TomlValue value;
-  bool none = false;
-};
+using torchtitan_python::Bool;
+using torchtitan_python::Int;
+using torchtitan_python::Literal;
+using torchtitan_python::PyValue;
+using torchtitan_python::Statement;
+using torchtitan_python::Statements;
+using torchtitan_python::Str;
 
 // The fields of each section read, and those known but changing nothing stagecraft simulates.
 struct Section {
@@ -52,24 +54,6 @@ const std::vector<std::string>& IgnoredFields() {
       "hf_assets_path", "profiler",  "metrics", "optimizer", "lr_scheduler", "dataloader",
       "checkpoint",     "validator", "debug",   "comm",      "loss",         "override"};
   return kFields;
-}
-
-TomlValue Int(int64_t value) {
-  TomlValue v;
-  v.kind = TomlValue::Kind::kInteger;
-  v.integer = value;
-  return v;
-}
-TomlValue Bool(bool value) {
-  TomlValue v;
-  v.kind = TomlValue::Kind::kBool;
-  v.boolean = value;
-  return v;
-}
-TomlValue Str(std::string value) {
-  TomlValue v;
-  v.text = std::move(value);
-  return v;
 }
 
 // What the function builds: the base's values, then the statements' in order.
@@ -122,174 +106,6 @@ bool ApplyBase(const std::string& name, int32_t line, Registry& r) {
   r.model_line = line;
   r.ac_line = line;
   return true;
-}
-
-std::string Trim(const std::string& text) {
-  size_t begin = 0;
-  size_t end = text.size();
-  while (begin < end && std::isspace(static_cast<unsigned char>(text[begin]))) ++begin;
-  while (end > begin && std::isspace(static_cast<unsigned char>(text[end - 1]))) --end;
-  return text.substr(begin, end - begin);
-}
-
-// Drops spaces outside string literals ("a = 1" and "a=1" read alike).
-std::string Squeeze(const std::string& text) {
-  std::string out;
-  char quote = 0;
-  for (char c : text) {
-    if (quote != 0) {
-      out += c;
-      if (c == quote) quote = 0;
-    } else if (c == '"' || c == '\'') {
-      quote = c;
-      out += c;
-    } else if (!std::isspace(static_cast<unsigned char>(c))) {
-      out += c;
-    }
-  }
-  return out;
-}
-
-// One statement per logical line: comments dropped, lines joined while brackets are open.
-struct Statement {
-  std::string text;  // squeezed
-  std::string raw;   // as written (first line), for messages
-  int32_t line = 0;
-};
-
-Result<std::vector<Statement>> Statements(const std::string& text, const std::string& source) {
-  std::vector<Statement> statements;
-  Statement current;
-  int depth = 0;
-  int32_t line = 0;
-  size_t pos = 0;
-  while (pos <= text.size()) {
-    const size_t end = std::min(text.find('\n', pos), text.size());
-    std::string content = text.substr(pos, end - pos);
-    pos = end + 1;
-    ++line;
-    char quote = 0;
-    std::string kept;
-    for (char c : content) {
-      if (quote == 0 && c == '#') break;
-      if (quote != 0 && c == quote)
-        quote = 0;
-      else if (quote == 0 && (c == '"' || c == '\''))
-        quote = c;
-      else if (quote == 0 && (c == '(' || c == '[' || c == '{'))
-        ++depth;
-      else if (quote == 0 && (c == ')' || c == ']' || c == '}'))
-        --depth;
-      kept += c;
-    }
-    if (quote != 0) {
-      return Error{source + ":" + std::to_string(line) +
-                   ": a string left open at the end of the line (expected its closing quote)"};
-    }
-    if (depth < 0) {
-      return Error{source + ":" + std::to_string(line) + ": a closing bracket with none open"};
-    }
-    if (current.text.empty() && Trim(kept).empty()) continue;
-    if (current.text.empty()) {
-      current.line = line;
-      current.raw = Trim(kept);
-    }
-    current.text += Squeeze(kept);
-    if (depth == 0) {
-      statements.push_back(current);
-      current = Statement{};
-    }
-    if (end == text.size()) break;
-  }
-  if (depth != 0) {
-    return Error{source + ":" + std::to_string(current.line) +
-                 ": a bracket opened here is never closed (expected the statement to end)"};
-  }
-  return statements;
-}
-
-// The items of a list's inside, split at the commas outside strings and brackets.
-std::vector<std::string> ListItems(const std::string& inner) {
-  std::vector<std::string> items;
-  std::string item;
-  char quote = 0;
-  int depth = 0;
-  for (char c : inner + ",") {
-    if (quote != 0) {
-      if (c == quote) quote = 0;
-    } else if (c == '"' || c == '\'') {
-      quote = c;
-    } else if (c == '[' || c == '(') {
-      ++depth;
-    } else if (c == ']' || c == ')') {
-      --depth;
-    } else if (c == ',' && depth == 0) {
-      if (!item.empty()) items.push_back(item);
-      item.clear();
-      continue;
-    }
-    item += c;
-  }
-  return items;
-}
-
-// A literal: an integer (a product of integers, `_` separators), True/False, None, a string, a
-// list of strings or a list of lists of strings (module_fqns_per_model_part).
-std::optional<PyValue> Literal(const std::string& text) {
-  PyValue out;
-  if (text == "None") {
-    out.none = true;
-    return out;
-  }
-  if (text == "True" || text == "False") {
-    out.value = Bool(text == "True");
-    return out;
-  }
-  if (text.size() >= 2 && (text.front() == '"' || text.front() == '\'') &&
-      text.back() == text.front()) {
-    out.value = Str(text.substr(1, text.size() - 2));
-    return out;
-  }
-  if (text.size() >= 2 && text.front() == '[' && text.back() == ']') {
-    const std::vector<std::string> items = ListItems(text.substr(1, text.size() - 2));
-    const bool nested = !items.empty() && items.front().front() == '[';
-    out.value.kind = nested ? TomlValue::Kind::kStringArrays : TomlValue::Kind::kStringArray;
-    for (const std::string& item : items) {
-      auto element = Literal(item);
-      if (!element || element->none) return std::nullopt;
-      if (nested && element->value.kind == TomlValue::Kind::kStringArray) {
-        out.value.arrays.push_back(element->value.strings);
-      } else if (!nested && element->value.kind == TomlValue::Kind::kString) {
-        out.value.strings.push_back(element->value.text);
-      } else {
-        return std::nullopt;
-      }
-    }
-    return out;
-  }
-  const bool negative = !text.empty() && text[0] == '-';
-  const std::string digits = negative ? text.substr(1) : text;
-  int64_t product = 1;
-  size_t start = 0;
-  while (true) {
-    size_t star = digits.find('*', start);
-    if (star == std::string::npos) star = digits.size();
-    const std::string factor = digits.substr(start, star - start);
-    if (factor.empty() || factor.size() > 12) return std::nullopt;
-    int64_t number = 0;
-    for (char c : factor) {
-      if (c == '_') continue;
-      if (!std::isdigit(static_cast<unsigned char>(c))) return std::nullopt;
-      number = number * 10 + (c - '0');
-    }
-    // Both factors below 2^40: the product is checked before it could overflow.
-    if (number != 0 && product > (int64_t{1} << 40) / number) return std::nullopt;
-    product *= number;
-    if (star == digits.size()) break;
-    start = star + 1;
-  }
-  out.value = Int(negative ? -product : product);
-  return out;
 }
 
 class Reader {
@@ -512,163 +328,211 @@ const PyValue* Get(const Registry& r, const std::string& section, const std::str
   return f == s->second.end() ? nullptr : &f->second;
 }
 
-}  // namespace
+// An error at the line `at` was set on, else at `fallback` (0: the file).
+Error Fail(const std::string& source, const PyValue* at, int32_t fallback,
+           const std::string& message) {
+  const int32_t line = at != nullptr ? at->value.line : fallback;
+  return Error{source + (line > 0 ? ":" + std::to_string(line) : "") + ": " + message};
+}
 
-Result<Config> ReadTorchtitanRegistry(const std::string& text, const std::string& source,
-                                      Config base, bool model_given) {
-  auto statements = Statements(text, source);
-  if (!statements.ok()) return statements.error();
-  Reader reader(source);
-  STAGECRAFT_RETURN_IF_ERROR(reader.Read(statements.value()));
-  const Registry& r = reader.registry();
-  const auto fail = [&](const PyValue* at, int32_t fallback, const std::string& message) {
-    const int32_t line = at != nullptr ? at->value.line : fallback;
-    return Error{source + (line > 0 ? ":" + std::to_string(line) : "") + ": " + message};
-  };
-  // Typed reads of the values the translation needs; the rest pass through to the 0.2 reader.
-  const auto integer = [&](const char* section, const char* field, int64_t fallback,
-                           int64_t low) -> Result<int64_t> {
+// The line section.field was set on, else the base function's.
+int32_t LineOf(const Registry& r, const char* section, const char* field) {
+  const PyValue* v = Get(r, section, field);
+  return v != nullptr ? v->value.line : r.base_line;
+}
+
+// The values the translation needs, typed, with the defaults of torchtitan's configs.py; the
+// rest pass through to the 0.2 reader.
+struct TrainerValues {
+  int64_t seq_len = 2048;             // training.max_context_length
+  int64_t microbatch_tokens = 16384;  // training.num_tokens_per_microbatch_per_dp_rank
+  int64_t step_tokens = -1;           // training.num_tokens_per_train_step; -1 = derived
+  int64_t microbatches = 1;           // parallelism.num_pp_microbatches
+  int64_t pp = 1;                     // parallelism.pipeline_parallel_degree
+  int64_t tp = 1;                     // parallelism.tensor_parallel_degree
+  int64_t ep = 1;                     // parallelism.expert_parallel_degree
+  bool no_cuda_graphs = false;        // training.disable_cuda_graphs
+  bool sequence_parallel = true;      // parallelism.enable_sequence_parallel
+  bool symm_mem = false;              // parallelism.enable_fsdp_symm_mem
+  bool compile = false;               // compile.enable
+  bool async_tp = false;              // compile.enable_async_tensor_parallel
+  std::vector<std::string> components = {"model", "loss"};  // compile.components
+  bool compiles_model = false;  // compile on with "model" in its components
+};
+
+// The integers read, each from `low` to 2^40, then the booleans, in the order their errors are
+// reported.
+struct IntegerField {
+  const char* section;
+  const char* field;
+  int64_t low;
+  int64_t TrainerValues::*out;
+};
+struct BooleanField {
+  const char* section;
+  const char* field;
+  bool TrainerValues::*out;
+};
+constexpr IntegerField kIntegerFields[] = {
+    {"training", "max_context_length", 1, &TrainerValues::seq_len},
+    {"training", "num_tokens_per_microbatch_per_dp_rank", 1, &TrainerValues::microbatch_tokens},
+    {"training", "num_tokens_per_train_step", -1, &TrainerValues::step_tokens},
+    {"parallelism", "num_pp_microbatches", 1, &TrainerValues::microbatches},
+    {"parallelism", "pipeline_parallel_degree", 1, &TrainerValues::pp},
+    {"parallelism", "tensor_parallel_degree", 1, &TrainerValues::tp},
+    {"parallelism", "expert_parallel_degree", 1, &TrainerValues::ep}};
+constexpr BooleanField kBooleanFields[] = {
+    {"training", "disable_cuda_graphs", &TrainerValues::no_cuda_graphs},
+    {"parallelism", "enable_sequence_parallel", &TrainerValues::sequence_parallel},
+    {"parallelism", "enable_fsdp_symm_mem", &TrainerValues::symm_mem},
+    {"compile", "enable", &TrainerValues::compile},
+    {"compile", "enable_async_tensor_parallel", &TrainerValues::async_tp}};
+
+Result<TrainerValues> ReadValues(const Registry& r, const std::string& source) {
+  TrainerValues values;
+  for (const auto& [section, field, low, out] : kIntegerFields) {
     const PyValue* v = Get(r, section, field);
-    if (v == nullptr) return fallback;
+    if (v == nullptr) continue;
     if (v->none || v->value.kind != TomlValue::Kind::kInteger || v->value.integer < low ||
         v->value.integer > (int64_t{1} << 40)) {
-      return fail(v, 0,
+      return Fail(source, v, 0,
                   std::string("config.") + section + "." + field + " (expected an integer from " +
                       std::to_string(low) + ")");
     }
-    return v->value.integer;
-  };
-  const auto boolean = [&](const char* section, const char* field, bool fallback) -> Result<bool> {
+    values.*out = v->value.integer;
+  }
+  for (const auto& [section, field, out] : kBooleanFields) {
     const PyValue* v = Get(r, section, field);
-    if (v == nullptr) return fallback;
+    if (v == nullptr) continue;
     if (v->none || v->value.kind != TomlValue::Kind::kBool) {
-      return fail(v, 0,
+      return Fail(source, v, 0,
                   std::string("config.") + section + "." + field + " (expected True or False)");
     }
-    return v->value.boolean;
-  };
-  auto seq = integer("training", "max_context_length", 2048, 1);
-  if (!seq.ok()) return seq.error();
-  auto mb_tokens = integer("training", "num_tokens_per_microbatch_per_dp_rank", 16384, 1);
-  if (!mb_tokens.ok()) return mb_tokens.error();
-  auto step_tokens = integer("training", "num_tokens_per_train_step", -1, -1);
-  if (!step_tokens.ok()) return step_tokens.error();
-  auto microbatches = integer("parallelism", "num_pp_microbatches", 1, 1);
-  if (!microbatches.ok()) return microbatches.error();
-  auto pp = integer("parallelism", "pipeline_parallel_degree", 1, 1);
-  if (!pp.ok()) return pp.error();
-  auto tp = integer("parallelism", "tensor_parallel_degree", 1, 1);
-  if (!tp.ok()) return tp.error();
-  auto ep = integer("parallelism", "expert_parallel_degree", 1, 1);
-  if (!ep.ok()) return ep.error();
-  auto no_graphs = boolean("training", "disable_cuda_graphs", false);
-  if (!no_graphs.ok()) return no_graphs.error();
-  auto sequence_parallel = boolean("parallelism", "enable_sequence_parallel", true);
-  if (!sequence_parallel.ok()) return sequence_parallel.error();
-  auto symm_mem = boolean("parallelism", "enable_fsdp_symm_mem", false);
-  if (!symm_mem.ok()) return symm_mem.error();
-  auto compile = boolean("compile", "enable", false);
-  if (!compile.ok()) return compile.error();
-  auto async_tp = boolean("compile", "enable_async_tensor_parallel", false);
-  if (!async_tp.ok()) return async_tp.error();
+    values.*out = v->value.boolean;
+  }
+  return values;
+}
 
-  const int64_t s = seq.value();
-  if (mb_tokens.value() % s != 0) {
-    return fail(
-        Get(r, "training", "num_tokens_per_microbatch_per_dp_rank"), r.base_line,
-        "training.num_tokens_per_microbatch_per_dp_rank " + std::to_string(mb_tokens.value()) +
+// The trainer's rules on the batch, CUDA graphs and the layout (trainer.py, parallel_dims.py),
+// and what stagecraft does not model.
+Status CheckTrainer(const Registry& r, const std::string& source, const TrainerValues& v) {
+  const int64_t s = v.seq_len;
+  if (v.microbatch_tokens % s != 0) {
+    return Fail(
+        source, Get(r, "training", "num_tokens_per_microbatch_per_dp_rank"), r.base_line,
+        "training.num_tokens_per_microbatch_per_dp_rank " + std::to_string(v.microbatch_tokens) +
             " is not a whole number of sequences of "
             "max_context_length " +
             std::to_string(s) + " (expected a multiple: stagecraft simulates whole sequences)");
   }
-  if (step_tokens.value() == 0 || (step_tokens.value() > 0 && step_tokens.value() % s != 0)) {
-    return fail(Get(r, "training", "num_tokens_per_train_step"), 0,
-                "training.num_tokens_per_train_step " + std::to_string(step_tokens.value()) +
+  if (v.step_tokens == 0 || (v.step_tokens > 0 && v.step_tokens % s != 0)) {
+    return Fail(source, Get(r, "training", "num_tokens_per_train_step"), 0,
+                "training.num_tokens_per_train_step " + std::to_string(v.step_tokens) +
                     " is not a whole number of sequences of " + std::to_string(s) +
                     " tokens (expected -1 or a multiple of max_context_length)");
   }
-  if (pp.value() > 1 && !no_graphs.value()) {
-    return fail(Get(r, "parallelism", "pipeline_parallel_degree"), 0,
+  if (v.pp > 1 && !v.no_cuda_graphs) {
+    return Fail(source, Get(r, "parallelism", "pipeline_parallel_degree"), 0,
                 "pipeline parallelism with CUDA graphs on: torchtitan's trainer.py refuses it "
                 "(expected config.training.disable_cuda_graphs = True)");
   }
-  if (!sequence_parallel.value() && tp.value() > 1) {
-    return fail(Get(r, "parallelism", "enable_sequence_parallel"), 0,
+  if (!v.sequence_parallel && v.tp > 1) {
+    return Fail(source, Get(r, "parallelism", "enable_sequence_parallel"), 0,
                 "parallelism.enable_sequence_parallel = False is not modelled (expected True, "
                 "torchtitan's default: stagecraft's torchtitan TP shards the sequence)");
   }
-  if (symm_mem.value()) {
-    return fail(Get(r, "parallelism", "enable_fsdp_symm_mem"), 0,
+  if (v.symm_mem) {
+    return Fail(source, Get(r, "parallelism", "enable_fsdp_symm_mem"), 0,
                 "parallelism.enable_fsdp_symm_mem = True is not modelled (expected False)");
   }
-  if (ep.value() > 1 && tp.value() > 1) {
-    return fail(Get(r, "parallelism", "expert_parallel_degree"), 0,
+  if (v.ep > 1 && v.tp > 1) {
+    return Fail(source, Get(r, "parallelism", "expert_parallel_degree"), 0,
                 "expert_parallel_degree > 1 with tensor_parallel_degree > 1: at this generation "
                 "EP borrows TP ranks (parallel_dims.py, efsdp = dp_shard x cp x tp / ep), a "
                 "layout stagecraft does not model (expected tp 1, or the 0.2 TOML)");
   }
-  std::vector<std::string> components = {"model", "loss"};
-  if (const PyValue* v = Get(r, "compile", "components"); v != nullptr) {
-    if (v->none || v->value.kind != TomlValue::Kind::kStringArray) {
-      return fail(v, 0, "config.compile.components (expected a list of strings)");
+  return Status::Ok();
+}
+
+// compile.components, and async TP's need of the model compiled (CompileConfig).
+Status ReadCompile(const Registry& r, const std::string& source, TrainerValues& v) {
+  if (const PyValue* at = Get(r, "compile", "components"); at != nullptr) {
+    if (at->none || at->value.kind != TomlValue::Kind::kStringArray) {
+      return Fail(source, at, 0, "config.compile.components (expected a list of strings)");
     }
-    components = v->value.strings;
+    v.components = at->value.strings;
   }
-  const bool compiles_model = compile.value() && std::find(components.begin(), components.end(),
-                                                           "model") != components.end();
-  if (async_tp.value() && !compiles_model) {
-    return fail(Get(r, "compile", "enable_async_tensor_parallel"), r.base_line,
+  v.compiles_model = v.compile && std::find(v.components.begin(), v.components.end(), "model") !=
+                                      v.components.end();
+  if (v.async_tp && !v.compiles_model) {
+    return Fail(source, Get(r, "compile", "enable_async_tensor_parallel"), r.base_line,
                 "compile.enable_async_tensor_parallel needs compile.enable = True and \"model\" "
                 "in compile.components (torchtitan's CompileConfig raises without them)");
   }
-  // The pipeline's microbatches, checked under this generation's name.
+  return Status::Ok();
+}
+
+// The pipeline's microbatches, checked under this generation's name.
+Status CheckMicrobatches(const Registry& r, const std::string& source, const TrainerValues& v) {
   std::string schedule = "1F1B";
-  if (const PyValue* v = Get(r, "parallelism", "pipeline_parallel_schedule");
-      v != nullptr && v->value.kind == TomlValue::Kind::kString) {
-    schedule = v->value.text;
+  if (const PyValue* at = Get(r, "parallelism", "pipeline_parallel_schedule");
+      at != nullptr && at->value.kind == TomlValue::Kind::kString) {
+    schedule = at->value.text;
   }
-  const int64_t n = microbatches.value();
-  if (pp.value() > 1) {
-    const PyValue* at = Get(r, "parallelism", "num_pp_microbatches");
-    const std::string count = "parallelism.num_pp_microbatches " + std::to_string(n);
-    if (n < pp.value()) {
-      return fail(at, 0,
-                  count + " is fewer than the " + std::to_string(pp.value()) +
-                      " pipeline ranks (expected at least pipeline_parallel_degree)");
-    }
-    if (schedule == "DualPipeV" && n < 2 * pp.value()) {
-      return fail(at, 0,
-                  count + ": DualPipeV needs at least 2 x pp = " + std::to_string(2 * pp.value()));
-    }
-    if ((schedule == "Interleaved1F1B" || schedule == "LoopedBFS") && n % pp.value() != 0) {
-      return fail(at, 0,
-                  count + " is not a multiple of pp " + std::to_string(pp.value()) +
-                      " (torch's looped schedules require it)");
-    }
+  const int64_t n = v.microbatches;
+  if (v.pp <= 1) return Status::Ok();
+  const PyValue* at = Get(r, "parallelism", "num_pp_microbatches");
+  const std::string count = "parallelism.num_pp_microbatches " + std::to_string(n);
+  if (n < v.pp) {
+    return Fail(source, at, 0,
+                count + " is fewer than the " + std::to_string(v.pp) +
+                    " pipeline ranks (expected at least pipeline_parallel_degree)");
+  }
+  if (schedule == "DualPipeV" && n < 2 * v.pp) {
+    return Fail(source, at, 0,
+                count + ": DualPipeV needs at least 2 x pp = " + std::to_string(2 * v.pp));
+  }
+  if ((schedule == "Interleaved1F1B" || schedule == "LoopedBFS") && n % v.pp != 0) {
+    return Fail(source, at, 0,
+                count + " is not a multiple of pp " + std::to_string(v.pp) +
+                    " (torch's looped schedules require it)");
+  }
+  return Status::Ok();
+}
+
+// The 0.2 job config being written: its tables in the order first used, each value at the line
+// it was set on (the base function's line where it was not).
+class JobConfig {
+ public:
+  explicit JobConfig(int32_t base_line) : base_line_(base_line) {
+    document_.tables.push_back(TomlTable{});
   }
 
-  // The 0.2 job config these values mean.
-  TomlDocument document;
-  document.tables.push_back(TomlTable{});
-  const auto table = [&](const std::string& name) -> TomlTable& {
-    for (TomlTable& t : document.tables) {
+  void Put(const std::string& name, const std::string& key, TomlValue value, int32_t line) {
+    value.line = line > 0 ? line : base_line_;
+    Table(name).keys.emplace_back(key, std::move(value));
+  }
+
+  const TomlDocument& document() const { return document_; }
+
+ private:
+  TomlTable& Table(const std::string& name) {
+    for (TomlTable& t : document_.tables) {
       if (t.name == name) return t;
     }
-    document.tables.push_back(TomlTable{name, r.base_line, {}});
-    return document.tables.back();
-  };
-  const auto put = [&](const std::string& name, const std::string& key, TomlValue value,
-                       int32_t line) {
-    value.line = line > 0 ? line : r.base_line;
-    table(name).keys.emplace_back(key, std::move(value));
-  };
-  const auto line_of = [&](const char* section, const char* field) {
-    const PyValue* v = Get(r, section, field);
-    return v != nullptr ? v->value.line : r.base_line;
-  };
+    document_.tables.push_back(TomlTable{name, base_line_, {}});
+    return document_.tables.back();
+  }
+
+  TomlDocument document_;
+  int32_t base_line_;
+};
+
+// The model's table: the llama3 flavor and its float8 converter; none when the model is given.
+Status PutModel(const Registry& r, const std::string& source, bool model_given, JobConfig& job) {
   if (!r.flavor.empty()) {
-    put("model", "name", Str("llama3"), r.model_line);
-    put("model", "flavor", Str(r.flavor), r.model_line);
+    job.Put("model", "name", Str("llama3"), r.model_line);
+    job.Put("model", "flavor", Str(r.flavor), r.model_line);
   } else if (!model_given) {
     return Error{source +
                  ": no model_spec names the model (expected config.model_spec = "
@@ -679,20 +543,26 @@ Result<Config> ReadTorchtitanRegistry(const std::string& text, const std::string
     TomlValue converters;
     converters.kind = TomlValue::Kind::kStringArray;
     converters.strings = {"float8"};
-    put("model", "converters", converters, r.model_line);
+    job.Put("model", "converters", converters, r.model_line);
   }
-  const int64_t mbs = mb_tokens.value() / s;
-  const int64_t local = pp.value() > 1 ? mbs * n : mbs;
-  put("training", "seq_len", Int(s), line_of("training", "max_context_length"));
-  put("training", "local_batch_size", Int(local),
-      line_of("training", "num_tokens_per_microbatch_per_dp_rank"));
-  if (step_tokens.value() > 0) {
-    put("training", "global_batch_size", Int(step_tokens.value() / s),
-        line_of("training", "num_tokens_per_train_step"));
+  return Status::Ok();
+}
+
+// The batch in sequences, and the parallelism keys both generations name alike.
+void PutTrainingAndLayout(const Registry& r, const TrainerValues& v, JobConfig& job) {
+  const int64_t s = v.seq_len;
+  const int64_t mbs = v.microbatch_tokens / s;
+  const int64_t local = v.pp > 1 ? mbs * v.microbatches : mbs;
+  job.Put("training", "seq_len", Int(s), LineOf(r, "training", "max_context_length"));
+  job.Put("training", "local_batch_size", Int(local),
+          LineOf(r, "training", "num_tokens_per_microbatch_per_dp_rank"));
+  if (v.step_tokens > 0) {
+    job.Put("training", "global_batch_size", Int(v.step_tokens / s),
+            LineOf(r, "training", "num_tokens_per_train_step"));
   }
   for (const char* key : {"mixed_precision_param", "enable_cpu_offload"}) {
-    if (const PyValue* v = Get(r, "training", key); v != nullptr && !v->none) {
-      put("training", key, v->value, v->value.line);
+    if (const PyValue* at = Get(r, "training", key); at != nullptr && !at->none) {
+      job.Put("training", key, at->value, at->value.line);
     }
   }
   for (const char* key :
@@ -702,27 +572,53 @@ Result<Config> ReadTorchtitanRegistry(const std::string& text, const std::string
         "pipeline_parallel_layers_per_stage", "pipeline_parallel_schedule",
         "pipeline_parallel_schedule_csv", "context_parallel_degree", "expert_parallel_degree",
         "module_fqns_per_model_part"}) {
-    const PyValue* v = Get(r, "parallelism", key);
-    if (v == nullptr || v->none) continue;
-    put("parallelism", key, v->value, v->value.line);
+    const PyValue* at = Get(r, "parallelism", key);
+    if (at == nullptr || at->none) continue;
+    job.Put("parallelism", key, at->value, at->value.line);
   }
-  if (pp.value() > 1) {
-    put("parallelism", "pipeline_parallel_microbatch_size", Int(mbs),
-        line_of("parallelism", "num_pp_microbatches"));
+  if (v.pp > 1) {
+    job.Put("parallelism", "pipeline_parallel_microbatch_size", Int(mbs),
+            LineOf(r, "parallelism", "num_pp_microbatches"));
   }
-  put("parallelism", "enable_async_tensor_parallel", Bool(async_tp.value()),
-      line_of("compile", "enable_async_tensor_parallel"));
-  put("activation_checkpoint", "mode", Str(r.ac), r.ac_line);
+}
+
+// Async TP, the activation checkpointing and what compiles.
+void PutEngineOptions(const Registry& r, const TrainerValues& v, JobConfig& job) {
+  job.Put("parallelism", "enable_async_tensor_parallel", Bool(v.async_tp),
+          LineOf(r, "compile", "enable_async_tensor_parallel"));
+  job.Put("activation_checkpoint", "mode", Str(r.ac), r.ac_line);
   if (r.ac == "selective") {
     // This generation's SelectiveAC is the per-op policy (activation_checkpoint.py).
-    put("activation_checkpoint", "selective_ac_option", Str("op"), r.ac_line);
+    job.Put("activation_checkpoint", "selective_ac_option", Str("op"), r.ac_line);
   }
-  put("compile", "enable", Bool(compiles_model), line_of("compile", "enable"));
+  job.Put("compile", "enable", Bool(v.compiles_model), LineOf(r, "compile", "enable"));
   TomlValue compiled;  // whether the loss compiles too (the TOML reader's cross_entropy_fusion)
   compiled.kind = TomlValue::Kind::kStringArray;
-  compiled.strings = components;
-  put("compile", "components", compiled, line_of("compile", "components"));
-  return ReadTorchtitanDocument(document, source, std::move(base), model_given);
+  compiled.strings = v.components;
+  job.Put("compile", "components", compiled, LineOf(r, "compile", "components"));
+}
+
+}  // namespace
+
+Result<Config> ReadTorchtitanRegistry(const std::string& text, const std::string& source,
+                                      Config base, bool model_given) {
+  auto statements = Statements(text, source);
+  if (!statements.ok()) return statements.error();
+  Reader reader(source);
+  STAGECRAFT_RETURN_IF_ERROR(reader.Read(statements.value()));
+  const Registry& r = reader.registry();
+  auto values = ReadValues(r, source);
+  if (!values.ok()) return values.error();
+  TrainerValues& v = values.value();
+  STAGECRAFT_RETURN_IF_ERROR(CheckTrainer(r, source, v));
+  STAGECRAFT_RETURN_IF_ERROR(ReadCompile(r, source, v));
+  STAGECRAFT_RETURN_IF_ERROR(CheckMicrobatches(r, source, v));
+  // The 0.2 job config these values mean.
+  JobConfig job(r.base_line);
+  STAGECRAFT_RETURN_IF_ERROR(PutModel(r, source, model_given, job));
+  PutTrainingAndLayout(r, v, job);
+  PutEngineOptions(r, v, job);
+  return ReadTorchtitanDocument(job.document(), source, std::move(base), model_given);
 }
 
 }  // namespace stagecraft

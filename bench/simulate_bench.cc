@@ -230,7 +230,8 @@ void RunLibraryPath(benchmark::State& state, const RunSpec& flags) {
 }
 
 // DeepSeek-V4.1-Flash (examples/deepseek-v4.1-flash.yaml, 42 layers, every shared-state edge)
-// at pp = 16 (dp 8, ep 8), m = 512, through RunLibraryPath (the run library, as `simulate` calls it). Target (issue): under 1 s.
+// at pp = 16 (dp 8, ep 8), m = 512, through RunLibraryPath (the run library, as `simulate` calls
+// it). Target (issue): under 1 s.
 void BM_V41FlashPp16(benchmark::State& state) {
   RunSpec flags;
   flags.config_path = std::string(STAGECRAFT_EXAMPLES_DIR) + "/deepseek-v4.1-flash.yaml";

@@ -3,12 +3,16 @@
 set -euo pipefail
 #   scripts/install-deps.sh        the build and test packages
 #   scripts/install-deps.sh fuzz   and clang with its libFuzzer runtime (scripts/fuzz.sh)
+#   scripts/install-deps.sh format and clang-format (scripts/check-format.sh)
 packages=(cmake g++ ninja-build libyaml-cpp-dev nlohmann-json3-dev libcli11-dev libgtest-dev
           libgmock-dev libbenchmark-dev python3-dev pybind11-dev python3-pytest
           chromium      # headless, for the HTML reports' browser test (tests/html/)
           libopenmpi-dev openmpi-bin)  # `mpirun -n K stagecraft plan` (tests/plan_mpirun.sh)
 if [ "${1:-}" = "fuzz" ]; then
   packages+=(clang libclang-rt-14-dev)  # Debian 12: libFuzzer is libclang_rt.fuzzer in the latter
+fi
+if [ "${1:-}" = "format" ]; then
+  packages+=(clang-format)
 fi
 missing=()
 for package in "${packages[@]}"; do

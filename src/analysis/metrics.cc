@@ -172,9 +172,9 @@ void AttributeGap(const TaskGraph& graph, const Trace& trace, uint32_t waiting, 
     // so a compute task's wait is the pipeline's).
     const Time ready = binding == UINT32_MAX ? lo : std::max(lo, binding_end);
     if (hi > ready) {
-      Charge(task, task.kind == TaskKind::kCompute || task.kind == TaskKind::kWork
-                       ? IdleCause::kPipeline
-                       : CauseOf(task),
+      Charge(task,
+             task.kind == TaskKind::kCompute || task.kind == TaskKind::kWork ? IdleCause::kPipeline
+                                                                             : CauseOf(task),
              hi - ready, split);
       hi = ready;
     }

@@ -308,8 +308,12 @@ void CheckDeadlocks(const Schedule& schedule, const std::vector<StageCost>& cost
     const uint32_t culprit = DeadlockCulprit(graph.value(), *deadlock);
     const Task& task = graph.value().tasks[culprit];
     found.emplace_back(text, out.size());
-    out.push_back({ViolationKind::kDeadlock, task.rank, FormatAction(task.action), text,
-                   DeadlockHint(mode, !schedule.rank_comms.empty()), {mode}});
+    out.push_back({ViolationKind::kDeadlock,
+                   task.rank,
+                   FormatAction(task.action),
+                   text,
+                   DeadlockHint(mode, !schedule.rank_comms.empty()),
+                   {mode}});
   }
   for (const auto& [text, index] : found) {
     Violation& violation = out[index];
@@ -386,10 +390,12 @@ std::vector<Violation> CheckSchedule(const Schedule& schedule,
   if (stopped) {
     violations.insert(
         violations.begin(),
-        Violation{ViolationKind::kShape, -1, "",
+        Violation{ViolationKind::kShape,
+                  -1,
+                  "",
                   "checking stopped after " + std::to_string(violations.size()) +
-                      " violations, at stage " + std::to_string(stopped->first) +
-                      ", microbatch " + std::to_string(stopped->second) + " of " +
+                      " violations, at stage " + std::to_string(stopped->first) + ", microbatch " +
+                      std::to_string(stopped->second) + " of " +
                       std::to_string(schedule.num_stages) + " stages x " +
                       std::to_string(schedule.num_microbatches) +
                       " microbatches: the rest of the schedule was not checked",

@@ -35,10 +35,10 @@ const char* ViolationKindName(ViolationKind kind);
 
 struct Violation {
   ViolationKind kind = ViolationKind::kShape;
-  int32_t rank = -1;    // the rank where it shows, or -1 for the whole schedule
-  std::string action;   // the action concerned ("2B3"), or ""
-  std::string message;  // what is wrong, and what it waits for
-  std::string hint;     // how to fix it
+  int32_t rank = -1;                // the rank where it shows, or -1 for the whole schedule
+  std::string action;               // the action concerned ("2B3"), or ""
+  std::string message;              // what is wrong, and what it waits for
+  std::string hint;                 // how to fix it
   std::vector<P2pMode> modes = {};  // kDeadlock: the p2p modes it deadlocks under
 };
 

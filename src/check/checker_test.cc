@@ -252,8 +252,7 @@ TEST(CheckerTest, GeneratedSchedulesAreClean) {
           const std::string name = generator.name;
           const bool zbv_rendezvous_deadlock =
               (name == "zb-v" && microbatches > pp) || name == "dualpipe" || name == "dualpipev";
-          for (P2pMode mode :
-               {P2pMode::kAsync, P2pMode::kRendezvous, P2pMode::kTorchPipelining}) {
+          for (P2pMode mode : {P2pMode::kAsync, P2pMode::kRendezvous, P2pMode::kTorchPipelining}) {
             if (mode == P2pMode::kRendezvous && zbv_rendezvous_deadlock) continue;
             LowerOptions options;
             options.mode = mode;
@@ -288,11 +287,10 @@ TEST(CheckerTest, PublishedOrdersPassUnderTorchPipelining) {
     for (int32_t pp : {4, 8, 16}) {
       for (int32_t microbatches : {2 * pp, 4 * pp}) {
         const int32_t vpp = std::string(name) == "dualpipe" ? 1 : 2;
-        const Result<Schedule> schedule =
-            generator.value()->generate({pp, vpp, microbatches, 0});
+        const Result<Schedule> schedule = generator.value()->generate({pp, vpp, microbatches, 0});
         ASSERT_TRUE(schedule.ok()) << name << ": " << schedule.error().message;
-        const std::string where = std::string(name) + " p=" + std::to_string(pp) +
-                                  " m=" + std::to_string(microbatches);
+        const std::string where =
+            std::string(name) + " p=" + std::to_string(pp) + " m=" + std::to_string(microbatches);
         CheckOptions torch;
         torch.modes = {P2pMode::kTorchPipelining};
         const auto costs = CostsFor(schedule.value());
@@ -315,10 +313,9 @@ TEST(CheckerTest, PublishedOrdersPassUnderTorchPipelining) {
 TEST(CheckerTest, PlantedSwapDeadlocksInBothModes) {
   Schedule schedule = GenerateZbV({4, 2, 8, 0}).value();
   auto& row = schedule.rank_actions[1];
-  const auto first_six =
-      std::find_if(row.begin(), row.end(), [](const Action& action) {
-        return action.stage.value() == 6 && action.kind == ActionKind::kForward;
-      });
+  const auto first_six = std::find_if(row.begin(), row.end(), [](const Action& action) {
+    return action.stage.value() == 6 && action.kind == ActionKind::kForward;
+  });
   ASSERT_NE(first_six, row.end());
   ASSERT_EQ(FormatAction(row.front()), "1F0");
   std::iter_swap(row.begin(), first_six);

@@ -148,13 +148,15 @@ Result<CollectiveCost> Estimate(Collective collective, CollectiveAlgorithm algor
       case Collective::kAllReduce:
         if (algorithm == CollectiveAlgorithm::kRing) {
           seconds = 2 * RingHalf(s, n, link);
-          if (describe) formula = "ring: 2(n-1)*a + 2(n-1)/n * S/b, n = " + ns + ", a = " + alpha +
-                    ", b = " + beta + " (" + where + ")";
+          if (describe)
+            formula = "ring: 2(n-1)*a + 2(n-1)/n * S/b, n = " + ns + ", a = " + alpha +
+                      ", b = " + beta + " (" + where + ")";
         } else if (algorithm == CollectiveAlgorithm::kTree) {
           const int steps = static_cast<int>(std::ceil(std::log2(static_cast<double>(n))));
           seconds = 2 * steps * Seconds(link.latency) + 2 * Transfer(s, link);
-          if (describe) formula = "tree: 2*ceil(log2 n)*a + 2*S/b, n = " + ns + ", a = " + alpha +
-                    ", b = " + beta + " (" + where + ")";
+          if (describe)
+            formula = "tree: 2*ceil(log2 n)*a + 2*S/b, n = " + ns + ", a = " + alpha +
+                      ", b = " + beta + " (" + where + ")";
         } else {
           if (!group.spans_nodes() || n % g != 0) {
             return Error{
@@ -166,36 +168,42 @@ Result<CollectiveCost> Estimate(Collective collective, CollectiveAlgorithm algor
           const int32_t nodes = n / g;
           seconds = RingHalf(s, g, group.intra_node) +
                     2 * RingHalf(s / g, nodes, group.inter_node) + RingHalf(s, g, group.intra_node);
-          if (describe) formula = "hierarchical: intra-node RS of S over g = " + std::to_string(g) +
-                    " (b = " + Gbps(group.intra_node) + "), inter-node ring AR of S/g over " +
-                    std::to_string(nodes) + " nodes (b = " + Gbps(group.inter_node) +
-                    "), intra-node AG of S";
+          if (describe)
+            formula = "hierarchical: intra-node RS of S over g = " + std::to_string(g) +
+                      " (b = " + Gbps(group.intra_node) + "), inter-node ring AR of S/g over " +
+                      std::to_string(nodes) + " nodes (b = " + Gbps(group.inter_node) +
+                      "), intra-node AG of S";
         }
         break;
       case Collective::kReduceScatter:
       case Collective::kAllGather:
         seconds = RingHalf(s, n, link);
-        if (describe) formula = "ring: (n-1)*a + (n-1)/n * S/b, n = " + ns + ", a = " + alpha + ", b = " + beta +
-                  " (" + where + ")";
+        if (describe)
+          formula = "ring: (n-1)*a + (n-1)/n * S/b, n = " + ns + ", a = " + alpha +
+                    ", b = " + beta + " (" + where + ")";
         break;
       case Collective::kAllToAll: {
         const double intra = (g - 1) * Transfer(s, group.intra_node) / n;
         const double inter = (n - g) * Transfer(s, group.inter_node) / n;
         seconds = (n - 1) * Seconds(link.latency) + std::max(intra, inter);
-        if (describe) formula = "all-to-all: (n-1)*a + max((g-1)/n * S/b_intra, (n-g)/n * S/b_inter), n = " + ns +
-                  ", g = " + std::to_string(g) + ", b_intra = " + Gbps(group.intra_node) +
-                  (group.spans_nodes() ? ", b_inter = " + Gbps(group.inter_node) : "");
+        if (describe)
+          formula =
+              "all-to-all: (n-1)*a + max((g-1)/n * S/b_intra, (n-g)/n * S/b_inter), n = " + ns +
+              ", g = " + std::to_string(g) + ", b_intra = " + Gbps(group.intra_node) +
+              (group.spans_nodes() ? ", b_inter = " + Gbps(group.inter_node) : "");
         break;
       }
       case Collective::kBroadcast:
       case Collective::kReduce:
         seconds = (n - 1) * Seconds(link.latency) + Transfer(s, link);
-        if (describe) formula = "pipelined chain: (n-1)*a + S/b, n = " + ns + ", a = " + alpha + ", b = " + beta +
-                  " (" + where + ")";
+        if (describe)
+          formula = "pipelined chain: (n-1)*a + S/b, n = " + ns + ", a = " + alpha +
+                    ", b = " + beta + " (" + where + ")";
         break;
       case Collective::kSendRecv:
         seconds = Seconds(link.latency) + Transfer(s, link);
-        if (describe) formula = "point to point: a + S/b, a = " + alpha + ", b = " + beta + " (" + where + ")";
+        if (describe)
+          formula = "point to point: a + S/b, a = " + alpha + ", b = " + beta + " (" + where + ")";
         break;
     }
   }

@@ -149,7 +149,8 @@ namespace {
 // Ring attention's overlap condition (reference facts §4; Liu et al., "Ring Attention", 2023):
 // with blocks of c tokens a step computes 4c²h FLOPs and passes 4ch bytes, so it hides its
 // transfer iff c >= F/B. A100 numbers: F = 312 TFLOP/s, B = 246.6 GB/s (A100's
-// NVLink at the default usable share) → F/B = 1265.2 tokens; h = 8192, no latency. Exact threshold: ±1 token.
+// NVLink at the default usable share) → F/B = 1265.2 tokens; h = 8192, no latency. Exact threshold:
+// ±1 token.
 TEST(RingAttentionTest, OverlapConditionIsBlockSizeAtLeastFOverB) {
   const double flops = 312e12;
   const LinkSpec link{Time(), 300e9 * kNvlinkEfficiency};

@@ -10,7 +10,9 @@ const std::vector<FailureRatePreset>& FailureRatePresets() {
   // Meta RSC-1: 6.50 failures per 1000 node-days (Kokolis et al. 2024, the rate behind their
   // MTTF projection of 1.8 h at 16,384 GPUs and 0.23 h at 131,072).
   static const std::vector<FailureRatePreset> presets = {
-      {"llama3-405b", 419, 54.0 * 2048,
+      {"llama3-405b",
+       419,
+       54.0 * 2048,
        "Llama 3 (Dubey et al. 2024) Table 5: 419 unexpected interruptions, 54 days, 2048 nodes",
        // Table 5's five largest root causes of the 419; the rest of its rows are "other" here.
        // (The paper prints 30.1% beside faulty GPU's 148, which is 35.3% of 419; the shares

@@ -60,7 +60,7 @@ struct GoodputResult {
   int64_t gpus = 0;
   int64_t gpus_per_node = 8;
   int64_t nodes = 0;
-  std::string rate_source;        // the preset's or "--mtbf-hours" / "--failures-per-..."
+  std::string rate_source;  // the preset's or "--mtbf-hours" / "--failures-per-..."
   // The preset's failures by cause (name, count; "other" last) where its source publishes them.
   std::vector<std::pair<std::string, int64_t>> causes;
   double per_1000_node_days = 0;  // 0 when the job's MTBF was given directly

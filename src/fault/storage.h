@@ -15,9 +15,9 @@
 namespace stagecraft {
 
 struct StorageTier {
-  const char* name;                  // what --storage accepts
-  double aggregate_bytes_per_s = 0;  // the whole file system's sustained rate, written and read
-                                     // (0: no job-wide bound)
+  const char* name;                     // what --storage accepts
+  double aggregate_bytes_per_s = 0;     // the whole file system's sustained rate, written and read
+                                        // (0: no job-wide bound)
   double device_write_bytes_per_s = 0;  // local storage per device (one drive per GPU; 0: none)
   double device_read_bytes_per_s = 0;   // ... and its read rate
   double node_bytes_per_s = 0;          // per node, written and read (0: no per-node bound)

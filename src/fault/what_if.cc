@@ -49,8 +49,8 @@ std::string FormatSparesTable(const GoodputResult& result) {
   // under a second (about 2 x 10^6 simulated failures in all), at least 20 and at most 500.
   const std::vector<int64_t> pools = {0, 1, 2, 4, -1};
   const double shortest = std::max(result.costs.blocking_s, result.costs.persist_s);
-  const std::vector<double> intervals = {std::max(shortest, result.optimal_s / 2),
-                                         result.optimal_s, result.optimal_s * 2};
+  const std::vector<double> intervals = {std::max(shortest, result.optimal_s / 2), result.optimal_s,
+                                         result.optimal_s * 2};
   const double cells = static_cast<double>(pools.size() * intervals.size());
   const int64_t runs = std::clamp<int64_t>(
       static_cast<int64_t>(2e6 / (cells * std::max(result.failures, 1.0))), 20, 500);
@@ -95,12 +95,13 @@ std::vector<Series> IntervalSeries(const GoodputResult& result, bool as_goodput)
     return as_goodput ? ettr : 1.0 - ettr;
   };
   constexpr int kPoints = 41;
-  Series curve{as_goodput ? "ETTR (exact model)" : "1 - ETTR (exact model)", {}, {{"kind", "curve"}}};
+  Series curve{
+      as_goodput ? "ETTR (exact model)" : "1 - ETTR (exact model)", {}, {{"kind", "curve"}}};
   for (int point = 0; point < kPoints; ++point) {
     const double tau = shortest * std::pow(longest / shortest, point / (kPoints - 1.0));
-    curve.points.push_back(PlotPoint{
-        tau, value(tau),
-        "interval " + FormatFixed(tau, 1) + " s: ETTR " + FormatFixed(ExactEttr(tau, costs, result.mttf_s), 4)});
+    curve.points.push_back(PlotPoint{tau, value(tau),
+                                     "interval " + FormatFixed(tau, 1) + " s: ETTR " +
+                                         FormatFixed(ExactEttr(tau, costs, result.mttf_s), 4)});
   }
   const std::string optimum_label = "optimum " + FormatFixed(result.optimal_s, 1) + " s";
   Series optimum{optimum_label,

@@ -44,7 +44,7 @@ struct ClusterSpec {
   double memory_efficiency = 0.8;
   // From a preset (hardware/presets.h); zero / "custom" when the config spells the cluster out.
   std::string device = "custom";
-  int64_t hbm_bytes = 0;         // device memory; 0 = unknown (no capacity check)
+  int64_t hbm_bytes = 0;  // device memory; 0 = unknown (no capacity check)
   // Memory the framework holds besides the model's tensors, counted in every memory verdict:
   // the CUDA context with cuBLAS/cuDNN workspaces (0.3-1 GB per process) and NCCL's
   // communicator buffers and the caching allocator's slack (assumed; cluster.device.

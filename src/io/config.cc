@@ -144,99 +144,133 @@ Status CheckPartition(const Reader& reader, const Written& written, ParallelSpec
 
 Status ReadParallel(const Reader& reader, const Field& field, ParallelSpec* parallel) {
   Written written;
-  STAGECRAFT_RETURN_IF_ERROR(reader.ReadMap(
-      field,
-      {{"pp", CountInto(reader, &parallel->pp)},
-       {"vpp", CountInto(reader, &parallel->vpp)},
-       {"microbatches", CountInto(reader, &parallel->microbatches)},
-       {"placement",
-        EnumInto<Placement>(
-            reader, "placement",
-            {{"loop", Placement::kLoop}, {"v", Placement::kV}, {"dual", Placement::kDual}},
-            &parallel->placement)},
-       {"partition", EnumInto<PartitionMethod>(reader, "partition method", PartitionMethodChoices(),
-                                               &parallel->partition)},
-       {"layer_counts",
-        [&reader, parallel](const Field& value) {
-          return ReadLayerCounts(reader, value, &parallel->layer_counts);
-        }},
-       {"layout", StringInto(reader, &parallel->layout)},
-       {"tp", CountInto(reader, &parallel->tp)},
-       {"dp", CountInto(reader, &parallel->dp)},
-       {"cp", CountInto(reader, &parallel->cp)},
-       {"ep", CountInto(reader, &parallel->ep)},
-       {"cp_mode", EnumInto<bool>(reader, "cp mode", {{"ring", false}, {"all-gather", true}},
-                                  &parallel->cp_all_gather)},
-       {"context_parallel_rotate_method",
-        EnumInto<CpRotate>(reader, "rotate method", CpRotateChoices(), &parallel->cp_rotate)},
-       {"cp_sharding",
-        EnumInto<CpSharding>(reader, "cp sharding", CpShardingChoices(), &parallel->cp_sharding)},
-       {"cp_overlap", BoolInto(reader, &parallel->cp_overlap)},
-       {"sequence_parallel", BoolInto(reader, &parallel->sequence_parallel)},
-       {"recompute",
-        EnumInto<Recompute>(reader, "recompute", RecomputeChoices(), &parallel->recompute)},
-       {"recompute_num_layers", CountInto(reader, &parallel->recompute_num_layers)},
-       {"recompute_method",
-        EnumInto<RecomputeMethod>(reader, "recompute method", RecomputeMethodChoices(),
-                                  &parallel->recompute_method)},
-       {"distributed_optimizer", BoolInto(reader, &parallel->distributed_optimizer)},
-       {"fp8", BoolInto(reader, &parallel->fp8)},
-       {"enable_fsdp_float8_all_gather", BoolInto(reader, &parallel->fp8_all_gather)},
-       {"fused_kernels", BoolInto(reader, &parallel->fused_kernels)},
-       {"cross_entropy_fusion",
-        EnumInto<CrossEntropyFusion>(reader, "cross entropy fusion",
-                                     {{"none", CrossEntropyFusion::kNone},
-                                      {"native", CrossEntropyFusion::kNative},
-                                      {"te", CrossEntropyFusion::kTe},
-                                      {"torch", CrossEntropyFusion::kTorch},
-                                      {"torch-compiled", CrossEntropyFusion::kTorchCompiled}},
-                                     &parallel->cross_entropy_fusion)},
-       {"overlap_grad_reduce", BoolInto(reader, &parallel->overlap_grad_reduce)},
-       {"overlap_param_gather", BoolInto(reader, &parallel->overlap_param_gather)},
-       {"tp_comm_overlap", BoolInto(reader, &parallel->tp_comm_overlap)},
-       {"async_tp", BoolInto(reader, &parallel->async_tp)},
-       {"fsdp_reshard_after_forward",
-        [&reader, parallel](const Field& value) -> Status {
-          bool reshard = true;
-          const Status read = BoolInto(reader, &reshard)(value);
-          if (!read.ok()) return read;
-          parallel->reshard_after_forward =
-              reshard ? ReshardAfterForward::kYes : ReshardAfterForward::kNo;
-          return Status::Ok();
-        }},
-       {"grad_buckets", EnumInto<GradBuckets>(reader, "gradient buckets",
-                                              {{"none", GradBuckets::kNone},
-                                               {"pytorch", GradBuckets::kPytorch},
-                                               {"megatron", GradBuckets::kMegatron}},
-                                              &parallel->grad_buckets)},
-       {"fsdp",
-        [&reader, parallel](const Field& value) -> Status {
-          std::string mode;
-          const Status read =
-              reader.Choice(value, "fsdp sharding strategy",
-                            {"no-shard", "shard-grad-op", "full-shard", "hybrid"}, &mode);
-          if (!read.ok()) return read;
-          parallel->zero_stage = mode == "no-shard" ? 0 : mode == "shard-grad-op" ? 2 : 3;
-          parallel->hybrid_shard = mode == "hybrid";
-          return Status::Ok();
-        }},
-       {"zero_stage",
-        [&reader, parallel](const Field& value) -> Status {
-          const Status read = reader.Int(value, 0, &parallel->zero_stage);
-          if (!read.ok()) return read;
-          if (parallel->zero_stage > kMaxZeroStage) {
-            return reader.At(value, "is " + std::to_string(parallel->zero_stage) + " (" +
-                                        kZeroStageExpected + ")");
-          }
-          return Status::Ok();
-        }},
-       {"precision", EnumInto<TrainingPrecision>(reader, "precision",
-                                                 {{"fp32", TrainingPrecision::kFp32},
-                                                  {"bf16", TrainingPrecision::kBf16},
-                                                  {"fp16", TrainingPrecision::kFp16},
-                                                  {"fp8", TrainingPrecision::kFp8}},
-                                                 &parallel->precision)}},
-      &written));
+  STAGECRAFT_RETURN_IF_ERROR(reader
+                                 .ReadMap(field,
+                                          {{"pp", CountInto(reader, &parallel->pp)},
+                                           {"vpp", CountInto(reader, &parallel->vpp)},
+                                           {"microbatches",
+                                            CountInto(reader, &parallel->microbatches)},
+                                           {"placement",
+                                            EnumInto<Placement>(reader, "placement",
+                                                                {{"loop", Placement::kLoop},
+                                                                 {"v", Placement::kV},
+                                                                 {"dual", Placement::kDual}},
+                                                                &parallel->placement)},
+                                           {"partition",
+                                            EnumInto<PartitionMethod>(reader, "partition method",
+                                                                      PartitionMethodChoices(),
+                                                                      &parallel->partition)},
+                                           {"layer_counts",
+                                            [&reader, parallel](const Field& value) {
+                                              return ReadLayerCounts(reader, value,
+                                                                     &parallel->layer_counts);
+                                            }},
+                                           {"layout", StringInto(reader, &parallel->layout)},
+                                           {"tp", CountInto(reader, &parallel->tp)},
+                                           {"dp", CountInto(reader, &parallel->dp)},
+                                           {"cp", CountInto(reader, &parallel->cp)},
+                                           {"ep", CountInto(reader, &parallel->ep)},
+                                           {"cp_mode",
+                                            EnumInto<bool>(reader, "cp mode",
+                                                           {{"ring", false}, {"all-gather", true}},
+                                                           &parallel->cp_all_gather)},
+                                           {"context_parallel_rotate_method",
+                                            EnumInto<CpRotate>(reader, "rotate method",
+                                                               CpRotateChoices(),
+                                                               &parallel->cp_rotate)},
+                                           {"cp_sharding",
+                                            EnumInto<CpSharding>(reader, "cp sharding",
+                                                                 CpShardingChoices(),
+                                                                 &parallel->cp_sharding)},
+                                           {"cp_overlap", BoolInto(reader, &parallel->cp_overlap)},
+                                           {"sequence_parallel",
+                                            BoolInto(reader, &parallel->sequence_parallel)},
+                                           {"recompute", EnumInto<Recompute>(reader, "recompute",
+                                                                             RecomputeChoices(),
+                                                                             &parallel->recompute)},
+                                           {"recompute_num_layers",
+                                            CountInto(reader, &parallel->recompute_num_layers)},
+                                           {"recompute_method",
+                                            EnumInto<RecomputeMethod>(reader, "recompute method",
+                                                                      RecomputeMethodChoices(),
+                                                                      &parallel->recompute_method)},
+                                           {"distributed_optimizer",
+                                            BoolInto(reader, &parallel->distributed_optimizer)},
+                                           {"fp8", BoolInto(reader, &parallel->fp8)},
+                                           {"enable_fsdp_float8_all_gather",
+                                            BoolInto(reader, &parallel->fp8_all_gather)},
+                                           {"fused_kernels",
+                                            BoolInto(reader, &parallel->fused_kernels)},
+                                           {"cross_entropy_fusion",
+                                            EnumInto<CrossEntropyFusion>(
+                                                reader, "cross entropy fusion",
+                                                {{"none", CrossEntropyFusion::kNone},
+                                                 {"native", CrossEntropyFusion::kNative},
+                                                 {"te", CrossEntropyFusion::kTe},
+                                                 {"torch", CrossEntropyFusion::kTorch},
+                                                 {"torch-compiled",
+                                                  CrossEntropyFusion::kTorchCompiled}},
+                                                &parallel->cross_entropy_fusion)},
+                                           {"overlap_grad_reduce",
+                                            BoolInto(reader, &parallel->overlap_grad_reduce)},
+                                           {"overlap_param_gather",
+                                            BoolInto(reader, &parallel->overlap_param_gather)},
+                                           {"tp_comm_overlap",
+                                            BoolInto(reader, &parallel->tp_comm_overlap)},
+                                           {"async_tp", BoolInto(reader, &parallel->async_tp)},
+                                           {"fsdp_reshard_after_forward",
+                                            [&reader, parallel](const Field& value) -> Status {
+                                              bool reshard = true;
+                                              const Status read = BoolInto(reader, &reshard)(value);
+                                              if (!read.ok()) return read;
+                                              parallel->reshard_after_forward =
+                                                  reshard ? ReshardAfterForward::kYes
+                                                          : ReshardAfterForward::kNo;
+                                              return Status::Ok();
+                                            }},
+                                           {"grad_buckets",
+                                            EnumInto<GradBuckets>(
+                                                reader, "gradient buckets",
+                                                {{"none", GradBuckets::kNone},
+                                                 {"pytorch", GradBuckets::kPytorch},
+                                                 {"megatron", GradBuckets::kMegatron}},
+                                                &parallel->grad_buckets)},
+                                           {"fsdp",
+                                            [&reader, parallel](const Field& value) -> Status {
+                                              std::string mode;
+                                              const Status read =
+                                                  reader.Choice(value, "fsdp sharding strategy",
+                                                                {"no-shard", "shard-grad-op",
+                                                                 "full-shard", "hybrid"},
+                                                                &mode);
+                                              if (!read.ok()) return read;
+                                              parallel->zero_stage = mode == "no-shard"        ? 0
+                                                                     : mode == "shard-grad-op" ? 2
+                                                                                               : 3;
+                                              parallel->hybrid_shard = mode == "hybrid";
+                                              return Status::Ok();
+                                            }},
+                                           {"zero_stage",
+                                            [&reader, parallel](const Field& value) -> Status {
+                                              const Status read =
+                                                  reader.Int(value, 0, &parallel->zero_stage);
+                                              if (!read.ok()) return read;
+                                              if (parallel->zero_stage > kMaxZeroStage) {
+                                                return reader.At(
+                                                    value,
+                                                    "is " + std::to_string(parallel->zero_stage) +
+                                                        " (" + kZeroStageExpected + ")");
+                                              }
+                                              return Status::Ok();
+                                            }},
+                                           {"precision", EnumInto<TrainingPrecision>(
+                                                             reader, "precision",
+                                                             {{"fp32", TrainingPrecision::kFp32},
+                                                              {"bf16", TrainingPrecision::kBf16},
+                                                              {"fp16", TrainingPrecision::kFp16},
+                                                              {"fp8", TrainingPrecision::kFp8}},
+                                                             &parallel->precision)}},
+                                          &written));
   // The recomputation's layer count and method shape full recomputation only (Megatron's
   // --recompute-num-layers and --recompute-method go with --recompute-granularity full).
   for (const char* key : {"recompute_num_layers", "recompute_method"}) {

@@ -97,11 +97,11 @@ struct ParallelSpec {
   // each chunk recompute (one checkpoint each); uniform, every layer recomputes in groups of N
   // that keep only their input (DeepSpeed's activation_checkpoint_interval). Transformer models.
   RecomputeMethod recompute_method = RecomputeMethod::kBlock;
-  bool fp8 = false;                        // FP8 linear layers (Transformer Engine, float8)
-  bool fp8_all_gather = false;             // FSDP gathers the float8 linears' weights in FP8
-                                           // (torchao; torchtitan enable_fsdp_float8_all_gather)
-  bool fused_kernels = true;  // norms, activations, rotary embedding fused (Transformer Engine,
-                              // torch.compile); false: eager PyTorch ops (torchtitan uncompiled)
+  bool fp8 = false;             // FP8 linear layers (Transformer Engine, float8)
+  bool fp8_all_gather = false;  // FSDP gathers the float8 linears' weights in FP8
+                                // (torchao; torchtitan enable_fsdp_float8_all_gather)
+  bool fused_kernels = true;    // norms, activations, rotary embedding fused (Transformer Engine,
+                                // torch.compile); false: eager PyTorch ops (torchtitan uncompiled)
   // The head's cross entropy: unfused (Megatron's default), Megatron's native fusion or
   // Transformer Engine's (--cross-entropy-loss-fusion --cross-entropy-fusion-impl).
   CrossEntropyFusion cross_entropy_fusion = CrossEntropyFusion::kNone;

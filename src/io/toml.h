@@ -20,13 +20,13 @@ namespace stagecraft {
 struct TomlValue {
   enum class Kind : uint8_t { kString, kInteger, kFloat, kBool, kStringArray, kStringArrays };
   Kind kind = Kind::kString;
-  std::string text;                  // kString
-  int64_t integer = 0;               // kInteger
-  double number = 0;                 // kFloat
-  bool boolean = false;              // kBool
-  std::vector<std::string> strings;  // kStringArray
+  std::string text;                              // kString
+  int64_t integer = 0;                           // kInteger
+  double number = 0;                             // kFloat
+  bool boolean = false;                          // kBool
+  std::vector<std::string> strings;              // kStringArray
   std::vector<std::vector<std::string>> arrays;  // kStringArrays
-  int32_t line = 0;                  // 1-based line of the key
+  int32_t line = 0;                              // 1-based line of the key
   bool operator==(const TomlValue&) const = default;
 };
 

@@ -13,10 +13,10 @@
 namespace stagecraft {
 
 struct MeasuredRun {
-  std::string id;           // unique over the suite
-  std::string hardware;     // as the source describes it
-  std::string published;    // the figure as the source states it
-  double step_s = 0;        // the measured iteration time (stated or derived), > 0
+  std::string id;         // unique over the suite
+  std::string hardware;   // as the source describes it
+  std::string published;  // the figure as the source states it
+  double step_s = 0;      // the measured iteration time (stated or derived), > 0
   // The measured peak memory per GPU in GiB as the source states it (the source's
   // memory_measured says what it counts); 0 when the source gives none.
   double memory_gib = 0;

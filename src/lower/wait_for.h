@@ -46,7 +46,8 @@ Deadlock AnalyzeDeadlock(const TaskGraph& graph, const std::vector<uint8_t>& don
 // receive posted out of the link's send order; the action a rank runs
 // before one it transitively needs (a program-order wait that inverts a microbatch's dependency
 // order, or runs a later microbatch's copy of an action first); the first compute task of the
-// cycle; the consumer of a send issued out of order; the first blocked rank's head. REQUIRES: deadlock.blocked is not empty.
+// cycle; the consumer of a send issued out of order; the first blocked rank's head. REQUIRES:
+// deadlock.blocked is not empty.
 uint32_t DeadlockCulprit(const TaskGraph& graph, const Deadlock& deadlock);
 
 // "rank 1 1F0 waits for activation transfer 0F0 -> 1F0 (rank 0 -> 1): input not yet arrived".

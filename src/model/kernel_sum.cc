@@ -95,7 +95,7 @@ LayerKernelTimes EmbeddingKernels(const DeviceRates& device, double tokens, doub
   const double rows = tokens * hidden;
   const double table = table_rows * hidden;
   LayerKernelTimes times;
-  times.forward = MemoryBoundSeconds(device, rows * 2 * 2);        // bf16, read and write
+  times.forward = MemoryBoundSeconds(device, rows * 2 * 2);             // bf16, read and write
   times.weight_grad = MemoryBoundSeconds(device, rows * (2 + 8)) +      // bf16 in, fp32 add
                       MemoryBoundSeconds(device, table * 2) +           // the zero-filled table
                       MemoryBoundSeconds(device, table * (2 + 4 + 4));  // into the fp32 buffer

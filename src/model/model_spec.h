@@ -59,8 +59,8 @@ struct StageCost {
   // Held during the chunk's I (or B) besides M_B: the largest working set its layers'
   // recomputation rematerialises (layers recompute one at a time; LayerSpec::recompute_bytes).
   int64_t recompute_bytes = 0;
-  int64_t p2p_bytes = 0;          // bytes this stage sends to its neighbour per microbatch
-  Time overlap_saving = Time();   // an F&B op whose forward is this stage costs F + B − this
+  int64_t p2p_bytes = 0;         // bytes this stage sends to its neighbour per microbatch
+  Time overlap_saving = Time();  // an F&B op whose forward is this stage costs F + B − this
 
   Time backward() const { return input_grad + weight_grad; }  // B = I + W
   bool operator==(const StageCost&) const = default;

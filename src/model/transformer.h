@@ -15,9 +15,8 @@
 #pragma once
 
 #include <cstdint>
-#include <vector>
-
 #include <string>
+#include <vector>
 
 #include "core/time.h"
 #include "hardware/kernel_model.h"
@@ -26,16 +25,16 @@
 namespace stagecraft {
 
 struct TransformerSpec {
-  int32_t layers = 0;             // decoder layers; 0 = not a transformer model
-  int64_t hidden = 0;             // h
-  int64_t heads = 0;              // a
-  int64_t kv_heads = 0;           // g; 0 = heads (MHA)
-  int64_t head_dim = 0;           // d; 0 = h / a
-  int64_t ffn_hidden = 0;         // f; 0 = 4h
-  int64_t vocab = 0;              // V
-  bool swiglu = false;            // gated MLP (3 matrices)
-  bool causal = false;            // FlashAttention-style core: skips the masked half and
-                                  // stores no s x s scores (Korthikanti's 5as/h term)
+  int32_t layers = 0;      // decoder layers; 0 = not a transformer model
+  int64_t hidden = 0;      // h
+  int64_t heads = 0;       // a
+  int64_t kv_heads = 0;    // g; 0 = heads (MHA)
+  int64_t head_dim = 0;    // d; 0 = h / a
+  int64_t ffn_hidden = 0;  // f; 0 = 4h
+  int64_t vocab = 0;       // V
+  bool swiglu = false;     // gated MLP (3 matrices)
+  bool causal = false;     // FlashAttention-style core: skips the masked half and
+                           // stores no s x s scores (Korthikanti's 5as/h term)
   // The fused core's kernel (model.transformer.attn_impl: flash | triton); needs `causal`.
   AttentionKernel attention_kernel = AttentionKernel::kFlash;
   bool tied_embeddings = true;    // the head reuses the embedding matrix (GPT, Megatron)

@@ -317,10 +317,10 @@ TEST(TransformerKernelsTest, CrossEntropyMovesItsEnginesBytesPerLogit) {
   const double tokens = 4096;
   const double logits = tokens * (131072 - 32768);
   const double bandwidth = 3350e9 * 0.8;
-  const double forward_gemms = GemmSeconds(h100, {tokens, 131072, 4096}) -
-                               GemmSeconds(h100, {tokens, 32768, 4096});
-  const double input_gemms = GemmSeconds(h100, {tokens, 4096, 131072}) -
-                             GemmSeconds(h100, {tokens, 4096, 32768});
+  const double forward_gemms =
+      GemmSeconds(h100, {tokens, 131072, 4096}) - GemmSeconds(h100, {tokens, 32768, 4096});
+  const double input_gemms =
+      GemmSeconds(h100, {tokens, 4096, 131072}) - GemmSeconds(h100, {tokens, 4096, 32768});
   EXPECT_NEAR(b.forward - a.forward, forward_gemms + 38 * logits / bandwidth, 1e-9);
   EXPECT_NEAR(b.input_grad - a.input_grad, input_gemms + 14 * logits / bandwidth, 1e-9);
   // Fused: Megatron's native passes 26 forward (14 backward); Transformer Engine's Triton

@@ -149,7 +149,6 @@ TEST(TransformerTest, GptLayerCountedByTensorIsKorthikantis) {
   }
 }
 
-
 // Llama 3 8B's layer (h 4096, 8 KV heads of 128, SwiGLU of 14336), bytes a token: the norms'
 // inputs and outputs 16 (fused) or 32 (eager RMSNorm keeps x.float() and the normalised value);
 // q 8192, k and v 2048 each, the attention output 8192; SwiGLU 6 x 14336 fused, 8 x eager.

@@ -6,12 +6,12 @@
 #include <numeric>
 
 #include "hardware/presets.h"
+#include "model/image_tokens.h"
 #include "multimodal/context_parallel.h"
 #include "multimodal/contrastive.h"
 #include "multimodal/contrastive_timeline.h"
 #include "multimodal/engram.h"
 #include "multimodal/image_sharding.h"
-#include "model/image_tokens.h"
 
 namespace stagecraft {
 namespace {

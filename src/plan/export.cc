@@ -28,7 +28,8 @@ std::vector<std::pair<std::string, std::string>> MegatronArgs(const Config& conf
     args.push_back({"--group-query-attention", ""});
     args.push_back({"--num-query-groups", Str(t.kv_heads)});
   }
-  if (t.head_dim > 0 && t.head_dim != t.hidden / t.heads) args.push_back({"--kv-channels", Str(t.head_dim)});
+  if (t.head_dim > 0 && t.head_dim != t.hidden / t.heads)
+    args.push_back({"--kv-channels", Str(t.head_dim)});
   if (t.mla()) {
     // Multi-head latent attention (DeepSeek-V2/V3; Megatron's MLATransformerConfig, arguments.py's
     // MLA group): the query's low rank (0 = a full projection), the KV latent, the heads' no-RoPE
@@ -52,7 +53,8 @@ std::vector<std::pair<std::string, std::string>> MegatronArgs(const Config& conf
     args.push_back({"--moe-router-topk", Str(t.experts_per_token)});
     args.push_back({"--moe-ffn-hidden-size", Str(t.expert_ffn)});
     if (t.shared_experts > 0) {
-      args.push_back({"--moe-shared-expert-intermediate-size", Str(t.shared_experts * t.expert_ffn)});
+      args.push_back(
+          {"--moe-shared-expert-intermediate-size", Str(t.shared_experts * t.expert_ffn)});
     }
     // What stagecraft costs: the experts as one grouped GEMM, the tokens dispatched and combined
     // by an all-to-all over the expert-parallel group.
@@ -117,8 +119,8 @@ std::vector<std::pair<std::string, std::string>> MegatronArgs(const Config& conf
 std::string Header(const Config& config, const Candidate& c, const char* comment) {
   return std::string(comment) + " stagecraft plan: " + config.model.name + ", " + c.Describe() +
          "\n" + comment + " on " + config.cluster.device + " nodes of " +
-         Str(config.cluster.devices_per_node) + " GPUs (" + Str(int64_t{c.tp} * c.pp * c.dp * c.cp) +
-         " GPUs in all); " +
+         Str(config.cluster.devices_per_node) + " GPUs (" +
+         Str(int64_t{c.tp} * c.pp * c.dp * c.cp) + " GPUs in all); " +
          (c.engine == Engine::kTorchtitan
               ? "set your dataset and tokenizer in the job config.\n"
               : "the data comes from --mock-data: put your tokenizer and data in.\n");
@@ -150,15 +152,16 @@ std::string TorchrunLauncher(const Config& config, const Candidate& c, const std
 }
 
 std::string SlurmScript(const Config& config, const Candidate& c) {
-  return "#!/usr/bin/env bash\n" + Header(config, c, "#") + "#SBATCH --nodes=" +
-         Str(Nodes(config, c)) +
+  return "#!/usr/bin/env bash\n" + Header(config, c, "#") +
+         "#SBATCH --nodes=" + Str(Nodes(config, c)) +
          "\n#SBATCH --ntasks-per-node=1\n#SBATCH --gpus-per-node=" +
          Str(config.cluster.devices_per_node) +
          "\n#SBATCH --exclusive\n"
          "set -euo pipefail\n"
          "export MASTER_ADDR=$(scontrol show hostnames \"$SLURM_JOB_NODELIST\" | head -n 1)\n"
          "export MASTER_PORT=6000\n"
-         "srun --kill-on-bad-exit=1 bash -c 'NODE_RANK=$SLURM_NODEID \"$0\"' \"$(dirname \"$0\")/launch.sh\"\n";
+         "srun --kill-on-bad-exit=1 bash -c 'NODE_RANK=$SLURM_NODEID \"$0\"' \"$(dirname "
+         "\"$0\")/launch.sh\"\n";
 }
 
 const char* TorchtitanSchedule(const std::string& schedule) {
@@ -259,8 +262,9 @@ std::string TorchtitanToml(const Config& config, const Candidate& c, int64_t glo
        << "\nexpert_parallel_degree = " << c.ep << "\npipeline_parallel_degree = " << c.pp << "\n";
   if (c.cp > 1) {
     // torchtitan's default where the config names none.
-    const CpRotate rotate = config.parallel.cp_rotate == CpRotate::kNone ? CpRotate::kAllGather
-                                                                         : config.parallel.cp_rotate;
+    const CpRotate rotate = config.parallel.cp_rotate == CpRotate::kNone
+                                ? CpRotate::kAllGather
+                                : config.parallel.cp_rotate;
     toml << "context_parallel_rotate_method = \"" << NameIn(CpRotateChoices(), rotate) << "\"\n";
   }
   if (config.parallel.async_tp && c.tp > 1) toml << "enable_async_tensor_parallel = true\n";
@@ -288,7 +292,7 @@ std::string TorchtitanToml(const Config& config, const Candidate& c, int64_t glo
     }
   }
   toml << "\n[activation_checkpoint]\nmode = \""
-       << (c.recompute == Recompute::kNone ? "none"
+       << (c.recompute == Recompute::kNone   ? "none"
            : c.recompute == Recompute::kFull ? "full"
                                              : "selective")
        << "\"\n";
@@ -418,7 +422,8 @@ bool TorchtitanShipsSchedule(const std::string& schedule) {
 Result<std::vector<ExportedFile>> ExportPlan(const Config& config, const Candidate& candidate,
                                              int64_t global_batch, Engine engine,
                                              const ScheduleCsv* csv) {
-  if (engine == Engine::kAny) return Error{"--export: name one engine (megatron, torchtitan or deepspeed)"};
+  if (engine == Engine::kAny)
+    return Error{"--export: name one engine (megatron, torchtitan or deepspeed)"};
   if (candidate.engine != engine) {
     return Error{std::string("--export ") + EngineName(engine) + ": the plan is " +
                  EngineName(candidate.engine) + "'s; plan with --engine " + EngineName(engine)};
@@ -438,9 +443,9 @@ Result<std::vector<ExportedFile>> ExportPlan(const Config& config, const Candida
         lines += flag + (value.empty() ? "" : " " + value) + "\n";
       }
       files.push_back({"megatron-args.txt", lines});
-      files.push_back({"launch.sh",
-                       TorchrunLauncher(config, candidate, "pretrain_gpt.py",
-                                        "$(grep -v '^#' \"$here/megatron-args.txt\")")});
+      files.push_back(
+          {"launch.sh", TorchrunLauncher(config, candidate, "pretrain_gpt.py",
+                                         "$(grep -v '^#' \"$here/megatron-args.txt\")")});
       files.push_back({"slurm.sbatch", SlurmScript(config, candidate)});
       break;
     }
@@ -491,9 +496,9 @@ Result<std::vector<ExportedFile>> ExportPlan(const Config& config, const Candida
       // (pretrain_gpt.py): the pipe engine asserts ZeRO < 2 and has no block recomputation.
       if (candidate.pp == 1) lines += "--no-pipeline-parallel\n";
       files.push_back({"megatron-deepspeed-args.txt", lines});
-      files.push_back({"launch.sh",
-                       TorchrunLauncher(config, candidate, "pretrain_gpt.py",
-                                        "$(grep -v '^#' \"$here/megatron-deepspeed-args.txt\")")});
+      files.push_back(
+          {"launch.sh", TorchrunLauncher(config, candidate, "pretrain_gpt.py",
+                                         "$(grep -v '^#' \"$here/megatron-deepspeed-args.txt\")")});
       files.push_back({"slurm.sbatch", SlurmScript(config, candidate)});
       break;
     }

@@ -46,7 +46,7 @@ struct PlanSpec {
   int32_t variant_layouts = 5;
   PlanConstraints constraints;    // --tp, --pp, --vpp, ... (plan/plan_constraints.h)
   std::optional<int32_t> max_pp;  // --max-pp
-  double headroom = 0.0;  // --memory-headroom: the share of the device kept free (0-0.9)
+  double headroom = 0.0;          // --memory-headroom: the share of the device kept free (0-0.9)
   // --export ENGINE DIR: the best plan as the files that launch it (plan/export.h), written
   // through run.files into DIR (which must exist); the plan is searched under that engine.
   std::optional<Engine> export_engine;
@@ -122,7 +122,8 @@ struct Candidate {
 
   // The config changes that make this layout (what a RunSpec's `edit` applies).
   void ApplyTo(Config& config) const;
-  // "megatron tp 8 pp 4 vpp 2 dp 2 cp 1 ep 1 mbs 1 m 32 interleaved-1f1b recompute selective zero 1".
+  // "megatron tp 8 pp 4 vpp 2 dp 2 cp 1 ep 1 mbs 1 m 32 interleaved-1f1b recompute selective zero
+  // 1".
   std::string Describe() const;
   // Describe() without the stage split (first/last, torchtitan's weights, a layout string) and,
   // for a layer list, without the partition and the state policy: the layout as a user states it.
@@ -148,8 +149,8 @@ struct PlannedLayout {
   double tokens_per_s = 0;
   double mfu = 0;
   double tflops_per_gpu = 0;
-  double bubble_pipeline = 0;     // the bubble split (fractions of device time)
-  double bubble_exposed = 0;      // exposed collectives + p2p + shared state
+  double bubble_pipeline = 0;  // the bubble split (fractions of device time)
+  double bubble_exposed = 0;   // exposed collectives + p2p + shared state
   // The share of busy time spent recomputing: 1 - model FLOPs / hardware FLOPs.
   double recompute_share = 0;
   MemoryInfo memory;  // the simulated memory verdict
@@ -180,16 +181,17 @@ struct LayoutRanking {
 // deepspeed; default --engine's), tp, pp, vpp, cp, ep (default 1), dp (default the GPUs left),
 // mbs (micro-batch size, default 1), schedule (default 1f1b, interleaved-1f1b with vpp > 1),
 // recompute (default none) and zero (default with data parallelism: Megatron and DeepSpeed 1,
-// torchtitan 3; 0 without). The microbatches fill the global batch. Errors (bad input) name the key.
+// torchtitan 3; 0 without). The microbatches fill the global batch. Errors (bad input) name the
+// key.
 Result<Candidate> ParseLayoutSpec(const std::string& text, const PlanSpec& spec);
 
 struct PlanResult {
-  std::string label;          // the config's name
-  std::string model;          // the model's name
-  std::string cluster;        // "h100 x 8 nodes (64 GPUs)"
-  int64_t candidates = 0;     // every candidate the engine rules were asked about
-  int64_t screened = 0;       // candidates the rules allow (screened analytically)
-  int64_t simulated = 0;      // candidates simulated exactly
+  std::string label;       // the config's name
+  std::string model;       // the model's name
+  std::string cluster;     // "h100 x 8 nodes (64 GPUs)"
+  int64_t candidates = 0;  // every candidate the engine rules were asked about
+  int64_t screened = 0;    // candidates the rules allow (screened analytically)
+  int64_t simulated = 0;   // candidates simulated exactly
   // Candidates the screen derived: Megatron layouts with the fewest block-recomputed layers
   // per chunk that fit (Candidate::recompute_num_layers), screened after the enumerated ones.
   int64_t derived = 0;
@@ -197,10 +199,10 @@ struct PlanResult {
   // Fitting plans, fastest first (at most `top`); a transformer's layouts once each, at their
   // fastest stage split (Candidate::LayoutKey).
   std::vector<PlannedLayout> plans;
-  std::vector<PlannedLayout> all_fitting;   // every fitting simulated plan, fastest first
-  std::vector<std::string> assumptions;     // what the figures rest on
-  Config config;                            // the model and cluster planned for
-  std::optional<LayoutRanking> layout;      // --layout's ranking
+  std::vector<PlannedLayout> all_fitting;  // every fitting simulated plan, fastest first
+  std::vector<std::string> assumptions;    // what the figures rest on
+  Config config;                           // the model and cluster planned for
+  std::optional<LayoutRanking> layout;     // --layout's ranking
 };
 
 // Errors (bad input): no --gpus or --global-batch-size, a model with neither transformer

@@ -173,9 +173,7 @@ Result<Candidate> ParseLayoutSpec(const std::string& text, const PlanSpec& spec)
     // The planner's recipes: Megatron's distributed optimizer, FSDP2 over dp x cp for
     // torchtitan, ZeRO-1 for DeepSpeed (its pipeline engine allows no more); nothing to shard
     // over one data-parallel rank.
-    c.zero_stage = int64_t{c.dp} * c.cp == 1          ? 0
-                   : c.engine == Engine::kTorchtitan ? 3
-                                                     : 1;
+    c.zero_stage = int64_t{c.dp} * c.cp == 1 ? 0 : c.engine == Engine::kTorchtitan ? 3 : 1;
   }
   return c;
 }

@@ -136,8 +136,7 @@ TEST(CandidateTest, ApplyToSetsAnEvenSplitAndTheEnginesOptions) {
   c.schedule = "interleaved-1f1b";
   c.zero_stage = 1;
   c.ApplyTo(config);
-  EXPECT_EQ(config.parallel.layer_counts,
-            (std::vector<int32_t>{11, 10, 10, 10, 10, 10, 10, 11}));
+  EXPECT_EQ(config.parallel.layer_counts, (std::vector<int32_t>{11, 10, 10, 10, 10, 10, 10, 11}));
   EXPECT_TRUE(config.parallel.distributed_optimizer);
   EXPECT_TRUE(config.parallel.overlap_grad_reduce);
   EXPECT_TRUE(config.parallel.sequence_parallel);

@@ -109,9 +109,10 @@ Result<std::unique_ptr<WorkSplit>> MpiSplitFromEnvironment() {
   }
   return std::unique_ptr<WorkSplit>(std::make_unique<Mpi>());
 #else
-  return Error{"plan: started by mpirun, but this stagecraft was built without MPI (install "
-               "Debian's libopenmpi-dev and rebuild), so each process would plan alone; run one "
-               "process, with --jobs N for threads"};
+  return Error{
+      "plan: started by mpirun, but this stagecraft was built without MPI (install "
+      "Debian's libopenmpi-dev and rebuild), so each process would plan alone; run one "
+      "process, with --jobs N for threads"};
 #endif
 }
 

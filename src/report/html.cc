@@ -298,8 +298,7 @@ std::string HtmlFacts(const std::vector<std::pair<std::string, std::string>>& fa
 
 std::string HtmlVerdict(bool known, bool fits, const std::string& text) {
   const char* kind = !known ? "unknown" : fits ? "fits" : "over";
-  return std::string("<p><span class=\"verdict ") + kind + "\">" + XmlEscape(text) +
-         "</span></p>";
+  return std::string("<p><span class=\"verdict ") + kind + "\">" + XmlEscape(text) + "</span></p>";
 }
 
 }  // namespace stagecraft

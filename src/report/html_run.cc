@@ -146,15 +146,15 @@ std::string HtmlTimeline(const TaskGraph& graph, const Trace& trace, Time makesp
   const int64_t span = std::max<int64_t>(makespan.ns(), 1);
 
   std::string json = "{\"makespan\":" + std::to_string(span) + ",\"mode\":\"" +
-                     (binned ? "bins" : "events") + "\",\"bins\":" +
-                     std::to_string(binned ? limits.bins : 0) + ",\"lanes\":[";
+                     (binned ? "bins" : "events") +
+                     "\",\"bins\":" + std::to_string(binned ? limits.bins : 0) + ",\"lanes\":[";
   for (size_t lane = 0; lane < TimelineLanes().size(); ++lane) {
     json += (lane ? ",\"" : "\"") + TimelineLanes()[lane] + "\"";
   }
   json += "],\"categories\":[";
   for (int32_t category = 0; category < kCategories; ++category) {
-    json += (category ? ",[\"" : "[\"") + CategoryName(category) + "\",\"" + kColors[category] +
-            "\"]";
+    json +=
+        (category ? ",[\"" : "[\"") + CategoryName(category) + "\",\"" + kColors[category] + "\"]";
   }
   json += "],\"ranks\":[";
   // Bins mode: per lane and bin, the busy time per category (one rank at a time).
@@ -217,20 +217,23 @@ std::string HtmlTimeline(const TaskGraph& graph, const Trace& trace, Time makesp
   std::string html = "<div class=\"timeline\" data-ranks=\"" + std::to_string(ranks) +
                      "\" data-mode=\"" + (binned ? "bins" : "events") + "\">\n";
   html += Legend(used);
-  html += "<div class=\"controls\"><button class=\"reset\" type=\"button\">reset zoom</button>"
-          "wheel: zoom, drag: pan, double click: whole run. Lanes per rank, top to bottom: ";
+  html +=
+      "<div class=\"controls\"><button class=\"reset\" type=\"button\">reset zoom</button>"
+      "wheel: zoom, drag: pan, double click: whole run. Lanes per rank, top to bottom: ";
   for (size_t lane = 0; lane < TimelineLanes().size(); ++lane) {
     html += (lane ? ", " : "") + TimelineLanes()[lane];
   }
   html += ".</div>\n";
   if (binned) {
-    html += "<p class=\"note\">" + std::to_string(events) + " actions, more than a screen shows: " +
-            "each lane is aggregated into " + std::to_string(limits.bins) +
+    html += "<p class=\"note\">" + std::to_string(events) +
+            " actions, more than a screen shows: " + "each lane is aggregated into " +
+            std::to_string(limits.bins) +
             " time bins (shade: busy share; color: the busiest kind). --trace FILE writes every "
             "action for ui.perfetto.dev.</p>\n";
   }
-  html += "<div class=\"timeline-axis-row\" style=\"height:18px\"><span class=\"label\">"
-          "</span><canvas></canvas></div>\n";
+  html +=
+      "<div class=\"timeline-axis-row\" style=\"height:18px\"><span class=\"label\">"
+      "</span><canvas></canvas></div>\n";
   const int lane_height = 10;
   for (int32_t rank = 0; rank < ranks; ++rank) {
     html += "<div class=\"timeline-row\" data-rank=\"" + std::to_string(rank) +
@@ -238,16 +241,17 @@ std::string HtmlTimeline(const TaskGraph& graph, const Trace& trace, Time makesp
             "px\"><span class=\"label\">rank " + std::to_string(rank) +
             "</span><canvas></canvas></div>\n";
   }
-  html += "<div class=\"tooltip\"></div>\n<script type=\"application/json\" "
-          "class=\"timeline-data\">" + json + "</script>\n</div>";
+  html +=
+      "<div class=\"tooltip\"></div>\n<script type=\"application/json\" "
+      "class=\"timeline-data\">" +
+      json + "</script>\n</div>";
   return html;
 }
 
 std::string HtmlMemoryChart(const MemoryTimeline& memory, const std::vector<double>& fixed_bytes,
                             int64_t capacity_bytes, Time makespan) {
   constexpr int kBins = 300;
-  constexpr double kWidth = 1000, kHeight = 360, kLeft = 64, kRight = 150, kTop = 14,
-                   kBottom = 40;
+  constexpr double kWidth = 1000, kHeight = 360, kLeft = 64, kRight = 150, kTop = 14, kBottom = 40;
   const int64_t span = std::max<int64_t>(makespan.ns(), 1);
   const size_t ranks = memory.ranks.size();
   // Per rank, the peak total in each time bin (the value carried into the bin counts).
@@ -273,9 +277,10 @@ std::string HtmlMemoryChart(const MemoryTimeline& memory, const std::vector<doub
   const double plot_w = kWidth - kLeft - kRight, plot_h = kHeight - kTop - kBottom;
   auto x_of = [&](double fraction) { return kLeft + fraction * plot_w; };
   auto y_of = [&](double bytes) { return kTop + plot_h * (1 - bytes / top); };
-  std::string svg = "<svg class=\"memory-chart\" xmlns=\"http://www.w3.org/2000/svg\" viewBox=\"0 0 " +
-                    Num(kWidth, 0) + " " + Num(kHeight, 0) + "\" width=\"" + Num(kWidth, 0) +
-                    "\" height=\"" + Num(kHeight, 0) + "\">\n";
+  std::string svg =
+      "<svg class=\"memory-chart\" xmlns=\"http://www.w3.org/2000/svg\" viewBox=\"0 0 " +
+      Num(kWidth, 0) + " " + Num(kHeight, 0) + "\" width=\"" + Num(kWidth, 0) + "\" height=\"" +
+      Num(kHeight, 0) + "\">\n";
   // Axes and ticks: GiB on y (five steps), ms on x (five steps).
   svg += "<rect x=\"" + Num(kLeft) + "\" y=\"" + Num(kTop) + "\" width=\"" + Num(plot_w) +
          "\" height=\"" + Num(plot_h) + "\" fill=\"none\" stroke=\"#d8dde6\"/>\n";
@@ -308,14 +313,16 @@ std::string HtmlMemoryChart(const MemoryTimeline& memory, const std::vector<doub
       peak = std::max(peak, bins[bin]);
       // A step: the bin's level from its start to its end; equal neighbours share a segment.
       if (bin > 0 && bins[bin] == bins[bin - 1]) continue;
-      if (bin > 0) points += Num(x_of(static_cast<double>(bin) / kBins)) + "," + Num(y_of(bins[bin - 1])) + " ";
+      if (bin > 0)
+        points +=
+            Num(x_of(static_cast<double>(bin) / kBins)) + "," + Num(y_of(bins[bin - 1])) + " ";
       points += Num(x_of(static_cast<double>(bin) / kBins)) + "," + Num(y_of(bins[bin])) + " ";
     }
     points += Num(x_of(1)) + "," + Num(y_of(bins[kBins - 1]));
     svg += "<polyline class=\"rank-memory\" data-rank=\"" + std::to_string(rank) +
            "\" fill=\"none\" stroke=\"" + RankColor(static_cast<int32_t>(rank)) +
-           "\" stroke-width=\"1.3\" points=\"" + points + "\"><title>rank " +
-           std::to_string(rank) + ": peak " + FormatGib(peak) + " GiB</title></polyline>\n";
+           "\" stroke-width=\"1.3\" points=\"" + points + "\"><title>rank " + std::to_string(rank) +
+           ": peak " + FormatGib(peak) + " GiB</title></polyline>\n";
   }
   // Legend: the first ranks by color (the colors repeat every ten ranks).
   const size_t shown = std::min<size_t>(ranks, 10);
@@ -324,7 +331,8 @@ std::string HtmlMemoryChart(const MemoryTimeline& memory, const std::vector<doub
     svg += "<line x1=\"" + Num(kLeft + plot_w + 8) + "\" y1=\"" + Num(y - 4) + "\" x2=\"" +
            Num(kLeft + plot_w + 24) + "\" y2=\"" + Num(y - 4) + "\" stroke=\"" +
            RankColor(static_cast<int32_t>(rank)) + "\" stroke-width=\"2\"/><text x=\"" +
-           Num(kLeft + plot_w + 28) + "\" y=\"" + Num(y) + "\">rank " + std::to_string(rank) + "</text>\n";
+           Num(kLeft + plot_w + 28) + "\" y=\"" + Num(y) + "\">rank " + std::to_string(rank) +
+           "</text>\n";
   }
   if (ranks > 10) {
     svg += "<text x=\"" + Num(kLeft + plot_w + 8) + "\" y=\"" + Num(kTop + 28 + 15 * 10.0) +
@@ -350,9 +358,10 @@ std::string HtmlBubbleSplit(const Metrics& metrics) {
   };
   const double row_h = 14, left = 64, width = 760;
   const double height = 20 + row_h * static_cast<double>(metrics.ranks.size());
-  std::string svg = "<svg class=\"bubble-bars\" xmlns=\"http://www.w3.org/2000/svg\" viewBox=\"0 0 " +
-                    Num(left + width + 10, 0) + " " + Num(height, 0) + "\" width=\"" +
-                    Num(left + width + 10, 0) + "\" height=\"" + Num(height, 0) + "\">\n";
+  std::string svg =
+      "<svg class=\"bubble-bars\" xmlns=\"http://www.w3.org/2000/svg\" viewBox=\"0 0 " +
+      Num(left + width + 10, 0) + " " + Num(height, 0) + "\" width=\"" + Num(left + width + 10, 0) +
+      "\" height=\"" + Num(height, 0) + "\">\n";
   std::vector<std::vector<std::string>> rows;
   for (size_t index = 0; index < metrics.ranks.size(); ++index) {
     const RankMetrics& rank = metrics.ranks[index];
@@ -392,12 +401,13 @@ std::string HtmlBubbleSplit(const Metrics& metrics) {
       {"exposed point-to-point", Num(fractions.exposed_p2p, 4)},
       {"exposed shared state", Num(fractions.exposed_state, 4)},
   });
-  html += "<p class=\"note\">Each rank's idle time by what it waited for: another stage's compute "
-          "(the pipeline's bubble) or communication that was not hidden (doc/metrics.md).</p>";
+  html +=
+      "<p class=\"note\">Each rank's idle time by what it waited for: another stage's compute "
+      "(the pipeline's bubble) or communication that was not hidden (doc/metrics.md).</p>";
   html += legend + svg;
-  html += HtmlTable({"rank", "busy (ms)", "pipeline (ms)", "collectives (ms)", "p2p (ms)",
-                     "state (ms)", "idle"},
-                    rows);
+  html += HtmlTable(
+      {"rank", "busy (ms)", "pipeline (ms)", "collectives (ms)", "p2p (ms)", "state (ms)", "idle"},
+      rows);
   return html;
 }
 
@@ -431,8 +441,9 @@ std::string HtmlSharedState(const RunInfo& info, const Metrics& metrics) {
                       consumers.empty() ? "-" : consumers, FormatBytes(flow.bytes_forward),
                       FormatBytes(flow.bytes_backward)});
     }
-    html += "<p>Each shared-state flow over the iteration (bytes between ranks; a consumer on the "
-            "producer's rank moves none):</p>";
+    html +=
+        "<p>Each shared-state flow over the iteration (bytes between ranks; a consumer on the "
+        "producer's rank moves none):</p>";
     html += HtmlTable({"producer layer", "state", "policy", "producer stage", "consumer stages",
                        "forward", "backward"},
                       rows);

@@ -1,5 +1,7 @@
 // The HTML report's parts over one real simulated run: the timeline's data (every action, or
 // the aggregated bins), the memory chart, the bubble split, and the page around them.
+#include "report/html.h"
+
 #include <gtest/gtest.h>
 
 #include <nlohmann/json.hpp>
@@ -9,7 +11,6 @@
 #include "analysis/memory.h"
 #include "analysis/metrics.h"
 #include "core/units.h"
-#include "report/html.h"
 #include "report/html_run.h"
 #include "schedule/generator.h"
 #include "testing/interleaved_run.h"
@@ -124,9 +125,9 @@ TEST(HtmlMemoryChartTest, OneLinePerRankPeakingAtTheSimulatedPeak) {
   EXPECT_NE(with_capacity.find("device 2.00 GiB"), std::string::npos);
   for (int rank = 0; rank < 4; ++rank) {
     const double peak = 1e9 + static_cast<double>(memory.peak_memory_bytes[rank]);
-    EXPECT_NE(with_capacity.find("rank " + std::to_string(rank) + ": peak " + FormatGib(peak) +
-                                 " GiB"),
-              std::string::npos)
+    EXPECT_NE(
+        with_capacity.find("rank " + std::to_string(rank) + ": peak " + FormatGib(peak) + " GiB"),
+        std::string::npos)
         << "rank " << rank;
   }
   const std::string unknown = HtmlMemoryChart(memory, fixed, 0, run.metrics.makespan);

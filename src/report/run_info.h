@@ -90,7 +90,7 @@ struct ValidationInfo {
 };
 
 struct RunInfo {
-  std::string config;    // what was simulated: a config file's base name or "bundled: ..."
+  std::string config;  // what was simulated: a config file's base name or "bundled: ..."
   // What the derived costs rest on, as (name, value) in print order: the cost model and its
   // device constants, the overlap options in force, FP8. Empty when the costs are given.
   std::vector<std::pair<std::string, std::string>> assumptions;

@@ -232,13 +232,14 @@ void WriteMultimodal(JsonWriter& json, const MultimodalInfo& info) {
 }  // namespace
 
 std::string FormatMemoryVerdict(const MemoryInfo& memory) {
-  std::string parts =
-      (memory.states_known ? "model states " + FormatGib(memory.state_bytes) + " + " : std::string()) +
-      "activations and shared state " + FormatGib(static_cast<double>(memory.transient_bytes)) +
-      (memory.reserve_bytes > 0
-           ? " + reserve " + FormatGib(static_cast<double>(memory.reserve_bytes))
-           : std::string()) +
-      "; GiB = 2^30 B";
+  std::string parts = (memory.states_known ? "model states " + FormatGib(memory.state_bytes) + " + "
+                                           : std::string()) +
+                      "activations and shared state " +
+                      FormatGib(static_cast<double>(memory.transient_bytes)) +
+                      (memory.reserve_bytes > 0
+                           ? " + reserve " + FormatGib(static_cast<double>(memory.reserve_bytes))
+                           : std::string()) +
+                      "; GiB = 2^30 B";
   const std::string rank = "rank " + std::to_string(memory.rank);
   if (!memory.capacity_known && memory.peak_bytes <= 0) {
     return "not known: no device memory and nothing sized (give model.activation_bytes, and a "
@@ -246,8 +247,7 @@ std::string FormatMemoryVerdict(const MemoryInfo& memory) {
   }
   if (!memory.capacity_known) {
     return "capacity unknown (" +
-           std::string(memory.reserve_bytes > 0 ? "set cluster.device.memory"
-                                                : "no cluster") +
+           std::string(memory.reserve_bytes > 0 ? "set cluster.device.memory" : "no cluster") +
            "): " + rank + " peaks at " + FormatGib(memory.peak_bytes) + " GiB (" + parts + ")";
   }
   const std::string capacity = FormatGib(static_cast<double>(memory.capacity_bytes));
@@ -258,7 +258,6 @@ std::string FormatMemoryVerdict(const MemoryInfo& memory) {
   return "OVER: " + rank + " needs " + FormatGib(memory.peak_bytes) + " GiB but a device has " +
          capacity + " GiB (" + parts + ")";
 }
-
 
 Throughput ThroughputOf(const RunInfo& run, const Metrics& metrics) {
   Throughput result;
@@ -273,7 +272,6 @@ Throughput ThroughputOf(const RunInfo& run, const Metrics& metrics) {
   return result;
 }
 
-
 std::string FormatSummary(const RunInfo& run, const Metrics& metrics) {
   std::string text;
   text += "stagecraft simulate: " + run.config + "\n";
@@ -285,8 +283,7 @@ std::string FormatSummary(const RunInfo& run, const Metrics& metrics) {
           FormatMs(run.forward) + " ms, I " + FormatMs(run.input_grad) + " ms, W " +
           FormatMs(run.weight_grad) + " ms; p2p " + P2pModeName(run.p2p) + ", cost_p2p " +
           FormatMs(run.cost_p2p) + " ms" +
-          (run.cluster_given ? ", cluster links" : ", no cluster (transfers cost cost_p2p)") +
-          "\n";
+          (run.cluster_given ? ", cluster links" : ", no cluster (transfers cost cost_p2p)") + "\n";
   const char* heading = "  assumptions       ";
   for (const auto& [name, value] : run.assumptions) {
     text += heading + PadRight(name, 15) + value + "\n";
@@ -301,9 +298,8 @@ std::string FormatSummary(const RunInfo& run, const Metrics& metrics) {
   text += "  bubble_overhead   " + FormatFixed(metrics.bubble_overhead, 6) + "  (idle / ideal)\n";
   const BubbleFractions split = BubbleFractionsOf(metrics);
   text += "  bubble split      pipeline " + FormatFixed(split.pipeline, 6) + ", collectives " +
-          FormatFixed(split.exposed_collectives, 6) + ", p2p " +
-          FormatFixed(split.exposed_p2p, 6) + ", shared state " +
-          FormatFixed(split.exposed_state, 6) + "  (idle by cause)\n";
+          FormatFixed(split.exposed_collectives, 6) + ", p2p " + FormatFixed(split.exposed_p2p, 6) +
+          ", shared state " + FormatFixed(split.exposed_state, 6) + "  (idle by cause)\n";
   if (run.memory.computed) text += "  memory            " + FormatMemoryVerdict(run.memory) + "\n";
   text += "  compute actions   " + std::to_string(metrics.num_compute_actions) + ", transfers " +
           std::to_string(metrics.num_transfers) + " (" + FormatBytes(metrics.bytes_moved) + ")\n\n";

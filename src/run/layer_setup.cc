@@ -2,9 +2,9 @@
 // flows and their movement policy.
 #include <algorithm>
 
-#include "run/run_setup.h"
 #include "lower/layer_pipeline.h"
 #include "model/layer_costs.h"
+#include "run/run_setup.h"
 
 namespace stagecraft {
 namespace {

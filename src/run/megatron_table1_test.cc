@@ -9,8 +9,8 @@
 #include <string>
 
 #include "analysis/metrics.h"
-#include "run/run_setup.h"
 #include "lower/lower.h"
+#include "run/run_setup.h"
 #include "sim/simulator.h"
 
 namespace stagecraft {

@@ -104,8 +104,8 @@ std::string OverCapacityMessage(const PreparedRun& run, const MemoryInfo& verdic
                       FormatGib(static_cast<double>(verdict.transient_bytes)) + " + reserve " +
                       FormatGib(static_cast<double>(verdict.reserve_bytes)) + " GiB";
   return "rank " + std::to_string(verdict.rank) + " needs " + FormatGib(verdict.peak_bytes) +
-         " GiB but a device has " + FormatGib(static_cast<double>(verdict.capacity_bytes)) + " GiB (" +
-         parts + "); " + MemoryHint(run);
+         " GiB but a device has " + FormatGib(static_cast<double>(verdict.capacity_bytes)) +
+         " GiB (" + parts + "); " + MemoryHint(run);
 }
 
 }  // namespace stagecraft

@@ -23,10 +23,10 @@ struct RankMemory {
   // Of them, the recomputation's working set a backward on this device holds (the largest of
   // its stages' StageCost::recompute_bytes; counted in the peak only while that backward runs).
   int64_t recompute = 0;
-  int64_t state = 0;        // resident shared state at its peak
-  int64_t transient = 0;    // peak of activations + resident shared state (together)
-  double total = 0;         // states + transient + reserve
-  bool over = false;        // total above the capacity (never when the capacity is unknown)
+  int64_t state = 0;      // resident shared state at its peak
+  int64_t transient = 0;  // peak of activations + resident shared state (together)
+  double total = 0;       // states + transient + reserve
+  bool over = false;      // total above the capacity (never when the capacity is unknown)
 };
 
 struct MemoryReport {

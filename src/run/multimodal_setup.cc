@@ -2,8 +2,8 @@
 
 #include <algorithm>
 
-#include "run/run_setup.h"
 #include "memory/model_states.h"
+#include "run/run_setup.h"
 
 namespace stagecraft {
 namespace {

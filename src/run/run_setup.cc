@@ -94,8 +94,7 @@ Status ApplyP2p(const std::string& value, const char* name, Config& config) {
 
 Status ApplyZeroStage(const std::string& text, const char* name, Config& config) {
   if (text.size() != 1 || text[0] < '0' || text[0] > '0' + kMaxZeroStage) {
-    return Error{std::string(name) + ": '" + text + "' is not a ZeRO stage (" +
-                 kZeroStageExpected +
+    return Error{std::string(name) + ": '" + text + "' is not a ZeRO stage (" + kZeroStageExpected +
                  "; 1 shards the optimizer state, 2 the gradients too, 3 the parameters too)"};
   }
   config.parallel.zero_stage = text[0] - '0';

@@ -13,10 +13,10 @@
 #include "core/result.h"
 #include "io/config.h"
 #include "io/files.h"
-#include "parallel/parallel_plan.h"
-#include "run/multimodal_setup.h"
 #include "lower/layer_pipeline.h"
 #include "lower/lower.h"
+#include "parallel/parallel_plan.h"
+#include "run/multimodal_setup.h"
 #include "schedule/partition.h"
 #include "schedule/schedule.h"
 
@@ -32,41 +32,41 @@ struct LoadedConfig {
 // A run as data: the config and the overrides on it. Unset optionals leave the config alone;
 // each override is a row of RunOverrides() (its flag, config key and help).
 struct RunSpec {
-  std::string config_path;                      // positional CONFIG; "" = the bundled example
-  std::optional<std::string> config_text;       // the config's text, read instead of the file
-                                                // (config_path then only names it)
-  Files files = LocalFiles();                   // how the config, HF config and CSV are read
+  std::string config_path;                 // positional CONFIG; "" = the bundled example
+  std::optional<std::string> config_text;  // the config's text, read instead of the file
+                                           // (config_path then only names it)
+  Files files = LocalFiles();              // how the config, HF config and CSV are read
   // A config loaded once (LoadRunConfig) for many runs, e.g. a planner's candidates: used
   // instead of reading config_path and --hf-config; the overrides and `edit` still apply.
   std::shared_ptr<const LoadedConfig> loaded;
   // A program's own changes, applied after the overrides (a planner's candidate layout).
   std::function<Status(Config&)> edit;
-  std::optional<std::string> schedule;          // --schedule NAME
-  std::optional<std::string> pp;                // --pp P
-  std::optional<std::string> hf_config;         // --hf-config FILE
-  std::optional<std::string> seq_len;           // --seq-len S
-  std::optional<std::string> micro_batch_size;  // --micro-batch-size B
-  std::optional<std::string> tp;                // --tp T
-  std::optional<std::string> dp;                // --dp D
-  std::optional<std::string> cp;                // --cp C
-  std::optional<std::string> cp_sharding;       // --cp-sharding contiguous|zigzag
-  std::optional<std::string> ep;                // --ep E
-  std::optional<std::string> vpp;               // --vpp V
-  std::optional<std::string> microbatches;      // --microbatches M
-  std::optional<std::string> group_size;        // --group-size G
-  std::optional<std::string> cost_forward;      // --cost-forward T
-  std::optional<std::string> cost_input_grad;   // --cost-input-grad T
-  std::optional<std::string> cost_weight_grad;  // --cost-weight-grad T
-  std::optional<std::string> cost_fb;           // --cost-fb T
-  std::optional<std::string> cost_p2p;          // --cost-p2p T
-  std::optional<std::string> state_policy;      // --state-policy payload|direct|shadow|auto
-  std::optional<std::string> partition;         // --partition state-aware|cost|counts|layout
-  std::optional<std::string> p2p;               // --p2p async|rendezvous
-  std::optional<std::string> schedule_csv;      // --schedule-csv FILE
-  std::optional<std::string> vision_placement;  // --vision-placement NAME
-  std::optional<std::string> cluster;           // --cluster DEVICE or DEVICExNODES
-  std::optional<std::string> recompute;         // --recompute none|selective|full|selective-op
-  std::optional<std::string> zero_stage;        // --zero-stage 0-3
+  std::optional<std::string> schedule;           // --schedule NAME
+  std::optional<std::string> pp;                 // --pp P
+  std::optional<std::string> hf_config;          // --hf-config FILE
+  std::optional<std::string> seq_len;            // --seq-len S
+  std::optional<std::string> micro_batch_size;   // --micro-batch-size B
+  std::optional<std::string> tp;                 // --tp T
+  std::optional<std::string> dp;                 // --dp D
+  std::optional<std::string> cp;                 // --cp C
+  std::optional<std::string> cp_sharding;        // --cp-sharding contiguous|zigzag
+  std::optional<std::string> ep;                 // --ep E
+  std::optional<std::string> vpp;                // --vpp V
+  std::optional<std::string> microbatches;       // --microbatches M
+  std::optional<std::string> group_size;         // --group-size G
+  std::optional<std::string> cost_forward;       // --cost-forward T
+  std::optional<std::string> cost_input_grad;    // --cost-input-grad T
+  std::optional<std::string> cost_weight_grad;   // --cost-weight-grad T
+  std::optional<std::string> cost_fb;            // --cost-fb T
+  std::optional<std::string> cost_p2p;           // --cost-p2p T
+  std::optional<std::string> state_policy;       // --state-policy payload|direct|shadow|auto
+  std::optional<std::string> partition;          // --partition state-aware|cost|counts|layout
+  std::optional<std::string> p2p;                // --p2p async|rendezvous
+  std::optional<std::string> schedule_csv;       // --schedule-csv FILE
+  std::optional<std::string> vision_placement;   // --vision-placement NAME
+  std::optional<std::string> cluster;            // --cluster DEVICE or DEVICExNODES
+  std::optional<std::string> recompute;          // --recompute none|selective|full|selective-op
+  std::optional<std::string> zero_stage;         // --zero-stage 0-3
   std::optional<std::string> global_batch_size;  // --global-batch-size N (sequences)
   std::optional<std::string> from_megatron;      // --from-megatron FILE (io/megatron_args.h)
   std::optional<std::string> from_torchtitan;    // --from-torchtitan FILE (io/torchtitan_config.h)

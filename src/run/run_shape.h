@@ -3,9 +3,9 @@
 // idle GPUs. Called by PrepareRun (run_setup.cc) in that order; each note goes to run.notes.
 #pragma once
 
-#include "run/run_setup.h"
 #include "core/result.h"
 #include "io/config.h"
+#include "run/run_setup.h"
 
 namespace stagecraft {
 

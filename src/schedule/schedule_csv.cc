@@ -54,10 +54,11 @@ struct CommType {
   bool send;
   bool backward;
 };
-constexpr CommType kCommTypes[] = {{"SEND_F", true, true, false},  {"RECV_F", true, false, false},
-                                   {"SEND_B", true, true, true},   {"RECV_B", true, false, true},
-                                   {"UNSHARD", false, false, false}, {"RESHARD", false, false, false},
-                                   {"REDUCE_GRAD", false, false, false}};
+constexpr CommType kCommTypes[] = {
+    {"SEND_F", true, true, false},       {"RECV_F", true, false, false},
+    {"SEND_B", true, true, true},        {"RECV_B", true, false, true},
+    {"UNSHARD", false, false, false},    {"RESHARD", false, false, false},
+    {"REDUCE_GRAD", false, false, false}};
 
 // A compute_comms cell such as "0SEND_F3" or "2UNSHARD": true when `cell` is one (appended to
 // `comms` with `after` = the compute actions before it, when it is a SEND/RECV); false when it is

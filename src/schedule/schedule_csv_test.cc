@@ -65,8 +65,7 @@ TEST(ScheduleCsvTest, ComputeCommsFormat) {
   EXPECT_EQ(schedule.rank_comms[0][0], (CommAction{StageId(0), MicrobatchId(0), true, false, 1}));
   EXPECT_EQ(schedule.rank_comms[0][1], (CommAction{StageId(0), MicrobatchId(0), false, true, 1}));
   EXPECT_EQ(schedule.rank_comms[1][1], (CommAction{StageId(1), MicrobatchId(0), true, true, 2}));
-  EXPECT_EQ(WriteScheduleCsv(schedule),
-            "0F0,0SEND_F0,0RECV_B0,0B0\n1RECV_F0,1F0,1B0,1SEND_B0\n");
+  EXPECT_EQ(WriteScheduleCsv(schedule), "0F0,0SEND_F0,0RECV_B0,0B0\n1RECV_F0,1F0,1B0,1SEND_B0\n");
   EXPECT_TRUE(Parse("0F0,0B0\n").rank_comms.empty());  // compute-only: nothing explicit
 }
 

@@ -447,8 +447,8 @@ class RoundBuilder {
   int32_t limit_factor_;
   RoundKnobs knobs_;
   std::vector<Rank> ranks_;
-  int64_t largest_idle_ = 0;  // ns, the most any rank has idled so far (idle never falls)
-  std::vector<int64_t> forward_end_;     // ns, per (rank, microbatch)
+  int64_t largest_idle_ = 0;          // ns, the most any rank has idled so far (idle never falls)
+  std::vector<int64_t> forward_end_;  // ns, per (rank, microbatch)
   std::vector<int64_t> input_grad_end_;  // ns, per (rank, microbatch)
   Schedule schedule_;
 };

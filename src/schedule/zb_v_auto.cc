@@ -324,8 +324,8 @@ class VGreedy {
   const std::vector<int64_t>* allowance_;  // the previous run's idle per rank, or null
   int64_t largest_allowed_ = 0;
   std::vector<Rank> ranks_;
-  int64_t largest_idle_ = 0;  // ns, the most any rank has idled so far (idle never falls)
-  std::vector<int64_t> forward_end_;     // ns, per (stage, microbatch)
+  int64_t largest_idle_ = 0;          // ns, the most any rank has idled so far (idle never falls)
+  std::vector<int64_t> forward_end_;  // ns, per (stage, microbatch)
   std::vector<int64_t> input_grad_end_;  // ns, per (stage, microbatch)
   Schedule schedule_;
 };

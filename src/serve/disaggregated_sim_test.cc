@@ -31,8 +31,8 @@ TEST(DisaggregatedSimTest, OneRequestIsPrefillThenTransferThenDecode) {
   workload.prompt = {2048, 2048};
   workload.output = {32, 32};
   std::vector<IterationRecord> iterations;
-  auto run = SimulateDisaggregated(prefill, decode, workload, Routing::kRoundRobin, Slo{},
-                                   &iterations);
+  auto run =
+      SimulateDisaggregated(prefill, decode, workload, Routing::kRoundRobin, Slo{}, &iterations);
   ASSERT_TRUE(run.ok()) << run.error().message;
   const ServeStats& stats = run.value().stats;
   ASSERT_EQ(stats.requests, 1);
@@ -43,8 +43,8 @@ TEST(DisaggregatedSimTest, OneRequestIsPrefillThenTransferThenDecode) {
   const int64_t transfer_ns = std::llround(KvTransferSeconds(prefill, 2048) * 1e9);
   EXPECT_GT(transfer_ns, 0);
   EXPECT_DOUBLE_EQ(run.value().transfer_max_s, KvTransferSeconds(prefill, 2048));
-  EXPECT_NEAR(stats.e2e_s.p50, stats.ttft_s.p50 + static_cast<double>(transfer_ns + decoding_ns) * 1e-9,
-              1e-9);
+  EXPECT_NEAR(stats.e2e_s.p50,
+              stats.ttft_s.p50 + static_cast<double>(transfer_ns + decoding_ns) * 1e-9, 1e-9);
   // TPOT counts from the first token: the transfer, then 31 decode steps.
   EXPECT_NEAR(stats.tpot_s.p50, static_cast<double>(transfer_ns + decoding_ns) * 1e-9 / 31, 1e-9);
 }
@@ -79,8 +79,7 @@ TEST(DisaggregatedSimTest, SeparatePoolsTradeTtftForTpot) {
   EXPECT_EQ(apart.value().stats.requests, colocated.value().requests);
   EXPECT_LT(apart.value().stats.tpot_s.p90, colocated.value().tpot_s.p90);
   EXPECT_GT(apart.value().stats.ttft_s.p90, colocated.value().ttft_s.p90);
-  EXPECT_DOUBLE_EQ(apart.value().stats.goodput_rps_per_gpu,
-                   apart.value().stats.goodput_rps / 16);
+  EXPECT_DOUBLE_EQ(apart.value().stats.goodput_rps_per_gpu, apart.value().stats.goodput_rps / 16);
 }
 
 }  // namespace

@@ -27,8 +27,8 @@ std::vector<std::string_view> SplitFields(std::string_view line) {
   size_t start = 0;
   for (;;) {
     const size_t comma = line.find(',', start);
-    fields.push_back(line.substr(start, comma == std::string_view::npos ? line.size() - start
-                                                                        : comma - start));
+    fields.push_back(
+        line.substr(start, comma == std::string_view::npos ? line.size() - start : comma - start));
     if (comma == std::string_view::npos) return fields;
     start = comma + 1;
   }
@@ -65,7 +65,8 @@ Result<std::vector<std::pair<std::string, std::string>>> ParseFilter(const std::
                                                    "tp",    "pp",    "batch"};
     if (equals == std::string::npos || equals + 1 == part.size() ||
         std::find(kKeys.begin(), kKeys.end(), key) == kKeys.end()) {
-      return Error{"--space-filter '" + text + "': expected KEY=VALUE[,KEY=VALUE...] with KEY one " +
+      return Error{"--space-filter '" + text +
+                   "': expected KEY=VALUE[,KEY=VALUE...] with KEY one " +
                    "of model, trace, cluster, scheduler, tp, pp, batch, e.g. " +
                    "model=llama-2-7b-hf,cluster=a40"};
     }
@@ -153,8 +154,7 @@ Result<ExplorerOutcome> Evaluate(const ExplorerSearchSpec& spec,
     engine.token_budget = trace.max_tokens;
   }
   auto replica = BuildReplicaModel(space.models[candidate.model].spec, cluster.value(),
-                                   {.tp = candidate.tp, .pp = candidate.pp, .replicas = 1},
-                                   engine);
+                                   {.tp = candidate.tp, .pp = candidate.pp, .replicas = 1}, engine);
   if (!replica.ok()) {
     outcome.rejection = RejectionOf(replica.error());
     return outcome;
@@ -260,41 +260,42 @@ Result<std::vector<RequestLengths>> ParseLengthTrace(std::string_view text,
   size_t prompt_column = 0;
   size_t output_column = 1;
   bool header_seen = false;
-  STAGECRAFT_RETURN_IF_ERROR(ForEachDataLine(text, [&](std::string_view line,
-                                                       int64_t line_number) -> Status {
-    const std::vector<std::string_view> fields = SplitFields(line);
-    const std::string where = source + ":" + std::to_string(line_number) + ": ";
-    if (!header_seen && rows.empty() && !fields[0].empty() &&
-        std::isalpha(static_cast<unsigned char>(fields[0][0]))) {
-      header_seen = true;
-      const auto column = [&](std::string_view name) {
-        return static_cast<size_t>(std::find(fields.begin(), fields.end(), name) - fields.begin());
-      };
-      prompt_column = column("num_prefill_tokens");
-      output_column = column("num_decode_tokens");
-      if (prompt_column == fields.size() || output_column == fields.size()) {
-        return Error{where + "a header without num_prefill_tokens and num_decode_tokens " +
-                     "(expected Vidur's processed-trace columns, e.g. " +
-                     "num_prefill_tokens,num_decode_tokens)"};
-      }
-      return Status::Ok();
-    }
-    RequestLengths row;
-    const bool ok = std::max(prompt_column, output_column) < fields.size() &&
-                    ParseTokens(fields[prompt_column], row.prompt) &&
-                    ParseTokens(fields[output_column], row.output);
-    if (!ok) {
-      return Error{where + "expected the prompt and output token counts (1 to " +
-                   std::to_string(kMaxTokens) + ") in columns " +
-                   std::to_string(prompt_column + 1) + " and " +
-                   std::to_string(output_column + 1) + "; got '" + std::string(line) + "'"};
-    }
-    rows.push_back(row);
-    if (rows.size() > 10'000'000) {
-      return Error{source + ": more than 10,000,000 rows (expected a length trace)"};
-    }
-    return Status::Ok();
-  }));
+  STAGECRAFT_RETURN_IF_ERROR(
+      ForEachDataLine(text, [&](std::string_view line, int64_t line_number) -> Status {
+        const std::vector<std::string_view> fields = SplitFields(line);
+        const std::string where = source + ":" + std::to_string(line_number) + ": ";
+        if (!header_seen && rows.empty() && !fields[0].empty() &&
+            std::isalpha(static_cast<unsigned char>(fields[0][0]))) {
+          header_seen = true;
+          const auto column = [&](std::string_view name) {
+            return static_cast<size_t>(std::find(fields.begin(), fields.end(), name) -
+                                       fields.begin());
+          };
+          prompt_column = column("num_prefill_tokens");
+          output_column = column("num_decode_tokens");
+          if (prompt_column == fields.size() || output_column == fields.size()) {
+            return Error{where + "a header without num_prefill_tokens and num_decode_tokens " +
+                         "(expected Vidur's processed-trace columns, e.g. " +
+                         "num_prefill_tokens,num_decode_tokens)"};
+          }
+          return Status::Ok();
+        }
+        RequestLengths row;
+        const bool ok = std::max(prompt_column, output_column) < fields.size() &&
+                        ParseTokens(fields[prompt_column], row.prompt) &&
+                        ParseTokens(fields[output_column], row.output);
+        if (!ok) {
+          return Error{where + "expected the prompt and output token counts (1 to " +
+                       std::to_string(kMaxTokens) + ") in columns " +
+                       std::to_string(prompt_column + 1) + " and " +
+                       std::to_string(output_column + 1) + "; got '" + std::string(line) + "'"};
+        }
+        rows.push_back(row);
+        if (rows.size() > 10'000'000) {
+          return Error{source + ": more than 10,000,000 rows (expected a length trace)"};
+        }
+        return Status::Ok();
+      }));
   if (rows.empty()) {
     return Error{source + ": no rows (expected lines of num_prefill_tokens,num_decode_tokens)"};
   }

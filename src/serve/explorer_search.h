@@ -39,20 +39,20 @@ struct ExplorerSearchSpec {
   // Keep only the configurations matching every key=value (model, trace, cluster, scheduler as
   // "vllm" or "sarathi-512", tp, pp, batch), e.g. "model=llama-2-7b-hf,cluster=a40"; "" = all.
   std::string filter;
-  int64_t requests = 1000;    // simulated per probe (Vidur: 16,000)
-  double delay_slo_s = 5.0;   // P99 scheduling delay bound (main.py's defaults)
+  int64_t requests = 1000;   // simulated per probe (Vidur: 16,000)
+  double delay_slo_s = 5.0;  // P99 scheduling delay bound (main.py's defaults)
   uint64_t seed = 1;
-  int32_t jobs = 1;           // threads
+  int32_t jobs = 1;  // threads
   // Told how many configurations have been taken, of how many; unset = quiet.
   std::function<void(size_t done, size_t total)> progress;
 };
 
 struct ExplorerOutcome {
   ExplorerCandidate candidate;
-  std::string rejection;      // empty when a capacity was found
-  double capacity_rps = 0;    // all replicas
-  double rps_per_gpu = 0;     // over the replicas' GPUs
-  double delay_p99_s = 0;     // at the capacity
+  std::string rejection;    // empty when a capacity was found
+  double capacity_rps = 0;  // all replicas
+  double rps_per_gpu = 0;   // over the replicas' GPUs
+  double delay_p99_s = 0;   // at the capacity
   double ttft_p90_s = 0;
   double tpot_p90_s = 0;
   int64_t kv_capacity_tokens = 0;

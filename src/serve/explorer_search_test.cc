@@ -7,9 +7,10 @@ namespace {
 
 TEST(ExplorerSearchTest, LengthTraceReadsVidursColumns) {
   // splitwise_*.csv's header: an arrival column first.
-  auto rows = ParseLengthTrace("# from somewhere\narrived_at,num_prefill_tokens,num_decode_tokens\n"
-                               "0.0,4808,10\r\n0.052,3180,8\n",
-                               "t.csv");
+  auto rows = ParseLengthTrace(
+      "# from somewhere\narrived_at,num_prefill_tokens,num_decode_tokens\n"
+      "0.0,4808,10\r\n0.052,3180,8\n",
+      "t.csv");
   ASSERT_TRUE(rows.ok()) << rows.error().message;
   ASSERT_EQ(rows.value().size(), 2u);
   EXPECT_EQ(rows.value()[1].prompt, 3180);

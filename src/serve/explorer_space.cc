@@ -31,10 +31,9 @@ ExplorerSpace VidurShippedSpace() {
   ExplorerSpace space;
   // data/model_configs/{meta-llama/Llama-2-7b-hf, codellama/CodeLlama-34b-Instruct-hf,
   // Qwen/Qwen-72B}.yml at e2d00e9a (Vidur pads the Llama vocabularies to 32768).
-  space.models = {
-      {"llama-2-7b-hf", {}, VidurModel(32, 4096, 32, 32, 11008, 32768)},
-      {"codellama-34b-instruct-hf", {}, VidurModel(48, 8192, 64, 8, 22016, 32768)},
-      {"qwen-72b", {1}, VidurModel(80, 8192, 64, 64, 24576, 152064)}};
+  space.models = {{"llama-2-7b-hf", {}, VidurModel(32, 4096, 32, 32, 11008, 32768)},
+                  {"codellama-34b-instruct-hf", {}, VidurModel(48, 8192, 64, 8, 22016, 32768)},
+                  {"qwen-72b", {1}, VidurModel(80, 8192, 64, 64, 24576, 152064)}};
   space.traces = {{"chat", 4096, 32}, {"arxiv", 4096, 16}, {"bwb", 4096, 8}};
   space.clusters = {{"h100", 16, 4}, {"a100", 16, 4}, {"a40", 32, 8}};
   space.schedulers = {{"vllm", 0},       {"sarathi", 256},  {"sarathi", 512},

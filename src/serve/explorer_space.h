@@ -33,8 +33,9 @@ struct ExplorerSpace {
   };
   struct Trace {
     std::string name;
-    int64_t max_tokens = 0;  // max_seq_len: longer requests are cut to it (trace_request_length_generator.py)
-    double start_qps = 0;    // the capacity search's first rate, all replicas
+    int64_t max_tokens =
+        0;  // max_seq_len: longer requests are cut to it (trace_request_length_generator.py)
+    double start_qps = 0;  // the capacity search's first rate, all replicas
   };
   std::vector<Model> models;
   std::vector<Trace> traces;

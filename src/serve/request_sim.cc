@@ -27,12 +27,12 @@ struct Request {
   int64_t arrival_ns = 0;
   int64_t prompt = 0;
   int64_t output = 0;
-  int64_t computed = 0;   // tokens whose KV is cached
-  int64_t generated = 0;  // output tokens produced
-  int64_t blocks = 0;     // KV blocks held
-  int64_t group = -1;     // its shared prefix's group; -1 = none
+  int64_t computed = 0;       // tokens whose KV is cached
+  int64_t generated = 0;      // output tokens produced
+  int64_t blocks = 0;         // KV blocks held
+  int64_t group = -1;         // its shared prefix's group; -1 = none
   int64_t prefix_blocks = 0;  // cached prefix blocks it reads (its replica's, shared)
-  int64_t scheduled = 0;  // tokens scheduled in the running iteration
+  int64_t scheduled = 0;      // tokens scheduled in the running iteration
   int64_t first_scheduled_ns = -1;
   int64_t first_token_ns = -1;
   int64_t finish_ns = -1;
@@ -173,8 +173,10 @@ class ServingModel {
       least = std::min(least, replica.outstanding);
       most = std::max(most, replica.outstanding);
     }
-    const bool imbalanced = most - least > 64 && static_cast<double>(most) > 1.5 * static_cast<double>(least);
-    const double match = static_cast<double>(CachedPrefixTokens()) / static_cast<double>(request.prompt);
+    const bool imbalanced =
+        most - least > 64 && static_cast<double>(most) > 1.5 * static_cast<double>(least);
+    const double match =
+        static_cast<double>(CachedPrefixTokens()) / static_cast<double>(request.prompt);
     if (!imbalanced && match > 0.3) {
       const int32_t holder = LeastOutstanding(
           [&](int32_t index) { return replicas_[index].prefixes.count(request.group) > 0; });
@@ -229,7 +231,8 @@ class ServingModel {
       auto victim = replica.prefixes.end();
       for (auto it = replica.prefixes.begin(); it != replica.prefixes.end(); ++it) {
         if (it->second.readers > 0) continue;
-        if (victim == replica.prefixes.end() || it->second.last_use_ns < victim->second.last_use_ns) {
+        if (victim == replica.prefixes.end() ||
+            it->second.last_use_ns < victim->second.last_use_ns) {
           victim = it;
         }
       }
@@ -328,8 +331,8 @@ class ServingModel {
       const int32_t id = replica.waiting.front();
       Request& request = requests_[id];
       const int64_t tokens = request.pending();
-      const int64_t padded = static_cast<int64_t>(replica.batch.size() + 1) *
-                             std::max(longest, tokens);
+      const int64_t padded =
+          static_cast<int64_t>(replica.batch.size() + 1) * std::max(longest, tokens);
       if (!replica.batch.empty() && padded > model_.engine.token_budget) break;
       const int64_t need = Need(request, tokens);
       if (need > replica.free_blocks) break;
@@ -507,17 +510,18 @@ Status CheckWorkload(const ReplicaModel& replica, const Workload& workload) {
   }
   if (workload.prefix_groups > 0 &&
       (workload.prefix_tokens < 1 || workload.prefix_tokens > kMaxTokens)) {
-    return Error{"--prefix-tokens " + std::to_string(workload.prefix_tokens) +
-                 ": expected 1 to " + std::to_string(kMaxTokens) +
-                 " tokens of shared prefix with --prefix-groups"};
+    return Error{"--prefix-tokens " + std::to_string(workload.prefix_tokens) + ": expected 1 to " +
+                 std::to_string(kMaxTokens) + " tokens of shared prefix with --prefix-groups"};
   }
   if (workload.prefix_groups == 0 && workload.prefix_tokens != 0) {
-    return Error{"--prefix-tokens needs --prefix-groups G (how many distinct prefixes the "
-                 "requests share)"};
+    return Error{
+        "--prefix-tokens needs --prefix-groups G (how many distinct prefixes the "
+        "requests share)"};
   }
   if (!workload.trace.empty() && workload.prefix_groups > 0) {
-    return Error{"--prefix-groups: not with --request-trace (a trace's rows carry no prefix); "
-                 "drop one"};
+    return Error{
+        "--prefix-groups: not with --request-trace (a trace's rows carry no prefix); "
+        "drop one"};
   }
   if (!workload.trace.empty()) return CheckTraceFits(replica, workload);
   if (!(workload.rate_rps > 0) || !std::isfinite(workload.rate_rps)) {
@@ -574,38 +578,40 @@ Result<std::vector<TraceRequest>> ParseRequestTrace(std::string_view text,
                                                     const std::string& source) {
   std::vector<TraceRequest> requests;
   int64_t last_ns = 0;
-  STAGECRAFT_RETURN_IF_ERROR(ForEachDataLine(text, [&](std::string_view line,
-                                                       int64_t line_number) -> Status {
-    if (requests.empty() && line == "arrival_s,prompt_tokens,output_tokens") return Status::Ok();
-    const std::string where = source + ":" + std::to_string(line_number) + ": ";
-    const size_t first = line.find(',');
-    const size_t second = first == std::string_view::npos ? first : line.find(',', first + 1);
-    TraceRequest request;
-    double arrival_s = -1;
-    bool ok = second != std::string_view::npos;
-    if (ok) {
-      const std::string arrival(line.substr(0, first));
-      char* end = nullptr;
-      arrival_s = std::strtod(arrival.c_str(), &end);
-      ok = !arrival.empty() && end == arrival.c_str() + arrival.size() && arrival_s >= 0 &&
-           arrival_s <= 1e9 &&
-           ParseCount(line.substr(first + 1, second - first - 1), request.prompt) &&
-           ParseCount(line.substr(second + 1), request.output);
-    }
-    if (!ok) {
-      return Error{where + "expected arrival_s,prompt_tokens,output_tokens (seconds >= 0, " +
-                   "token counts 1 to " + std::to_string(kMaxTokens) +
-                   "), e.g. 0.25,512,64; got '" + std::string(line) + "'"};
-    }
-    request.arrival_ns = std::llround(arrival_s * 1e9);
-    if (request.arrival_ns < last_ns) {
-      return Error{where + "arrival " + std::string(line.substr(0, first)) +
-                   " s is before the previous request's (expected the requests in arrival order)"};
-    }
-    last_ns = request.arrival_ns;
-    requests.push_back(request);
-    return Status::Ok();
-  }));
+  STAGECRAFT_RETURN_IF_ERROR(
+      ForEachDataLine(text, [&](std::string_view line, int64_t line_number) -> Status {
+        if (requests.empty() && line == "arrival_s,prompt_tokens,output_tokens")
+          return Status::Ok();
+        const std::string where = source + ":" + std::to_string(line_number) + ": ";
+        const size_t first = line.find(',');
+        const size_t second = first == std::string_view::npos ? first : line.find(',', first + 1);
+        TraceRequest request;
+        double arrival_s = -1;
+        bool ok = second != std::string_view::npos;
+        if (ok) {
+          const std::string arrival(line.substr(0, first));
+          char* end = nullptr;
+          arrival_s = std::strtod(arrival.c_str(), &end);
+          ok = !arrival.empty() && end == arrival.c_str() + arrival.size() && arrival_s >= 0 &&
+               arrival_s <= 1e9 &&
+               ParseCount(line.substr(first + 1, second - first - 1), request.prompt) &&
+               ParseCount(line.substr(second + 1), request.output);
+        }
+        if (!ok) {
+          return Error{where + "expected arrival_s,prompt_tokens,output_tokens (seconds >= 0, " +
+                       "token counts 1 to " + std::to_string(kMaxTokens) +
+                       "), e.g. 0.25,512,64; got '" + std::string(line) + "'"};
+        }
+        request.arrival_ns = std::llround(arrival_s * 1e9);
+        if (request.arrival_ns < last_ns) {
+          return Error{
+              where + "arrival " + std::string(line.substr(0, first)) +
+              " s is before the previous request's (expected the requests in arrival order)"};
+        }
+        last_ns = request.arrival_ns;
+        requests.push_back(request);
+        return Status::Ok();
+      }));
   if (requests.empty()) {
     return Error{source +
                  ": no requests (expected lines of arrival_s,prompt_tokens,output_tokens)"};

@@ -61,9 +61,9 @@ struct ServePlanSpec {
   int64_t requests = 400;             // --requests per probe
   uint64_t seed = 1;                  // --seed
   int32_t top = 10;                   // --top plans shown
-  std::string weight_dtype;  // --weight-dtype bf16|fp8|int8|int4|fp4; "" = the model's
-  std::string kv_dtype;      // --kv-dtype bf16|fp8; "" = the model's
-  std::string batching;  // --batching chunked | prefill-first; "" = chunked
+  std::string weight_dtype;           // --weight-dtype bf16|fp8|int8|int4|fp4; "" = the model's
+  std::string kv_dtype;               // --kv-dtype bf16|fp8; "" = the model's
+  std::string batching;               // --batching chunked | prefill-first; "" = chunked
   std::string svg_path;               // --svg FILE: the probes and their Pareto front
   bool json = false;                  // --json
   // --space vidur: search Vidur's config-explorer space instead (explorer_search.h); its

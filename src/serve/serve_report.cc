@@ -22,10 +22,10 @@ Series Cdf(const std::string& name, const std::vector<double>& values) {
   for (size_t point = 1; point <= points; ++point) {
     const size_t index = (point * n + points - 1) / points - 1;  // nearest rank of point/points
     const double share = static_cast<double>(index + 1) / static_cast<double>(n);
-    series.points.push_back(PlotPoint{values[index] * 1e3, share,
-                                      FormatFixed(100 * share, 1) + "% within " +
-                                          FormatFixed(values[index] * 1e3, 3) + " ms",
-                                      false});
+    series.points.push_back(PlotPoint{
+        values[index] * 1e3, share,
+        FormatFixed(100 * share, 1) + "% within " + FormatFixed(values[index] * 1e3, 3) + " ms",
+        false});
   }
   return series;
 }
@@ -33,18 +33,19 @@ Series Cdf(const std::string& name, const std::vector<double>& values) {
 // A vertical line at the SLO's bound, across the CDF's height.
 Series Bound(const std::string& name, double seconds) {
   const std::string label = name + " " + FormatFixed(seconds * 1e3, 3) + " ms";
-  return Series{label,
-                {PlotPoint{seconds * 1e3, 0, label, false}, PlotPoint{seconds * 1e3, 1, label, false}},
-                {{"kind", "slo"}}};
+  return Series{
+      label,
+      {PlotPoint{seconds * 1e3, 0, label, false}, PlotPoint{seconds * 1e3, 1, label, false}},
+      {{"kind", "slo"}}};
 }
 
 std::string CdfPlot(const std::string& title, const std::vector<double>& values,
                     const std::vector<Series>& bounds) {
   std::vector<Series> series = {Cdf(title, values)};
   series.insert(series.end(), bounds.begin(), bounds.end());
-  return FormatLinePlot(series, PlotOptions{title + ": share of requests within a latency",
-                                            "latency (ms)", "share of requests", false, false,
-                                            560, 340});
+  return FormatLinePlot(series,
+                        PlotOptions{title + ": share of requests within a latency", "latency (ms)",
+                                    "share of requests", false, false, 560, 340});
 }
 
 // Blocks in use per replica over time, as a share of a replica's capacity: the peak of each of
@@ -72,37 +73,36 @@ std::string KvPlot(const ReplicaModel& replica, const std::vector<IterationRecor
       const int64_t blocks = peaks[static_cast<size_t>(r)][static_cast<size_t>(bin)];
       if (blocks < 0) continue;
       const double seconds = static_cast<double>((end - start) * bin / kBins) * 1e-9;
-      one.points.push_back(PlotPoint{seconds, static_cast<double>(blocks) / static_cast<double>(capacity),
+      one.points.push_back(PlotPoint{seconds,
+                                     static_cast<double>(blocks) / static_cast<double>(capacity),
                                      FormatFixed(seconds, 3) + " s: " + std::to_string(blocks) +
                                          " of " + std::to_string(capacity) + " blocks",
                                      false});
     }
     series.push_back(std::move(one));
   }
-  return FormatLinePlot(series, PlotOptions{"KV cache in use (peak per time bin)", "time (s)",
-                                            "share of a replica's KV blocks", false, false, 760,
-                                            340});
+  return FormatLinePlot(series,
+                        PlotOptions{"KV cache in use (peak per time bin)", "time (s)",
+                                    "share of a replica's KV blocks", false, false, 760, 340});
 }
 
 }  // namespace
 
 std::string ServeReportHtml(const std::string& label, const std::string& model,
-                            const ReplicaModel& replica, const Slo& slo,
-                            const ServeStats& stats,
+                            const ReplicaModel& replica, const Slo& slo, const ServeStats& stats,
                             const std::vector<IterationRecord>& iterations,
                             const std::string& answer) {
   const ServeShape& shape = replica.shape;
-  HtmlPage page("stagecraft serve: " + label,
-                model + ", tp " + std::to_string(shape.tp) + ", pp " +
-                    std::to_string(shape.pp) + ", " + std::to_string(shape.replicas) +
-                    " replicas");
+  HtmlPage page("stagecraft serve: " + label, model + ", tp " + std::to_string(shape.tp) + ", pp " +
+                                                  std::to_string(shape.pp) + ", " +
+                                                  std::to_string(shape.replicas) + " replicas");
   // Green at 90% attainment or more, DistServe's target (its Fig. 1).
   const bool met = stats.slo_attainment >= 0.9;
-  std::string summary = HtmlVerdict(true, met,
-                                    FormatFixed(100 * stats.slo_attainment, 2) +
-                                        "% of requests meet ttft <= " +
-                                        FormatFixed(slo.ttft_s * 1e3, 1) + " ms and tpot <= " +
-                                        FormatFixed(slo.tpot_s * 1e3, 1) + " ms (target: 90%)");
+  std::string summary =
+      HtmlVerdict(true, met,
+                  FormatFixed(100 * stats.slo_attainment, 2) +
+                      "% of requests meet ttft <= " + FormatFixed(slo.ttft_s * 1e3, 1) +
+                      " ms and tpot <= " + FormatFixed(slo.tpot_s * 1e3, 1) + " ms (target: 90%)");
   summary += HtmlFacts({
       {"GPUs", std::to_string(shape.gpus())},
       {"requests", std::to_string(stats.requests)},
@@ -134,7 +134,8 @@ std::string ServeReportHtml(const std::string& label, const std::string& model,
   page.Add({"kv-cache", "KV cache over time", KvPlot(replica, iterations)});
   page.Add({"assumptions", "What the figures rest on",
             "<p class=\"note\">The answer as `stagecraft serve` prints it: the KV cache per "
-            "token, memory per GPU, the decode step's parts.</p>" + HtmlPre(answer)});
+            "token, memory per GPU, the decode step's parts.</p>" +
+                HtmlPre(answer)});
   return page.Render();
 }
 

@@ -13,8 +13,7 @@ namespace stagecraft {
 
 // `answer` is serve's text output; `iterations` every engine iteration in start order.
 std::string ServeReportHtml(const std::string& label, const std::string& model,
-                            const ReplicaModel& replica, const Slo& slo,
-                            const ServeStats& stats,
+                            const ReplicaModel& replica, const Slo& slo, const ServeStats& stats,
                             const std::vector<IterationRecord>& iterations,
                             const std::string& answer);
 

@@ -346,8 +346,9 @@ int RunCli(int argc, const char* const* argv, std::ostream& out, std::ostream& e
   const auto found = std::find_if(added.begin(), added.end(),
                                   [&](const auto& one) { return one.second == chosen.front(); });
   const Command& command = *found->first;
-  if (command.run == nullptr)
+  if (command.run == nullptr) {
     return DispatchMultimodal(*chosen.front(), flags.multimodal, out, err);
+  }
   if (!chosen.front()->remaining().empty()) {
     return UsageError(ExtraArgumentsMessage(*chosen.front(), chosen.front()->remaining()), err);
   }

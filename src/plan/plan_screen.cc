@@ -35,6 +35,7 @@ Screen::Screen(const PlanSpec& spec, std::shared_ptr<const LoadedConfig> base, W
 
 Status Screen::ScreenCandidates() {
   STAGECRAFT_RETURN_IF_ERROR(CostNewKeys(0));
+  screen_step_.assign(legal_.size(), Time::Nanoseconds(-1));
   for (size_t index = 0; index < legal_.size(); ++index) ScreenOne(index);
   return ProbeWaiting();
 }
@@ -44,6 +45,7 @@ Status Screen::ScreenDerived(std::vector<Candidate> derived) {
   const size_t first = legal_.size();
   for (Candidate& candidate : derived) legal_.push_back(std::move(candidate));
   STAGECRAFT_RETURN_IF_ERROR(CostNewKeys(first));
+  screen_step_.resize(legal_.size(), Time::Nanoseconds(-1));
   for (size_t index = first; index < legal_.size(); ++index) ScreenOne(index);
   return ProbeWaiting();
 }
@@ -80,7 +82,6 @@ bool Screen::Fits(const Costed& costed, int64_t chunks, int64_t last_chunks) con
 void Screen::ScreenOne(size_t index) {
   const Candidate& c = legal_[index];
   const Costed& costed = *CostsOf(c);
-  screen_step_.resize(legal_.size(), Time::Nanoseconds(-1));
   if (!costed.ok) {
     ++result_.rejected["refused when prepared (stagecraft simulate says why)"];
     return;

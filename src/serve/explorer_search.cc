@@ -92,16 +92,15 @@ class CapacitySearch {
     workload_.seed = spec.seed;
   }
 
-  // A probe's arrivals span at least kWindowSlos delay bounds (up to kMostRequests requests):
-  // over a shorter window an overloaded replica still meets the P99 bound, since its queue has
-  // no time to build (a rate that overloads it by a factor f keeps the last request's delay
-  // under the bound while f < 1 / (1 - 1/kWindowSlos)).
-  static constexpr double kWindowSlos = kExplorerWindowSlos;
+  // A probe's arrivals span at least kExplorerWindowSlos delay bounds (up to kMostRequests
+  // requests): over a shorter window an overloaded replica still meets the P99 bound, since its
+  // queue has no time to build (a rate that overloads it by a factor f keeps the last request's
+  // delay under the bound while f < 1 / (1 - 1/kExplorerWindowSlos)).
   static constexpr int64_t kMostRequests = 100'000;
 
   Result<Probe> At(double rate_rps) {
     workload_.rate_rps = rate_rps;
-    const double window = std::ceil(rate_rps * kWindowSlos * spec_.delay_slo_s);
+    const double window = std::ceil(rate_rps * kExplorerWindowSlos * spec_.delay_slo_s);
     workload_.requests = std::max(
         spec_.requests, static_cast<int64_t>(std::min(window, static_cast<double>(kMostRequests))));
     auto stats = SimulateServing(replica_, workload_, Routing::kRoundRobin, Slo{});

@@ -267,7 +267,8 @@ Option<Spec> FlagOption(const char* name, bool Spec::*field) {
           }};
 }
 
-// serve's flags (serve/serve.h); the rest of the names are run overrides (cluster=, hf_config=).
+// serve's flags (commands/serve_command.h); the rest of the names are run overrides (cluster=,
+// hf_config=).
 const std::vector<Option<ServeSpec>>& ServeOptions() {
   static const std::vector<Option<ServeSpec>> options = {
       NumberOption("tp", &ServeSpec::tp),

@@ -5,13 +5,13 @@
 #include <cmath>
 #include <sstream>
 
+#include "commands/serve_report.h"
 #include "core/units.h"
 #include "hardware/presets.h"
 #include "model/kv_cache.h"
 #include "report/json_writer.h"
 #include "serve/disaggregated_sim.h"
 #include "serve/serve.h"
-#include "serve/serve_report.h"
 
 namespace stagecraft {
 namespace {
@@ -21,54 +21,6 @@ namespace {
 std::string IntraNodeLink(const ClusterSpec& cluster) {
   auto preset = FindDevicePreset(cluster.device);
   return preset.ok() ? preset.value()->intra_node_link : "NVLink";
-}
-
-Result<Routing> ParseRouting(const std::string& text) {
-  for (Routing routing : {Routing::kRoundRobin, Routing::kLeastOutstanding, Routing::kKvAware}) {
-    if (text == RoutingName(routing)) return routing;
-  }
-  return Error{"--routing '" + text + "': expected round-robin, least-outstanding or kv-aware"};
-}
-
-// The decode step of the largest batch of the workload's longest requests that the replica's
-// KV cache (and max_seqs) holds.
-struct DecodePoint {
-  int64_t batch = 0;
-  int64_t context = 0;
-  IterationCost cost;
-};
-DecodePoint LargestDecode(const ReplicaModel& replica, const Workload& workload) {
-  DecodePoint point;
-  point.context = workload.trace.empty() ? workload.prompt.high + workload.output.high : 0;
-  for (const TraceRequest& request : workload.trace) {
-    point.context = std::max(point.context, request.prompt + request.output);
-  }
-  const double held = std::max(1.0, KvTokensHeld(replica, static_cast<double>(point.context)));
-  point.batch = std::min<int64_t>(
-      replica.engine.max_seqs,
-      static_cast<int64_t>(std::floor(static_cast<double>(replica.kv_capacity_tokens) / held)));
-  IterationWork work;
-  if (replica.csa2) {
-    // Each sequence's reads and pairs at its position (AddSequence); the same for every one.
-    IterationWork one;
-    AddSequence(replica, 1, static_cast<double>(point.context), /*finishes=*/true, one);
-    const double batch = static_cast<double>(point.batch);
-    work = {.new_tokens = batch,
-            .sequences = batch,
-            .context_tokens = one.context_tokens * batch,
-            .attention_pairs = one.attention_pairs * batch,
-            .csa2_core_flops = one.csa2_core_flops * batch,
-            .csa2_scoring_flops = one.csa2_scoring_flops * batch,
-            .csa2_read_bytes = one.csa2_read_bytes * batch};
-  } else {
-    work.new_tokens = static_cast<double>(point.batch);
-    work.sequences = work.new_tokens;
-    work.context_tokens =
-        work.new_tokens * KvTokensHeld(replica, static_cast<double>(point.context));
-    work.attention_pairs = work.context_tokens + work.new_tokens;
-  }
-  point.cost = IterationSeconds(replica, work);
-  return point;
 }
 
 std::string Ms(double seconds) { return FormatFixed(seconds * 1e3, 3); }
@@ -81,16 +33,6 @@ void WritePercentiles(JsonWriter& json, const char* key, const Percentiles& valu
   json.Key("mean").Fixed(values.mean * 1e3, 3);
   json.EndObject();
 }
-
-// How the GPUs are placed: colocated replicas, or prefill and decode pools.
-struct ServePlacement {
-  ServeShape shape;               // per instance tp x pp; replicas = every instance of both pools
-  int32_t prefill_instances = 0;  // 0: colocated
-  int32_t decode_instances = 0;
-  double transfer_mean_s = 0;
-  double transfer_max_s = 0;
-  bool disaggregated() const { return prefill_instances > 0; }
-};
 
 std::string DescribePlacement(const ServePlacement& placement) {
   if (!placement.disaggregated()) return DescribeShape(placement.shape);
@@ -310,62 +252,27 @@ std::string FormatServeTrace(const std::vector<IterationRecord>& iterations, int
   return json.text() + "\n";
 }
 
-Status RunServe(const ServeSpec& spec, Transcript& transcript) {
-  auto run = ResolveRun(spec.run);
-  if (!run.ok()) return run.error();
-  const Config& config = run.value().config;
-  STAGECRAFT_RETURN_IF_ERROR(CheckServable(config.model, spec.kv_dtype, "serve"));
-  ServeShape shape;
-  // The config's parallel.tp and parallel.pp when it writes them; else one GPU, one stage.
-  const auto& written = run.value().locations.by_path;
-  shape.tp = spec.tp.value_or(written.count("parallel.tp") ? config.parallel.tp : 1);
-  shape.pp = spec.pp.value_or(written.count("parallel.pp") ? config.parallel.pp : 1);
-  shape.ep = spec.ep.value_or(written.count("parallel.ep") ? config.parallel.ep : 1);
-  shape.replicas = spec.replicas;
-  const bool placement_disaggregated = spec.prefill_instances > 0 || spec.decode_instances > 0;
-  if (placement_disaggregated) {
-    if (spec.prefill_instances < 1 || spec.decode_instances < 1) {
-      return Error{
-          "--prefill-instances and --decode-instances: disaggregated serving needs at "
-          "least one instance of each (e.g. --prefill-instances 2 --decode-instances 1)"};
-    }
-    if (spec.replicas != 1) {
-      return Error{
-          "--replicas with --prefill-instances/--decode-instances: the pools are the "
-          "replicas; drop --replicas"};
-    }
-    if (shape.ep > 1) {
-      return Error{
-          "--ep with --prefill-instances/--decode-instances: expert parallelism is "
-          "modelled for colocated replicas only (the KV hand-off between attention "
-          "data-parallel groups is not); drop --ep or the instance flags"};
-    }
-    if (spec.prefill_instances > 4096 || spec.decode_instances > 4096) {
-      return Error{"--prefill-instances/--decode-instances: at most 4096 instances each"};
-    }
-    // The cluster holds both pools; the decode pool is the replica model below.
-    const int64_t gpus =
-        shape.gpus_per_replica() * (int64_t{spec.prefill_instances} + spec.decode_instances);
-    const int64_t devices = int64_t{config.cluster.nodes} * config.cluster.devices_per_node;
-    if (config.cluster.given && gpus > devices) {
-      return Error{"serve: " + std::to_string(spec.prefill_instances) + " prefill + " +
-                   std::to_string(spec.decode_instances) + " decode instances of tp " +
-                   std::to_string(shape.tp) + " x pp " + std::to_string(shape.pp) + " need " +
-                   std::to_string(gpus) + " GPUs, more than the cluster's " +
-                   std::to_string(devices) + " (expected a larger --cluster, e.g. " +
-                   config.cluster.device + "x" +
-                   std::to_string((gpus + config.cluster.devices_per_node - 1) /
-                                  config.cluster.devices_per_node) +
-                   ")"};
-    }
-    if (!spec.trace_path.empty()) {
-      return Error{
-          "--trace: the Chrome trace of the batches is for colocated replicas; "
-          "--report draws the decode pool's KV use"};
-    }
-    shape.replicas = spec.decode_instances;
+namespace {
+
+// The serve module's setup from the flags and the resolved run's config: the layout (the flags,
+// else the config's parallel.tp/pp/ep when it writes them, else 1), the workload, the routing,
+// the SLO and the engine.
+Result<ServeSetup> SetupOf(const ServeSpec& spec, const PreparedRun& run) {
+  const Config& config = run.config;
+  ServeSetup setup;
+  const auto& written = run.locations.by_path;
+  setup.shape.tp = spec.tp.value_or(written.count("parallel.tp") ? config.parallel.tp : 1);
+  setup.shape.pp = spec.pp.value_or(written.count("parallel.pp") ? config.parallel.pp : 1);
+  setup.shape.ep = spec.ep.value_or(written.count("parallel.ep") ? config.parallel.ep : 1);
+  setup.shape.replicas = spec.replicas;
+  setup.prefill_instances = spec.prefill_instances;
+  setup.decode_instances = spec.decode_instances;
+  if (setup.disaggregated() && !spec.trace_path.empty()) {
+    return Error{
+        "--trace: the Chrome trace of the batches is for colocated replicas; "
+        "--report draws the decode pool's KV use"};
   }
-  Workload workload;
+  Workload& workload = setup.workload;
   workload.rate_rps = spec.rate_rps;
   workload.arrival_cv = spec.arrival_cv;
   workload.requests = spec.requests;
@@ -390,57 +297,47 @@ Status RunServe(const ServeSpec& spec, Transcript& transcript) {
   }
   auto routing = ParseRouting(spec.routing);
   if (!routing.ok()) return routing.error();
+  setup.routing = routing.value();
   auto slo = ParseSlo(spec.slo);
   if (!slo.ok()) return slo.error();
-  EngineOptions engine;
-  STAGECRAFT_RETURN_IF_ERROR(
-      ApplyDtypes(spec.weight_dtype, spec.kv_dtype, config.model.transformer, engine));
-  engine.cuda_graphs = !spec.eager;
-  STAGECRAFT_RETURN_IF_ERROR(ApplyBatching(spec.batching, config.model.seq_len, engine));
-  auto replica = BuildReplicaModel(config.model, config.cluster, shape, engine);
-  if (!replica.ok()) return replica.error();
-  std::vector<IterationRecord> iterations;
-  const bool keep_iterations = !spec.trace_path.empty() || !spec.report_path.empty();
-  ServePlacement placement;
-  placement.shape = shape;
-  Result<ServeStats> stats = ServeStats{};
-  if (placement_disaggregated) {
-    // The two pools: the layout's instances, each pool its own replicas.
-    ServeShape prefill_shape = shape;
-    prefill_shape.replicas = spec.prefill_instances;
-    auto prefill = BuildReplicaModel(config.model, config.cluster, prefill_shape, engine);
-    if (!prefill.ok()) return prefill.error();
-    auto result = SimulateDisaggregated(prefill.value(), replica.value(), workload, routing.value(),
-                                        slo.value(), keep_iterations ? &iterations : nullptr);
-    if (!result.ok()) return result.error();
-    placement.prefill_instances = spec.prefill_instances;
-    placement.decode_instances = spec.decode_instances;
-    placement.shape.replicas = spec.prefill_instances + spec.decode_instances;
-    placement.transfer_mean_s = result.value().transfer_mean_s;
-    placement.transfer_max_s = result.value().transfer_max_s;
-    stats = result.value().stats;
-  } else {
-    stats = SimulateServing(replica.value(), workload, routing.value(), slo.value(),
-                            keep_iterations ? &iterations : nullptr);
-  }
-  if (!stats.ok()) return stats.error();
+  setup.slo = slo.value();
+  STAGECRAFT_RETURN_IF_ERROR(ApplyEngineFlags(spec.weight_dtype, spec.kv_dtype, spec.batching,
+                                              config.model, setup.engine));
+  setup.engine.cuda_graphs = !spec.eager;
+  setup.keep_iterations = !spec.trace_path.empty() || !spec.report_path.empty();
+  return setup;
+}
+
+}  // namespace
+
+Status RunServe(const ServeSpec& spec, Transcript& transcript) {
+  auto run = ResolveRun(spec.run);
+  if (!run.ok()) return run.error();
+  const Config& config = run.value().config;
+  STAGECRAFT_RETURN_IF_ERROR(CheckServable(config.model, spec.kv_dtype, "serve"));
+  auto setup = SetupOf(spec, run.value());
+  if (!setup.ok()) return setup.error();
+  auto served = SimulateDeployment(config.model, config.cluster, setup.value());
+  if (!served.ok()) return served.error();
+  const ServeOutcome& outcome = served.value();
   if (!spec.trace_path.empty()) {
     const Status saved = spec.run.files.write(
-        spec.trace_path, FormatServeTrace(iterations, replica.value().shape.replicas));
+        spec.trace_path, FormatServeTrace(outcome.iterations, outcome.replica.shape.replicas));
     if (!saved.ok()) return Error{"--trace: " + saved.error().message};
   }
-  const DecodePoint decode = LargestDecode(replica.value(), workload);
+  const Workload& workload = setup.value().workload;
   const std::string text =
-      FormatText(run.value().label, config.model.name, replica.value(), placement, workload,
-                 routing.value(), slo.value(), decode, stats.value());
+      FormatText(run.value().label, config.model.name, outcome.replica, outcome.placement, workload,
+                 setup.value().routing, setup.value().slo, outcome.decode, outcome.stats);
   if (!spec.report_path.empty()) {
     const Status saved = spec.run.files.write(
-        spec.report_path, ServeReportHtml(run.value().label, config.model.name, replica.value(),
-                                          slo.value(), stats.value(), iterations, text));
+        spec.report_path,
+        ServeReportHtml(run.value().label, config.model.name, outcome.replica, setup.value().slo,
+                        outcome.stats, outcome.iterations, text));
     if (!saved.ok()) return Error{"--report: " + saved.error().message};
   }
-  transcript.out() << (spec.json ? FormatJson(config.model.name, replica.value(), placement,
-                                              workload, decode, stats.value())
+  transcript.out() << (spec.json ? FormatJson(config.model.name, outcome.replica, outcome.placement,
+                                              workload, outcome.decode, outcome.stats)
                                  : text);
   return Status::Ok();
 }

@@ -1,17 +1,97 @@
-// The serving commands as text: `serve`, `serve-plan` and `serve-plan --space vidur`, from the
-// serve module's specs and values.
+// The serving commands as text: `serve`, `serve-plan` and `serve-plan --space vidur`. Their flags
+// as given (ServeSpec, ServePlanSpec), parsed here into the serve module's typed setups
+// (serve/serve.h ServeSetup, serve/serve_plan.h ServePlanSetup), run there, and told.
 #pragma once
 
 #include <cstdint>
+#include <functional>
+#include <optional>
 #include <string>
 #include <vector>
 
 #include "commands/transcript.h"
+#include "run/run_setup.h"
 #include "serve/explorer_search.h"
 #include "serve/serve.h"
 #include "serve/serve_plan.h"
 
 namespace stagecraft {
+
+// `serve`'s flags as given.
+struct ServeSpec {
+  RunSpec run;                // CONFIG, --hf-config, --cluster (the model and the devices)
+  std::optional<int32_t> tp;  // --tp T; unset = the config's parallel.tp, else 1
+  std::optional<int32_t> pp;  // --pp P; unset = the config's parallel.pp, else 1
+  // --ep E: expert-parallel GPUs per stage (step_cost.h ServeShape::ep); unset = the config's
+  // parallel.ep, else 1.
+  std::optional<int32_t> ep;
+  int32_t replicas = 1;  // --replicas R
+  // --prefill-instances NP --decode-instances ND: disaggregated prefill and decode pools of
+  // instances of the tp x pp layout (serve/disaggregated_sim.h); 0 and 0 = colocated replicas.
+  int32_t prefill_instances = 0;
+  int32_t decode_instances = 0;
+  double rate_rps = 1.0;                    // --rate RPS at the router
+  double arrival_cv = 1.0;                  // --arrival-cv CV: 1 = Poisson, else gamma gaps
+  int64_t requests = 1000;                  // --requests N
+  uint64_t seed = 1;                        // --seed S
+  std::string prompt_tokens = "512";        // --prompt-tokens N or A-B
+  std::string output_tokens = "64";         // --output-tokens N or A-B
+  std::string routing = "round-robin";      // --routing round-robin | least-outstanding | kv-aware
+  int64_t prefix_groups = 0;                // --prefix-groups G: shared prompt prefixes (0 none)
+  int64_t prefix_tokens = 0;                // --prefix-tokens P: each one's length
+  std::string slo = "ttft=0.4s,tpot=40ms";  // --slo
+  std::string weight_dtype;   // --weight-dtype bf16|fp8|int8|int4|fp4; "" = the model's
+  std::string kv_dtype;       // --kv-dtype bf16|fp8; "" = the model's
+  std::string batching;       // --batching chunked | prefill-first; "" = chunked
+  std::string trace_path;     // --trace FILE: Chrome trace of the batches
+  std::string report_path;    // --report FILE.html: the HTML report
+  std::string request_trace;  // --request-trace FILE: the requests, as CSV
+  bool eager = false;         // --eager: no CUDA graphs (host issues each kernel)
+  bool json = false;          // --json
+};
+
+// `serve-plan`'s flags as given.
+struct ServePlanSpec {
+  RunSpec run;                        // CONFIG, --hf-config, --cluster
+  int32_t gpus = 0;                   // --gpus N (required)
+  std::string slo;                    // --slo ttft_p90=0.4s,tpot_p90=40ms (required)
+  std::string prompt_tokens = "512";  // --prompt-tokens
+  std::string output_tokens = "64";   // --output-tokens
+  int64_t requests = 400;             // --requests per probe
+  uint64_t seed = 1;                  // --seed
+  int32_t top = 10;                   // --top plans shown
+  std::string weight_dtype;           // --weight-dtype bf16|fp8|int8|int4|fp4; "" = the model's
+  std::string kv_dtype;               // --kv-dtype bf16|fp8; "" = the model's
+  std::string batching;               // --batching chunked | prefill-first; "" = chunked
+  std::string svg_path;               // --svg FILE: the probes and their Pareto front
+  bool json = false;                  // --json
+  // --space vidur: search Vidur's config-explorer space instead (explorer_search.h); its
+  // traces' length tables are read from `space_traces`/NAME.csv.
+  std::string space;
+  std::string space_traces = "examples/vidur";  // --space-traces DIR
+  std::string space_filter;                     // --space-filter KEY=VALUE,...
+  std::string delay_slo = "5s";                 // --delay-slo: the P99 scheduling delay bound
+  int32_t jobs = 1;                             // --jobs N threads
+  // Told "[done/total] tp T x pp P" before each layout and "" at the end; unset = quiet.
+  std::function<void(const std::string& line)> progress;
+};
+
+// The flags' texts as values (serve_flags.cc); errors name the flag.
+// --slo ttft=DURATION,tpot=DURATION: each request's bounds.
+Result<Slo> ParseSlo(const std::string& text);
+// --slo ttft_p90=DURATION,tpot_p90=DURATION: the P90 bounds a plan must meet.
+Result<PercentileSlo> ParsePercentileSlo(const std::string& text);
+// --routing round-robin | least-outstanding | kv-aware.
+Result<Routing> ParseRouting(const std::string& text);
+// --weight-dtype and --kv-dtype ("" = unset: the model's own) and --batching into `engine`, for
+// the model of `config`.
+Status ApplyEngineFlags(const std::string& weight_dtype, const std::string& kv_dtype,
+                        const std::string& batching, const ModelSpec& model, EngineOptions& engine);
+// A layer-list model (CSA2) with --kv-dtype is refused (exit 2): its cache keeps the model's
+// own inference formats. Everything else passes (a model with neither a transformer nor layers
+// fails later).
+Status CheckServable(const ModelSpec& model, const std::string& kv_dtype,
+                     const std::string& command);
 
 Status RunServe(const ServeSpec& spec, Transcript& transcript);
 

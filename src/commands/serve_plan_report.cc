@@ -137,7 +137,33 @@ std::string FormatServePlanSvg(const ServePlanResult& result) {
 
 Status RunServePlan(const ServePlanSpec& spec, Transcript& transcript) {
   if (!spec.space.empty()) return RunExplorerSearch(spec, transcript);
-  auto result = PlanServing(spec);
+  if (spec.gpus < 1)
+    return Error{"serve-plan: --gpus N is required (the GPUs to fill, e.g. --gpus 8)"};
+  if (spec.slo.empty()) {
+    return Error{"serve-plan: --slo is required (e.g. --slo ttft_p90=0.4s,tpot_p90=40ms)"};
+  }
+  if (spec.top < 1) return Error{"--top: must be at least 1, got " + std::to_string(spec.top)};
+  ServePlanSetup setup;
+  setup.gpus = spec.gpus;
+  setup.progress = spec.progress;
+  auto slo = ParsePercentileSlo(spec.slo);
+  if (!slo.ok()) return slo.error();
+  setup.slo = slo.value();
+  auto prompt = ParseLengthDist(spec.prompt_tokens, "--prompt-tokens");
+  if (!prompt.ok()) return prompt.error();
+  auto output = ParseLengthDist(spec.output_tokens, "--output-tokens");
+  if (!output.ok()) return output.error();
+  setup.workload.requests = spec.requests;
+  setup.workload.seed = spec.seed;
+  setup.workload.prompt = prompt.value();
+  setup.workload.output = output.value();
+  auto run = ResolveRun(spec.run);
+  if (!run.ok()) return run.error();
+  const Config& config = run.value().config;
+  STAGECRAFT_RETURN_IF_ERROR(CheckServable(config.model, spec.kv_dtype, "serve-plan"));
+  STAGECRAFT_RETURN_IF_ERROR(ApplyEngineFlags(spec.weight_dtype, spec.kv_dtype, spec.batching,
+                                              config.model, setup.engine));
+  auto result = PlanServing(config.model, config.cluster, setup);
   if (!result.ok()) return result.error();
   const ServePlanResult& plan = result.value();
   if (!spec.svg_path.empty()) {
@@ -145,7 +171,7 @@ Status RunServePlan(const ServePlanSpec& spec, Transcript& transcript) {
     if (!saved.ok()) return Error{"--svg: " + saved.error().message};
   }
   transcript.out() << (spec.json ? FormatPlanJson(spec, plan)
-                                 : FormatPlanText(spec, plan.label, plan));
+                                 : FormatPlanText(spec, run.value().label, plan));
   if (!plan.plans.empty()) return Status::Ok();
   if (!std::isfinite(plan.best_ttft_p90_s)) {
     return MakeError(ErrorKind::kInfeasible,
@@ -154,12 +180,11 @@ Status RunServePlan(const ServePlanSpec& spec, Transcript& transcript) {
                          "more GPUs or a device with more memory)");
   }
   std::string binds;
-  auto slo = ParsePercentileSlo(spec.slo);
-  if (plan.best_ttft_p90_s > slo.value().ttft_p90_s) {
+  if (plan.best_ttft_p90_s > setup.slo.ttft_p90_s) {
     binds += "ttft_p90: the lowest any layout reaches is " +
              FormatFixed(plan.best_ttft_p90_s * 1e3, 3) + " ms";
   }
-  if (plan.best_tpot_p90_s > slo.value().tpot_p90_s) {
+  if (plan.best_tpot_p90_s > setup.slo.tpot_p90_s) {
     binds += std::string(binds.empty() ? "" : "; ") +
              "tpot_p90: the lowest any layout reaches is " +
              FormatFixed(plan.best_tpot_p90_s * 1e3, 3) + " ms";

@@ -36,6 +36,23 @@ ServePlanSpec Spec(const std::string& slo) {
   return spec;
 }
 
+// The planner as the library runs it: the flags of `spec` as serve-plan's setup.
+Result<ServePlanResult> PlanServing(const ServePlanSpec& spec) {
+  auto run = ResolveRun(spec.run);
+  if (!run.ok()) return run.error();
+  auto slo = ParsePercentileSlo(spec.slo);
+  if (!slo.ok()) return slo.error();
+  ServePlanSetup setup;
+  setup.gpus = spec.gpus;
+  setup.slo = slo.value();
+  setup.workload.requests = spec.requests;
+  setup.workload.seed = spec.seed;
+  setup.workload.prompt = ParseLengthDist(spec.prompt_tokens, "--prompt-tokens").value();
+  setup.workload.output = ParseLengthDist(spec.output_tokens, "--output-tokens").value();
+  const Config& config = run.value().config;
+  return PlanServing(config.model, config.cluster, setup);
+}
+
 // Every plan's rate meets both bounds when simulated again at its per-replica share, the plans
 // come best first, and every candidate is either a plan or a counted rejection.
 TEST(ServePlanTest, PlansMeetTheSloAndAreRankedByGoodputPerGpu) {

@@ -9,7 +9,6 @@
 #include "core/units.h"
 #include "core/work_split.h"
 #include "hardware/presets.h"
-#include "report/json_writer.h"
 #include "serve/bisect.h"
 #include "serve/serve_plan.h"
 #include "serve/step_cost.h"

@@ -1,60 +1,68 @@
-// `stagecraft serve` as a library call (doc/serving.md): one serving configuration of a
-// transformer (tp x pp GPUs per replica, replicas behind a router) under a Poisson workload,
-// sized by the step-cost model (step_cost.h) and run through the request simulator
-// (request_sim.h). Entry file of the serve module.
+// `stagecraft serve` as a library call (doc/serving.md): one serving deployment of a model (tp x
+// pp GPUs per replica, replicas behind a router, or disaggregated prefill and decode pools) under
+// a workload, sized by the step-cost model (step_cost.h) and run through the request simulator
+// (request_sim.h). Typed values in and out; the command's flags and text are
+// commands/serve_command.h's. Entry file of the serve module.
 #pragma once
 
 #include <cstdint>
-#include <optional>
-#include <string>
 #include <vector>
 
 #include "core/result.h"
-#include "run/run_setup.h"
+#include "hardware/cluster_spec.h"
+#include "model/model_spec.h"
 #include "serve/request_sim.h"
 #include "serve/step_cost.h"
 
 namespace stagecraft {
 
-struct ServeSpec {
-  RunSpec run;                // CONFIG, --hf-config, --cluster (the model and the devices)
-  std::optional<int32_t> tp;  // --tp T; unset = the config's parallel.tp, else 1
-  std::optional<int32_t> pp;  // --pp P; unset = the config's parallel.pp, else 1
-  // --ep E: expert-parallel GPUs per stage (step_cost.h ServeShape::ep); unset = the config's
-  // parallel.ep, else 1.
-  std::optional<int32_t> ep;
-  int32_t replicas = 1;  // --replicas R
-  // --prefill-instances NP --decode-instances ND: disaggregated prefill and decode pools of
-  // instances of the tp x pp layout (serve/disaggregated_sim.h); 0 and 0 = colocated replicas.
-  int32_t prefill_instances = 0;
+// How the GPUs are placed: colocated replicas, or prefill and decode pools.
+struct ServePlacement {
+  ServeShape shape;               // per instance tp x pp; replicas = every instance of both pools
+  int32_t prefill_instances = 0;  // 0: colocated
   int32_t decode_instances = 0;
-  double rate_rps = 1.0;                    // --rate RPS at the router
-  double arrival_cv = 1.0;                  // --arrival-cv CV: 1 = Poisson, else gamma gaps
-  int64_t requests = 1000;                  // --requests N
-  uint64_t seed = 1;                        // --seed S
-  std::string prompt_tokens = "512";        // --prompt-tokens N or A-B
-  std::string output_tokens = "64";         // --output-tokens N or A-B
-  std::string routing = "round-robin";      // --routing round-robin | least-outstanding | kv-aware
-  int64_t prefix_groups = 0;                // --prefix-groups G: shared prompt prefixes (0 none)
-  int64_t prefix_tokens = 0;                // --prefix-tokens P: each one's length
-  std::string slo = "ttft=0.4s,tpot=40ms";  // --slo
-  std::string weight_dtype;   // --weight-dtype bf16|fp8|int8|int4|fp4; "" = the model's
-  std::string kv_dtype;       // --kv-dtype bf16|fp8; "" = the model's
-  std::string batching;       // --batching chunked | prefill-first; "" = chunked
-  std::string trace_path;     // --trace FILE: Chrome trace of the batches
-  std::string report_path;    // --report FILE.html: the HTML report
-  std::string request_trace;  // --request-trace FILE: the requests, as CSV
-  bool eager = false;         // --eager: no CUDA graphs (host issues each kernel)
-  bool json = false;          // --json
+  double transfer_mean_s = 0;  // disaggregated: a prompt's KV from prefill to decode GPUs
+  double transfer_max_s = 0;
+  bool disaggregated() const { return prefill_instances > 0; }
 };
 
-// "ttft=0.4s,tpot=40ms": each request's bound on its TTFT and on its TPOT (errors name --slo).
-Result<Slo> ParseSlo(const std::string& text);
+// One deployment to simulate.
+struct ServeSetup {
+  // The layout of one replica and, colocated, the replicas behind the router.
+  ServeShape shape;
+  // Disaggregated prefill and decode pools of instances of shape's tp x pp (serve/
+  // disaggregated_sim.h); 0 and 0 = colocated replicas.
+  int32_t prefill_instances = 0;
+  int32_t decode_instances = 0;
+  Workload workload;
+  Routing routing = Routing::kRoundRobin;
+  Slo slo;
+  EngineOptions engine;
+  bool keep_iterations = false;  // fill ServeOutcome::iterations (the trace and the report)
+  bool disaggregated() const { return prefill_instances > 0 || decode_instances > 0; }
+};
 
-// A layer-list model (CSA2) with --kv-dtype is refused (exit 2): its cache keeps the model's
-// own inference formats. Everything else passes (a model with neither a transformer nor layers
-// fails later, in BuildReplicaModel).
-Status CheckServable(const ModelSpec& model, const std::string& kv_dtype,
-                     const std::string& command);
+// The decode step of the largest batch of the workload's longest requests that the replica's
+// KV cache (and max_seqs) holds.
+struct DecodePoint {
+  int64_t batch = 0;
+  int64_t context = 0;
+  IterationCost cost;
+};
+
+struct ServeOutcome {
+  ReplicaModel replica;  // a colocated replica, or the decode pool's
+  ServePlacement placement;
+  ServeStats stats;
+  DecodePoint decode;
+  std::vector<IterationRecord> iterations;  // with keep_iterations, in start order
+};
+
+// Checks the setup against the model and the cluster (errors name the flag that sets the value
+// and what would work), builds the replica model and simulates the requests.
+Result<ServeOutcome> SimulateDeployment(const ModelSpec& model, const ClusterSpec& cluster,
+                                        const ServeSetup& setup);
+
+DecodePoint LargestDecode(const ReplicaModel& replica, const Workload& workload);
 
 }  // namespace stagecraft

@@ -4,11 +4,8 @@
 #include <cmath>
 #include <limits>
 #include <optional>
-#include <sstream>
 
 #include "core/units.h"
-#include "report/json_writer.h"
-#include "report/svg_plot.h"
 #include "serve/bisect.h"
 #include "serve/csa2_replica.h"
 #include "serve/disaggregated_sim.h"
@@ -32,31 +29,6 @@ struct Probe {
 constexpr int64_t kMaxProbeRequests = 20'000;
 
 }  // namespace
-
-Result<PercentileSlo> ParsePercentileSlo(const std::string& text) {
-  PercentileSlo slo;
-  bool ttft = false;
-  bool tpot = false;
-  std::istringstream parts(text);
-  std::string part;
-  const std::string expected =
-      "expected ttft_p90=DURATION,tpot_p90=DURATION with positive durations, e.g. "
-      "--slo ttft_p90=0.4s,tpot_p90=40ms";
-  while (std::getline(parts, part, ',')) {
-    const size_t equals = part.find('=');
-    const std::string key = part.substr(0, equals);
-    auto value = equals == std::string::npos ? Result<Time>(Error{"no value"})
-                                             : ParseDuration(part.substr(equals + 1));
-    if ((key != "ttft_p90" && key != "tpot_p90") || !value.ok() || value.value().ns() <= 0) {
-      return Error{"--slo '" + text + "': " + expected};
-    }
-    const double seconds = static_cast<double>(value.value().ns()) * 1e-9;
-    (key == "ttft_p90" ? slo.ttft_p90_s : slo.tpot_p90_s) = seconds;
-    (key == "ttft_p90" ? ttft : tpot) = true;
-  }
-  if (!ttft || !tpot) return Error{"--slo '" + text + "': " + expected};
-  return slo;
-}
 
 int64_t ProbeRequests(const Workload& workload, double rate_rps, double ttft_p90_s,
                       double tpot_p90_s) {
@@ -306,55 +278,35 @@ Status EvaluateLayout(const ModelSpec& model, const ClusterSpec& cluster,
 
 }  // namespace
 
-Result<ServePlanResult> PlanServing(const ServePlanSpec& spec) {
-  if (spec.gpus < 1)
+Result<ServePlanResult> PlanServing(const ModelSpec& model, const ClusterSpec& cluster,
+                                    const ServePlanSetup& setup) {
+  if (setup.gpus < 1)
     return Error{"serve-plan: --gpus N is required (the GPUs to fill, e.g. --gpus 8)"};
-  if (spec.slo.empty()) {
-    return Error{"serve-plan: --slo is required (e.g. --slo ttft_p90=0.4s,tpot_p90=40ms)"};
-  }
-  if (spec.top < 1) return Error{"--top: must be at least 1, got " + std::to_string(spec.top)};
-  auto slo = ParsePercentileSlo(spec.slo);
-  if (!slo.ok()) return slo.error();
-  auto prompt = ParseLengthDist(spec.prompt_tokens, "--prompt-tokens");
-  if (!prompt.ok()) return prompt.error();
-  auto output = ParseLengthDist(spec.output_tokens, "--output-tokens");
-  if (!output.ok()) return output.error();
-  auto run = ResolveRun(spec.run);
-  if (!run.ok()) return run.error();
-  const Config& config = run.value().config;
-  STAGECRAFT_RETURN_IF_ERROR(CheckServable(config.model, spec.kv_dtype, "serve-plan"));
-  const ModelSpec& model = config.model;
-  EngineOptions engine;
-  STAGECRAFT_RETURN_IF_ERROR(
-      ApplyDtypes(spec.weight_dtype, spec.kv_dtype, model.transformer, engine));
-  STAGECRAFT_RETURN_IF_ERROR(ApplyBatching(spec.batching, config.model.seq_len, engine));
   if (!model.is_transformer() && model.layers.empty()) {
     return Error{
         "serve-plan: the model is not a transformer or a layer list (expected model.type: "
         "transformer with its dimensions, model.type: layers, or --hf-config FILE)"};
   }
-  if (spec.gpus > config.cluster.num_devices()) {
-    return Error{"serve-plan: --gpus " + std::to_string(spec.gpus) +
-                 " is more than the "
-                 "cluster's " +
-                 std::to_string(config.cluster.num_devices()) +
-                 " GPUs; give a larger --cluster, e.g. " + config.cluster.device + "x" +
-                 std::to_string((spec.gpus + config.cluster.devices_per_node - 1) /
-                                config.cluster.devices_per_node)};
+  if (setup.gpus > cluster.num_devices()) {
+    return Error{
+        "serve-plan: --gpus " + std::to_string(setup.gpus) +
+        " is more than the "
+        "cluster's " +
+        std::to_string(cluster.num_devices()) + " GPUs; give a larger --cluster, e.g. " +
+        cluster.device + "x" +
+        std::to_string((setup.gpus + cluster.devices_per_node - 1) / cluster.devices_per_node)};
   }
-  Workload workload;
-  workload.requests = spec.requests;
-  workload.seed = spec.seed;
-  workload.prompt = prompt.value();
-  workload.output = output.value();
+  const PercentileSlo& slo = setup.slo;
+  const EngineOptions& engine = setup.engine;
+  const Workload& workload = setup.workload;
+  const int32_t gpus = setup.gpus;
   ServePlanResult result;
-  result.model = config.model.name;
-  result.label = run.value().label;
+  result.model = model.name;
   result.best_ttft_p90_s = std::numeric_limits<double>::infinity();
   result.best_tpot_p90_s = std::numeric_limits<double>::infinity();
   std::vector<ServeShape> layouts;
-  for (int32_t tp = 1; tp <= std::min(spec.gpus, config.cluster.devices_per_node); ++tp) {
-    for (int32_t pp = 1; tp * pp <= spec.gpus; ++pp) layouts.push_back({.tp = tp, .pp = pp});
+  for (int32_t tp = 1; tp <= std::min(gpus, cluster.devices_per_node); ++tp) {
+    for (int32_t pp = 1; tp * pp <= gpus; ++pp) layouts.push_back({.tp = tp, .pp = pp});
   }
   // A MoE model adds the EP axis: ep = tp x d attention data-parallel groups, d >= 2, within
   // the GPUs (ep = tp would cost as plain TP here); an ep not dividing the experts is a
@@ -363,7 +315,7 @@ Result<ServePlanResult> PlanServing(const ServePlanSpec& spec) {
   if (ServedModelHasExperts(model)) {
     for (size_t index = 0; index < plain; ++index) {
       const ServeShape base = layouts[index];
-      for (int32_t groups = 2; int64_t{base.tp} * groups * base.pp <= spec.gpus; ++groups) {
+      for (int32_t groups = 2; int64_t{base.tp} * groups * base.pp <= gpus; ++groups) {
         ServeShape one = base;
         one.ep = base.tp * groups;
         layouts.push_back(one);
@@ -375,13 +327,13 @@ Result<ServePlanResult> PlanServing(const ServePlanSpec& spec) {
       2 * static_cast<int64_t>(plain) + static_cast<int64_t>(layouts.size() - plain);
   for (size_t index = 0; index < layouts.size(); ++index) {
     const ServeShape& one = layouts[index];
-    if (spec.progress) {
-      spec.progress("[" + std::to_string(index + 1) + "/" + std::to_string(layouts.size()) +
-                    "] tp " + std::to_string(one.tp) + " x pp " + std::to_string(one.pp) +
-                    (one.ep > 1 ? " ep " + std::to_string(one.ep) : ""));
+    if (setup.progress) {
+      setup.progress("[" + std::to_string(index + 1) + "/" + std::to_string(layouts.size()) +
+                     "] tp " + std::to_string(one.tp) + " x pp " + std::to_string(one.pp) +
+                     (one.ep > 1 ? " ep " + std::to_string(one.ep) : ""));
     }
-    STAGECRAFT_RETURN_IF_ERROR(EvaluateLayout(model, config.cluster, engine, workload, slo.value(),
-                                              one, spec.gpus, /*try_disaggregated=*/true,
+    STAGECRAFT_RETURN_IF_ERROR(EvaluateLayout(model, cluster, engine, workload, slo, one, gpus,
+                                              /*try_disaggregated=*/true,
                                               /*start_rate=*/0, result));
   }
   const auto best_first = [](const ServePlan& a, const ServePlan& b) {
@@ -403,10 +355,10 @@ Result<ServePlanResult> PlanServing(const ServePlanSpec& spec) {
   result.token_budgets_searched = chunked;
   for (size_t index = 0; index < refined.size(); ++index) {
     const auto& [one, start_rate] = refined[index];
-    if (spec.progress) {
-      spec.progress("[batch limits " + std::to_string(index + 1) + "/" +
-                    std::to_string(refined.size()) + "] tp " + std::to_string(one.tp) + " x pp " +
-                    std::to_string(one.pp) + (one.ep > 1 ? " ep " + std::to_string(one.ep) : ""));
+    if (setup.progress) {
+      setup.progress("[batch limits " + std::to_string(index + 1) + "/" +
+                     std::to_string(refined.size()) + "] tp " + std::to_string(one.tp) + " x pp " +
+                     std::to_string(one.pp) + (one.ep > 1 ? " ep " + std::to_string(one.ep) : ""));
     }
     for (int64_t budget : kTokenBudgets) {
       // Prefill-first batching keeps its budget (whole prompts, max_model_len at least).
@@ -420,8 +372,7 @@ Result<ServePlanResult> PlanServing(const ServePlanSpec& spec) {
         ServePlanResult tried;
         tried.best_ttft_p90_s = result.best_ttft_p90_s;
         tried.best_tpot_p90_s = result.best_tpot_p90_s;
-        STAGECRAFT_RETURN_IF_ERROR(EvaluateLayout(model, config.cluster, variant, workload,
-                                                  slo.value(), one, spec.gpus,
+        STAGECRAFT_RETURN_IF_ERROR(EvaluateLayout(model, cluster, variant, workload, slo, one, gpus,
                                                   /*try_disaggregated=*/false, start_rate, tried));
         for (const auto& [reason, count] : tried.rejections) {
           result.rejections["batch limits: " + reason] += count;
@@ -442,7 +393,7 @@ Result<ServePlanResult> PlanServing(const ServePlanSpec& spec) {
       }
     }
   }
-  if (spec.progress) spec.progress("");
+  if (setup.progress) setup.progress("");
   std::stable_sort(result.plans.begin(), result.plans.end(), best_first);
   return result;
 }

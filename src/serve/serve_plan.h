@@ -21,7 +21,8 @@
 #include <vector>
 
 #include "core/result.h"
-#include "run/run_setup.h"
+#include "hardware/cluster_spec.h"
+#include "model/model_spec.h"
 #include "serve/request_sim.h"
 #include "serve/step_cost.h"
 
@@ -45,34 +46,19 @@ inline constexpr double kLowestRateRps = 0.05;
 // cannot pass by draining a short burst faster than its rate could be sustained.
 inline constexpr double kProbeDelays = 20;
 
-// --slo ttft_p90=DURATION,tpot_p90=DURATION: the P90 bounds a plan must meet (errors name --slo).
+// The P90 bounds a plan must meet (--slo ttft_p90=DURATION,tpot_p90=DURATION).
 struct PercentileSlo {
   double ttft_p90_s = 0;
   double tpot_p90_s = 0;
 };
-Result<PercentileSlo> ParsePercentileSlo(const std::string& text);
 
-struct ServePlanSpec {
-  RunSpec run;                        // CONFIG, --hf-config, --cluster
-  int32_t gpus = 0;                   // --gpus N (required)
-  std::string slo;                    // --slo ttft_p90=0.4s,tpot_p90=40ms (required)
-  std::string prompt_tokens = "512";  // --prompt-tokens
-  std::string output_tokens = "64";   // --output-tokens
-  int64_t requests = 400;             // --requests per probe
-  uint64_t seed = 1;                  // --seed
-  int32_t top = 10;                   // --top plans shown
-  std::string weight_dtype;           // --weight-dtype bf16|fp8|int8|int4|fp4; "" = the model's
-  std::string kv_dtype;               // --kv-dtype bf16|fp8; "" = the model's
-  std::string batching;               // --batching chunked | prefill-first; "" = chunked
-  std::string svg_path;               // --svg FILE: the probes and their Pareto front
-  bool json = false;                  // --json
-  // --space vidur: search Vidur's config-explorer space instead (explorer_search.h); its
-  // traces' length tables are read from `space_traces`/NAME.csv.
-  std::string space;
-  std::string space_traces = "examples/vidur";  // --space-traces DIR
-  std::string space_filter;                     // --space-filter KEY=VALUE,...
-  std::string delay_slo = "5s";                 // --delay-slo: the P99 scheduling delay bound
-  int32_t jobs = 1;                             // --jobs N threads
+// What serve-plan searches for: the GPUs to fill, the bounds, the workload of each probe (its
+// lengths, requests and seed) and the engine's formats and batching.
+struct ServePlanSetup {
+  int32_t gpus = 0;
+  PercentileSlo slo;
+  Workload workload;
+  EngineOptions engine;
   // Told "[done/total] tp T x pp P" before each layout and "" at the end; unset = quiet.
   std::function<void(const std::string& line)> progress;
 };
@@ -107,7 +93,6 @@ struct ServePlan {
 
 struct ServePlanResult {
   std::string model;
-  std::string label;  // what was read: "file.yaml"
   int64_t candidates = 0;
   std::vector<ServePlan> plans;               // best first
   std::map<std::string, int64_t> rejections;  // reason -> candidates
@@ -122,7 +107,8 @@ struct ServePlanResult {
   double best_tpot_p90_s = 0;
 };
 
-Result<ServePlanResult> PlanServing(const ServePlanSpec& spec);
+Result<ServePlanResult> PlanServing(const ModelSpec& model, const ClusterSpec& cluster,
+                                    const ServePlanSetup& setup);
 
 // The requests a serve-plan probe at `rate_rps` (per replica) simulates: the workload's, or
 // more, so that the arrivals span 20 times the SLO's delay (the TTFT bound; with it infinite, a

@@ -163,52 +163,65 @@ void SizeRoofline(ReplicaModel& replica) {
 
 }  // namespace
 
-Status ApplyDtypes(const std::string& weight_flag, const std::string& kv_flag,
-                   const TransformerSpec& model, EngineOptions& engine) {
-  struct Format {
-    const char* name;
-    double bytes;
-    bool fp8;
-  };
-  static constexpr Format kWeights[] = {{"bf16", 2, false},
-                                        {"fp8", 1, true},
-                                        {"int8", 1, false},
-                                        {"int4", 0.5, false},
-                                        {"fp4", 0.5, false}};
-  // The flag, else the model's own format (its config), else bf16.
-  const std::string weight_dtype =
-      !weight_flag.empty() ? weight_flag
-                           : (!model.weight_format.empty() ? model.weight_format : "bf16");
-  const std::string kv_dtype =
-      !kv_flag.empty() ? kv_flag : (!model.kv_cache_dtype.empty() ? model.kv_cache_dtype : "bf16");
-  const Format* weights = nullptr;
-  for (const Format& format : kWeights) {
-    if (weight_dtype == format.name) weights = &format;
+Result<WeightDtype> ParseWeightDtype(std::string_view name) {
+  static constexpr std::pair<const char*, WeightDtype> kNames[] = {{"bf16", WeightDtype::kBf16},
+                                                                   {"fp8", WeightDtype::kFp8},
+                                                                   {"int8", WeightDtype::kInt8},
+                                                                   {"int4", WeightDtype::kInt4},
+                                                                   {"fp4", WeightDtype::kFp4}};
+  for (const auto& [spelled, dtype] : kNames) {
+    if (name == spelled) return dtype;
   }
-  if (weights == nullptr) {
-    return Error{"--weight-dtype '" + weight_dtype + "': expected bf16, fp8, int8, int4 or fp4"};
+  return Error{"--weight-dtype '" + std::string(name) + "': expected bf16, fp8, int8, int4 or fp4"};
+}
+
+Result<KvDtype> ParseKvDtype(std::string_view name) {
+  if (name == "bf16") return KvDtype::kBf16;
+  if (name == "fp8") return KvDtype::kFp8;
+  return Error{"--kv-dtype '" + std::string(name) + "': expected bf16 or fp8"};
+}
+
+Status ApplyDtypes(const ServeDtypes& chosen, const TransformerSpec& model, EngineOptions& engine) {
+  // The choice, else the model's own format (its config), else bf16.
+  WeightDtype weights = WeightDtype::kBf16;
+  if (chosen.weights.has_value()) {
+    weights = *chosen.weights;
+  } else if (!model.weight_format.empty()) {
+    auto own = ParseWeightDtype(model.weight_format);
+    if (!own.ok()) return own.error();
+    weights = own.value();
   }
-  if (kv_dtype != "bf16" && kv_dtype != "fp8") {
-    return Error{"--kv-dtype '" + kv_dtype + "': expected bf16 or fp8"};
+  KvDtype kv = KvDtype::kBf16;
+  if (chosen.kv.has_value()) {
+    kv = *chosen.kv;
+  } else if (!model.kv_cache_dtype.empty()) {
+    auto own = ParseKvDtype(model.kv_cache_dtype);
+    if (!own.ok()) return own.error();
+    kv = own.value();
   }
-  engine.weight_bytes = weights->bytes;
-  engine.fp8_compute = weights->fp8;
-  engine.kv_bytes = kv_dtype == "fp8" ? 1 : 2;
+  switch (weights) {
+    case WeightDtype::kBf16:
+      engine.weight_bytes = 2;
+      break;
+    case WeightDtype::kFp8:
+    case WeightDtype::kInt8:
+      engine.weight_bytes = 1;
+      break;
+    case WeightDtype::kInt4:
+    case WeightDtype::kFp4:
+      engine.weight_bytes = 0.5;
+      break;
+  }
+  engine.fp8_compute = weights == WeightDtype::kFp8;
+  engine.kv_bytes = kv == KvDtype::kFp8 ? 1 : 2;
   return Status::Ok();
 }
 
-Status ApplyBatching(const std::string& batching, int64_t max_model_len, EngineOptions& engine) {
-  if (batching.empty() || batching == "chunked") {
-    engine.batching = EngineOptions::Batching::kChunked;
-    return Status::Ok();
+void ApplyBatching(EngineOptions::Batching batching, int64_t max_model_len, EngineOptions& engine) {
+  engine.batching = batching;
+  if (batching == EngineOptions::Batching::kPrefillFirst) {
+    engine.token_budget = std::max<int64_t>(max_model_len, 2048);
   }
-  if (batching != "prefill-first") {
-    return Error{"--batching '" + batching + "': expected chunked (vLLM V1, Sarathi-Serve) or " +
-                 "prefill-first (vLLM V0)"};
-  }
-  engine.batching = EngineOptions::Batching::kPrefillFirst;
-  engine.token_budget = std::max<int64_t>(max_model_len, 2048);
-  return Status::Ok();
 }
 
 std::string DescribeShape(const ServeShape& shape) {

@@ -8,6 +8,7 @@
 #include <cstdint>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "core/result.h"
@@ -127,20 +128,32 @@ struct ReplicaModel {
   int64_t stage_cut_width = 0;  // elements per token crossing a stage cut (hidden; CSA2 hc·d)
 };
 
-// --weight-dtype bf16|fp8|int8|int4|fp4 and --kv-dtype bf16|fp8 into `engine`; a flag left
-// empty takes the model's own format (TransformerSpec::weight_format, kv_cache_dtype: from the
-// config or the HuggingFace quantization_config), else bf16. fp8 weights run W8A8 at the FP8
-// rate (vLLM's fp8 quantization on Hopper); int8, int4 and fp4 are weight-only (dequantized into
-// bf16 GEMMs); an fp8 KV cache stores one byte per element (vLLM's kv_cache_dtype fp8).
-Status ApplyDtypes(const std::string& weight_flag, const std::string& kv_flag,
-                   const TransformerSpec& model, EngineOptions& engine);
+// The weights' and the KV cache's storage formats a serving engine is told (--weight-dtype,
+// --kv-dtype). fp8 weights run W8A8 at the FP8 rate (vLLM's fp8 quantization on Hopper); int8,
+// int4 and fp4 are weight-only (dequantized into bf16 GEMMs); an fp8 KV cache stores one byte per
+// element (vLLM's kv_cache_dtype fp8).
+enum class WeightDtype : uint8_t { kBf16, kFp8, kInt8, kInt4, kFp4 };
+enum class KvDtype : uint8_t { kBf16, kFp8 };
+// "bf16", "fp8", "int8", "int4", "fp4" / "bf16", "fp8"; errors name --weight-dtype / --kv-dtype
+// (a model's own weight_format or kv_cache_dtype is read with the same names).
+Result<WeightDtype> ParseWeightDtype(std::string_view name);
+Result<KvDtype> ParseKvDtype(std::string_view name);
 
-// --batching chunked (the default: vLLM V1's and Sarathi-Serve's loop, the 8,192-token budget)
-// or prefill-first (vLLM V0 without chunked prefill, the engine of 2023-24 papers such as
+// The formats chosen; one left unset takes the model's own format (TransformerSpec::
+// weight_format, kv_cache_dtype: from the config or the HuggingFace quantization_config), else
+// bf16.
+struct ServeDtypes {
+  std::optional<WeightDtype> weights;
+  std::optional<KvDtype> kv;
+};
+Status ApplyDtypes(const ServeDtypes& chosen, const TransformerSpec& model, EngineOptions& engine);
+
+// How an iteration is filled: chunked (vLLM V1's and Sarathi-Serve's loop, the 8,192-token
+// budget) or prefill-first (vLLM V0 without chunked prefill, the engine of 2023-24 papers such as
 // DistServe's baseline: whole prompts first, then decodes; its max_num_batched_tokens default
 // max(max_model_len, 2048), vllm/config.py SchedulerConfig, with `max_model_len` the model's
 // sequence length).
-Status ApplyBatching(const std::string& batching, int64_t max_model_len, EngineOptions& engine);
+void ApplyBatching(EngineOptions::Batching batching, int64_t max_model_len, EngineOptions& engine);
 
 // The layout's checks on the model's dimensions: degrees at least 1, EP on a MoE model within
 // its experts, TP within a node and dividing the heads, pp dividing the layers, the GPUs within

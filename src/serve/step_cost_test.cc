@@ -342,7 +342,9 @@ TEST(ServeStepTest, PipelineAddsHandOffsAndHalvesTheWeightsPerGpu) {
 // INT8 halves the bytes but keeps the BF16 GEMM rate; FP4 quarters them.
 TEST(ServeStepTest, Fp8WeightsAndKvHalveTheBytes) {
   EngineOptions fp8;
-  ASSERT_TRUE(ApplyDtypes("fp8", "fp8", TransformerSpec{}, fp8).ok());
+  ASSERT_TRUE(ApplyDtypes(ServeDtypes{.weights = WeightDtype::kFp8, .kv = KvDtype::kFp8},
+                          TransformerSpec{}, fp8)
+                  .ok());
   const ReplicaModel bf16 = Replica(Llama3_70bSpec(), "h100", {.tp = 8, .pp = 1, .replicas = 1});
   const ReplicaModel small =
       Replica(Llama3_70bSpec(), "h100", {.tp = 8, .pp = 1, .replicas = 1}, fp8);
@@ -361,17 +363,24 @@ TEST(ServeStepTest, Fp8WeightsAndKvHalveTheBytes) {
                   attention / (h100.peak_flops_per_s * h100.kernels.gemm_efficiency),
               1e-12);
   EngineOptions int8;
-  ASSERT_TRUE(ApplyDtypes("int8", "bf16", TransformerSpec{}, int8).ok());
+  ASSERT_TRUE(ApplyDtypes(ServeDtypes{.weights = WeightDtype::kInt8, .kv = KvDtype::kBf16},
+                          TransformerSpec{}, int8)
+                  .ok());
   const ReplicaModel weight_only =
       Replica(Llama3_70bSpec(), "h100", {.tp = 8, .pp = 1, .replicas = 1}, int8);
   EXPECT_EQ(IterationSeconds(weight_only, prefill).compute_s,
             IterationSeconds(bf16, prefill).compute_s);
   EXPECT_EQ(weight_only.kv.total(), 327'680.0);
   EngineOptions fp4;
-  ASSERT_TRUE(ApplyDtypes("fp4", "bf16", TransformerSpec{}, fp4).ok());
+  ASSERT_TRUE(ApplyDtypes(ServeDtypes{.weights = WeightDtype::kFp4, .kv = KvDtype::kBf16},
+                          TransformerSpec{}, fp4)
+                  .ok());
   EXPECT_EQ(fp4.weight_bytes, 0.5);
-  EXPECT_FALSE(ApplyDtypes("fp16", "bf16", TransformerSpec{}, fp4).ok());
-  EXPECT_FALSE(ApplyDtypes("bf16", "fp4", TransformerSpec{}, fp4).ok());
+  EXPECT_FALSE(ParseWeightDtype("fp16").ok());
+  EXPECT_FALSE(ParseKvDtype("fp4").ok());
+  TransformerSpec unknown;
+  unknown.weight_format = "fp16";
+  EXPECT_FALSE(ApplyDtypes(ServeDtypes{}, unknown, fp4).ok());
 }
 
 // A flag left empty takes the model's own formats (its config's weight_format and
@@ -381,15 +390,17 @@ TEST(ServeStepTest, DtypesComeFromTheModelUnlessFlagged) {
   quantized.weight_format = "int4";
   quantized.kv_cache_dtype = "fp8";
   EngineOptions engine;
-  ASSERT_TRUE(ApplyDtypes("", "", quantized, engine).ok());
+  ASSERT_TRUE(ApplyDtypes(ServeDtypes{}, quantized, engine).ok());
   EXPECT_EQ(engine.weight_bytes, 0.5);
   EXPECT_FALSE(engine.fp8_compute);
   EXPECT_EQ(engine.kv_bytes, 1);
-  ASSERT_TRUE(ApplyDtypes("fp8", "bf16", quantized, engine).ok());
+  ASSERT_TRUE(ApplyDtypes(ServeDtypes{.weights = WeightDtype::kFp8, .kv = KvDtype::kBf16},
+                          quantized, engine)
+                  .ok());
   EXPECT_EQ(engine.weight_bytes, 1.0);
   EXPECT_TRUE(engine.fp8_compute);
   EXPECT_EQ(engine.kv_bytes, 2);
-  ASSERT_TRUE(ApplyDtypes("", "", TransformerSpec{}, engine).ok());
+  ASSERT_TRUE(ApplyDtypes(ServeDtypes{}, TransformerSpec{}, engine).ok());
   EXPECT_EQ(engine.weight_bytes, 2.0);
   EXPECT_EQ(engine.kv_bytes, 2);
 }

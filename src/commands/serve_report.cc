@@ -1,4 +1,4 @@
-#include "serve/serve_report.h"
+#include "commands/serve_report.h"
 
 #include <algorithm>
 #include <cstdint>

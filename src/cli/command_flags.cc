@@ -376,6 +376,40 @@ void AddGoodputFlags(CLI::App* command, GoodputSpec& spec) {
   command->add_flag("--json", spec.json, "print one JSON object");
 }
 
+// The engine's flags of `serve` and `serve-plan`: its formats, its batching and its limits.
+void AddEngineFlags(CLI::App& command, EngineFlags& engine) {
+  command
+      .add_option("--weight-dtype", engine.weight_dtype,
+                  "bf16 | fp8 | int8 | int4 | fp4 (default: the config's weight_format or "
+                  "quantization_config, else bf16)")
+      ->type_name("T");
+  command
+      .add_option("--kv-dtype", engine.kv_dtype,
+                  "bf16 | fp8 (default: the config's kv_cache_dtype, else bf16)")
+      ->type_name("T");
+  command
+      .add_option("--batching", engine.batching,
+                  "chunked (default: vLLM V1, Sarathi-Serve) | prefill-first (vLLM V0: whole "
+                  "prompts, then decodes)")
+      ->type_name("B");
+  command
+      .add_option("--max-num-seqs", engine.max_num_seqs,
+                  "sequences in one iteration per engine (vLLM's max_num_seqs, TensorRT-LLM's "
+                  "max_batch_size; default 256)")
+      ->type_name("N");
+  command
+      .add_option("--max-num-batched-tokens", engine.max_num_batched_tokens,
+                  "tokens in one iteration per engine (vLLM's max_num_batched_tokens, "
+                  "TensorRT-LLM's max_num_tokens; default 8192)")
+      ->type_name("N");
+  command
+      .add_option("--kv-memory-fraction", engine.kv_memory_fraction,
+                  "the KV cache's share of the memory left after weights and activations "
+                  "(TensorRT-LLM's kv_cache_free_gpu_mem_fraction; default: the cache fills 90% "
+                  "of the device, vLLM's gpu_memory_utilization)")
+      ->type_name("F");
+}
+
 // `serve`: the model and cluster flags of a run, the serving layout and the workload.
 void AddServeFlags(CLI::App* command, ServeSpec& serve) {
   AddModelFlags(*command, serve.run, {"--hf-config", "--cluster"});
@@ -403,8 +437,19 @@ void AddServeFlags(CLI::App* command, ServeSpec& serve) {
       ->add_option("--decode-instances", serve.decode_instances,
                    "disaggregated: decode instances, fed by the prefill instances' KV transfers")
       ->type_name("ND");
-  command->add_option("--rate", serve.rate_rps, "Poisson arrivals per second (default 1)")
-      ->type_name("RPS");
+  CLI::Option* rate =
+      command->add_option("--rate", serve.rate_rps, "Poisson arrivals per second (default 1)")
+          ->type_name("RPS");
+  command
+      ->add_option("--concurrency", serve.concurrency,
+                   "a closed-loop client: N requests in flight, each completion sending the next "
+                   "(benchmark_serving --max-concurrency; instead of --rate)")
+      ->type_name("N")
+      ->excludes(rate);
+  command
+      ->add_flag("--offline", serve.offline,
+                 "every request at t = 0 (vLLM's benchmark_throughput; instead of --rate)")
+      ->excludes(rate);
   command
       ->add_option("--arrival-cv", serve.arrival_cv,
                    "arrival gaps' coefficient of variation: 1 Poisson (default), else gamma")
@@ -431,20 +476,7 @@ void AddServeFlags(CLI::App* command, ServeSpec& serve) {
       ->type_name("P");
   command->add_option("--slo", serve.slo, "per-request bounds (default ttft=0.4s,tpot=40ms)")
       ->type_name("SLO");
-  command
-      ->add_option("--weight-dtype", serve.weight_dtype,
-                   "bf16 | fp8 | int8 | int4 | fp4 (default: the config's weight_format or "
-                   "quantization_config, else bf16)")
-      ->type_name("T");
-  command
-      ->add_option("--kv-dtype", serve.kv_dtype,
-                   "bf16 | fp8 (default: the config's kv_cache_dtype, else bf16)")
-      ->type_name("T");
-  command
-      ->add_option("--batching", serve.batching,
-                   "chunked (default: vLLM V1, Sarathi-Serve) | prefill-first (vLLM V0: whole "
-                   "prompts, then decodes)")
-      ->type_name("B");
+  AddEngineFlags(*command, serve);
   command->add_flag("--eager", serve.eager,
                     "no CUDA graphs: an iteration lasts at least the host's issue of its kernels");
   command->add_option("--trace", serve.trace_path, "write a Chrome trace of the batches to FILE")
@@ -478,20 +510,7 @@ void AddServePlanFlags(CLI::App* command, ServePlanSpec& plan) {
   command->add_option("--seed", plan.seed, "seed of arrivals and lengths (default 1)")
       ->type_name("S");
   command->add_option("--top", plan.top, "plans shown (default 10)")->type_name("K");
-  command
-      ->add_option("--weight-dtype", plan.weight_dtype,
-                   "bf16 | fp8 | int8 | int4 | fp4 (default: the config's weight_format or "
-                   "quantization_config, else bf16)")
-      ->type_name("T");
-  command
-      ->add_option("--kv-dtype", plan.kv_dtype,
-                   "bf16 | fp8 (default: the config's kv_cache_dtype, else bf16)")
-      ->type_name("T");
-  command
-      ->add_option("--batching", plan.batching,
-                   "chunked (default: vLLM V1, Sarathi-Serve) | prefill-first (vLLM V0: whole "
-                   "prompts, then decodes)")
-      ->type_name("B");
+  AddEngineFlags(*command, plan);
   command
       ->add_option("--svg", plan.svg_path,
                    "write the rates tried and their Pareto front (GPU-seconds per request vs P90 "

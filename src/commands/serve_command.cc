@@ -23,6 +23,22 @@ std::string IntraNodeLink(const ClusterSpec& cluster) {
   return preset.ok() ? preset.value()->intra_node_link : "NVLink";
 }
 
+// How the requests came: "Poisson 1.000 rps", "gamma (cv 2.00) 1.000 rps", "closed loop at
+// concurrency 64", "offline (every request at t = 0)".
+std::string ClientText(const Workload& workload) {
+  switch (workload.client) {
+    case Workload::Client::kClosed:
+      return "closed loop at concurrency " + std::to_string(workload.concurrency);
+    case Workload::Client::kOffline:
+      return "offline (every request at t = 0)";
+    case Workload::Client::kOpen:
+      break;
+  }
+  return (workload.arrival_cv == 1.0 ? std::string("Poisson ")
+                                     : "gamma (cv " + FormatFixed(workload.arrival_cv, 2) + ") ") +
+         FormatFixed(workload.rate_rps, 3) + " rps";
+}
+
 std::string Ms(double seconds) { return FormatFixed(seconds * 1e3, 3); }
 
 void WritePercentiles(JsonWriter& json, const char* key, const Percentiles& values) {
@@ -94,7 +110,17 @@ std::string FormatJson(const std::string& model, const ReplicaModel& replica,
     json.Key("decode_alltoall_ms").Fixed(decode.cost.alltoall_s * 1e3, 3);
   }
   json.Key("requests").Int(stats.requests);
-  json.Key("rate_rps").Fixed(workload.rate_rps, 3);
+  switch (workload.client) {
+    case Workload::Client::kOpen:
+      json.Key("rate_rps").Fixed(workload.rate_rps, 3);
+      break;
+    case Workload::Client::kClosed:
+      json.Key("concurrency").Int(workload.concurrency);
+      break;
+    case Workload::Client::kOffline:
+      json.Key("offline").Bool(true);
+      break;
+  }
   json.Key("seed").Int(static_cast<int64_t>(workload.seed));
   WritePercentiles(json, "ttft_ms", stats.ttft_s);
   WritePercentiles(json, "tpot_ms", stats.tpot_s);
@@ -160,9 +186,14 @@ std::string FormatText(const std::string& label, const std::string& model,
       << FormatFixed(replica.engine.weight_bytes, 1) << " B per parameter), activations "
       << FormatGib(replica.activation_bytes_per_gpu) << " GiB, reserve "
       << FormatGib(replica.reserve_bytes_per_gpu) << " GiB, KV "
-      << FormatGib(replica.kv_budget_bytes_per_gpu) << " GiB (of "
-      << FormatFixed(replica.engine.memory_utilization * 100, 0) << "% of "
+      << FormatGib(replica.kv_budget_bytes_per_gpu) << " GiB ("
+      << (replica.engine.kv_free_fraction > 0
+              ? FormatFixed(replica.engine.kv_free_fraction * 100, 0) + "% of what is left of "
+              : "of " + FormatFixed(replica.engine.memory_utilization * 100, 0) + "% of ")
       << FormatGib(static_cast<double>(replica.cluster.hbm_bytes)) << " GiB)\n";
+  out << "  engine limits: " << replica.engine.max_seqs << " sequences, "
+      << replica.engine.token_budget << " tokens per iteration"
+      << (replica.shape.attention_dp() > 1 ? " (all attention data-parallel groups)" : "") << "\n";
   out << "  KV capacity per replica: " << replica.kv_capacity_tokens << " tokens ("
       << replica.kv_capacity_tokens / replica.engine.block_tokens << " blocks of "
       << replica.engine.block_tokens << ")\n";
@@ -190,10 +221,8 @@ std::string FormatText(const std::string& label, const std::string& model,
   out << ", hand-offs " << Ms(decode.cost.handoff_s) << ")\n";
   out << "  workload: " << stats.requests << " requests, ";
   if (workload.trace.empty()) {
-    out << (workload.arrival_cv == 1.0 ? std::string("Poisson ")
-                                       : "gamma (cv " + FormatFixed(workload.arrival_cv, 2) + ") ")
-        << FormatFixed(workload.rate_rps, 3) << " rps, prompt " << FormatLengthDist(workload.prompt)
-        << ", output " << FormatLengthDist(workload.output) << " tokens, seed " << workload.seed;
+    out << ClientText(workload) << ", prompt " << FormatLengthDist(workload.prompt) << ", output "
+        << FormatLengthDist(workload.output) << " tokens, seed " << workload.seed;
     if (workload.prefix_groups > 0) {
       out << ", each prompt after one of " << workload.prefix_groups << " shared prefixes of "
           << workload.prefix_tokens << " tokens";
@@ -275,6 +304,15 @@ Result<ServeSetup> SetupOf(const ServeSpec& spec, const PreparedRun& run) {
   Workload& workload = setup.workload;
   workload.rate_rps = spec.rate_rps;
   workload.arrival_cv = spec.arrival_cv;
+  if (spec.concurrency.has_value() && spec.offline) {
+    return Error{"--concurrency with --offline: a closed loop or every request at once; drop one"};
+  }
+  if (spec.concurrency.has_value()) {
+    workload.client = Workload::Client::kClosed;
+    workload.concurrency = *spec.concurrency;
+  } else if (spec.offline) {
+    workload.client = Workload::Client::kOffline;
+  }
   workload.requests = spec.requests;
   workload.seed = spec.seed;
   workload.prefix_groups = spec.prefix_groups;
@@ -301,8 +339,7 @@ Result<ServeSetup> SetupOf(const ServeSpec& spec, const PreparedRun& run) {
   auto slo = ParseSlo(spec.slo);
   if (!slo.ok()) return slo.error();
   setup.slo = slo.value();
-  STAGECRAFT_RETURN_IF_ERROR(ApplyEngineFlags(spec.weight_dtype, spec.kv_dtype, spec.batching,
-                                              config.model, setup.engine));
+  STAGECRAFT_RETURN_IF_ERROR(ApplyEngineFlags(spec, config.model, setup.engine));
   setup.engine.cuda_graphs = !spec.eager;
   setup.keep_iterations = !spec.trace_path.empty() || !spec.report_path.empty();
   return setup;

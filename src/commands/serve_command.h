@@ -17,8 +17,26 @@
 
 namespace stagecraft {
 
+// The engine's flags of `serve` and `serve-plan` as given.
+struct EngineFlags {
+  std::string weight_dtype;  // --weight-dtype bf16|fp8|int8|int4|fp4; "" = the model's
+  std::string kv_dtype;      // --kv-dtype bf16|fp8; "" = the model's
+  std::string batching;      // --batching chunked | prefill-first; "" = chunked
+  // --max-num-seqs N: sequences in one iteration (vLLM's max_num_seqs, TensorRT-LLM's
+  // max_batch_size, SGLang's max_running_requests); unset = 256.
+  std::optional<int64_t> max_num_seqs;
+  // --max-num-batched-tokens N: tokens in one iteration (vLLM's max_num_batched_tokens,
+  // TensorRT-LLM's max_num_tokens, SGLang's chunked_prefill_size); unset = 8192, or the
+  // prefill-first default.
+  std::optional<int64_t> max_num_batched_tokens;
+  // --kv-memory-fraction F: the share of the memory left after the weights, activations and
+  // reserve that the KV cache takes (TensorRT-LLM's kv_cache_free_gpu_mem_fraction); unset = the
+  // KV cache fills what is left of 90% of the device (vLLM's gpu_memory_utilization 0.9).
+  std::optional<double> kv_memory_fraction;
+};
+
 // `serve`'s flags as given.
-struct ServeSpec {
+struct ServeSpec : EngineFlags {
   RunSpec run;                // CONFIG, --hf-config, --cluster (the model and the devices)
   std::optional<int32_t> tp;  // --tp T; unset = the config's parallel.tp, else 1
   std::optional<int32_t> pp;  // --pp P; unset = the config's parallel.pp, else 1
@@ -30,7 +48,11 @@ struct ServeSpec {
   // instances of the tp x pp layout (serve/disaggregated_sim.h); 0 and 0 = colocated replicas.
   int32_t prefill_instances = 0;
   int32_t decode_instances = 0;
-  double rate_rps = 1.0;                    // --rate RPS at the router
+  double rate_rps = 1.0;  // --rate RPS at the router
+  // --concurrency N: a closed-loop client keeping N requests in flight (excludes --rate);
+  // --offline: every request at t = 0 (serve/request_sim.h Workload::Client).
+  std::optional<int64_t> concurrency;
+  bool offline = false;
   double arrival_cv = 1.0;                  // --arrival-cv CV: 1 = Poisson, else gamma gaps
   int64_t requests = 1000;                  // --requests N
   uint64_t seed = 1;                        // --seed S
@@ -40,18 +62,15 @@ struct ServeSpec {
   int64_t prefix_groups = 0;                // --prefix-groups G: shared prompt prefixes (0 none)
   int64_t prefix_tokens = 0;                // --prefix-tokens P: each one's length
   std::string slo = "ttft=0.4s,tpot=40ms";  // --slo
-  std::string weight_dtype;   // --weight-dtype bf16|fp8|int8|int4|fp4; "" = the model's
-  std::string kv_dtype;       // --kv-dtype bf16|fp8; "" = the model's
-  std::string batching;       // --batching chunked | prefill-first; "" = chunked
-  std::string trace_path;     // --trace FILE: Chrome trace of the batches
-  std::string report_path;    // --report FILE.html: the HTML report
-  std::string request_trace;  // --request-trace FILE: the requests, as CSV
-  bool eager = false;         // --eager: no CUDA graphs (host issues each kernel)
-  bool json = false;          // --json
+  std::string trace_path;                   // --trace FILE: Chrome trace of the batches
+  std::string report_path;                  // --report FILE.html: the HTML report
+  std::string request_trace;                // --request-trace FILE: the requests, as CSV
+  bool eager = false;                       // --eager: no CUDA graphs (host issues each kernel)
+  bool json = false;                        // --json
 };
 
 // `serve-plan`'s flags as given.
-struct ServePlanSpec {
+struct ServePlanSpec : EngineFlags {
   RunSpec run;                        // CONFIG, --hf-config, --cluster
   int32_t gpus = 0;                   // --gpus N (required)
   std::string slo;                    // --slo ttft_p90=0.4s,tpot_p90=40ms (required)
@@ -60,9 +79,6 @@ struct ServePlanSpec {
   int64_t requests = 400;             // --requests per probe
   uint64_t seed = 1;                  // --seed
   int32_t top = 10;                   // --top plans shown
-  std::string weight_dtype;           // --weight-dtype bf16|fp8|int8|int4|fp4; "" = the model's
-  std::string kv_dtype;               // --kv-dtype bf16|fp8; "" = the model's
-  std::string batching;               // --batching chunked | prefill-first; "" = chunked
   std::string svg_path;               // --svg FILE: the probes and their Pareto front
   bool json = false;                  // --json
   // --space vidur: search Vidur's config-explorer space instead (explorer_search.h); its
@@ -83,10 +99,9 @@ Result<Slo> ParseSlo(const std::string& text);
 Result<PercentileSlo> ParsePercentileSlo(const std::string& text);
 // --routing round-robin | least-outstanding | kv-aware.
 Result<Routing> ParseRouting(const std::string& text);
-// --weight-dtype and --kv-dtype ("" = unset: the model's own) and --batching into `engine`, for
-// the model of `config`.
-Status ApplyEngineFlags(const std::string& weight_dtype, const std::string& kv_dtype,
-                        const std::string& batching, const ModelSpec& model, EngineOptions& engine);
+// The engine's flags into `engine`, for `model`: --weight-dtype and --kv-dtype ("" = unset: the
+// model's own), --batching, then the limits (each checked against its range).
+Status ApplyEngineFlags(const EngineFlags& flags, const ModelSpec& model, EngineOptions& engine);
 // A layer-list model (CSA2) with --kv-dtype is refused (exit 2): its cache keeps the model's
 // own inference formats. Everything else passes (a model with neither a transformer nor layers
 // fails later).

@@ -71,21 +71,20 @@ Result<Routing> ParseRouting(const std::string& text) {
   return Error{"--routing '" + text + "': expected round-robin, least-outstanding or kv-aware"};
 }
 
-Status ApplyEngineFlags(const std::string& weight_dtype, const std::string& kv_dtype,
-                        const std::string& batching, const ModelSpec& model,
-                        EngineOptions& engine) {
+Status ApplyEngineFlags(const EngineFlags& flags, const ModelSpec& model, EngineOptions& engine) {
   ServeDtypes dtypes;
-  if (!weight_dtype.empty()) {
-    auto weights = ParseWeightDtype(weight_dtype);
+  if (!flags.weight_dtype.empty()) {
+    auto weights = ParseWeightDtype(flags.weight_dtype);
     if (!weights.ok()) return weights.error();
     dtypes.weights = weights.value();
   }
-  if (!kv_dtype.empty()) {
-    auto kv = ParseKvDtype(kv_dtype);
+  if (!flags.kv_dtype.empty()) {
+    auto kv = ParseKvDtype(flags.kv_dtype);
     if (!kv.ok()) return kv.error();
     dtypes.kv = kv.value();
   }
   STAGECRAFT_RETURN_IF_ERROR(ApplyDtypes(dtypes, model.transformer, engine));
+  const std::string& batching = flags.batching;
   if (!batching.empty() && batching != "chunked" && batching != "prefill-first") {
     return Error{"--batching '" + batching + "': expected chunked (vLLM V1, Sarathi-Serve) or " +
                  "prefill-first (vLLM V0)"};
@@ -93,6 +92,33 @@ Status ApplyEngineFlags(const std::string& weight_dtype, const std::string& kv_d
   ApplyBatching(batching == "prefill-first" ? EngineOptions::Batching::kPrefillFirst
                                             : EngineOptions::Batching::kChunked,
                 model.seq_len, engine);
+  if (flags.max_num_seqs.has_value()) {
+    const int64_t seqs = *flags.max_num_seqs;
+    if (seqs < 1 || seqs > kMaxEngineSeqs) {
+      return Error{"--max-num-seqs " + std::to_string(seqs) + ": expected 1 to " +
+                   std::to_string(kMaxEngineSeqs) +
+                   " sequences per iteration (vLLM's default 256)"};
+    }
+    engine.max_seqs = static_cast<int32_t>(seqs);
+  }
+  if (flags.max_num_batched_tokens.has_value()) {
+    const int64_t tokens = *flags.max_num_batched_tokens;
+    if (tokens < 1 || tokens > kMaxEngineTokens) {
+      return Error{"--max-num-batched-tokens " + std::to_string(tokens) + ": expected 1 to " +
+                   std::to_string(kMaxEngineTokens) +
+                   " tokens per iteration (vLLM's default 8192)"};
+    }
+    engine.token_budget = tokens;
+  }
+  if (flags.kv_memory_fraction.has_value()) {
+    const double fraction = *flags.kv_memory_fraction;
+    if (!(fraction > 0 && fraction <= 1)) {
+      return Error{"--kv-memory-fraction " + FormatFixed(fraction, 3) +
+                   ": expected a share in (0, 1] of the memory left after the weights and "
+                   "activations (TensorRT-LLM's default 0.9)"};
+    }
+    engine.kv_free_fraction = fraction;
+  }
   return Status::Ok();
 }
 

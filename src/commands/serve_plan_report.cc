@@ -34,13 +34,21 @@ std::string FormatPlanText(const ServePlanSpec& spec, const std::string& label,
       << " requests or, at higher rates, " << static_cast<int>(kProbeDelays)
       << " TTFT bounds' worth of arrivals, seed " << spec.seed << "\n";
   out << "  batch (token budget/max_num_seqs per engine): " << result.default_token_budget << "/"
-      << result.default_max_seqs << " for every layout; for the best " << kRefinedLayouts
-      << " colocated also "
-      << (result.token_budgets_searched
-              ? std::to_string(kTokenBudgets[0]) + "-" +
-                    std::to_string(kTokenBudgets[std::size(kTokenBudgets) - 1]) + " x "
-              : std::to_string(result.default_token_budget) + "/")
-      << kMaxSeqs[0] << "-" << kMaxSeqs[std::size(kMaxSeqs) - 1] << ", each keeping its best\n\n";
+      << result.default_max_seqs << " for every layout";
+  if (result.token_budgets_searched || result.max_seqs_searched) {
+    out << "; for the best " << kRefinedLayouts << " colocated also "
+        << (result.token_budgets_searched
+                ? std::to_string(kTokenBudgets[0]) + "-" +
+                      std::to_string(kTokenBudgets[std::size(kTokenBudgets) - 1]) + " x "
+                : std::to_string(result.default_token_budget) + "/")
+        << (result.max_seqs_searched ? std::to_string(kMaxSeqs[0]) + "-" +
+                                           std::to_string(kMaxSeqs[std::size(kMaxSeqs) - 1])
+                                     : std::to_string(result.default_max_seqs))
+        << ", each keeping its best";
+  } else {
+    out << " (as given)";
+  }
+  out << "\n\n";
   out << "  rank  tp x pp  placement  gpus     batch   rate_rps  goodput/gpu  ttft_p90_ms  "
          "tpot_p90_ms  kv_tokens\n";
   const size_t shown = std::min<size_t>(result.plans.size(), static_cast<size_t>(spec.top));
@@ -161,8 +169,9 @@ Status RunServePlan(const ServePlanSpec& spec, Transcript& transcript) {
   if (!run.ok()) return run.error();
   const Config& config = run.value().config;
   STAGECRAFT_RETURN_IF_ERROR(CheckServable(config.model, spec.kv_dtype, "serve-plan"));
-  STAGECRAFT_RETURN_IF_ERROR(ApplyEngineFlags(spec.weight_dtype, spec.kv_dtype, spec.batching,
-                                              config.model, setup.engine));
+  STAGECRAFT_RETURN_IF_ERROR(ApplyEngineFlags(spec, config.model, setup.engine));
+  setup.search_token_budgets = !spec.max_num_batched_tokens.has_value();
+  setup.search_max_seqs = !spec.max_num_seqs.has_value();
   auto result = PlanServing(config.model, config.cluster, setup);
   if (!result.ok()) return result.error();
   const ServePlanResult& plan = result.value();

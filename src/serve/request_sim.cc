@@ -18,6 +18,9 @@ namespace {
 
 constexpr uint32_t kArrival = 0;
 constexpr uint32_t kIterationEnd = 1;
+// A replica looks for work once the arrivals of this instant are queued (closed-loop and
+// offline clients send many requests at one time; the engine's first step sees them all).
+constexpr uint32_t kWake = 2;
 // The most requests one run simulates: 10^7 (a few GB of state at most; the bench runs 10^5).
 constexpr int64_t kMaxRequests = 10'000'000;
 // The longest prompt or output accepted: 2^24 tokens.
@@ -55,6 +58,7 @@ struct Replica {
   int64_t free_blocks = 0;
   int64_t outstanding = 0;  // routed and not finished
   bool busy = false;
+  bool wake_pending = false;  // a kWake event is queued
 };
 
 class ServingModel {
@@ -72,12 +76,26 @@ class ServingModel {
     requests_.reserve(static_cast<size_t>(workload.requests));
   }
 
-  void Start(EventQueue& queue) { ScheduleArrival(queue, 0); }
+  // The open loop chains its arrivals (each schedules the next); a closed loop starts with its
+  // concurrency and sends one more at each completion; offline sends everything at once.
+  void Start(EventQueue& queue) {
+    using Client = Workload::Client;
+    if (workload_.client == Client::kOpen) return ScheduleArrival(queue, 0);
+    const int64_t first =
+        workload_.client == Client::kOffline ? workload_.requests : workload_.concurrency;
+    for (int64_t sent = 0; sent < std::min(first, workload_.requests); ++sent) {
+      ScheduleArrival(queue, 0);
+    }
+  }
 
   void OnEvent(const Event& event, EventQueue& queue) {
     Advance(event.time.ns());
     if (event.kind == kArrival) {
       OnArrival(static_cast<int32_t>(event.target), queue);
+    } else if (event.kind == kWake) {
+      Replica& replica = replicas_[event.target];
+      replica.wake_pending = false;
+      if (!replica.busy) StartIteration(static_cast<int32_t>(event.target), queue);
     } else {
       OnIterationEnd(static_cast<int32_t>(event.target), queue);
     }
@@ -110,11 +128,14 @@ class ServingModel {
     }
     if (static_cast<int64_t>(requests_.size()) >= workload_.requests) return;
     Request request;
-    const double mean_gap_s = 1.0 / workload_.rate_rps;
-    const double cv = workload_.arrival_cv;
-    const double gap_s = cv == 1.0 ? rng_.NextExponential(mean_gap_s)
-                                   : rng_.NextGamma(1.0 / (cv * cv), mean_gap_s * cv * cv);
-    request.arrival_ns = after_ns + std::llround(gap_s * 1e9);
+    request.arrival_ns = after_ns;
+    if (workload_.client == Workload::Client::kOpen) {
+      const double mean_gap_s = 1.0 / workload_.rate_rps;
+      const double cv = workload_.arrival_cv;
+      const double gap_s = cv == 1.0 ? rng_.NextExponential(mean_gap_s)
+                                     : rng_.NextGamma(1.0 / (cv * cv), mean_gap_s * cv * cv);
+      request.arrival_ns += std::llround(gap_s * 1e9);
+    }
     if (!workload_.length_table.empty()) {
       const RequestLengths& row = workload_.length_table[static_cast<size_t>(
           rng_.NextInRange(0, static_cast<int64_t>(workload_.length_table.size()) - 1))];
@@ -197,8 +218,13 @@ class ServingModel {
     Replica& replica = replicas_[target];
     replica.waiting.push_back(id);
     ++replica.outstanding;
-    ScheduleArrival(queue, requests_[id].arrival_ns);
-    if (!replica.busy) StartIteration(target, queue);
+    if (workload_.client == Workload::Client::kOpen) {
+      ScheduleArrival(queue, requests_[id].arrival_ns);
+      if (!replica.busy) StartIteration(target, queue);
+    } else if (!replica.busy && !replica.wake_pending) {
+      replica.wake_pending = true;
+      queue.Push(Time::Nanoseconds(now_ns_), kWake, static_cast<uint32_t>(target));
+    }
   }
 
   // Blocks of `tokens` of context; with a sliding window, of the KV it holds (KvTokensHeld:
@@ -428,6 +454,8 @@ class ServingModel {
       replica.running.erase(std::find(replica.running.begin(), replica.running.end(), id));
       --replica.outstanding;
       --in_system_;
+      // A closed-loop client sends its next request as this one completes.
+      if (workload_.client == Workload::Client::kClosed) ScheduleArrival(queue, now_ns_);
     }
     replica.batch.clear();
     StartIteration(index, queue);
@@ -522,6 +550,17 @@ Status CheckWorkload(const ReplicaModel& replica, const Workload& workload) {
     return Error{
         "--prefix-groups: not with --request-trace (a trace's rows carry no prefix); "
         "drop one"};
+  }
+  if (workload.client != Workload::Client::kOpen && !workload.trace.empty()) {
+    return Error{
+        std::string(workload.client == Workload::Client::kClosed ? "--concurrency" : "--offline") +
+        ": not with --request-trace (the trace's arrival times are its client); "
+        "drop one"};
+  }
+  if (workload.client == Workload::Client::kClosed &&
+      (workload.concurrency < 1 || workload.concurrency > kMaxRequests)) {
+    return Error{"--concurrency " + std::to_string(workload.concurrency) + ": expected 1 to " +
+                 std::to_string(kMaxRequests) + " requests in flight"};
   }
   if (!workload.trace.empty()) return CheckTraceFits(replica, workload);
   if (!(workload.rate_rps > 0) || !std::isfinite(workload.rate_rps)) {

@@ -55,7 +55,16 @@ struct Workload {
   // trace's rows, as Vidur's trace length generator samples them) instead of `prompt` and
   // `output`; arrivals stay Poisson at `rate_rps`. Not owned: it outlives the simulation.
   std::span<const RequestLengths> length_table;
-  double rate_rps = 1.0;  // arrivals at the router, requests per second
+  // How the requests come, as the benchmark's client sends them: kOpen, arrivals at `rate_rps`
+  // (Poisson or gamma gaps) or at the trace's times; kClosed, `concurrency` requests in flight,
+  // each completion sending the next at once (vLLM's benchmark_serving --max-concurrency with
+  // an unbounded rate, genai-perf's and NIM's concurrency mode); kOffline, every request at
+  // t = 0 (vLLM's benchmark_throughput). Closed and offline ignore `rate_rps` and
+  // `arrival_cv`; the lengths are drawn as for kOpen.
+  enum class Client : uint8_t { kOpen, kClosed, kOffline };
+  Client client = Client::kOpen;
+  int64_t concurrency = 0;  // kClosed: requests in flight (1 to requests)
+  double rate_rps = 1.0;    // arrivals at the router, requests per second
   // Coefficient of variation of the gaps between arrivals: 1 = Poisson (exponential gaps);
   // otherwise gamma gaps of shape 1/cv^2 and the same mean (above 1: bursts), as DistServe's
   // and AlpaServe's workloads draw them.

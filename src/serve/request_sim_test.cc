@@ -2,6 +2,7 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 
 #include "core/splitmix.h"
@@ -488,6 +489,87 @@ TEST(RequestSimTest, LengthsParse) {
   for (const char* bad : {"", "0", "-3", "9-2", "1x", "99999999999"}) {
     EXPECT_FALSE(ParseLengthDist(bad, "--x").ok()) << bad;
   }
+}
+
+}  // namespace
+}  // namespace stagecraft
+
+namespace stagecraft {
+namespace {
+
+// The most requests in the system at once, from their arrival and finish times.
+int64_t PeakInSystem(const std::vector<RequestTimes>& times) {
+  std::vector<std::pair<int64_t, int>> edges;
+  for (const RequestTimes& request : times) {
+    edges.push_back({request.arrival_ns, +1});
+    edges.push_back({request.finish_ns, -1});
+  }
+  std::sort(edges.begin(), edges.end());  // at equal times the finishes (-1) first
+  int64_t now = 0;
+  int64_t peak = 0;
+  for (const auto& [time, step] : edges) peak = std::max(peak, now += step);
+  return peak;
+}
+
+// A closed loop at concurrency C keeps exactly C requests in the system until the last ones:
+// the first C arrive at t = 0 and every later request arrives when an earlier one finishes.
+// Little's law holds as for the open loop.
+TEST(RequestSimTest, ClosedLoopKeepsTheConcurrencyInFlight) {
+  const ReplicaModel replica = Replica(2);
+  Workload workload;
+  workload.client = Workload::Client::kClosed;
+  workload.concurrency = 12;
+  workload.requests = 300;
+  workload.prompt = {128, 1024};
+  workload.output = {16, 128};
+  std::vector<RequestTimes> times;
+  auto stats =
+      SimulateServing(replica, workload, Routing::kLeastOutstanding, Slo{}, nullptr, &times);
+  ASSERT_TRUE(stats.ok()) << stats.error().message;
+  ExpectLittlesLaw(stats.value());
+  ASSERT_EQ(times.size(), 300u);
+  EXPECT_EQ(PeakInSystem(times), 12);
+  std::vector<int64_t> finishes;
+  for (const RequestTimes& request : times) finishes.push_back(request.finish_ns);
+  std::sort(finishes.begin(), finishes.end());
+  for (size_t index = 0; index < times.size(); ++index) {
+    if (index < 12) {
+      EXPECT_EQ(times[index].arrival_ns, 0);
+    } else {  // the (index - 11)-th completion sent it
+      EXPECT_EQ(times[index].arrival_ns, finishes[index - 12]) << index;
+    }
+  }
+}
+
+// Offline: every request at t = 0, and the engine's first iteration already sees them all (it
+// admits as many prompts as its token budget holds, 8192 / 512 = 16, not one).
+TEST(RequestSimTest, OfflineSendsEveryRequestAtOnce) {
+  const ReplicaModel replica = Replica(1);
+  Workload workload;
+  workload.client = Workload::Client::kOffline;
+  workload.requests = 100;
+  std::vector<IterationRecord> iterations;
+  std::vector<RequestTimes> times;
+  auto stats = SimulateServing(replica, workload, Routing::kRoundRobin, Slo{}, &iterations, &times);
+  ASSERT_TRUE(stats.ok()) << stats.error().message;
+  for (const RequestTimes& request : times) EXPECT_EQ(request.arrival_ns, 0);
+  ASSERT_FALSE(iterations.empty());
+  EXPECT_EQ(iterations.front().prefill_tokens, 8192);
+  EXPECT_EQ(stats.value().requests, 100);
+}
+
+// The other clients refuse a request trace (its times are its client) and a concurrency
+// outside 1 to the request limit.
+TEST(RequestSimTest, ClientErrors) {
+  const ReplicaModel replica = Replica(1);
+  Workload closed;
+  closed.client = Workload::Client::kClosed;
+  closed.concurrency = 0;
+  EXPECT_FALSE(SimulateServing(replica, closed, Routing::kRoundRobin, Slo{}).ok());
+  Workload traced;
+  traced.client = Workload::Client::kOffline;
+  traced.trace = {{.arrival_ns = 0, .prompt = 10, .output = 2}};
+  EXPECT_FALSE(SimulateServing(replica, traced, Routing::kRoundRobin, Slo{}).ok());
 }
 
 }  // namespace

@@ -30,6 +30,12 @@ Status CheckDisaggregated(const ClusterSpec& cluster, const ServeSetup& setup) {
         "modelled for colocated replicas only (the KV hand-off between attention "
         "data-parallel groups is not); drop --ep or the instance flags"};
   }
+  if (setup.workload.client != Workload::Client::kOpen) {
+    return Error{std::string(setup.workload.client == Workload::Client::kClosed ? "--concurrency"
+                                                                                : "--offline") +
+                 " with --prefill-instances/--decode-instances: the clients other than the open "
+                 "loop are modelled for colocated replicas only; drop one"};
+  }
   if (setup.prefill_instances > 4096 || setup.decode_instances > 4096) {
     return Error{"--prefill-instances/--decode-instances: at most 4096 instances each"};
   }

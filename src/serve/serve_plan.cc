@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <iterator>
 #include <limits>
 #include <optional>
 
@@ -352,7 +353,16 @@ Result<ServePlanResult> PlanServing(const ModelSpec& model, const ClusterSpec& c
   const bool chunked = engine.batching == EngineOptions::Batching::kChunked;
   result.default_token_budget = engine.token_budget;
   result.default_max_seqs = engine.max_seqs;
-  result.token_budgets_searched = chunked;
+  result.token_budgets_searched = chunked && setup.search_token_budgets;
+  result.max_seqs_searched = setup.search_max_seqs;
+  if (!result.token_budgets_searched && !result.max_seqs_searched) refined.clear();
+  // Prefill-first batching keeps its budget (whole prompts, max_model_len at least), and a
+  // limit the user gave stays as given.
+  std::vector<int64_t> budgets = {engine.token_budget};
+  if (result.token_budgets_searched)
+    budgets.assign(std::begin(kTokenBudgets), std::end(kTokenBudgets));
+  std::vector<int32_t> max_seqs = {engine.max_seqs};
+  if (result.max_seqs_searched) max_seqs.assign(std::begin(kMaxSeqs), std::end(kMaxSeqs));
   for (size_t index = 0; index < refined.size(); ++index) {
     const auto& [one, start_rate] = refined[index];
     if (setup.progress) {
@@ -360,10 +370,8 @@ Result<ServePlanResult> PlanServing(const ModelSpec& model, const ClusterSpec& c
                      std::to_string(refined.size()) + "] tp " + std::to_string(one.tp) + " x pp " +
                      std::to_string(one.pp) + (one.ep > 1 ? " ep " + std::to_string(one.ep) : ""));
     }
-    for (int64_t budget : kTokenBudgets) {
-      // Prefill-first batching keeps its budget (whole prompts, max_model_len at least).
-      if (!chunked && budget != engine.token_budget) continue;
-      for (int32_t seqs : kMaxSeqs) {
+    for (int64_t budget : budgets) {
+      for (int32_t seqs : max_seqs) {
         if (budget == engine.token_budget && seqs == engine.max_seqs) continue;  // searched
         EngineOptions variant = engine;
         variant.token_budget = budget;

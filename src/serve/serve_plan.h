@@ -59,6 +59,10 @@ struct ServePlanSetup {
   PercentileSlo slo;
   Workload workload;
   EngineOptions engine;
+  // Whether the best colocated layouts also try the other token budgets (kTokenBudgets; chunked
+  // batching only) and max_num_seqs (kMaxSeqs); false = the engine's, as the user gave it.
+  bool search_token_budgets = true;
+  bool search_max_seqs = true;
   // Told "[done/total] tp T x pp P" before each layout and "" at the end; unset = quiet.
   std::function<void(const std::string& line)> progress;
 };
@@ -101,6 +105,7 @@ struct ServePlanResult {
   int64_t default_token_budget = 0;
   int32_t default_max_seqs = 0;
   bool token_budgets_searched = false;
+  bool max_seqs_searched = false;
   // For an SLO no layout meets: the lowest P90 TTFT and TPOT any feasible layout reached at
   // the lowest rate tried, and the layouts they came from.
   double best_ttft_p90_s = 0;

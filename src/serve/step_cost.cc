@@ -279,10 +279,12 @@ Status SizeKvCapacity(ReplicaModel& replica) {
   const ServeShape& shape = replica.shape;
   const EngineOptions engine = replica.engine;
   replica.reserve_bytes_per_gpu = static_cast<double>(cluster.memory_reserve_bytes);
-  replica.kv_budget_bytes_per_gpu =
-      static_cast<double>(cluster.hbm_bytes) * engine.memory_utilization -
-      replica.weight_bytes_per_gpu - replica.activation_bytes_per_gpu -
-      replica.reserve_bytes_per_gpu;
+  const double hbm = static_cast<double>(cluster.hbm_bytes);
+  const double taken = replica.weight_bytes_per_gpu + replica.activation_bytes_per_gpu +
+                       replica.reserve_bytes_per_gpu;
+  replica.kv_budget_bytes_per_gpu = engine.kv_free_fraction > 0
+                                        ? engine.kv_free_fraction * (hbm - taken)
+                                        : hbm * engine.memory_utilization - taken;
   const double block_bytes = replica.kv_bytes_per_token_per_gpu * engine.block_tokens;
   const double blocks = std::floor(replica.kv_budget_bytes_per_gpu / block_bytes);
   if (blocks < 1) {
@@ -292,8 +294,11 @@ Status SizeKvCapacity(ReplicaModel& replica) {
             FormatGib(replica.weight_bytes_per_gpu) + " GiB of weights + " +
             FormatGib(replica.activation_bytes_per_gpu) + " GiB of activations + " +
             FormatGib(replica.reserve_bytes_per_gpu) + " GiB reserved leave no room for one KV " +
-            "block within " + FormatFixed(engine.memory_utilization * 100, 0) + "% of " +
-            FormatGib(static_cast<double>(cluster.hbm_bytes)) + " GiB" +
+            "block within " +
+            (engine.kv_free_fraction > 0
+                 ? FormatFixed(engine.kv_free_fraction * 100, 0) + "% of what is left of "
+                 : FormatFixed(engine.memory_utilization * 100, 0) + "% of ") +
+            FormatGib(hbm) + " GiB" +
             " (expected more GPUs per replica: a larger --tp or --pp, or a device with more "
             "memory)");
   }

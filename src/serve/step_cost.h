@@ -41,6 +41,10 @@ struct ServeShape {
 };
 
 // The engine's settings; defaults are vLLM's (vllm/engine/arg_utils.py, EngineArgs).
+// The largest engine limits accepted: sequences and tokens in one iteration.
+inline constexpr int64_t kMaxEngineSeqs = int64_t{1} << 20;
+inline constexpr int64_t kMaxEngineTokens = int64_t{1} << 24;
+
 struct EngineOptions {
   double weight_bytes = 2;       // bytes per weight: 2 bf16, 1 fp8/int8, 0.5 fp4 (scales ignored)
   bool fp8_compute = false;      // FP8 weights and activations (W8A8): GEMMs at the FP8 rate
@@ -51,9 +55,13 @@ struct EngineOptions {
   // the host's issue time per kernel (KernelModel::host_seconds_per_kernel).
   bool cuda_graphs = true;
   double memory_utilization = 0.9;  // gpu_memory_utilization: share of HBM the engine may use
-  int64_t token_budget = 8192;      // max_num_batched_tokens (V1, OpenAI server default)
-  int32_t max_seqs = 256;           // max_num_seqs: sequences in one iteration
-  int32_t block_tokens = 16;        // block_size: tokens per paged KV block
+  // When above 0, the KV cache takes this share of what is left after the weights, activations
+  // and reserve (TensorRT-LLM's kv_cache_free_gpu_mem_fraction) instead of filling
+  // memory_utilization of the device.
+  double kv_free_fraction = 0;
+  int64_t token_budget = 8192;  // max_num_batched_tokens (V1, OpenAI server default)
+  int32_t max_seqs = 256;       // max_num_seqs: sequences in one iteration
+  int32_t block_tokens = 16;    // block_size: tokens per paged KV block
   // Requests admitted and not finished, per replica (Vidur's batch_size_cap); 0 = only max_seqs.
   int32_t max_running = 0;
   // How an iteration is filled (request_sim.h): kChunked, vLLM V1's and Sarathi-Serve's running

@@ -5,6 +5,7 @@
 #include <sstream>
 
 #include "core/suggest.h"
+#include "io/deepspeed_config.h"
 #include "io/megatron_args.h"
 #include "io/torchtitan_config.h"
 #include "schedule/partition.h"
@@ -24,12 +25,18 @@ std::string Header(const Config& config, const Candidate& c, const char* comment
               : "the data comes from --mock-data: put your tokenizer and data in.\n");
 }
 
+// `config` with `c`'s layout: what the engine's files are written from.
+Config RunConfig(const Config& config, const Candidate& c) {
+  Config run = config;
+  c.ApplyTo(run);
+  return run;
+}
+
 // Megatron-LM's (or Megatron-DeepSpeed's) pretrain_gpt.py arguments that run `c`, one a line
 // after the header: the rows io/megatron_args.h reads back, written from the config `c` makes.
 std::string MegatronArgsText(const Config& config, const Candidate& c, int64_t global_batch,
                              MegatronDialect dialect) {
-  Config run = config;
-  c.ApplyTo(run);
+  const Config run = RunConfig(config, c);
   std::string lines = Header(config, c, "#");
   for (const auto& [flag, value] : WriteMegatronArgs(run, {global_batch, dialect})) {
     lines += flag + (value.empty() ? "" : " " + value) + "\n";
@@ -313,17 +320,6 @@ std::string TorchtitanRegistryPy(const Config& config, const Candidate& c, int64
   return py.str();
 }
 
-std::string DeepSpeedJson(const Candidate& c, int64_t global_batch) {
-  std::ostringstream json;
-  json << "{\n  \"train_batch_size\": " << global_batch
-       << ",\n  \"train_micro_batch_size_per_gpu\": " << c.micro_batch_size
-       << ",\n  \"gradient_accumulation_steps\": " << c.microbatches
-       << ",\n  \"bf16\": {\"enabled\": true},\n  \"zero_optimization\": {\"stage\": "
-       << c.zero_stage << (c.zero_stage >= 2 ? ", \"overlap_comm\": true" : "")
-       << "},\n  \"gradient_clipping\": 1.0,\n  \"steps_per_print\": 10\n}\n";
-  return json.str();
-}
-
 }  // namespace
 
 bool TorchtitanShipsSchedule(const std::string& schedule) {
@@ -387,7 +383,8 @@ Result<std::vector<ExportedFile>> ExportPlan(const Config& config, const Candida
       break;
     }
     case Engine::kDeepSpeed: {
-      files.push_back({"ds_config.json", DeepSpeedJson(candidate, global_batch)});
+      files.push_back(
+          {"ds_config.json", WriteDeepSpeedJson(RunConfig(config, candidate), global_batch)});
       // Megatron-DeepSpeed takes Megatron's model and layout arguments, its own for ZeRO.
       files.push_back(
           {"megatron-deepspeed-args.txt",

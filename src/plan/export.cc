@@ -149,6 +149,13 @@ std::string ModuleLists(const std::vector<std::vector<std::string>>& modules,
   return text + indent.substr(0, indent.size() >= 4 ? indent.size() - 4 : 0) + "]";
 }
 
+// torchtitan's TOML job config. Unlike Megatron's arguments and ds_config.json (one row per key
+// shared with their readers: io/megatron_args_table.h, io/deepspeed_config.cc), it is written by
+// hand: torchtitan's reader takes its keys in groups across tables (the layout, the pipeline's
+// keys only with pp > 1, the model from a flavor or the config given) and through the Python
+// registry's translation (io/torchtitan_registry.cc), and this file's comments, conditional
+// tables, less-layers weights and schedule CSV rest on the candidate. Sharing rows needs those
+// reads taken key by key and a write context for the candidate's split (issue 33, item 5).
 std::string TorchtitanToml(const Config& config, const Candidate& c, int64_t global_batch,
                            const ScheduleCsv* csv) {
   const TransformerSpec& t = config.model.transformer;

@@ -7,6 +7,7 @@
 // line and column (the JSON) or the line (the arguments), with "did you mean" for unknown keys.
 #pragma once
 
+#include <cstdint>
 #include <string>
 
 #include "core/result.h"
@@ -17,5 +18,11 @@ namespace stagecraft {
 Result<Config> ReadDeepSpeedConfig(const std::string& json, const std::string& json_source,
                                    const std::string& args, const std::string& args_source,
                                    Config base);
+
+// The ds_config.json that runs `config` (a planner's candidate applied to it) with `global_batch`
+// sequences an iteration: the batch, bf16 and the ZeRO stage, one row per key shared with
+// ReadDeepSpeedConfig (so every key written is one it reads), in the order `plan --export
+// deepspeed` writes them.
+std::string WriteDeepSpeedJson(const Config& config, int64_t global_batch);
 
 }  // namespace stagecraft

@@ -1,318 +1,41 @@
 // ReadMegatronArgs: Megatron-LM's and Megatron-DeepSpeed's arguments, one row per argument in
-// kArguments (its flag, the engines that take it, how its value parses and what it sets), read
-// line by line; then the rules across arguments, by group (DeepSpeed's pipeline model,
-// recomputation, the model's shape, MLA, MoE, the pipeline's layout, the batch) in the order
-// their errors are reported.
+// io/megatron_args_table.h's table (its flag, the engines that take it, how its value parses and
+// what it sets), read line by line; then the rules across arguments, by group (DeepSpeed's
+// pipeline model, recomputation, the model's shape, MLA, MoE, the pipeline's layout, the batch)
+// in the order their errors are reported. WriteMegatronArgs walks the same rows.
 #include "io/megatron_args.h"
 
-#include <array>
-#include <charconv>
-#include <limits>
 #include <sstream>
 #include <vector>
 
 #include "core/suggest.h"
-#include "io/hf_config.h"
+#include "io/megatron_args_table.h"
 #include "schedule/partition.h"
 
 namespace stagecraft {
 namespace {
 
-// What the lines say: the config being filled, and what settles only once every argument is read.
-struct Arguments {
-  Config config;
-  bool deepspeed = false;                // MegatronDialect::kMegatronDeepSpeed
-  int64_t global_batch = 0;              // --global-batch-size; 0 = not given
-  int64_t layers_per_virtual_stage = 0;  // --num-layers-per-virtual-pipeline-stage; 0 = none
-  bool grouped = false;                  // --group-query-attention
-  bool latent = false;                   // --multi-latent-attention
-  std::string latent_where;              // where a latent rank or head width was given
-  int64_t moe_layers = -1;               // --moe-layer-freq's MoE layers; -1 = every layer
-  std::string moe_layer_freq_where;      // where --moe-layer-freq was given
-  int64_t first_stage_layers = 0;        // --decoder-first-pipeline-num-layers; 0 = not given
-  int64_t last_stage_layers = 0;         // --decoder-last-pipeline-num-layers; 0 = not given
-  // --no-pipeline-parallel (Megatron-DeepSpeed): the Megatron model, not DeepSpeed's pipe.
-  bool no_pipeline_parallel = false;
-  std::string recompute_method = "uniform";  // --recompute-method
-  std::string recompute_method_where;
-  int64_t recompute_num_layers = 0;  // --recompute-num-layers; 0 = not given
-  std::string layout;                // --pipeline-model-parallel-layout, "" = not given
-  std::string layout_where;
+using megatron_args::ArgLine;
+using megatron_args::Arguments;
+using megatron_args::ArgumentTable;
+using megatron_args::Engines;
+using megatron_args::FindArgument;
+using megatron_args::MegatronArgument;
+using megatron_args::TakenBy;
+using megatron_args::WriteInput;
 
-  TransformerSpec& transformer() { return config.model.transformer; }
-  ParallelSpec& parallel() { return config.parallel; }
-};
-
-// One `--flag [value]` line as read: `where` is "source:line: ", `number` the value parsed as a
-// whole number, `dense_layers` and `moe_layers` the dense prefix of --moe-layer-freq (-1: none).
-struct ArgLine {
-  std::string where;
-  std::string flag;
-  std::string value;
-  int64_t number = 0;
-  int64_t dense_layers = -1;
-  int64_t moe_layers = -1;
-};
-
-// The engines that take an argument: both dialects, or one of them (MegatronDialect).
-enum class Engines : uint8_t { kBoth, kMegatronLm, kDeepSpeed };
-
-struct MegatronArgument;
-// How a value parses into its ArgLine; the error names the line and the flag.
-using Parse = Status (*)(const MegatronArgument& argument, ArgLine& line);
-// What a read argument sets.
-using Apply = void (*)(const ArgLine& line, Arguments& args);
-
-// One argument stagecraft reads, as `plan --export megatron` (and `deepspeed`) writes it.
-struct MegatronArgument {
-  const char* flag;
-  Engines engines;
-  Parse parse;                              // nullptr: a switch, which takes no value
-  Apply apply;                              // nullptr: checked, but changes nothing simulated
-  std::array<const char*, 4> choices = {};  // ParseChoice: the values accepted, in order
-};
-
-// A whole number from `low` to 2^31 - 1.
-Status ParseWholeNumber(ArgLine& line, int64_t low) {
-  const char* end = line.value.data() + line.value.size();
-  const auto [stop, error] = std::from_chars(line.value.data(), end, line.number);
-  if (error != std::errc() || stop != end || line.number < low ||
-      line.number > std::numeric_limits<int32_t>::max()) {
-    return Error{line.where + line.flag + " '" + EscapeBytes(line.value) +
-                 "' is not a whole number >= " + std::to_string(low)};
-  }
-  return Status::Ok();
-}
-
-Status ParseCount(const MegatronArgument&, ArgLine& line) { return ParseWholeNumber(line, 1); }
-
-Status ParseCountOrZero(const MegatronArgument&, ArgLine& line) {
-  return ParseWholeNumber(line, 0);
-}
-
-// A count of decoder layers: at most kMaxTransformerLayers.
-Status ParseLayerCount(const MegatronArgument& argument, ArgLine& line) {
-  STAGECRAFT_RETURN_IF_ERROR(ParseCount(argument, line));
-  if (line.number <= kMaxTransformerLayers) return Status::Ok();
-  return Error{line.where + "--num-layers " + std::to_string(line.number) +
-               " is above the limit of " + std::to_string(kMaxTransformerLayers) +
-               " layers (more than any published model; expected a real layer count)"};
-}
-
-Status ParseChoice(const MegatronArgument& argument, ArgLine& line) {
-  std::string expected;
-  for (const char* name : argument.choices) {
-    if (name == nullptr) break;
-    if (line.value == name) return Status::Ok();
-    expected += std::string(expected.empty() ? "" : ", ") + name;
-  }
-  return Error{line.where + line.flag + " '" + EscapeBytes(line.value) + "' (expected " + expected +
-               ")"};
-}
-
-// Any text: a path or a name that changes nothing simulated, or a layout read once all is known.
-Status ParseText(const MegatronArgument&, ArgLine&) { return Status::Ok(); }
-
-// Megatron's moe_freq_type (arguments.py): an int N (every N-th layer MoE) or a Python list
-// expression. stagecraft models a dense prefix: 1, or [0]*K+[1]*N (in parentheses or not), K
-// dense layers then N MoE layers.
-Status ParseMoeLayerFreq(const MegatronArgument&, ArgLine& line) {
-  std::string spelled = line.value;
-  if (spelled.size() >= 2 && spelled.front() == '(' && spelled.back() == ')') {
-    spelled = spelled.substr(1, spelled.size() - 2);
-  }
-  if (spelled == "1") return Status::Ok();
-  const auto count = [](const std::string& digits, int64_t* out) {
-    const char* end = digits.data() + digits.size();
-    const auto [stop, error] = std::from_chars(digits.data(), end, *out);
-    return error == std::errc() && stop == end && *out >= 0 && *out <= kMaxTransformerLayers;
-  };
-  const size_t plus = spelled.find("+[1]*");
-  if (spelled.rfind("[0]*", 0) == 0 && plus != std::string::npos &&
-      count(spelled.substr(4, plus - 4), &line.dense_layers) &&
-      count(spelled.substr(plus + 5), &line.moe_layers)) {
-    return Status::Ok();
-  }
-  return Error{line.where + "--moe-layer-freq '" + EscapeBytes(line.value) +
-               "' (expected 1 or ([0]*K+[1]*N): stagecraft models K dense layers, then MoE "
-               "layers, as `plan --export megatron` writes them)"};
-}
-
-void ApplyMoeLayerFreq(const ArgLine& line, Arguments& args) {
-  args.moe_layer_freq_where = line.where;
-  if (line.moe_layers < 0) return;  // 1: every layer (or as an earlier line said)
-  args.transformer().dense_layers = static_cast<int32_t>(line.dense_layers);
-  args.moe_layers = line.moe_layers;
-}
-
-// A latent-attention rank or head width, read only with --multi-latent-attention.
-void NoteLatentWhere(const ArgLine& line, Arguments& args) { args.latent_where = line.where; }
-
-// A parsed whole number as the int32_t fields hold it (ParseWholeNumber caps it at 2^31 - 1).
-int32_t Narrow(int64_t number) { return static_cast<int32_t>(number); }
-
-// Every argument read, switches first; the order is the one "did you mean" searches.
-constexpr MegatronArgument kArguments[] = {
-    {"--group-query-attention", Engines::kBoth, nullptr,
-     [](const ArgLine&, Arguments& args) { args.grouped = true; }},
-    {"--swiglu", Engines::kBoth, nullptr,
-     [](const ArgLine&, Arguments& args) { args.transformer().swiglu = true; }},
-    {"--disable-bias-linear", Engines::kBoth, nullptr,
-     [](const ArgLine&, Arguments& args) { args.transformer().bias = false; }},
-    {"--untie-embeddings-and-output-weights", Engines::kBoth, nullptr,
-     [](const ArgLine&, Arguments& args) { args.transformer().tied_embeddings = false; }},
-    {"--mock-data", Engines::kBoth, nullptr, nullptr},
-    {"--sequence-parallel", Engines::kBoth, nullptr,
-     [](const ArgLine&, Arguments& args) { args.parallel().sequence_parallel = true; }},
-    {"--multi-latent-attention", Engines::kBoth, nullptr,
-     [](const ArgLine&, Arguments& args) { args.latent = true; }},
-    {"--moe-grouped-gemm", Engines::kBoth, nullptr, nullptr},
-    {"--use-distributed-optimizer", Engines::kMegatronLm, nullptr,
-     [](const ArgLine&, Arguments& args) { args.parallel().distributed_optimizer = true; }},
-    {"--overlap-param-gather", Engines::kMegatronLm, nullptr,
-     [](const ArgLine&, Arguments& args) { args.parallel().overlap_param_gather = true; }},
-    {"--overlap-grad-reduce", Engines::kMegatronLm, nullptr,
-     [](const ArgLine&, Arguments& args) { args.parallel().overlap_grad_reduce = true; }},
-    {"--bf16", Engines::kBoth, nullptr, nullptr},
-    {"--use-flash-attn", Engines::kBoth, nullptr,
-     [](const ArgLine&, Arguments& args) { args.transformer().causal = true; }},
-    {"--deepspeed", Engines::kDeepSpeed, nullptr, nullptr},
-    {"--no-pipeline-parallel", Engines::kDeepSpeed, nullptr,
-     [](const ArgLine&, Arguments& args) { args.no_pipeline_parallel = true; }},
-    // The model's shape.
-    {"--num-layers", Engines::kBoth, ParseLayerCount,
-     [](const ArgLine& line, Arguments& args) { args.transformer().layers = Narrow(line.number); }},
-    {"--hidden-size", Engines::kBoth, ParseCount,
-     [](const ArgLine& line, Arguments& args) { args.transformer().hidden = line.number; }},
-    {"--num-attention-heads", Engines::kBoth, ParseCount,
-     [](const ArgLine& line, Arguments& args) { args.transformer().heads = line.number; }},
-    {"--num-query-groups", Engines::kBoth, ParseCount,
-     [](const ArgLine& line, Arguments& args) { args.transformer().kv_heads = line.number; }},
-    {"--kv-channels", Engines::kBoth, ParseCount,
-     [](const ArgLine& line, Arguments& args) { args.transformer().head_dim = line.number; }},
-    {"--ffn-hidden-size", Engines::kBoth, ParseCount,
-     [](const ArgLine& line, Arguments& args) { args.transformer().ffn_hidden = line.number; }},
-    // Mixture of experts; the shared experts' width becomes a count once all is read.
-    {"--num-experts", Engines::kBoth, ParseCount,
-     [](const ArgLine& line, Arguments& args) { args.transformer().experts = line.number; }},
-    {"--moe-router-topk", Engines::kBoth, ParseCount,
-     [](const ArgLine& line, Arguments& args) {
-       args.transformer().experts_per_token = line.number;
-     }},
-    {"--moe-ffn-hidden-size", Engines::kBoth, ParseCount,
-     [](const ArgLine& line, Arguments& args) { args.transformer().expert_ffn = line.number; }},
-    {"--moe-shared-expert-intermediate-size", Engines::kBoth, ParseCountOrZero,
-     [](const ArgLine& line, Arguments& args) { args.transformer().shared_experts = line.number; }},
-    {"--moe-layer-freq", Engines::kBoth, ParseMoeLayerFreq, ApplyMoeLayerFreq},
-    // The dispatch stagecraft models is the all-to-all over the expert-parallel group.
-    {"--moe-token-dispatcher-type", Engines::kBoth, ParseChoice, nullptr, {"alltoall"}},
-    // Multi-head latent attention.
-    {"--q-lora-rank", Engines::kBoth, ParseCount,
-     [](const ArgLine& line, Arguments& args) {
-       args.transformer().q_lora_rank = line.number;
-       NoteLatentWhere(line, args);
-     }},
-    {"--kv-lora-rank", Engines::kBoth, ParseCount,
-     [](const ArgLine& line, Arguments& args) {
-       args.transformer().kv_lora_rank = line.number;
-       NoteLatentWhere(line, args);
-     }},
-    {"--qk-head-dim", Engines::kBoth, ParseCount,
-     [](const ArgLine& line, Arguments& args) {
-       args.transformer().qk_nope_dim = line.number;
-       NoteLatentWhere(line, args);
-     }},
-    {"--qk-pos-emb-head-dim", Engines::kBoth, ParseCount,
-     [](const ArgLine& line, Arguments& args) {
-       args.transformer().qk_rope_dim = line.number;
-       NoteLatentWhere(line, args);
-     }},
-    {"--v-head-dim", Engines::kBoth, ParseCount,
-     [](const ArgLine& line, Arguments& args) {
-       args.transformer().v_head_dim = line.number;
-       NoteLatentWhere(line, args);
-     }},
-    // The norm and the positions.
-    {"--normalization", Engines::kBoth, ParseChoice, nullptr, {"LayerNorm", "RMSNorm"}},
-    {"--position-embedding-type",
-     Engines::kBoth,
-     ParseChoice,
-     [](const ArgLine& line, Arguments& args) {
-       args.transformer().learned_positions = line.value == "learned_absolute";
-     },
-     {"learned_absolute", "rope"}},
-    // The sequence, the vocabulary and the batch.
-    {"--seq-length", Engines::kBoth, ParseCount,
-     [](const ArgLine& line, Arguments& args) { args.config.model.seq_len = Narrow(line.number); }},
-    {"--max-position-embeddings", Engines::kBoth, ParseCount, nullptr},
-    {"--tokenizer-type", Engines::kBoth, ParseText, nullptr},
-    {"--vocab-size", Engines::kBoth, ParseCount,
-     [](const ArgLine& line, Arguments& args) { args.transformer().vocab = line.number; }},
-    {"--micro-batch-size", Engines::kBoth, ParseCount,
-     [](const ArgLine& line, Arguments& args) {
-       args.config.model.micro_batch_size = Narrow(line.number);
-     }},
-    {"--global-batch-size", Engines::kBoth, ParseCount,
-     [](const ArgLine& line, Arguments& args) { args.global_batch = line.number; }},
-    // Parallelism and the pipeline's layout.
-    {"--tensor-model-parallel-size", Engines::kBoth, ParseCount,
-     [](const ArgLine& line, Arguments& args) { args.parallel().tp = Narrow(line.number); }},
-    {"--pipeline-model-parallel-size", Engines::kBoth, ParseCount,
-     [](const ArgLine& line, Arguments& args) { args.parallel().pp = Narrow(line.number); }},
-    {"--num-layers-per-virtual-pipeline-stage", Engines::kMegatronLm, ParseCount,
-     [](const ArgLine& line, Arguments& args) { args.layers_per_virtual_stage = line.number; }},
-    {"--context-parallel-size", Engines::kMegatronLm, ParseCount,
-     [](const ArgLine& line, Arguments& args) { args.parallel().cp = Narrow(line.number); }},
-    {"--expert-model-parallel-size", Engines::kBoth, ParseCount,
-     [](const ArgLine& line, Arguments& args) { args.parallel().ep = Narrow(line.number); }},
-    // Recomputation.
-    {"--recompute-granularity",
-     Engines::kBoth,
-     ParseChoice,
-     [](const ArgLine& line, Arguments& args) {
-       args.parallel().recompute = line.value == "full" ? Recompute::kFull : Recompute::kSelective;
-     },
-     {"selective", "full"}},
-    {"--recompute-method",
-     Engines::kBoth,
-     ParseChoice,
-     [](const ArgLine& line, Arguments& args) {
-       args.recompute_method = line.value;
-       args.recompute_method_where = line.where;
-     },
-     {"uniform", "block"}},
-    {"--recompute-num-layers", Engines::kBoth, ParseCount,
-     [](const ArgLine& line, Arguments& args) { args.recompute_num_layers = line.number; }},
-    {"--decoder-first-pipeline-num-layers", Engines::kMegatronLm, ParseCount,
-     [](const ArgLine& line, Arguments& args) { args.first_stage_layers = line.number; }},
-    {"--decoder-last-pipeline-num-layers", Engines::kMegatronLm, ParseCount,
-     [](const ArgLine& line, Arguments& args) { args.last_stage_layers = line.number; }},
-    {"--pipeline-model-parallel-layout", Engines::kMegatronLm, ParseText,
-     [](const ArgLine& line, Arguments& args) {
-       args.layout = line.value;
-       args.layout_where = line.where;
-     }},
-    // Megatron-DeepSpeed's own.
-    {"--deepspeed_config", Engines::kDeepSpeed, ParseText, nullptr},
-    {"--zero-stage",
-     Engines::kDeepSpeed,
-     ParseChoice,
-     [](const ArgLine& line, Arguments& args) { args.parallel().zero_stage = line.value[0] - '0'; },
-     {"0", "1", "2", "3"}},
-};
-
-bool TakenBy(const MegatronArgument& argument, bool deepspeed) {
-  return argument.engines == Engines::kBoth ||
-         argument.engines == (deepspeed ? Engines::kDeepSpeed : Engines::kMegatronLm);
+MegatronDialect Dialect(bool deepspeed) {
+  return deepspeed ? MegatronDialect::kMegatronDeepSpeed : MegatronDialect::kMegatronLm;
 }
 
 // The error for a flag the dialect does not take: Megatron-LM's own under Megatron-DeepSpeed
 // says why, anything else gets "did you mean".
 Error UnknownArgument(const ArgLine& line, const MegatronArgument* found, bool deepspeed) {
+  const MegatronDialect dialect = Dialect(deepspeed);
   std::vector<std::string> known;
   for (const bool switches : {true, false}) {
-    for (const MegatronArgument& argument : kArguments) {
-      if (TakenBy(argument, deepspeed) && (argument.parse == nullptr) == switches) {
+    for (const MegatronArgument& argument : ArgumentTable()) {
+      if (TakenBy(argument, dialect) && (argument.parse == nullptr) == switches) {
         known.push_back(argument.flag);
       }
     }
@@ -342,14 +65,8 @@ Status ReadLine(const std::string& text, const std::string& where, Arguments& ar
                  "' holds more than one argument (expected "
                  "one '--flag [value]' per line)"};
   }
-  const MegatronArgument* found = nullptr;
-  for (const MegatronArgument& argument : kArguments) {
-    if (line.flag == argument.flag) {
-      found = &argument;
-      break;
-    }
-  }
-  if (found == nullptr || !TakenBy(*found, args.deepspeed)) {
+  const MegatronArgument* found = FindArgument(line.flag);
+  if (found == nullptr || !TakenBy(*found, Dialect(args.deepspeed))) {
     return UnknownArgument(line, found, args.deepspeed);
   }
   if (found->parse == nullptr && !line.value.empty()) {
@@ -636,6 +353,18 @@ Result<Config> ReadMegatronArgs(const std::string& text, const std::string& sour
   args.config.model.name = args.deepspeed ? "megatron-deepspeed-args" : "megatron-args";
   STAGECRAFT_RETURN_IF_ERROR(SettlePipeline(args, source));
   return std::move(args.config);
+}
+
+std::vector<std::pair<std::string, std::string>> WriteMegatronArgs(
+    const Config& config, const MegatronWriteContext& context) {
+  const WriteInput in{config, context};
+  std::vector<std::pair<std::string, std::string>> written;
+  for (const MegatronArgument& argument : ArgumentTable()) {
+    if (argument.write == nullptr || !TakenBy(argument, context.dialect)) continue;
+    std::optional<std::string> value = argument.write(in);
+    if (value) written.emplace_back(argument.flag, std::move(*value));
+  }
+  return written;
 }
 
 }  // namespace stagecraft

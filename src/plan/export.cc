@@ -5,6 +5,8 @@
 #include <sstream>
 
 #include "core/suggest.h"
+#include "io/deepspeed_config.h"
+#include "io/megatron_args.h"
 #include "io/torchtitan_config.h"
 #include "schedule/partition.h"
 
@@ -12,109 +14,6 @@ namespace stagecraft {
 namespace {
 
 std::string Str(int64_t value) { return std::to_string(value); }
-
-// Megatron-LM's pretrain_gpt.py arguments for the model and the layout, in the order its
-// argument groups list them (megatron/training/arguments.py).
-std::vector<std::pair<std::string, std::string>> MegatronArgs(const Config& config,
-                                                              const Candidate& c,
-                                                              int64_t global_batch) {
-  const TransformerSpec& t = config.model.transformer;
-  std::vector<std::pair<std::string, std::string>> args = {
-      {"--num-layers", Str(t.layers)},
-      {"--hidden-size", Str(t.hidden)},
-      {"--num-attention-heads", Str(t.heads)},
-  };
-  if (t.kv_heads > 0 && t.kv_heads != t.heads) {
-    args.push_back({"--group-query-attention", ""});
-    args.push_back({"--num-query-groups", Str(t.kv_heads)});
-  }
-  if (t.head_dim > 0 && t.head_dim != t.hidden / t.heads)
-    args.push_back({"--kv-channels", Str(t.head_dim)});
-  if (t.mla()) {
-    // Multi-head latent attention (DeepSeek-V2/V3; Megatron's MLATransformerConfig, arguments.py's
-    // MLA group): the query's low rank (0 = a full projection), the KV latent, the heads' no-RoPE
-    // and RoPE widths and the value width.
-    args.push_back({"--multi-latent-attention", ""});
-    if (t.q_lora_rank > 0) args.push_back({"--q-lora-rank", Str(t.q_lora_rank)});
-    args.push_back({"--kv-lora-rank", Str(t.kv_lora_rank)});
-    args.push_back({"--qk-head-dim", Str(t.qk_nope_dim)});
-    args.push_back({"--qk-pos-emb-head-dim", Str(t.qk_rope_dim)});
-    args.push_back({"--v-head-dim", Str(t.v_head_dim)});
-  }
-  args.push_back({"--ffn-hidden-size", Str(t.ffn_or_default())});
-  if (t.moe()) {
-    args.push_back({"--num-experts", Str(t.experts)});
-    // The dense first layers (DeepSeek-V3's 3 of 61) as Megatron's list expression; the others
-    // MoE (the launcher never globs the arguments, so its brackets and stars pass as written).
-    if (t.dense_layers > 0) {
-      args.push_back({"--moe-layer-freq", "([0]*" + Str(t.dense_layers) + "+[1]*" +
-                                              Str(t.layers - t.dense_layers) + ")"});
-    }
-    args.push_back({"--moe-router-topk", Str(t.experts_per_token)});
-    args.push_back({"--moe-ffn-hidden-size", Str(t.expert_ffn)});
-    if (t.shared_experts > 0) {
-      args.push_back(
-          {"--moe-shared-expert-intermediate-size", Str(t.shared_experts * t.expert_ffn)});
-    }
-    // What stagecraft costs: the experts as one grouped GEMM, the tokens dispatched and combined
-    // by an all-to-all over the expert-parallel group.
-    args.push_back({"--moe-grouped-gemm", ""});
-    args.push_back({"--moe-token-dispatcher-type", "alltoall"});
-  }
-  if (t.swiglu) args.push_back({"--swiglu", ""});
-  args.push_back({"--normalization", t.bias ? "LayerNorm" : "RMSNorm"});
-  if (!t.bias) args.push_back({"--disable-bias-linear", ""});
-  args.push_back({"--position-embedding-type", t.learned_positions ? "learned_absolute" : "rope"});
-  if (!t.tied_embeddings) args.push_back({"--untie-embeddings-and-output-weights", ""});
-  args.push_back({"--seq-length", Str(config.model.seq_len)});
-  args.push_back({"--max-position-embeddings", Str(config.model.seq_len)});
-  args.push_back({"--tokenizer-type", "NullTokenizer"});
-  args.push_back({"--vocab-size", Str(t.vocab)});
-  args.push_back({"--mock-data", ""});
-  args.push_back({"--micro-batch-size", Str(c.micro_batch_size)});
-  args.push_back({"--global-batch-size", Str(global_batch)});
-  args.push_back({"--tensor-model-parallel-size", Str(c.tp)});
-  args.push_back({"--pipeline-model-parallel-size", Str(c.pp)});
-  const bool layout =
-      c.engine == Engine::kMegatron && (c.first_stage_layers > 0 || !c.layout_counts.empty());
-  if (layout) {
-    // The uneven split as Megatron's layout string (megatron/core/transformer/
-    // pipeline_parallel_layer_layout.py): the chunks in virtual-stage order, the embedding with
-    // the first and the loss with the last; the number of chunks over pp is the virtual
-    // pipeline size, so --num-layers-per-virtual-pipeline-stage is not given with it
-    // (arguments.py). `simulate --from-megatron` also reads a first/last split as
-    // --decoder-first/last-pipeline-num-layers.
-    args.push_back({"--pipeline-model-parallel-layout",
-                    TransformerLayoutString(c.StageCounts(static_cast<int32_t>(t.layers)))});
-  } else if (c.vpp > 1) {
-    args.push_back({"--num-layers-per-virtual-pipeline-stage", Str(t.layers / (c.pp * c.vpp))});
-  }
-  args.push_back({"--context-parallel-size", Str(c.cp)});
-  if (c.ep > 1) args.push_back({"--expert-model-parallel-size", Str(c.ep)});
-  if (c.tp > 1) args.push_back({"--sequence-parallel", ""});
-  if (c.recompute == Recompute::kSelective) {
-    args.push_back({"--recompute-granularity", "selective"});
-  } else if (c.recompute == Recompute::kFull) {
-    args.push_back({"--recompute-granularity", "full"});
-    if (c.recompute_num_layers > 0) {
-      // block: Megatron's, or Megatron-DeepSpeed's without its pipe; uniform: groups of N (the
-      // pipe model's activation_checkpoint_interval).
-      args.push_back({"--recompute-method", c.recompute_uniform ? "uniform" : "block"});
-      args.push_back({"--recompute-num-layers", Str(c.recompute_num_layers)});
-    } else {
-      args.push_back({"--recompute-method", "uniform"});
-      args.push_back({"--recompute-num-layers", "1"});
-    }
-  }
-  if (c.zero_stage == 1) {
-    args.push_back({"--use-distributed-optimizer", ""});
-    args.push_back({"--overlap-param-gather", ""});
-  }
-  if (c.dp * c.cp > 1) args.push_back({"--overlap-grad-reduce", ""});
-  args.push_back({"--bf16", ""});
-  if (t.causal) args.push_back({"--use-flash-attn", ""});
-  return args;
-}
 
 std::string Header(const Config& config, const Candidate& c, const char* comment) {
   return std::string(comment) + " stagecraft plan: " + config.model.name + ", " + c.Describe() +
@@ -124,6 +23,25 @@ std::string Header(const Config& config, const Candidate& c, const char* comment
          (c.engine == Engine::kTorchtitan
               ? "set your dataset and tokenizer in the job config.\n"
               : "the data comes from --mock-data: put your tokenizer and data in.\n");
+}
+
+// `config` with `c`'s layout: what the engine's files are written from.
+Config RunConfig(const Config& config, const Candidate& c) {
+  Config run = config;
+  c.ApplyTo(run);
+  return run;
+}
+
+// Megatron-LM's (or Megatron-DeepSpeed's) pretrain_gpt.py arguments that run `c`, one a line
+// after the header: the rows io/megatron_args.h reads back, written from the config `c` makes.
+std::string MegatronArgsText(const Config& config, const Candidate& c, int64_t global_batch,
+                             MegatronDialect dialect) {
+  const Config run = RunConfig(config, c);
+  std::string lines = Header(config, c, "#");
+  for (const auto& [flag, value] : WriteMegatronArgs(run, {global_batch, dialect})) {
+    lines += flag + (value.empty() ? "" : " " + value) + "\n";
+  }
+  return lines;
 }
 
 int32_t Nodes(const Config& config, const Candidate& c) {
@@ -231,6 +149,13 @@ std::string ModuleLists(const std::vector<std::vector<std::string>>& modules,
   return text + indent.substr(0, indent.size() >= 4 ? indent.size() - 4 : 0) + "]";
 }
 
+// torchtitan's TOML job config. Unlike Megatron's arguments and ds_config.json (one row per key
+// shared with their readers: io/megatron_args_table.h, io/deepspeed_config.cc), it is written by
+// hand: torchtitan's reader takes its keys in groups across tables (the layout, the pipeline's
+// keys only with pp > 1, the model from a flavor or the config given) and through the Python
+// registry's translation (io/torchtitan_registry.cc), and this file's comments, conditional
+// tables, less-layers weights and schedule CSV rest on the candidate. Sharing rows needs those
+// reads taken key by key and a write context for the candidate's split (issue 33, item 5).
 std::string TorchtitanToml(const Config& config, const Candidate& c, int64_t global_batch,
                            const ScheduleCsv* csv) {
   const TransformerSpec& t = config.model.transformer;
@@ -402,17 +327,6 @@ std::string TorchtitanRegistryPy(const Config& config, const Candidate& c, int64
   return py.str();
 }
 
-std::string DeepSpeedJson(const Candidate& c, int64_t global_batch) {
-  std::ostringstream json;
-  json << "{\n  \"train_batch_size\": " << global_batch
-       << ",\n  \"train_micro_batch_size_per_gpu\": " << c.micro_batch_size
-       << ",\n  \"gradient_accumulation_steps\": " << c.microbatches
-       << ",\n  \"bf16\": {\"enabled\": true},\n  \"zero_optimization\": {\"stage\": "
-       << c.zero_stage << (c.zero_stage >= 2 ? ", \"overlap_comm\": true" : "")
-       << "},\n  \"gradient_clipping\": 1.0,\n  \"steps_per_print\": 10\n}\n";
-  return json.str();
-}
-
 }  // namespace
 
 bool TorchtitanShipsSchedule(const std::string& schedule) {
@@ -438,11 +352,8 @@ Result<std::vector<ExportedFile>> ExportPlan(const Config& config, const Candida
   std::vector<ExportedFile> files;
   switch (engine) {
     case Engine::kMegatron: {
-      std::string lines = Header(config, candidate, "#");
-      for (const auto& [flag, value] : MegatronArgs(config, candidate, global_batch)) {
-        lines += flag + (value.empty() ? "" : " " + value) + "\n";
-      }
-      files.push_back({"megatron-args.txt", lines});
+      files.push_back({"megatron-args.txt", MegatronArgsText(config, candidate, global_batch,
+                                                             MegatronDialect::kMegatronLm)});
       files.push_back(
           {"launch.sh", TorchrunLauncher(config, candidate, "pretrain_gpt.py",
                                          "$(grep -v '^#' \"$here/megatron-args.txt\")")});
@@ -479,23 +390,12 @@ Result<std::vector<ExportedFile>> ExportPlan(const Config& config, const Candida
       break;
     }
     case Engine::kDeepSpeed: {
-      files.push_back({"ds_config.json", DeepSpeedJson(candidate, global_batch)});
-      std::string lines = Header(config, candidate, "#");
-      for (const auto& [flag, value] : MegatronArgs(config, candidate, global_batch)) {
-        // Megatron-DeepSpeed takes Megatron's model and layout arguments, its own for ZeRO.
-        if (flag == "--use-distributed-optimizer" || flag == "--overlap-param-gather" ||
-            flag == "--overlap-grad-reduce" || flag == "--context-parallel-size" ||
-            flag == "--sequence-parallel") {  // the plan runs DeepSpeed's TP without it
-          continue;
-        }
-        lines += flag + (value.empty() ? "" : " " + value) + "\n";
-      }
-      lines += "--deepspeed\n--deepspeed_config ds_config.json\n--zero-stage " +
-               Str(candidate.zero_stage) + "\n";
-      // Without pipeline stages, Megatron's own model rather than DeepSpeed's pipe model
-      // (pretrain_gpt.py): the pipe engine asserts ZeRO < 2 and has no block recomputation.
-      if (candidate.pp == 1) lines += "--no-pipeline-parallel\n";
-      files.push_back({"megatron-deepspeed-args.txt", lines});
+      files.push_back(
+          {"ds_config.json", WriteDeepSpeedJson(RunConfig(config, candidate), global_batch)});
+      // Megatron-DeepSpeed takes Megatron's model and layout arguments, its own for ZeRO.
+      files.push_back(
+          {"megatron-deepspeed-args.txt",
+           MegatronArgsText(config, candidate, global_batch, MegatronDialect::kMegatronDeepSpeed)});
       files.push_back(
           {"launch.sh", TorchrunLauncher(config, candidate, "pretrain_gpt.py",
                                          "$(grep -v '^#' \"$here/megatron-deepspeed-args.txt\")")});

@@ -151,7 +151,7 @@ std::vector<P2pMode> CheckModes(const RunSpec& flags, const PreparedRun& run) {
   if (flags.p2p) return {run.lower.mode};
   if (!run.config.schedule.csv.empty()) return {P2pMode::kTorchPipelining};
   std::vector<P2pMode> modes;
-  for (const auto& [name, mode] : P2pModeChoices()) modes.push_back(mode);
+  for (const auto& [name, mode] : kP2pModeNames) modes.push_back(mode);
   return modes;
 }
 
@@ -232,7 +232,7 @@ Status RunList(const std::string& what, Transcript& transcript) {
     return Status::Ok();
   }
   if (what == "p2p") {
-    for (const auto& [name, mode] : P2pModeChoices()) {
+    for (const auto& [name, mode] : kP2pModeNames) {
       out << ListName(name) << P2pModeDescription(mode) << "\n";
     }
     return Status::Ok();

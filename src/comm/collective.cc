@@ -3,22 +3,10 @@
 #include <algorithm>
 #include <cmath>
 
-#include "core/suggest.h"
 #include "core/units.h"
 
 namespace stagecraft {
 namespace {
-
-struct Named {
-  const char* name;
-  Collective collective;
-};
-constexpr Named kCollectives[] = {
-    {"allreduce", Collective::kAllReduce}, {"reducescatter", Collective::kReduceScatter},
-    {"allgather", Collective::kAllGather}, {"alltoall", Collective::kAllToAll},
-    {"broadcast", Collective::kBroadcast}, {"reduce", Collective::kReduce},
-    {"sendrecv", Collective::kSendRecv},
-};
 
 // Seconds of latency and bandwidth for one link kind.
 double Seconds(Time time) { return static_cast<double>(time.ns()) * 1e-9; }
@@ -46,42 +34,17 @@ Time RingAttentionExposed(int32_t cp, double step_flops, double flops_per_s, dou
   return FromSeconds((cp - 1) * std::max(0.0, transfer - compute));
 }
 
-const char* CollectiveName(Collective collective) {
-  for (const Named& named : kCollectives) {
-    if (named.collective == collective) return named.name;
-  }
-  return "?";
-}
-
 Result<Collective> ParseCollective(std::string_view name) {
-  std::vector<std::string> names;
-  for (const Named& named : kCollectives) {
-    if (name == named.name) return named.collective;
-    names.emplace_back(named.name);
-  }
-  return Error{"unknown collective '" + std::string(name) + "'" + DidYouMean(name, names) +
-               " (expected " + JoinChoices(names) + ")"};
-}
-
-const char* CollectiveAlgorithmName(CollectiveAlgorithm algorithm) {
-  switch (algorithm) {
-    case CollectiveAlgorithm::kRing:
-      return "ring";
-    case CollectiveAlgorithm::kTree:
-      return "tree";
-    case CollectiveAlgorithm::kHierarchical:
-      return "hierarchical";
-  }
-  return "?";
+  if (const auto collective = kCollectiveNames.Parse(name)) return *collective;
+  return Error{"unknown collective '" + std::string(name) + "'" +
+               kCollectiveNames.DidYouMean(name) + " (expected " + kCollectiveNames.Joined() + ")"};
 }
 
 Result<CollectiveAlgorithm> ParseCollectiveAlgorithm(std::string_view name) {
-  if (name == "ring") return CollectiveAlgorithm::kRing;
-  if (name == "tree") return CollectiveAlgorithm::kTree;
-  if (name == "hierarchical") return CollectiveAlgorithm::kHierarchical;
+  if (const auto algorithm = kCollectiveAlgorithmNames.Parse(name)) return *algorithm;
   return Error{"unknown algorithm '" + std::string(name) + "'" +
-               DidYouMean(name, {"ring", "tree", "hierarchical"}) +
-               " (expected 'ring', 'tree' or 'hierarchical')"};
+               kCollectiveAlgorithmNames.DidYouMean(name) + " (expected " +
+               kCollectiveAlgorithmNames.Joined() + ")"};
 }
 
 double BusBandwidthFactor(Collective collective, int32_t ranks) {

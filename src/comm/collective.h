@@ -23,6 +23,7 @@
 #include <string_view>
 #include <vector>
 
+#include "core/enum_table.h"
 #include "core/result.h"
 #include "core/time.h"
 #include "hardware/cluster_spec.h"
@@ -41,11 +42,23 @@ enum class Collective : uint8_t {
 
 enum class CollectiveAlgorithm : uint8_t { kRing, kTree, kHierarchical };
 
-// "allreduce", "reducescatter", "allgather", "alltoall", "broadcast", "reduce", "sendrecv".
-const char* CollectiveName(Collective collective);
+// Their names (nccl-tests' binaries without _perf), in `list collectives` order.
+inline constexpr EnumTable<Collective> kCollectiveNames = {
+    {"allreduce", Collective::kAllReduce}, {"reducescatter", Collective::kReduceScatter},
+    {"allgather", Collective::kAllGather}, {"alltoall", Collective::kAllToAll},
+    {"broadcast", Collective::kBroadcast}, {"reduce", Collective::kReduce},
+    {"sendrecv", Collective::kSendRecv}};
+constexpr const char* CollectiveName(Collective collective) {
+  return kCollectiveNames.Name(collective);
+}
 Result<Collective> ParseCollective(std::string_view name);
-// "ring", "tree", "hierarchical".
-const char* CollectiveAlgorithmName(CollectiveAlgorithm algorithm);
+inline constexpr EnumTable<CollectiveAlgorithm> kCollectiveAlgorithmNames = {
+    {"ring", CollectiveAlgorithm::kRing},
+    {"tree", CollectiveAlgorithm::kTree},
+    {"hierarchical", CollectiveAlgorithm::kHierarchical}};
+constexpr const char* CollectiveAlgorithmName(CollectiveAlgorithm algorithm) {
+  return kCollectiveAlgorithmNames.Name(algorithm);
+}
 Result<CollectiveAlgorithm> ParseCollectiveAlgorithm(std::string_view name);
 
 // nccl-tests' busbw / algbw factor for n ranks.

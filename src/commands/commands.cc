@@ -151,7 +151,7 @@ std::vector<P2pMode> CheckModes(const RunSpec& flags, const PreparedRun& run) {
   if (flags.p2p) return {run.lower.mode};
   if (!run.config.schedule.csv.empty()) return {P2pMode::kTorchPipelining};
   std::vector<P2pMode> modes;
-  for (const auto& [name, mode] : P2pModeChoices()) modes.push_back(mode);
+  for (const auto& [name, mode] : kP2pModeNames) modes.push_back(mode);
   return modes;
 }
 
@@ -210,6 +210,39 @@ std::string ListName(std::string name) {
   return name + "  ";
 }
 
+// One line on a stage placement, for `list placements`.
+const char* PlacementDescription(Placement placement) {
+  switch (placement) {
+    case Placement::kLoop:
+      return "stage s on rank s mod p";
+    case Placement::kV:
+      return "stage s < p on rank s, else on rank 2p-1-s (two chunks per rank)";
+    case Placement::kDual:
+      return "two mirrored model copies (DualPipe): microbatches < m/2 run stage s on rank s, the "
+             "others on rank p-1-s";
+  }
+  return "";
+}
+
+// One line on a vision-encoder placement, for `list vision`.
+const char* VisionPlacementDescription(VisionPlacement placement) {
+  switch (placement) {
+    case VisionPlacement::kColocated:
+      return "the first stage's rank encodes microbatch j right before its F of j and runs the "
+             "encoder backward right after its backward of j";
+    case VisionPlacement::kDecoupled:
+      return "V4.1: every pipeline rank encodes an even share of the local batch's images before "
+             "the pipeline and runs the backwards after it";
+    case VisionPlacement::kDisaggregated:
+      return "DistTrain: the encoder on devices of its own (vision.devices per pipeline replica, "
+             "dp x tp x pp), embeddings sent to the first stage";
+    case VisionPlacement::kBubbleFill:
+      return "Optimus: pieces of the encoder's work in the pipeline's idle gaps while dependencies "
+             "hold; microbatch 0 before the pipeline";
+  }
+  return "";
+}
+
 }  // namespace
 
 Status RunList(const std::string& what, Transcript& transcript) {
@@ -225,14 +258,13 @@ Status RunList(const std::string& what, Transcript& transcript) {
     return Status::Ok();
   }
   if (what == "placements") {
-    out << "loop                stage s on rank s mod p\n"
-        << "v                   stage s < p on rank s, else on rank 2p-1-s (two chunks per rank)\n"
-        << "dual                two mirrored model copies (DualPipe): microbatches < m/2 run stage "
-           "s on rank s, the others on rank p-1-s\n";
+    for (const auto& [name, placement] : kPlacementNames) {
+      out << ListName(name) << PlacementDescription(placement) << "\n";
+    }
     return Status::Ok();
   }
   if (what == "p2p") {
-    for (const auto& [name, mode] : P2pModeChoices()) {
+    for (const auto& [name, mode] : kP2pModeNames) {
       out << ListName(name) << P2pModeDescription(mode) << "\n";
     }
     return Status::Ok();
@@ -269,12 +301,8 @@ Status RunList(const std::string& what, Transcript& transcript) {
     return Status::Ok();
   }
   if (what == "collectives") {
-    for (const char* name : {"allreduce", "reducescatter", "allgather", "alltoall", "broadcast",
-                             "reduce", "sendrecv"}) {
-      const Collective collective = ParseCollective(name).value();
-      std::string shown = name;
-      shown.resize(18, ' ');
-      out << shown << "  busbw = algbw x "
+    for (const auto& [name, collective] : kCollectiveNames) {
+      out << ListName(name) << "busbw = algbw x "
           << (collective == Collective::kAllReduce       ? "2(n-1)/n"
               : BusBandwidthFactor(collective, 2) == 1.0 ? "1"
                                                          : "(n-1)/n")
@@ -283,14 +311,9 @@ Status RunList(const std::string& what, Transcript& transcript) {
     return Status::Ok();
   }
   if (what == "vision") {
-    out << "colocated           the first stage's rank encodes microbatch j right before its F of "
-           "j and runs the encoder backward right after its backward of j\n"
-        << "decoupled           V4.1: every pipeline rank encodes an even share of the local "
-           "batch's images before the pipeline and runs the backwards after it\n"
-        << "disaggregated       DistTrain: the encoder on devices of its own (vision.devices per "
-           "pipeline replica, dp x tp x pp), embeddings sent to the first stage\n"
-        << "bubble-fill         Optimus: pieces of the encoder's work in the pipeline's idle gaps "
-           "while dependencies hold; microbatch 0 before the pipeline\n";
+    for (const auto& [name, placement] : kVisionPlacementNames) {
+      out << ListName(name) << VisionPlacementDescription(placement) << "\n";
+    }
     return Status::Ok();
   }
   const std::vector<std::string> choices = {"schedules", "placements",  "p2p",   "metrics",

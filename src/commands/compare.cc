@@ -82,7 +82,8 @@ Result<std::string> CompareVision(const RunSpec& spec, const PreparedRun& base) 
                      " tokens each):\n" +
                      "  placement       gpus     makespan_ms  bubble_fraction  on_first_rank_ms  "
                      "memory_fullest  fits  encoder_states  engram_exposed_ms\n";
-  for (const auto& [name, placement] : VisionPlacementChoices()) {
+  for (const auto& [placement_name, placement] : kVisionPlacementNames) {
+    const std::string name = placement_name;
     std::string row = "  " + name + std::string(name.size() < 14 ? 14 - name.size() : 1, ' ');
     auto run = PrepareRun(WithEdit(spec, [placement = placement](Config& config) {
       config.multimodal.vision.placement = placement;

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <charconv>
 #include <cmath>
+#include <optional>
 #include <ostream>
 
 #include "commands/commands.h"
@@ -216,19 +217,14 @@ Status RunAttentionKernel(const KernelSpec& flags, const ClusterSpec& cluster,
                                              : ResolveAttentionKernel(model, AttentionKernel::kTe);
   std::string impl_name = AttentionKernelName(kernel);
   if (flags.impl) {
-    std::vector<std::string> names;
-    const std::pair<std::string, AttentionKernel>* found = nullptr;
-    for (const auto& choice : AttentionKernelChoices()) {
-      names.push_back(choice.first);
-      if (*flags.impl == choice.first) found = &choice;
-    }
-    if (found == nullptr) {
+    const std::optional<AttentionKernel> found = kAttentionKernelNames.Parse(*flags.impl);
+    if (!found) {
       return Error{"--impl: unknown attention kernel '" + *flags.impl + "'" +
-                   DidYouMean(*flags.impl, names) + " (expected " + JoinChoices(names) + ")"};
+                   kAttentionKernelNames.DidYouMean(*flags.impl) + " (expected " +
+                   kAttentionKernelNames.Joined() + ")"};
     }
-    kernel = found->second == AttentionKernel::kTe ? ResolveAttentionKernel(model, found->second)
-                                                   : found->second;
-    impl_name = found->first;
+    kernel = *found == AttentionKernel::kTe ? ResolveAttentionKernel(model, *found) : *found;
+    impl_name = *flags.impl;
   }
   if (!AttentionKernelRuns(model, kernel, backward, dtype.value().fp8)) {
     return Error{"kernel attention: " + std::string(AttentionKernelName(kernel)) +

@@ -65,9 +65,7 @@ Result<PercentileSlo> ParsePercentileSlo(const std::string& text) {
 }
 
 Result<Routing> ParseRouting(const std::string& text) {
-  for (Routing routing : {Routing::kRoundRobin, Routing::kLeastOutstanding, Routing::kKvAware}) {
-    if (text == RoutingName(routing)) return routing;
-  }
+  if (const auto routing = kRoutingNames.Parse(text)) return *routing;
   return Error{"--routing '" + text + "': expected round-robin, least-outstanding or kv-aware"};
 }
 

@@ -50,9 +50,7 @@ std::string KernelClass(KernelKind kind, const KernelRow& row) {
 // A row's implementation as the model has it (FlashAttention-1's rows at the Triton kernel's
 // ratios: the same algorithm, Dao 2023 §4.1).
 AttentionKernel KernelOf(const std::string& impl) {
-  for (const auto& [name, kernel] : AttentionKernelChoices()) {
-    if (impl == name) return kernel;
-  }
+  if (const auto kernel = kAttentionKernelNames.Parse(impl)) return *kernel;
   return impl == "flash1" ? AttentionKernel::kTriton : AttentionKernel::kFlash;
 }
 

@@ -3,7 +3,6 @@
 
 #include <string>
 #include <string_view>
-#include <utility>
 #include <vector>
 
 namespace stagecraft {
@@ -18,16 +17,6 @@ std::string DidYouMean(std::string_view word, const std::vector<std::string>& ca
 
 // "'a', 'b' or 'c'" — for "expected one of ..." messages.
 std::string JoinChoices(const std::vector<std::string>& choices);
-
-// The name `value` has in its enum's name table (the one table that serves the config, the
-// flags, `list` and the reports), or "?" when the table lacks it.
-template <typename Enum>
-const char* NameIn(const std::vector<std::pair<std::string, Enum>>& choices, Enum value) {
-  for (const auto& [name, choice] : choices) {
-    if (choice == value) return name.c_str();
-  }
-  return "?";
-}
 
 // `text` safe to echo in a message: control characters (other than newline and tab), DEL and
 // bytes that are not valid UTF-8 become \xNN; valid UTF-8 and printable ASCII stay as they are.

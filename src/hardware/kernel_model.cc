@@ -113,23 +113,6 @@ AttentionKernel ResolveAttentionKernel(const KernelModel& model, AttentionKernel
   return runs ? kernel : AttentionKernel::kFlash;
 }
 
-const std::vector<std::pair<std::string, AttentionKernel>>& AttentionKernelChoices() {
-  static const std::vector<std::pair<std::string, AttentionKernel>> kChoices = {
-      {"flash2", AttentionKernel::kFlash},
-      {"flash3", AttentionKernel::kFlash3},
-      {"cudnn", AttentionKernel::kCudnn},
-      {"te", AttentionKernel::kTe},
-      {"triton", AttentionKernel::kTriton}};
-  return kChoices;
-}
-
-const char* AttentionKernelName(AttentionKernel kernel) {
-  for (const auto& [name, choice] : AttentionKernelChoices()) {
-    if (choice == kernel) return name.c_str();
-  }
-  return "flash2";
-}
-
 bool AttentionKernelRuns(const KernelModel& model, AttentionKernel kernel, bool backward,
                          bool fp8) {
   if (fp8) {

@@ -10,6 +10,8 @@
 #include <utility>
 #include <vector>
 
+#include "core/enum_table.h"
+
 namespace stagecraft {
 
 // Per-device constants of the kernel model. Every preset fills them (hardware/presets.cc says
@@ -65,9 +67,16 @@ enum class AttentionKernel : uint8_t { kFlash, kTriton, kFlash3, kCudnn, kTe };
 AttentionKernel ResolveAttentionKernel(const struct KernelModel& model, AttentionKernel kernel);
 // The implementations by name, as model.transformer.attn_impl, `kernel attention --impl` and
 // the kernel suite's rows name them: flash2, flash3, cudnn, te, triton.
-const std::vector<std::pair<std::string, AttentionKernel>>& AttentionKernelChoices();
+inline constexpr EnumTable<AttentionKernel> kAttentionKernelNames = {
+    {"flash2", AttentionKernel::kFlash},
+    {"flash3", AttentionKernel::kFlash3},
+    {"cudnn", AttentionKernel::kCudnn},
+    {"te", AttentionKernel::kTe},
+    {"triton", AttentionKernel::kTriton}};
 // The name of `kernel` in that table.
-const char* AttentionKernelName(AttentionKernel kernel);
+constexpr const char* AttentionKernelName(AttentionKernel kernel) {
+  return kAttentionKernelNames.Name(kernel);
+}
 
 constexpr double kTritonAttentionForwardSlowdown = 1.4;
 constexpr double kTritonAttentionBackwardSlowdown = 2.0;

@@ -27,6 +27,9 @@ constexpr char kSyntaxHint[] =
     "check the indentation (spaces, not tabs), the ':' after each key, and that quotes and "
     "brackets match";
 
+// parallel.cp_mode: the ring (false) or the all-gather of KV (ParallelSpec::cp_all_gather).
+constexpr EnumTable<bool> kCpModeNames = {{"ring", false}, {"all-gather", true}};
+
 Status ReadLink(const Reader& reader, const Field& field, LinkSpec* link) {
   return reader.ReadMap(field,
                         {{"latency", DurationInto(reader, Sign::kNonNegative, &link->latency)},
@@ -144,133 +147,77 @@ Status CheckPartition(const Reader& reader, const Written& written, ParallelSpec
 
 Status ReadParallel(const Reader& reader, const Field& field, ParallelSpec* parallel) {
   Written written;
-  STAGECRAFT_RETURN_IF_ERROR(reader
-                                 .ReadMap(field,
-                                          {{"pp", CountInto(reader, &parallel->pp)},
-                                           {"vpp", CountInto(reader, &parallel->vpp)},
-                                           {"microbatches",
-                                            CountInto(reader, &parallel->microbatches)},
-                                           {"placement",
-                                            EnumInto<Placement>(reader, "placement",
-                                                                {{"loop", Placement::kLoop},
-                                                                 {"v", Placement::kV},
-                                                                 {"dual", Placement::kDual}},
-                                                                &parallel->placement)},
-                                           {"partition",
-                                            EnumInto<PartitionMethod>(reader, "partition method",
-                                                                      PartitionMethodChoices(),
-                                                                      &parallel->partition)},
-                                           {"layer_counts",
-                                            [&reader, parallel](const Field& value) {
-                                              return ReadLayerCounts(reader, value,
-                                                                     &parallel->layer_counts);
-                                            }},
-                                           {"layout", StringInto(reader, &parallel->layout)},
-                                           {"tp", CountInto(reader, &parallel->tp)},
-                                           {"dp", CountInto(reader, &parallel->dp)},
-                                           {"cp", CountInto(reader, &parallel->cp)},
-                                           {"ep", CountInto(reader, &parallel->ep)},
-                                           {"cp_mode",
-                                            EnumInto<bool>(reader, "cp mode",
-                                                           {{"ring", false}, {"all-gather", true}},
-                                                           &parallel->cp_all_gather)},
-                                           {"context_parallel_rotate_method",
-                                            EnumInto<CpRotate>(reader, "rotate method",
-                                                               CpRotateChoices(),
-                                                               &parallel->cp_rotate)},
-                                           {"cp_sharding",
-                                            EnumInto<CpSharding>(reader, "cp sharding",
-                                                                 CpShardingChoices(),
-                                                                 &parallel->cp_sharding)},
-                                           {"cp_overlap", BoolInto(reader, &parallel->cp_overlap)},
-                                           {"sequence_parallel",
-                                            BoolInto(reader, &parallel->sequence_parallel)},
-                                           {"recompute", EnumInto<Recompute>(reader, "recompute",
-                                                                             RecomputeChoices(),
-                                                                             &parallel->recompute)},
-                                           {"recompute_num_layers",
-                                            CountInto(reader, &parallel->recompute_num_layers)},
-                                           {"recompute_method",
-                                            EnumInto<RecomputeMethod>(reader, "recompute method",
-                                                                      RecomputeMethodChoices(),
-                                                                      &parallel->recompute_method)},
-                                           {"distributed_optimizer",
-                                            BoolInto(reader, &parallel->distributed_optimizer)},
-                                           {"fp8", BoolInto(reader, &parallel->fp8)},
-                                           {"enable_fsdp_float8_all_gather",
-                                            BoolInto(reader, &parallel->fp8_all_gather)},
-                                           {"fused_kernels",
-                                            BoolInto(reader, &parallel->fused_kernels)},
-                                           {"cross_entropy_fusion",
-                                            EnumInto<CrossEntropyFusion>(
-                                                reader, "cross entropy fusion",
-                                                {{"none", CrossEntropyFusion::kNone},
-                                                 {"native", CrossEntropyFusion::kNative},
-                                                 {"te", CrossEntropyFusion::kTe},
-                                                 {"torch", CrossEntropyFusion::kTorch},
-                                                 {"torch-compiled",
-                                                  CrossEntropyFusion::kTorchCompiled}},
-                                                &parallel->cross_entropy_fusion)},
-                                           {"overlap_grad_reduce",
-                                            BoolInto(reader, &parallel->overlap_grad_reduce)},
-                                           {"overlap_param_gather",
-                                            BoolInto(reader, &parallel->overlap_param_gather)},
-                                           {"tp_comm_overlap",
-                                            BoolInto(reader, &parallel->tp_comm_overlap)},
-                                           {"async_tp", BoolInto(reader, &parallel->async_tp)},
-                                           {"fsdp_reshard_after_forward",
-                                            [&reader, parallel](const Field& value) -> Status {
-                                              bool reshard = true;
-                                              const Status read = BoolInto(reader, &reshard)(value);
-                                              if (!read.ok()) return read;
-                                              parallel->reshard_after_forward =
-                                                  reshard ? ReshardAfterForward::kYes
-                                                          : ReshardAfterForward::kNo;
-                                              return Status::Ok();
-                                            }},
-                                           {"grad_buckets",
-                                            EnumInto<GradBuckets>(
-                                                reader, "gradient buckets",
-                                                {{"none", GradBuckets::kNone},
-                                                 {"pytorch", GradBuckets::kPytorch},
-                                                 {"megatron", GradBuckets::kMegatron}},
-                                                &parallel->grad_buckets)},
-                                           {"fsdp",
-                                            [&reader, parallel](const Field& value) -> Status {
-                                              std::string mode;
-                                              const Status read =
-                                                  reader.Choice(value, "fsdp sharding strategy",
-                                                                {"no-shard", "shard-grad-op",
-                                                                 "full-shard", "hybrid"},
-                                                                &mode);
-                                              if (!read.ok()) return read;
-                                              parallel->zero_stage = mode == "no-shard"        ? 0
-                                                                     : mode == "shard-grad-op" ? 2
-                                                                                               : 3;
-                                              parallel->hybrid_shard = mode == "hybrid";
-                                              return Status::Ok();
-                                            }},
-                                           {"zero_stage",
-                                            [&reader, parallel](const Field& value) -> Status {
-                                              const Status read =
-                                                  reader.Int(value, 0, &parallel->zero_stage);
-                                              if (!read.ok()) return read;
-                                              if (parallel->zero_stage > kMaxZeroStage) {
-                                                return reader.At(
-                                                    value,
-                                                    "is " + std::to_string(parallel->zero_stage) +
-                                                        " (" + kZeroStageExpected + ")");
-                                              }
-                                              return Status::Ok();
-                                            }},
-                                           {"precision", EnumInto<TrainingPrecision>(
-                                                             reader, "precision",
-                                                             {{"fp32", TrainingPrecision::kFp32},
-                                                              {"bf16", TrainingPrecision::kBf16},
-                                                              {"fp16", TrainingPrecision::kFp16},
-                                                              {"fp8", TrainingPrecision::kFp8}},
-                                                             &parallel->precision)}},
-                                          &written));
+  STAGECRAFT_RETURN_IF_ERROR(reader.ReadMap(
+      field,
+      {{"pp", CountInto(reader, &parallel->pp)},
+       {"vpp", CountInto(reader, &parallel->vpp)},
+       {"microbatches", CountInto(reader, &parallel->microbatches)},
+       {"placement", EnumInto(reader, "placement", kPlacementNames, &parallel->placement)},
+       {"partition",
+        EnumInto(reader, "partition method", kPartitionMethodNames, &parallel->partition)},
+       {"layer_counts",
+        [&reader, parallel](const Field& value) {
+          return ReadLayerCounts(reader, value, &parallel->layer_counts);
+        }},
+       {"layout", StringInto(reader, &parallel->layout)},
+       {"tp", CountInto(reader, &parallel->tp)},
+       {"dp", CountInto(reader, &parallel->dp)},
+       {"cp", CountInto(reader, &parallel->cp)},
+       {"ep", CountInto(reader, &parallel->ep)},
+       {"cp_mode", EnumInto(reader, "cp mode", kCpModeNames, &parallel->cp_all_gather)},
+       {"context_parallel_rotate_method",
+        EnumInto(reader, "rotate method", kCpRotateNames, &parallel->cp_rotate)},
+       {"cp_sharding", EnumInto(reader, "cp sharding", kCpShardingNames, &parallel->cp_sharding)},
+       {"cp_overlap", BoolInto(reader, &parallel->cp_overlap)},
+       {"sequence_parallel", BoolInto(reader, &parallel->sequence_parallel)},
+       {"recompute", EnumInto(reader, "recompute", kRecomputeNames, &parallel->recompute)},
+       {"recompute_num_layers", CountInto(reader, &parallel->recompute_num_layers)},
+       {"recompute_method",
+        EnumInto(reader, "recompute method", kRecomputeMethodNames, &parallel->recompute_method)},
+       {"distributed_optimizer", BoolInto(reader, &parallel->distributed_optimizer)},
+       {"fp8", BoolInto(reader, &parallel->fp8)},
+       {"enable_fsdp_float8_all_gather", BoolInto(reader, &parallel->fp8_all_gather)},
+       {"fused_kernels", BoolInto(reader, &parallel->fused_kernels)},
+       {"cross_entropy_fusion", EnumInto(reader, "cross entropy fusion", kCrossEntropyFusionNames,
+                                         &parallel->cross_entropy_fusion)},
+       {"overlap_grad_reduce", BoolInto(reader, &parallel->overlap_grad_reduce)},
+       {"overlap_param_gather", BoolInto(reader, &parallel->overlap_param_gather)},
+       {"tp_comm_overlap", BoolInto(reader, &parallel->tp_comm_overlap)},
+       {"async_tp", BoolInto(reader, &parallel->async_tp)},
+       {"fsdp_reshard_after_forward",
+        [&reader, parallel](const Field& value) -> Status {
+          bool reshard = true;
+          const Status read = BoolInto(reader, &reshard)(value);
+          if (!read.ok()) return read;
+          parallel->reshard_after_forward =
+              reshard ? ReshardAfterForward::kYes : ReshardAfterForward::kNo;
+          return Status::Ok();
+        }},
+       {"grad_buckets",
+        EnumInto(reader, "gradient buckets", kGradBucketsNames, &parallel->grad_buckets)},
+       {"fsdp",
+        [&reader, parallel](const Field& value) -> Status {
+          std::string mode;
+          const Status read =
+              reader.Choice(value, "fsdp sharding strategy",
+                            {"no-shard", "shard-grad-op", "full-shard", "hybrid"}, &mode);
+          if (!read.ok()) return read;
+          parallel->zero_stage = mode == "no-shard" ? 0 : mode == "shard-grad-op" ? 2 : 3;
+          parallel->hybrid_shard = mode == "hybrid";
+          return Status::Ok();
+        }},
+       {"zero_stage",
+        [&reader, parallel](const Field& value) -> Status {
+          const Status read = reader.Int(value, 0, &parallel->zero_stage);
+          if (!read.ok()) return read;
+          if (parallel->zero_stage > kMaxZeroStage) {
+            return reader.At(value, "is " + std::to_string(parallel->zero_stage) + " (" +
+                                        kZeroStageExpected + ")");
+          }
+          return Status::Ok();
+        }},
+       {"precision", EnumInto(reader, "precision", kTrainingPrecisionNames, &parallel->precision)}},
+      &written));
   // The recomputation's layer count and method shape full recomputation only (Megatron's
   // --recompute-num-layers and --recompute-method go with --recompute-granularity full).
   for (const char* key : {"recompute_num_layers", "recompute_method"}) {
@@ -295,20 +242,19 @@ Status ReadScheduleName(const Reader& reader, const Field& field, std::string* o
 
 Status ReadSchedule(const Reader& reader, const Field& field, ScheduleSpec* schedule) {
   return reader.ReadMap(
-      field,
-      {{"name",
-        [&reader, schedule](const Field& value) {
-          return ReadScheduleName(reader, value, &schedule->name);
-        }},
-       {"group_size", CountInto(reader, &schedule->group_size)},
-       {"p2p", EnumInto<P2pMode>(reader, "mode", P2pModeChoices(), &schedule->p2p)},
-       {"cost_p2p", DurationInto(reader, Sign::kNonNegative, &schedule->cost_p2p)},
-       {"csv", StringInto(reader, &schedule->csv)},
-       {"state_policy", EnumInto<StatePolicy>(reader, "state policy", StatePolicyChoices(),
-                                              &schedule->state_policy)},
-       {"shadow_reading", EnumInto<ShadowReading>(reader, "shadow reading", ShadowReadingChoices(),
-                                                  &schedule->shadow_reading)},
-       {"state_buffer_slots", IntInto(reader, 0, &schedule->state_buffer_slots)}});
+      field, {{"name",
+               [&reader, schedule](const Field& value) {
+                 return ReadScheduleName(reader, value, &schedule->name);
+               }},
+              {"group_size", CountInto(reader, &schedule->group_size)},
+              {"p2p", EnumInto(reader, "mode", kP2pModeNames, &schedule->p2p)},
+              {"cost_p2p", DurationInto(reader, Sign::kNonNegative, &schedule->cost_p2p)},
+              {"csv", StringInto(reader, &schedule->csv)},
+              {"state_policy",
+               EnumInto(reader, "state policy", kStatePolicyNames, &schedule->state_policy)},
+              {"shadow_reading",
+               EnumInto(reader, "shadow reading", kShadowReadingNames, &schedule->shadow_reading)},
+              {"state_buffer_slots", IntInto(reader, 0, &schedule->state_buffer_slots)}});
 }
 
 // multimodal.vision: the vision encoder and where it runs (multimodal/vision.h);
@@ -333,7 +279,7 @@ Status ReadVision(const Reader& reader, const Field& field, VisionSpec* vision) 
   };
   return reader.ReadMap(
       field, {{"placement",
-               EnumInto(reader, "vision placement", VisionPlacementChoices(), &vision->placement)},
+               EnumInto(reader, "vision placement", kVisionPlacementNames, &vision->placement)},
               {"layers", CountInto(reader, &vision->layers)},
               {"hidden", CountInto(reader, &vision->hidden)},
               {"heads", CountInto(reader, &vision->heads)},
@@ -476,50 +422,6 @@ Result<Config> ParseDocuments(const Reader& reader, std::string_view yaml_text) 
 
 }  // namespace
 }  // namespace config_yaml
-
-const std::vector<std::pair<std::string, PartitionMethod>>& PartitionMethodChoices() {
-  static const std::vector<std::pair<std::string, PartitionMethod>> kChoices = {
-      {"state-aware", PartitionMethod::kStateAware},
-      {"cost", PartitionMethod::kCost},
-      {"counts", PartitionMethod::kCounts},
-      {"layout", PartitionMethod::kLayout}};
-  return kChoices;
-}
-
-const std::vector<std::pair<std::string, Recompute>>& RecomputeChoices() {
-  static const std::vector<std::pair<std::string, Recompute>> kChoices = {
-      {"none", Recompute::kNone},
-      {"selective", Recompute::kSelective},
-      {"selective-op", Recompute::kSelectiveOp},
-      {"full", Recompute::kFull}};
-  return kChoices;
-}
-
-const std::vector<std::pair<std::string, RecomputeMethod>>& RecomputeMethodChoices() {
-  static const std::vector<std::pair<std::string, RecomputeMethod>> kChoices = {
-      {"block", RecomputeMethod::kBlock}, {"uniform", RecomputeMethod::kUniform}};
-  return kChoices;
-}
-
-const char* RecomputeMethodName(RecomputeMethod method) {
-  return NameIn(RecomputeMethodChoices(), method);
-}
-
-const std::vector<std::pair<std::string, CpRotate>>& CpRotateChoices() {
-  static const std::vector<std::pair<std::string, CpRotate>> kChoices = {
-      {"allgather", CpRotate::kAllGather}, {"alltoall", CpRotate::kAllToAll}};
-  return kChoices;
-}
-
-const std::vector<std::pair<std::string, CpSharding>>& CpShardingChoices() {
-  static const std::vector<std::pair<std::string, CpSharding>> kChoices = {
-      {"contiguous", CpSharding::kContiguous}, {"zigzag", CpSharding::kZigzag}};
-  return kChoices;
-}
-
-const char* PartitionMethodName(PartitionMethod method) {
-  return NameIn(PartitionMethodChoices(), method);
-}
 
 std::string ConfigLocations::Where(const std::string& path) const {
   const auto found = by_path.find(path);

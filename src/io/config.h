@@ -9,13 +9,14 @@
 #include <utility>
 #include <vector>
 
+#include "core/enum_table.h"
 #include "core/result.h"
+#include "core/time.h"
 #include "hardware/cluster_spec.h"
-#include "lower/state_flow.h"
-#include "lower/task_graph.h"
 #include "memory/model_states.h"
 #include "model/model_spec.h"
 #include "model/multimodal_spec.h"
+#include "schedule/run_modes.h"
 #include "schedule/schedule.h"
 
 namespace stagecraft {
@@ -29,12 +30,22 @@ enum class PartitionMethod : uint8_t {
 };
 
 // Every partition method with its name (config key `parallel.partition`, flag `--partition`).
-const std::vector<std::pair<std::string, PartitionMethod>>& PartitionMethodChoices();
-const char* PartitionMethodName(PartitionMethod method);
+inline constexpr EnumTable<PartitionMethod> kPartitionMethodNames = {
+    {"state-aware", PartitionMethod::kStateAware},
+    {"cost", PartitionMethod::kCost},
+    {"counts", PartitionMethod::kCounts},
+    {"layout", PartitionMethod::kLayout}};
+constexpr const char* PartitionMethodName(PartitionMethod method) {
+  return kPartitionMethodNames.Name(method);
+}
 
 // Gradient buckets of the data-parallel reduction: PyTorch DDP (a first bucket of 1 MiB, then
 // 25 MiB) or Megatron-LM (max(4e7, 1e6 · dp) parameters per bucket).
 enum class GradBuckets : uint8_t { kNone, kPytorch, kMegatron };
+// Their names (config key `parallel.grad_buckets`).
+inline constexpr EnumTable<GradBuckets> kGradBucketsNames = {{"none", GradBuckets::kNone},
+                                                             {"pytorch", GradBuckets::kPytorch},
+                                                             {"megatron", GradBuckets::kMegatron}};
 
 // How a CSA2 layer list's sequence is split over the context-parallel ranks (csa2.md, "Context
 // parallelism (V4 / V4.1)"); every shard holds whole compression groups.
@@ -43,6 +54,8 @@ enum class CpSharding : uint8_t {
   kContiguous,  // cp shards of s/cp tokens: the last rank scores ≈ (2·cp − 1)/cp of the average
 };
 // Both with their names (config key `parallel.cp_sharding`, flag `--cp-sharding`).
+inline constexpr EnumTable<CpSharding> kCpShardingNames = {{"contiguous", CpSharding::kContiguous},
+                                                           {"zigzag", CpSharding::kZigzag}};
 
 // A transformer's context parallelism by PyTorch's experimental context_parallel (torchtitan;
 // torch/distributed/tensor/experimental/_attention.py): one attention kernel per ring step, the
@@ -50,18 +63,20 @@ enum class CpSharding : uint8_t {
 // `parallel.context_parallel_rotate_method`, torchtitan's `context_parallel_rotate_method`).
 // kNone: the model's ring or all-gather (`cp_mode`).
 enum class CpRotate : uint8_t { kNone, kAllGather, kAllToAll };
-// The rotate methods with torchtitan's names ("allgather", "alltoall"), for the config, the
-// torchtitan reader and its export.
-const std::vector<std::pair<std::string, CpRotate>>& CpRotateChoices();
-const std::vector<std::pair<std::string, CpSharding>>& CpShardingChoices();
+// The rotate methods with torchtitan's names, for the config, the torchtitan reader and its
+// export; kNone has no name (no key written).
+inline constexpr EnumTable<CpRotate> kCpRotateNames = {{"allgather", CpRotate::kAllGather},
+                                                       {"alltoall", CpRotate::kAllToAll}};
 
-// Every activation-recomputation mode with its name (config key `parallel.recompute`, flag
-// `--recompute`).
-const std::vector<std::pair<std::string, Recompute>>& RecomputeChoices();
+// The activation-recomputation modes' names (config key `parallel.recompute`, flag
+// `--recompute`) are model/transformer.h's kRecomputeNames.
 // What parallel.recompute_num_layers means (Megatron's --recompute-method), with its names.
 enum class RecomputeMethod : uint8_t { kBlock, kUniform };
-const std::vector<std::pair<std::string, RecomputeMethod>>& RecomputeMethodChoices();
-const char* RecomputeMethodName(RecomputeMethod method);
+inline constexpr EnumTable<RecomputeMethod> kRecomputeMethodNames = {
+    {"block", RecomputeMethod::kBlock}, {"uniform", RecomputeMethod::kUniform}};
+constexpr const char* RecomputeMethodName(RecomputeMethod method) {
+  return kRecomputeMethodNames.Name(method);
+}
 
 // ZeRO's stages (config key `parallel.zero_stage`, flag `--zero-stage`): 0 to this.
 inline constexpr int32_t kMaxZeroStage = 3;

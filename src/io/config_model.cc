@@ -11,13 +11,9 @@ namespace stagecraft::config_yaml {
 namespace {
 
 // model.transformer.attn_impl's names: the kernel model's table, and `flash` (LLM Foundry's name
-// for FlashAttention-2, the first the configs knew).
-std::vector<std::pair<std::string, AttentionKernel>> AttentionImplChoices() {
-  std::vector<std::pair<std::string, AttentionKernel>> choices = {
-      {"flash", AttentionKernel::kFlash}};
-  for (const auto& choice : AttentionKernelChoices()) choices.push_back(choice);
-  return choices;
-}
+// for FlashAttention-2, the first the configs knew) in front.
+constexpr EnumTable<AttentionKernel> kAttentionImplNames =
+    kAttentionKernelNames.WithFirst({"flash", AttentionKernel::kFlash});
 
 constexpr char kLayerListExample[] =
     "a list of layer entries such as [{kind: embedding}, {attention: full}, {kind: head}]";
@@ -131,21 +127,10 @@ Status ReadLayerEntry(const Reader& reader, const Field& field, LayerSpec* layer
   Written written;
   STAGECRAFT_RETURN_IF_ERROR(reader.ReadMap(
       field,
-      {{"kind", EnumInto<LayerKind>(reader, "layer kind",
-                                    {{"embedding", LayerKind::kEmbedding},
-                                     {"decoder", LayerKind::kDecoder},
-                                     {"head", LayerKind::kHead}},
-                                    &layer->kind)},
-       {"attention", EnumInto<AttentionMode>(reader, "attention mode",
-                                             {{"full", AttentionMode::kFull},
-                                              {"reindex", AttentionMode::kReindex},
-                                              {"reuse", AttentionMode::kReuse},
-                                              {"swa_only", AttentionMode::kSwaOnly}},
-                                             &layer->attention)},
+      {{"kind", EnumInto(reader, "layer kind", kLayerKindNames, &layer->kind)},
+       {"attention", EnumInto(reader, "attention mode", kAttentionModeNames, &layer->attention)},
        {"compress_ratio", IntInto(reader, 0, &layer->compress_ratio)},
-       {"mlp",
-        EnumInto<MlpKind>(reader, "mlp", {{"moe", MlpKind::kMoe}, {"dense", MlpKind::kDense}},
-                          &layer->mlp)},
+       {"mlp", EnumInto(reader, "mlp", kMlpKindNames, &layer->mlp)},
        {"repeat", CountInto(reader, repeat)},
        {"kv_source", IntInto(reader, 0, &layer->kv_source)},
        {"index_source", IntInto(reader, 0, &layer->index_source)},
@@ -278,8 +263,8 @@ Status ReadTransformer(const Reader& reader, const Field& field, TransformerSpec
        {"vocab", wide(&spec->vocab)},
        {"swiglu", BoolInto(reader, &spec->swiglu)},
        {"causal", BoolInto(reader, &spec->causal)},
-       {"attn_impl", EnumInto<AttentionKernel>(reader, "attention kernel", AttentionImplChoices(),
-                                               &spec->attention_kernel)},
+       {"attn_impl",
+        EnumInto(reader, "attention kernel", kAttentionImplNames, &spec->attention_kernel)},
        {"tied_embeddings", BoolInto(reader, &spec->tied_embeddings)},
        {"bias", BoolInto(reader, &spec->bias)},
        {"learned_positions", BoolInto(reader, &spec->learned_positions)},

@@ -212,7 +212,8 @@ Apply IntInto(const Reader& reader, int32_t min, int32_t* out) {
 }
 
 Apply BoolInto(const Reader& reader, bool* out) {
-  return EnumInto<bool>(reader, "boolean", {{"true", true}, {"false", false}}, out);
+  static constexpr EnumTable<bool> kBooleanNames = {{"true", true}, {"false", false}};
+  return EnumInto(reader, "boolean", kBooleanNames, out);
 }
 
 // The field of `key` when the map held it, else null.

@@ -15,6 +15,7 @@
 #include <utility>
 #include <vector>
 
+#include "core/enum_table.h"
 #include "core/result.h"
 #include "core/time.h"
 #include "io/config.h"
@@ -108,20 +109,15 @@ Apply BytesInto(const Reader& reader, int64_t* out);
 Apply BandwidthInto(const Reader& reader, double* out);
 Apply IntInto(const Reader& reader, int32_t min, int32_t* out);
 
-// A value from a table of names, e.g. {"full", AttentionMode::kFull}; `what` names the kind of
-// value in messages ("unknown attention mode 'ful'").
+// A value from the enum's table of names (core/enum_table.h), e.g. model/layer_spec.h's
+// kAttentionModeNames; `what` names the kind of value in messages ("unknown attention mode
+// 'ful'").
 template <typename Enum>
-Apply EnumInto(const Reader& reader, std::string what,
-               std::vector<std::pair<std::string, Enum>> table, Enum* out) {
-  return [&reader, what = std::move(what), table = std::move(table),
-          out](const Field& field) -> Status {
-    std::vector<std::string> names;
-    for (const auto& entry : table) names.push_back(entry.first);
+Apply EnumInto(const Reader& reader, std::string what, const EnumTable<Enum>& table, Enum* out) {
+  return [&reader, what = std::move(what), table, out](const Field& field) -> Status {
     std::string chosen;
-    STAGECRAFT_RETURN_IF_ERROR(reader.Choice(field, what, names, &chosen));
-    for (const auto& entry : table) {
-      if (entry.first == chosen) *out = entry.second;
-    }
+    STAGECRAFT_RETURN_IF_ERROR(reader.Choice(field, what, table.Names(), &chosen));
+    *out = *table.Parse(chosen);  // Choice returns one of the names
     return Status::Ok();
   };
 }

@@ -373,15 +373,14 @@ Status ReadEngineOptions(const TableValues& model, const TableValues& training,
   // "allgather": config_manager.py at 9dec370; torch's _cp_options.rotate_method likewise).
   STAGECRAFT_ASSIGN_OR_RETURN(rotate, parallelism.String("context_parallel_rotate_method"));
   const std::string method = rotate.value_or("allgather");
-  const auto& rotations = CpRotateChoices();
-  const auto chosen = std::find_if(rotations.begin(), rotations.end(),
-                                   [&](const auto& choice) { return choice.first == method; });
-  if (chosen == rotations.end()) {
-    return parallelism.Fail("context_parallel_rotate_method",
-                            "'" + EscapeBytes(method) + "' (expected 'allgather' or 'alltoall')");
+  const std::optional<CpRotate> chosen = kCpRotateNames.Parse(method);
+  if (!chosen) {
+    return parallelism.Fail(
+        "context_parallel_rotate_method",
+        "'" + EscapeBytes(method) + "' (expected " + kCpRotateNames.Joined() + ")");
   }
   p.cp_all_gather = false;
-  p.cp_rotate = p.cp <= 1 ? CpRotate::kNone : chosen->second;
+  p.cp_rotate = p.cp <= 1 ? CpRotate::kNone : *chosen;
   STAGECRAFT_ASSIGN_OR_RETURN(old_compile, training.Bool("compile"));
   STAGECRAFT_ASSIGN_OR_RETURN(compile_enable, compile.Bool("enable"));
   p.fused_kernels = compile_enable.value_or(old_compile.value_or(false));

@@ -2,30 +2,7 @@
 
 #include <algorithm>
 
-#include "core/suggest.h"
-
 namespace stagecraft {
-
-const std::vector<std::pair<std::string, StatePolicy>>& StatePolicyChoices() {
-  static const std::vector<std::pair<std::string, StatePolicy>> kChoices = {
-      {"payload", StatePolicy::kPayload},
-      {"direct", StatePolicy::kDirect},
-      {"shadow", StatePolicy::kShadow},
-      {"auto", StatePolicy::kAuto}};
-  return kChoices;
-}
-
-const std::vector<std::pair<std::string, ShadowReading>>& ShadowReadingChoices() {
-  static const std::vector<std::pair<std::string, ShadowReading>> kChoices = {
-      {"key-side", ShadowReading::kKeySide}, {"selection-side", ShadowReading::kSelectionSide}};
-  return kChoices;
-}
-
-const char* StatePolicyName(StatePolicy policy) { return NameIn(StatePolicyChoices(), policy); }
-
-const char* ShadowReadingName(ShadowReading reading) {
-  return NameIn(ShadowReadingChoices(), reading);
-}
 
 int64_t RankCrossings(const StateFlow& flow, const std::vector<int32_t>& stage_ranks) {
   int64_t crossings = 0;

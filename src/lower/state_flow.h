@@ -10,27 +10,9 @@
 
 #include "core/time.h"
 #include "model/layer_spec.h"
+#include "schedule/run_modes.h"
 
 namespace stagecraft {
-
-// How shared state moves between stages (DESIGN.md §5, rule 4).
-enum class StatePolicy : uint8_t {
-  kPayload,  // rides in the stage-to-stage sends, hop by hop; every stage between holds it
-  kDirect,   // one transfer producer rank → consumer rank per consuming stage
-  kShadow,   // a shadow indexer on the consumer stage recomputes it (compute instead of bytes)
-  kAuto,     // per flow the cheapest of the three (resolved before lowering)
-};
-// Every policy with its name, in the order messages list them; the one place the names live.
-const std::vector<std::pair<std::string, StatePolicy>>& StatePolicyChoices();
-const char* StatePolicyName(StatePolicy policy);
-
-// What a shadow indexer recomputes (csa2.md, "Shadow indexers": the report leaves it open).
-enum class ShadowReading : uint8_t {
-  kKeySide,        // (A) ship compressed KV, regenerate the indexer keys locally
-  kSelectionSide,  // (B) ship the source's query latent, recompute its top-k / candidates
-};
-const std::vector<std::pair<std::string, ShadowReading>>& ShadowReadingChoices();
-const char* ShadowReadingName(ShadowReading reading);
 
 struct StateFlow {
   int32_t producer_layer = 0;

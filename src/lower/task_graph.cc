@@ -24,21 +24,6 @@ void BuildAdjacency(TaskGraph& graph, const std::vector<std::pair<uint32_t, uint
   }
 }
 
-const std::vector<std::pair<std::string, P2pMode>>& P2pModeChoices() {
-  static const std::vector<std::pair<std::string, P2pMode>> kChoices = {
-      {"async", P2pMode::kAsync},
-      {"rendezvous", P2pMode::kRendezvous},
-      {"torch-pipelining", P2pMode::kTorchPipelining}};
-  return kChoices;
-}
-
-const char* P2pModeName(P2pMode mode) {
-  for (const auto& [name, value] : P2pModeChoices()) {
-    if (value == mode) return name.c_str();
-  }
-  return "unknown";
-}
-
 const char* P2pModeDescription(P2pMode mode) {
   switch (mode) {
     case P2pMode::kAsync:

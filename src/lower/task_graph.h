@@ -12,28 +12,12 @@
 #include "hardware/cluster_spec.h"
 #include "lower/state_flow.h"
 #include "schedule/action.h"
+#include "schedule/run_modes.h"
 
 namespace stagecraft {
 
-// Point-to-point semantics (DESIGN.md §3; doc/metrics.md, "The discrete-event run"). Transfers
-// other than activations and gradients (shared state, shadow syncs, vision embeddings) are async
-// in every mode.
-enum class P2pMode : uint8_t {
-  kAsync,       // a send is posted when its producer ends; the receiver never blocks the sender
-  kRendezvous,  // NCCL-like: between two ranks, sends match receives in issue order; a rank
-                // issues sends in program order and posts a receive when it finishes the action
-                // before the consumer; a transfer moves only once both sides are matched
-  kTorchPipelining,  // torch.distributed.pipelining's _PipelineScheduleRuntime: one
-                     // batch_isend_irecv per SEND/RECV action, the send posted when its producer
-                     // ends, the receive posted ahead where the runtime's comm list puts it (the
-                     // lockstep pass of _add_send_recv, or the explicit RECV of a compute_comms
-                     // CSV); the k-th send of a link matches its k-th receive (lower/torch_comms.h)
-};
-// "async", "rendezvous", "torch-pipelining".
-const char* P2pModeName(P2pMode mode);
-// Every mode with its name, in `stagecraft list p2p` order.
-const std::vector<std::pair<std::string, P2pMode>>& P2pModeChoices();
-// One line on what the mode models, for `stagecraft list p2p`.
+// One line on what a point-to-point mode (schedule/run_modes.h) models, for `stagecraft list
+// p2p`.
 const char* P2pModeDescription(P2pMode mode);
 
 // kCollective: work on one of the device's two collective streams (DESIGN.md §3), each a FIFO

@@ -35,20 +35,6 @@ double MegatronBytesPerParam(bool distributed_optimizer, int32_t data_parallel) 
   return distributed_optimizer ? 6.0 + 12.0 / std::max(1, data_parallel) : 18.0;
 }
 
-const char* TrainingPrecisionName(TrainingPrecision precision) {
-  switch (precision) {
-    case TrainingPrecision::kFp32:
-      return "fp32";
-    case TrainingPrecision::kBf16:
-      return "bf16";
-    case TrainingPrecision::kFp16:
-      return "fp16";
-    case TrainingPrecision::kFp8:
-      return "fp8";
-  }
-  return "?";
-}
-
 BytesPerParam ModelStateBytesPerParam(TrainingPrecision precision) {
   switch (precision) {
     case TrainingPrecision::kFp32:

@@ -23,6 +23,7 @@
 #include <cstdint>
 #include <vector>
 
+#include "core/enum_table.h"
 #include "model/transformer.h"  // Recompute
 
 namespace stagecraft {
@@ -58,7 +59,15 @@ double MegatronBytesPerParam(bool distributed_optimizer, int32_t data_parallel);
 //   fp16  as bf16 (with loss scaling, precision/loss_scaler.h)
 //   fp8   as bf16 plus the fp8 copy of the weights the GEMMs read (1): 19
 enum class TrainingPrecision : uint8_t { kFp32, kBf16, kFp16, kFp8 };
-const char* TrainingPrecisionName(TrainingPrecision precision);
+// Their names (parallel.precision).
+inline constexpr EnumTable<TrainingPrecision> kTrainingPrecisionNames = {
+    {"fp32", TrainingPrecision::kFp32},
+    {"bf16", TrainingPrecision::kBf16},
+    {"fp16", TrainingPrecision::kFp16},
+    {"fp8", TrainingPrecision::kFp8}};
+constexpr const char* TrainingPrecisionName(TrainingPrecision precision) {
+  return kTrainingPrecisionNames.Name(precision);
+}
 struct BytesPerParam {
   double parameters = 0;
   double gradients = 0;

@@ -206,32 +206,6 @@ Status CheckShape(const std::vector<LayerSpec>& layers, int32_t index) {
 
 }  // namespace
 
-const char* LayerKindName(LayerKind kind) {
-  switch (kind) {
-    case LayerKind::kEmbedding:
-      return "embedding";
-    case LayerKind::kDecoder:
-      return "decoder";
-    case LayerKind::kHead:
-      return "head";
-  }
-  return "?";
-}
-
-const char* AttentionModeName(AttentionMode mode) {
-  switch (mode) {
-    case AttentionMode::kFull:
-      return "full";
-    case AttentionMode::kReindex:
-      return "reindex";
-    case AttentionMode::kReuse:
-      return "reuse";
-    case AttentionMode::kSwaOnly:
-      return "swa_only";
-  }
-  return "?";
-}
-
 const char* StateKindName(StateKind kind) {
   switch (kind) {
     case StateKind::kCompressedKv:

@@ -7,6 +7,7 @@
 #include <string>
 #include <vector>
 
+#include "core/enum_table.h"
 #include "core/result.h"
 #include "core/time.h"
 
@@ -28,6 +29,18 @@ enum class AttentionMode : uint8_t {
 
 enum class MlpKind : uint8_t { kMoe, kDense };
 
+// Their names in a layer entry (kind, attention, mlp).
+inline constexpr EnumTable<LayerKind> kLayerKindNames = {{"embedding", LayerKind::kEmbedding},
+                                                         {"decoder", LayerKind::kDecoder},
+                                                         {"head", LayerKind::kHead}};
+inline constexpr EnumTable<AttentionMode> kAttentionModeNames = {
+    {"full", AttentionMode::kFull},
+    {"reindex", AttentionMode::kReindex},
+    {"reuse", AttentionMode::kReuse},
+    {"swa_only", AttentionMode::kSwaOnly}};
+inline constexpr EnumTable<MlpKind> kMlpKindNames = {{"moe", MlpKind::kMoe},
+                                                     {"dense", MlpKind::kDense}};
+
 // The shared-state tensors of csa2.md's table, per microbatch.
 enum class StateKind : uint8_t {
   kCompressedKv,   // [S/m, kv_dim] bf16; differentiable
@@ -36,8 +49,10 @@ enum class StateKind : uint8_t {
   kCandidatePool,  // [S, candidate_blocks] int32 block ids; no gradient
 };
 
-const char* LayerKindName(LayerKind kind);
-const char* AttentionModeName(AttentionMode mode);
+constexpr const char* LayerKindName(LayerKind kind) { return kLayerKindNames.Name(kind); }
+constexpr const char* AttentionModeName(AttentionMode mode) {
+  return kAttentionModeNames.Name(mode);
+}
 const char* StateKindName(
     StateKind kind);  // "compressed_kv", "indexer_keys", "top_k", "candidates"
 

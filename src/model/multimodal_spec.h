@@ -9,13 +9,23 @@
 #include <utility>
 #include <vector>
 
+#include "core/enum_table.h"
 #include "model/image_tokens.h"
 
 namespace stagecraft {
 
 enum class VisionPlacement : uint8_t { kColocated, kDecoupled, kDisaggregated, kBubbleFill };
-const std::vector<std::pair<std::string, VisionPlacement>>& VisionPlacementChoices();
-const char* VisionPlacementName(VisionPlacement placement);
+// Every placement with its name (multimodal.vision.placement, --vision-placement), in `list
+// vision` order.
+inline constexpr EnumTable<VisionPlacement> kVisionPlacementNames = {
+    {"colocated", VisionPlacement::kColocated},
+    {"decoupled", VisionPlacement::kDecoupled},
+    {"disaggregated", VisionPlacement::kDisaggregated},
+    {"bubble-fill", VisionPlacement::kBubbleFill},
+};
+constexpr const char* VisionPlacementName(VisionPlacement placement) {
+  return kVisionPlacementNames.Name(placement);
+}
 
 struct VisionSpec {
   bool given = false;  // false: the model has no vision encoder

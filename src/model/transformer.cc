@@ -7,20 +7,6 @@
 
 namespace stagecraft {
 
-const char* RecomputeName(Recompute recompute) {
-  switch (recompute) {
-    case Recompute::kNone:
-      return "none";
-    case Recompute::kSelective:
-      return "selective";
-    case Recompute::kSelectiveOp:
-      return "selective-op";
-    case Recompute::kFull:
-      return "full";
-  }
-  return "?";
-}
-
 namespace {
 
 struct Parts {

@@ -18,6 +18,7 @@
 #include <string>
 #include <vector>
 
+#include "core/enum_table.h"
 #include "core/time.h"
 #include "hardware/kernel_model.h"
 #include "model/layer_spec.h"
@@ -80,6 +81,12 @@ struct TransformerSpec {
 // (torchtitan's per-op policy: every op but the matmuls and the attention kernel is recomputed,
 // and every second matmul); full (the whole forward, of all layers or recompute_fraction).
 enum class Recompute : uint8_t { kNone, kSelective, kSelectiveOp, kFull };
+// Every mode with its name (parallel.recompute, --recompute).
+inline constexpr EnumTable<Recompute> kRecomputeNames = {{"none", Recompute::kNone},
+                                                         {"selective", Recompute::kSelective},
+                                                         {"selective-op", Recompute::kSelectiveOp},
+                                                         {"full", Recompute::kFull}};
+constexpr const char* RecomputeName(Recompute recompute) { return kRecomputeNames.Name(recompute); }
 
 // How the head's cross entropy runs (Megatron's --cross-entropy-loss-fusion and
 // --cross-entropy-fusion-impl): kNone the unfused VocabParallelCrossEntropy, kNative its
@@ -89,8 +96,13 @@ enum class Recompute : uint8_t { kNone, kSelective, kSelectiveOp, kFull };
 // function under torch.compile (torchtitan compiles its loss with the model since early 2025:
 // torchtitan/components/loss.py at e7c0cae), one fused pass over the bf16 logits each way.
 enum class CrossEntropyFusion : uint8_t { kNone, kNative, kTe, kTorch, kTorchCompiled };
-// "none", "selective", "selective-op", "full": the names parallel.recompute takes.
-const char* RecomputeName(Recompute recompute);
+// Their names (parallel.cross_entropy_fusion).
+inline constexpr EnumTable<CrossEntropyFusion> kCrossEntropyFusionNames = {
+    {"none", CrossEntropyFusion::kNone},
+    {"native", CrossEntropyFusion::kNative},
+    {"te", CrossEntropyFusion::kTe},
+    {"torch", CrossEntropyFusion::kTorch},
+    {"torch-compiled", CrossEntropyFusion::kTorchCompiled}};
 
 // How a layer runs: sequence length, microbatch, tensor parallelism, recomputation.
 struct TransformerRun {

@@ -2,29 +2,13 @@
 
 #include <string>
 
-#include "core/suggest.h"
-
 namespace stagecraft {
 
-const char* ContrastiveLossName(ContrastiveLoss loss) {
-  switch (loss) {
-    case ContrastiveLoss::kGlobal:
-      return "global";
-    case ContrastiveLoss::kLocal:
-      return "local";
-    case ContrastiveLoss::kSigLipRing:
-      return "siglip-ring";
-  }
-  return "?";
-}
-
 Result<ContrastiveLoss> ParseContrastiveLoss(std::string_view name) {
-  if (name == "global") return ContrastiveLoss::kGlobal;
-  if (name == "local") return ContrastiveLoss::kLocal;
-  if (name == "siglip-ring") return ContrastiveLoss::kSigLipRing;
+  if (const auto loss = kContrastiveLossNames.Parse(name)) return *loss;
   return Error{"unknown contrastive loss '" + std::string(name) + "'" +
-               DidYouMean(name, {"global", "local", "siglip-ring"}) +
-               " (expected 'global', 'local' or 'siglip-ring')"};
+               kContrastiveLossNames.DidYouMean(name) + " (expected " +
+               kContrastiveLossNames.Joined() + ")"};
 }
 
 ContrastiveCost ContrastiveLossCost(ContrastiveLoss loss, int32_t ranks, int64_t local_batch,

@@ -11,12 +11,19 @@
 #include <cstdint>
 #include <string_view>
 
+#include "core/enum_table.h"
 #include "core/result.h"
 
 namespace stagecraft {
 
 enum class ContrastiveLoss : uint8_t { kGlobal, kLocal, kSigLipRing };
-const char* ContrastiveLossName(ContrastiveLoss loss);
+inline constexpr EnumTable<ContrastiveLoss> kContrastiveLossNames = {
+    {"global", ContrastiveLoss::kGlobal},
+    {"local", ContrastiveLoss::kLocal},
+    {"siglip-ring", ContrastiveLoss::kSigLipRing}};
+constexpr const char* ContrastiveLossName(ContrastiveLoss loss) {
+  return kContrastiveLossNames.Name(loss);
+}
 Result<ContrastiveLoss> ParseContrastiveLoss(std::string_view name);
 
 struct ContrastiveCost {

@@ -4,7 +4,6 @@
 #include <numeric>
 #include <string>
 
-#include "core/suggest.h"
 #include "model/layer_costs.h"
 
 namespace stagecraft {
@@ -67,25 +66,11 @@ void Summarize(const ImageSample& sample, ImageShardingPlan& plan) {
 
 }  // namespace
 
-const char* ImageShardingName(ImageSharding method) {
-  switch (method) {
-    case ImageSharding::kPosition:
-      return "position";
-    case ImageSharding::kBalanced:
-      return "balanced";
-    case ImageSharding::kReplicated:
-      return "replicated";
-  }
-  return "?";
-}
-
 Result<ImageSharding> ParseImageSharding(std::string_view name) {
-  if (name == "position") return ImageSharding::kPosition;
-  if (name == "balanced") return ImageSharding::kBalanced;
-  if (name == "replicated") return ImageSharding::kReplicated;
+  if (const auto method = kImageShardingNames.Parse(name)) return *method;
   return Error{"unknown image sharding '" + std::string(name) + "'" +
-               DidYouMean(name, {"position", "balanced", "replicated"}) +
-               " (expected 'position', 'balanced' or 'replicated')"};
+               kImageShardingNames.DidYouMean(name) + " (expected " + kImageShardingNames.Joined() +
+               ")"};
 }
 
 Status CheckImageSample(const ImageSample& sample) {

@@ -11,13 +11,19 @@
 #include <string_view>
 #include <vector>
 
+#include "core/enum_table.h"
 #include "core/result.h"
 
 namespace stagecraft {
 
 enum class ImageSharding : uint8_t { kPosition, kBalanced, kReplicated };
-// "position", "balanced", "replicated".
-const char* ImageShardingName(ImageSharding method);
+inline constexpr EnumTable<ImageSharding> kImageShardingNames = {
+    {"position", ImageSharding::kPosition},
+    {"balanced", ImageSharding::kBalanced},
+    {"replicated", ImageSharding::kReplicated}};
+constexpr const char* ImageShardingName(ImageSharding method) {
+  return kImageShardingNames.Name(method);
+}
 Result<ImageSharding> ParseImageSharding(std::string_view name);
 
 // The V4.1 vision encoder (csa2.md, "Multimodal"): 32 layers, width 1024, MLP 2816, patch 14;

@@ -168,7 +168,7 @@ TEST(VisionPlacementTest, EveryPlacementKeepsTheWorkAndItsDependencies) {
   } cases[] = {{"1f1b", 1}, {"gpipe", 1},    {"interleaved-1f1b", 2}, {"zb-h1", 1},
                {"zb-v", 2}, {"dualpipe", 1}, {"dualpipev", 2}};
   for (const auto& c : cases) {
-    for (const auto& [name, placement] : VisionPlacementChoices()) {
+    for (const auto& [name, placement] : kVisionPlacementNames) {
       Pipeline pipeline = Build(c.schedule, 4, c.vpp, 8);
       VisionSpec spec = FixedImages(64);
       spec.placement = placement;
@@ -306,7 +306,7 @@ TEST(VisionPlacementTest, BubbleFillHidesWhatFitsInTheGaps) {
   Pipeline base = Build("1f1b", 4, 1, 8);
   const Time alone = Makespan(Simulate(base.graph));
   std::vector<Time> steps;
-  for (const auto& [name, placement] : VisionPlacementChoices()) {
+  for (const auto& [name, placement] : kVisionPlacementNames) {
     Pipeline pipeline = Build("1f1b", 4, 1, 8);
     VisionSpec spec = FixedImages(64);
     spec.placement = placement;

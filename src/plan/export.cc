@@ -190,7 +190,7 @@ std::string TorchtitanToml(const Config& config, const Candidate& c, int64_t glo
     const CpRotate rotate = config.parallel.cp_rotate == CpRotate::kNone
                                 ? CpRotate::kAllGather
                                 : config.parallel.cp_rotate;
-    toml << "context_parallel_rotate_method = \"" << NameIn(CpRotateChoices(), rotate) << "\"\n";
+    toml << "context_parallel_rotate_method = \"" << kCpRotateNames.Name(rotate) << "\"\n";
   }
   if (config.parallel.async_tp && c.tp > 1) toml << "enable_async_tensor_parallel = true\n";
   if (c.pp > 1) {

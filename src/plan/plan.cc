@@ -11,7 +11,6 @@
 #include <tuple>
 #include <utility>
 
-#include "core/suggest.h"
 #include "plan/plan_rules.h"
 #include "plan/plan_search.h"
 #include "plan/work_split.h"
@@ -22,31 +21,10 @@
 
 namespace stagecraft {
 
-const std::vector<std::pair<std::string, Engine>>& EngineChoices() {
-  static const std::vector<std::pair<std::string, Engine>> choices = {
-      {"megatron", Engine::kMegatron},
-      {"torchtitan", Engine::kTorchtitan},
-      {"deepspeed", Engine::kDeepSpeed},
-      {"any", Engine::kAny},
-  };
-  return choices;
-}
-
-const char* EngineName(Engine engine) {
-  for (const auto& [name, value] : EngineChoices()) {
-    if (value == engine) return name.c_str();
-  }
-  return "?";
-}
-
 Result<Engine> ParseEngine(const std::string& name, const std::string& flag) {
-  std::vector<std::string> names;
-  for (const auto& [known, value] : EngineChoices()) {
-    if (name == known) return value;
-    names.push_back(known);
-  }
-  return Error{flag + ": unknown engine '" + name + "'" + DidYouMean(name, names) + " (expected " +
-               JoinChoices(names) + ")"};
+  if (const auto engine = kEngineNames.Parse(name)) return *engine;
+  return Error{flag + ": unknown engine '" + name + "'" + kEngineNames.DidYouMean(name) +
+               " (expected " + kEngineNames.Joined() + ")"};
 }
 
 std::vector<int32_t> Candidate::StageCounts(int32_t layers) const {

@@ -17,6 +17,7 @@
 #include <string>
 #include <vector>
 
+#include "core/enum_table.h"
 #include "core/result.h"
 #include "io/config.h"
 #include "plan/plan_constraints.h"
@@ -26,9 +27,12 @@
 namespace stagecraft {
 
 enum class Engine : uint8_t { kMegatron, kTorchtitan, kDeepSpeed, kAny };
-// "megatron", "torchtitan", "deepspeed", "any".
-const std::vector<std::pair<std::string, Engine>>& EngineChoices();
-const char* EngineName(Engine engine);
+// Every engine with its name (--engine, --export, the plan's reports).
+inline constexpr EnumTable<Engine> kEngineNames = {{"megatron", Engine::kMegatron},
+                                                   {"torchtitan", Engine::kTorchtitan},
+                                                   {"deepspeed", Engine::kDeepSpeed},
+                                                   {"any", Engine::kAny}};
+constexpr const char* EngineName(Engine engine) { return kEngineNames.Name(engine); }
 // An engine by name; an unknown one is bad input naming `flag`, with "did you mean".
 Result<Engine> ParseEngine(const std::string& name, const std::string& flag);
 

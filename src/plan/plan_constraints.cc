@@ -63,19 +63,16 @@ Result<std::vector<std::string>> ParseScheduleChoice(const std::string& text) {
 
 // --recompute's comma list: none, selective, selective-op or full.
 Result<std::vector<Recompute>> ParseRecomputeChoice(const std::string& text) {
-  std::vector<std::string> names;
-  for (const auto& [name, value] : RecomputeChoices()) names.push_back(name);
   std::vector<Recompute> chosen;
   for (const std::string& item : Items(text)) {
-    const auto& choices = RecomputeChoices();
-    const auto found = std::find_if(choices.begin(), choices.end(),
-                                    [&](const auto& choice) { return choice.first == item; });
-    if (found == choices.end()) {
+    const std::optional<Recompute> found = kRecomputeNames.Parse(item);
+    if (!found) {
       return MakeError(ErrorKind::kBadInput, "--recompute: unknown mode '" + EscapeBytes(item) +
-                                                 "'" + DidYouMean(item, names) + " (expected " +
-                                                 JoinChoices(names) + ", or a comma list of them)");
+                                                 "'" + kRecomputeNames.DidYouMean(item) +
+                                                 " (expected " + kRecomputeNames.Joined() +
+                                                 ", or a comma list of them)");
     }
-    chosen.push_back(found->second);
+    chosen.push_back(*found);
   }
   return chosen;
 }

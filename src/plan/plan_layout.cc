@@ -157,17 +157,12 @@ Result<Candidate> ParseLayoutSpec(const std::string& text, const PlanSpec& spec)
     c.schedule = found->second;
   }
   if (const auto found = given.find("recompute"); found != given.end()) {
-    const auto& choices = RecomputeChoices();
-    const auto mode = std::find_if(choices.begin(), choices.end(), [&](const auto& choice) {
-      return choice.first == found->second;
-    });
-    if (mode == choices.end()) {
-      std::vector<std::string> names;
-      for (const auto& [name, value] : choices) names.push_back(name);
+    const std::optional<Recompute> mode = kRecomputeNames.Parse(found->second);
+    if (!mode) {
       return LayoutError("unknown recompute '" + EscapeBytes(found->second) + "'" +
-                         DidYouMean(found->second, names));
+                         kRecomputeNames.DidYouMean(found->second));
     }
-    c.recompute = mode->second;
+    c.recompute = *mode;
   }
   if (c.zero_stage < 0) {
     // The planner's recipes: Megatron's distributed optimizer, FSDP2 over dp x cp for

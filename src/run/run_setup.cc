@@ -5,11 +5,12 @@
 #include <filesystem>
 #include <fstream>
 #include <limits>
+#include <optional>
 #include <sstream>
 #include <system_error>
 #include <utility>
 
-#include "core/suggest.h"
+#include "core/enum_table.h"
 #include "core/units.h"
 #include "io/deepspeed_config.h"
 #include "io/hf_config.h"
@@ -66,29 +67,25 @@ Status ApplyCount(const std::string& value, const char* name, int32_t& field) {
 
 // A flag whose value is one of a few names.
 template <typename Enum>
-Status ApplyChoice(const std::string& value, const char* name,
-                   const std::vector<std::pair<std::string, Enum>>& choices, Enum& field) {
-  std::vector<std::string> names;
-  for (const auto& [choice, chosen] : choices) {
-    if (value == choice) {
-      field = chosen;
-      return Status::Ok();
-    }
-    names.push_back(choice);
+Status ApplyChoice(const std::string& value, const char* name, const EnumTable<Enum>& choices,
+                   Enum& field) {
+  const std::optional<Enum> chosen = choices.Parse(value);
+  if (!chosen) {
+    return Error{std::string(name) + ": unknown value '" + value + "'" + choices.DidYouMean(value) +
+                 " (expected " + choices.Joined() + ")"};
   }
-  return Error{std::string(name) + ": unknown value '" + value + "'" + DidYouMean(value, names) +
-               " (expected " + JoinChoices(names) + ")"};
+  field = *chosen;
+  return Status::Ok();
 }
 
 Status ApplyP2p(const std::string& value, const char* name, Config& config) {
-  std::vector<std::string> names;
-  for (const auto& [mode_name, mode] : P2pModeChoices()) names.push_back(mode_name);
-  const auto chosen = std::find(names.begin(), names.end(), value);
-  if (chosen == names.end()) {
-    return Error{std::string(name) + ": unknown mode '" + value + "'" + DidYouMean(value, names) +
-                 " (expected " + JoinChoices(names) + "; stagecraft list p2p)"};
+  const std::optional<P2pMode> chosen = kP2pModeNames.Parse(value);
+  if (!chosen) {
+    return Error{std::string(name) + ": unknown mode '" + value + "'" +
+                 kP2pModeNames.DidYouMean(value) + " (expected " + kP2pModeNames.Joined() +
+                 "; stagecraft list p2p)"};
   }
-  config.schedule.p2p = P2pModeChoices()[chosen - names.begin()].second;
+  config.schedule.p2p = *chosen;
   return Status::Ok();
 }
 
@@ -107,7 +104,7 @@ Status ApplyVisionPlacement(const std::string& value, const char* name, Config& 
                  ": the config has no vision encoder (add a multimodal.vision "
                  "section, as examples/v41-flash-multimodal.yaml)"};
   }
-  return ApplyChoice(value, name, VisionPlacementChoices(), config.multimodal.vision.placement);
+  return ApplyChoice(value, name, kVisionPlacementNames, config.multimodal.vision.placement);
 }
 
 constexpr const char* kTimeHelp = "(ns, us, ms, s; a bare number means ms)";
@@ -139,7 +136,7 @@ std::vector<RunOverride> MakeRunOverrides() {
        "activation recomputation: none, selective, selective-op or full "
        "(parallel.recompute)",
        &RunSpec::recompute,
-       [](S v, F f, C& c) { return ApplyChoice(v, f, RecomputeChoices(), c.parallel.recompute); }},
+       [](S v, F f, C& c) { return ApplyChoice(v, f, kRecomputeNames, c.parallel.recompute); }},
       {"--zero-stage", "parallel.zero_stage", "Z",
        "ZeRO stage 0-3: 1 shards the optimizer state over dp, 2 the gradients too, "
        "3 the parameters too (parallel.zero_stage)",
@@ -166,9 +163,7 @@ std::vector<RunOverride> MakeRunOverrides() {
        "CSA2 layer lists: how cp splits the sequence, zigzag (2C chunks, the indexer "
        "balanced) or contiguous",
        &RunSpec::cp_sharding,
-       [](S v, F f, C& c) {
-         return ApplyChoice(v, f, CpShardingChoices(), c.parallel.cp_sharding);
-       }},
+       [](S v, F f, C& c) { return ApplyChoice(v, f, kCpShardingNames, c.parallel.cp_sharding); }},
       {"--ep", "parallel.ep", "E", "expert-parallel ranks E within dp (MoE transformer models)",
        &RunSpec::ep, [](S v, F f, C& c) { return ApplyCount(v, f, c.parallel.ep); }},
       {"--vpp", "parallel.vpp", "V", "chunks (virtual stages) per rank V", &RunSpec::vpp,
@@ -210,13 +205,13 @@ std::vector<RunOverride> MakeRunOverrides() {
        "shared-state movement: payload, direct, shadow or auto (layer-list models)",
        &RunSpec::state_policy,
        [](S v, F f, C& c) {
-         return ApplyChoice(v, f, StatePolicyChoices(), c.schedule.state_policy);
+         return ApplyChoice(v, f, kStatePolicyNames, c.schedule.state_policy);
        }},
       {"--partition", "parallel.partition", "METHOD",
        "layers to stages: state-aware, cost, counts or layout (layer-list models)",
        &RunSpec::partition,
        [](S v, F f, C& c) {
-         return ApplyChoice(v, f, PartitionMethodChoices(), c.parallel.partition);
+         return ApplyChoice(v, f, kPartitionMethodNames, c.parallel.partition);
        }},
       {"--vision-placement", "multimodal.vision.placement", "PLACEMENT",
        "the vision encoder: colocated, decoupled, disaggregated or bubble-fill "

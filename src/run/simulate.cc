@@ -58,9 +58,7 @@ void AddContextParallelInfo(const PreparedRun& run, RunInfo& info) {
     busiest += LayerScoringFlops(layer, model.dims, model.seq_len, model.micro_batch_size, shards);
     whole += LayerScoringFlops(layer, model.dims, model.seq_len, model.micro_batch_size);
   }
-  for (const auto& [name, sharding] : CpShardingChoices()) {
-    if (sharding == parallel.cp_sharding) info.cp_sharding = name;
-  }
+  info.cp_sharding = kCpShardingNames.Name(parallel.cp_sharding);
   if (whole > 0) info.cp_scan_imbalance = busiest * parallel.cp / whole;
 }
 

@@ -9,23 +9,9 @@ std::string FormatCommAction(const CommAction& comm) {
          (comm.backward ? "B" : "F") + std::to_string(comm.microbatch.value());
 }
 
-const char* PlacementName(Placement placement) {
-  switch (placement) {
-    case Placement::kLoop:
-      return "loop";
-    case Placement::kV:
-      return "v";
-    case Placement::kDual:
-      return "dual";
-  }
-  return "?";
-}
-
 Result<Placement> ParsePlacement(const std::string& name) {
-  if (name == "loop") return Placement::kLoop;
-  if (name == "v") return Placement::kV;
-  if (name == "dual") return Placement::kDual;
-  return Error{"unknown placement '" + name + "' (expected 'loop', 'v' or 'dual')"};
+  if (const auto placement = kPlacementNames.Parse(name)) return *placement;
+  return Error{"unknown placement '" + name + "' (expected " + kPlacementNames.Joined() + ")"};
 }
 
 DeviceId StageToRank(StageId stage, int32_t num_ranks, Placement placement) {

@@ -8,6 +8,7 @@
 #include <string>
 #include <vector>
 
+#include "core/enum_table.h"
 #include "core/ids.h"
 #include "core/result.h"
 #include "schedule/action.h"
@@ -22,7 +23,10 @@ enum class Placement : uint8_t {
           // stage s on rank s, the others (fed from the last rank) on rank p − 1 − s
 };
 
-const char* PlacementName(Placement placement);
+// Their names (parallel.placement), in `list placements` order.
+inline constexpr EnumTable<Placement> kPlacementNames = {
+    {"loop", Placement::kLoop}, {"v", Placement::kV}, {"dual", Placement::kDual}};
+constexpr const char* PlacementName(Placement placement) { return kPlacementNames.Name(placement); }
 Result<Placement> ParsePlacement(const std::string& name);
 // REQUIRES: 0 <= stage < num_ranks * chunks (and chunks == 2 for kV).
 DeviceId StageToRank(StageId stage, int32_t num_ranks, Placement placement);

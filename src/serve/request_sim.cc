@@ -683,18 +683,6 @@ std::string FormatLengthDist(const LengthDist& dist) {
                                : std::to_string(dist.low) + "-" + std::to_string(dist.high);
 }
 
-const char* RoutingName(Routing routing) {
-  switch (routing) {
-    case Routing::kRoundRobin:
-      return "round-robin";
-    case Routing::kLeastOutstanding:
-      return "least-outstanding";
-    case Routing::kKvAware:
-      return "kv-aware";
-  }
-  return "?";
-}
-
 ServeStats SummarizeRequests(const std::vector<RequestTimes>& requests, const Slo& slo,
                              int64_t gpus, int64_t end_ns) {
   ServeStats stats;

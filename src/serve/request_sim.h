@@ -14,6 +14,7 @@
 #include <string_view>
 #include <vector>
 
+#include "core/enum_table.h"
 #include "core/result.h"
 #include "serve/step_cost.h"
 
@@ -96,7 +97,12 @@ struct Workload {
 // holding the request's prefix, when it covers more than 0.3 of the prompt; else the least
 // loaded.
 enum class Routing : uint8_t { kRoundRobin, kLeastOutstanding, kKvAware };
-const char* RoutingName(Routing routing);  // "round-robin", "least-outstanding", "kv-aware"
+// Their names (--routing, the serve reports).
+inline constexpr EnumTable<Routing> kRoutingNames = {
+    {"round-robin", Routing::kRoundRobin},
+    {"least-outstanding", Routing::kLeastOutstanding},
+    {"kv-aware", Routing::kKvAware}};
+constexpr const char* RoutingName(Routing routing) { return kRoutingNames.Name(routing); }
 
 // A request meets the SLO when its TTFT and its TPOT are both within these.
 struct Slo {

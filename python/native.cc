@@ -326,7 +326,7 @@ Answer PyServe(const std::string& path, const Text& text, const Overrides& optio
   return RunReleased([&](Transcript& t) { return RunServe(spec, t); });
 }
 
-// goodput's flags (fault/goodput.h): every one is text the command parses itself.
+// goodput's flags (commands/goodput_command.h): every one is text the command parses itself.
 const std::vector<Option<GoodputSpec>>& GoodputOptions() {
   static const std::vector<Option<GoodputSpec>> options = {
       TextOption("gpus", &GoodputSpec::gpus),

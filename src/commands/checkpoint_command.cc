@@ -326,8 +326,10 @@ void WriteReshardJson(const ReshardPlan& plan, const ReshardLoad* load, std::ost
   out << writer.text() << "\n";
 }
 
-// --reshard-to: the other layout must hold the model (memory), then the reads.
-Status RunReshard(const CheckpointSpec& spec, const PreparedRun& before, Transcript& transcript) {
+// --reshard-to: the other layout must hold the model (memory), then the reads (and with
+// --storage, the load from `tier`).
+Status RunReshard(const CheckpointSpec& spec, const std::optional<StorageTier>& tier,
+                  const PreparedRun& before, Transcript& transcript) {
   RunSpec other;
   other.config_path = *spec.reshard_to;
   auto prepared = PrepareRun(other);
@@ -344,9 +346,7 @@ Status RunReshard(const CheckpointSpec& spec, const PreparedRun& before, Transcr
   auto plan = PlanReshard(before, after);
   if (!plan.ok()) return plan.error();
   std::optional<ReshardLoad> load;
-  if (spec.storage) {
-    load = EstimateReshardLoad(plan.value(), after, FindStorageTier(*spec.storage).value());
-  }
+  if (tier) load = EstimateReshardLoad(plan.value(), after, *tier);
   const ReshardLoad* load_ptr = load ? &*load : nullptr;
   if (spec.json) {
     WriteReshardJson(plan.value(), load_ptr, transcript.out());
@@ -356,8 +356,8 @@ Status RunReshard(const CheckpointSpec& spec, const PreparedRun& before, Transcr
   return Status::Ok();
 }
 
-// The flags that go with --storage, checked before anything runs.
-Status CheckSaveFlags(const CheckpointSpec& spec) {
+// The flags that go with --storage, checked before anything runs; the tier --storage names.
+Result<std::optional<StorageTier>> CheckSaveFlags(const CheckpointSpec& spec) {
   if (spec.sync_save && !spec.storage) {
     return Error{
         "--sync-save: chooses how --storage saves; add --storage TIER (e.g. --storage "
@@ -375,17 +375,16 @@ Status CheckSaveFlags(const CheckpointSpec& spec) {
     return Error{std::string(spec.sync_save ? "--sync-save" : "--trace") +
                  ": prices the save of CONFIG; with --reshard-to, --storage gives the load only"};
   }
-  if (spec.storage) {
-    auto tier = FindStorageTier(*spec.storage);
-    if (!tier.ok()) return tier.error();
-  }
-  return Status::Ok();
+  if (!spec.storage) return std::optional<StorageTier>();
+  auto tier = FindStorageTier(*spec.storage);
+  if (!tier.ok()) return tier.error();
+  return std::optional<StorageTier>(tier.value());
 }
 
 // --storage: the saving iteration simulated, its trace written when asked.
-Result<SavingIteration> SimulateSave(const CheckpointSpec& spec, const PreparedRun& run,
-                                     const RunOutcome& plain, const CheckpointManifest& manifest) {
-  const StorageTier tier = FindStorageTier(*spec.storage).value();
+Result<SavingIteration> SimulateSave(const CheckpointSpec& spec, const StorageTier& tier,
+                                     const PreparedRun& run, const RunOutcome& plain,
+                                     const CheckpointManifest& manifest) {
   auto saving = SimulateSavingIteration(run, plain, manifest, tier, spec.sync_save);
   if (!saving.ok()) return saving.error();
   if (spec.trace_path) {
@@ -402,7 +401,8 @@ Result<SavingIteration> SimulateSave(const CheckpointSpec& spec, const PreparedR
 }  // namespace
 
 Status RunCheckpoint(const CheckpointSpec& spec, Transcript& transcript) {
-  STAGECRAFT_RETURN_IF_ERROR(CheckSaveFlags(spec));
+  auto tier = CheckSaveFlags(spec);
+  if (!tier.ok()) return tier.error();
   auto prepared = PrepareRun(spec.run);
   if (!prepared.ok()) return prepared.error();
   const PreparedRun& run = prepared.value();
@@ -410,7 +410,7 @@ Status RunCheckpoint(const CheckpointSpec& spec, Transcript& transcript) {
     if (!spec.omit.empty()) {
       return Error{"--omit: checks the manifest of CONFIG; run it without --reshard-to"};
     }
-    return RunReshard(spec, run, transcript);
+    return RunReshard(spec, tier.value(), run, transcript);
   }
   RunOutcome simulated;
   STAGECRAFT_RETURN_IF_ERROR(SimulateRun(run, simulated, transcript.err()));
@@ -423,8 +423,8 @@ Status RunCheckpoint(const CheckpointSpec& spec, Transcript& transcript) {
   auto manifest = BuildManifest(run, memory, SplitCommas(spec.omit));
   if (!manifest.ok()) return manifest.error();
   std::optional<SavingIteration> saving;
-  if (spec.storage) {
-    auto simulated_save = SimulateSave(spec, run, simulated, manifest.value());
+  if (tier.value()) {
+    auto simulated_save = SimulateSave(spec, *tier.value(), run, simulated, manifest.value());
     if (!simulated_save.ok()) return simulated_save.error();
     saving = std::move(simulated_save.value());
   }

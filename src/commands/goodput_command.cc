@@ -1,4 +1,5 @@
-// `stagecraft goodput` as text and as JSON (fault/goodput.h).
+// `stagecraft goodput` as text and as JSON (fault/goodput.h); its flags are parsed in
+// goodput_flags.cc.
 #include "commands/goodput_command.h"
 
 #include <ostream>
@@ -231,7 +232,9 @@ std::string GoodputReportHtml(const GoodputResult& result) {
 }  // namespace
 
 Status RunGoodput(const GoodputSpec& spec, Transcript& transcript) {
-  auto result = ComputeGoodput(spec);
+  auto inputs = ParseGoodputFlags(spec);
+  if (!inputs.ok()) return inputs.error();
+  auto result = ComputeGoodput(inputs.value());
   if (!result.ok()) return result.error();
   if (!spec.report_path.empty()) {
     const Status written = spec.files.write(spec.report_path, GoodputReportHtml(result.value()));

@@ -5,6 +5,7 @@
 
 #include <cmath>
 #include <string>
+#include <vector>
 
 #include "fault/checkpoint_interval.h"
 #include "fault/checkpoint_manifest.h"
@@ -37,11 +38,11 @@ TEST(FailureRatesTest, MetaMttfProjection) {
 // Llama 3's Table 5 by cause: the five largest counts as published (148, 72, 54, 35, 32) and
 // the rest of the 419 as "other" (78), in the goodput answer with the shares of the 419.
 TEST(FailureRatesTest, Llama3CausesAddUpToItsInterruptions) {
-  GoodputSpec spec;
-  spec.gpus = "16384";
-  spec.checkpoint_blocking = "1s";
-  spec.restart = "60s";
-  auto result = ComputeGoodput(spec);
+  GoodputInputs inputs;
+  inputs.gpus = 16384;
+  inputs.checkpoint_blocking_s = 1;
+  inputs.restart_s = 60;
+  auto result = ComputeGoodput(inputs);
   ASSERT_TRUE(result.ok()) << result.error().message;
   const auto& causes = result.value().causes;
   ASSERT_EQ(causes.size(), 6u);
@@ -53,8 +54,8 @@ TEST(FailureRatesTest, Llama3CausesAddUpToItsInterruptions) {
   for (const auto& cause : causes) total += cause.second;
   EXPECT_EQ(total, 419);
   // A rate given as a number has no causes.
-  spec.failures_per_1000_node_days = "6.5";
-  auto plain = ComputeGoodput(spec);
+  inputs.failures_per_1000_node_days = 6.5;
+  auto plain = ComputeGoodput(inputs);
   ASSERT_TRUE(plain.ok());
   EXPECT_TRUE(plain.value().causes.empty());
 }
@@ -110,18 +111,18 @@ TEST(CheckpointIntervalTest, WasteSharesSumToOne) {
 // interruptions in 54 days on 16,384 H100), ByteCheckpoint-like costs (blocking 0.6 s, persist
 // 51 s, load 129 s) and 60 s of detection and initialization: optimal interval ≈ 115 s (±1 s)
 // and effective-time ratio ≈ 0.973 (±0.001).
-GoodputSpec LlamaScaleSpec() {
-  GoodputSpec spec;
-  spec.gpus = "16384";
-  spec.failure_preset = "llama3-405b";
-  spec.checkpoint_blocking = "0.6s";
-  spec.checkpoint_persist = "51s";
-  spec.restart = "189s";  // 60 s detection and initialization + 129 s load
-  return spec;
+GoodputInputs LlamaScaleInputs() {
+  GoodputInputs inputs;
+  inputs.gpus = 16384;
+  inputs.failure_preset = FindFailureRatePreset("llama3-405b").value();
+  inputs.checkpoint_blocking_s = 0.6;
+  inputs.checkpoint_persist_s = 51;
+  inputs.restart_s = 189;  // 60 s detection and initialization + 129 s load
+  return inputs;
 }
 
 TEST(GoodputTest, LlamaScaleCase) {
-  auto result = ComputeGoodput(LlamaScaleSpec());
+  auto result = ComputeGoodput(LlamaScaleInputs());
   ASSERT_TRUE(result.ok()) << result.error().message;
   EXPECT_NEAR(result.value().mttf_s / kHour, 54.0 * 24.0 / 419.0, 1e-9);
   EXPECT_NEAR(result.value().optimal_s, 115, 1.0);
@@ -209,19 +210,54 @@ TEST(MonteCarloTest, SplitMixReferenceValue) {
 // fp16 overflows skip steps through the precision module's loss scaler (PyTorch's GradScaler:
 // every overflow skips its step), so the skipped share is the drawn overflow share.
 TEST(GoodputTest, Fp16OverflowsSkipSteps) {
-  GoodputSpec spec = LlamaScaleSpec();
-  spec.fp16_overflow = "0.002";
-  auto result = ComputeGoodput(spec);
+  GoodputInputs inputs = LlamaScaleInputs();
+  inputs.fp16_overflow_probability = 0.002;
+  auto result = ComputeGoodput(inputs);
   ASSERT_TRUE(result.ok()) << result.error().message;
   EXPECT_NEAR(result.value().skipped_step_share, 0.002, 0.0005);
 }
 
 TEST(GoodputTest, IntervalShorterThanTheSaveIsRefused) {
-  GoodputSpec spec = LlamaScaleSpec();
-  spec.interval = "30s";
-  auto result = ComputeGoodput(spec);
+  GoodputInputs inputs = LlamaScaleInputs();
+  inputs.interval_s = 30;
+  auto result = ComputeGoodput(inputs);
   ASSERT_FALSE(result.ok());
-  EXPECT_TRUE(Contains(result.error().message, "shorter than the save")) << result.error().message;
+  EXPECT_EQ(result.error().message.substr(0, 48),
+            "--interval: 30s is shorter than the save it foll")
+      << result.error().message;
+}
+
+// Inputs built without the command's parser are checked too: a count below its range (no
+// division by zero nodes), NaN, a probability of 1, a trace out of order, a correlated share
+// above 1 (with the job's nodes in the message).
+TEST(GoodputTest, InputsOutOfRangeAreRefused) {
+  const auto message = [](const GoodputInputs& inputs) {
+    auto result = ComputeGoodput(inputs);
+    return result.ok() ? std::string("ok") : result.error().message;
+  };
+  GoodputInputs inputs = LlamaScaleInputs();
+  inputs.gpus_per_node = 0;
+  EXPECT_EQ(message(inputs), "--gpus-per-node: 0 is out of range (expected 1 to 1000000)");
+  inputs = LlamaScaleInputs();
+  inputs.mtbf_hours = std::nan("");
+  inputs.failure_preset.reset();
+  EXPECT_EQ(message(inputs),
+            "--mtbf-hours: nan is out of range (expected above 0, at most 100000000)");
+  inputs = LlamaScaleInputs();
+  inputs.fp16_overflow_probability = 1;
+  EXPECT_TRUE(Contains(message(inputs), "--fp16-overflow-probability: 1 is out of range"));
+  inputs = LlamaScaleInputs();
+  inputs.failure_preset.reset();
+  inputs.failure_trace_s = std::vector<double>{7200, 3600};
+  EXPECT_TRUE(Contains(message(inputs), "failure 2 at 3600 s is not after the one before it"));
+  inputs = LlamaScaleInputs();
+  inputs.monte_carlo_runs = 10;
+  inputs.spares = 4;
+  inputs.repair_s = kHour;
+  inputs.correlated = CorrelatedFailures{1.5, 8};
+  EXPECT_TRUE(Contains(message(inputs),
+                       "'1.5:8' out of range (expected a share up to 1 and a "
+                       "whole number of nodes up to the job's 2048"));
 }
 
 // The manifest of a 405B-class layout (TP 8, PP 16, DP 128, distributed optimizer) against the

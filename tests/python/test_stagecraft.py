@@ -158,6 +158,11 @@ def test_goodput_equals_the_cli():
         stagecraft.goodput(gpus=64, checkpoint_blocking="1s", restrat="60s")
     assert error.value.kind == "bad_input"
     assert "did you mean 'restart'" in error.value.message
+    # A count that is not whole is bad input, not a crash (issue 35, D2: 0.5 had been 0 nodes).
+    with pytest.raises(stagecraft.StagecraftError) as error:
+        stagecraft.goodput(gpus=16384, gpus_per_node=0.5, checkpoint_blocking="1s", restart="60s")
+    assert error.value.kind == "bad_input"
+    assert error.value.message.startswith("--gpus-per-node: expected a whole number")
 
 def test_kernel_equals_the_cli():
     ours = stagecraft.kernel("gemm", 4096, 8192, 2048, dtype="fp8", cluster="h100", in_step=True)

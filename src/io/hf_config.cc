@@ -233,17 +233,80 @@ Status ReadSlidingWindow(const YAML::Node& root, std::string_view source, Transf
   return Status::Ok();
 }
 
-// A transformer from a dense or mixture-of-experts config (io/hf_config.h).
+// OPT (transformers' models/opt: configuration_opt.py, modeling_opt.py): the MLP's width is
+// ffn_dim, fc1 and fc2 around activation_function (relu; never gated); linear biases
+// (enable_bias, default true) and LayerNorms with scale and shift (layer_norm_elementwise_affine,
+// default true); a learned position table of max_position_embeddings + 2 rows
+// (OPTLearnedPositionalEmbedding's offset of 2); multi-head attention. Where the norm sits
+// (do_layer_norm_before) changes no cost; a post-norm OPT (opt-350m only) also has no final
+// LayerNorm, whose 2h parameters stay counted. TransformerSpec cannot hold a
+// word_embed_proj_dim other than hidden_size (opt-350m: 512 for 1024, with project_in and
+// project_out around the decoder), nor biases without affine LayerNorms or the reverse (its
+// `bias` is both): errors.
+Status ReadOpt(const YAML::Node& root, std::string_view source, TransformerSpec& spec) {
+  spec.swiglu = false;
+  spec.bias = true;
+  spec.learned_positions = true;
+  int64_t positions = 2048;  // OPTConfig's default
+  if (root["max_position_embeddings"]) {
+    STAGECRAFT_RETURN_IF_ERROR(ReadInteger(root["max_position_embeddings"],
+                                           "max_position_embeddings", source, 1, kMaxInt32 - 2,
+                                           &positions));
+  }
+  spec.position_rows = positions + 2;
+  const YAML::Node projection = root["word_embed_proj_dim"];
+  if (projection && !projection.IsNull()) {
+    int64_t width = 0;
+    STAGECRAFT_RETURN_IF_ERROR(
+        ReadInteger(projection, "word_embed_proj_dim", source, 1, kMaxInt32, &width));
+    if (width != spec.hidden) {
+      return Error{Where(source, projection) + "word_embed_proj_dim " + std::to_string(width) +
+                   " differs from hidden_size " + std::to_string(spec.hidden) +
+                   ": OPT then projects the embeddings into and out of the decoder (project_in, "
+                   "project_out), which stagecraft's transformer does not model (expected "
+                   "word_embed_proj_dim equal to hidden_size, as in every OPT but opt-350m)"};
+    }
+  }
+  for (const char* key : {"enable_bias", "layer_norm_elementwise_affine"}) {
+    const YAML::Node node = root[key];
+    if (node && !node.as<bool>(true)) {
+      return Error{Where(source, node) + key +
+                   " false: stagecraft's transformer has linear biases and LayerNorm scale and "
+                   "shift together or neither (expected enable_bias and "
+                   "layer_norm_elementwise_affine both true, OPT's defaults)"};
+    }
+  }
+  return Status::Ok();
+}
+
+// Whether the head is tied to the embedding when tie_word_embeddings is absent: the default of
+// the model type's config class in transformers. PretrainedConfig's is true and OPTConfig keeps
+// it; GemmaConfig, Gemma2Config and Gemma3TextConfig set true. The Llama-style classes this
+// reader was written for set false (LlamaConfig, MistralConfig, MixtralConfig, Qwen2Config,
+// Qwen2MoeConfig, Qwen3MoeConfig, DeepseekV3Config), and so does an unknown or absent
+// model_type here.
+bool TiedByDefault(std::string_view model_type) {
+  for (const char* tied : {"opt", "gemma", "gemma2", "gemma3_text"}) {
+    if (model_type == tied) return true;
+  }
+  return false;
+}
+
+// A transformer from a dense, OPT or mixture-of-experts config (io/hf_config.h).
 Result<ModelSpec> TransformerFromConfig(const YAML::Node& root, std::string_view source,
                                         const ModelSpec& base) {
   const std::string type = hf_json::Text(root, "model_type");
+  const bool opt = type == "opt";
+  const char* ffn_key = opt ? "ffn_dim" : "intermediate_size";
   const auto integer = [&](const char* key, bool required, int64_t* out) -> Status {
     const YAML::Node node = root[key];
     if (!node) {
       if (!required) return Status::Ok();
       return Error{std::string(source) + ": missing '" + key +
-                   "' (a dense HuggingFace config needs hidden_size, num_hidden_layers, "
-                   "num_attention_heads, intermediate_size and vocab_size)"};
+                   (opt ? "' (an OPT config needs hidden_size, num_hidden_layers, "
+                          "num_attention_heads, ffn_dim and vocab_size)"
+                        : "' (a dense HuggingFace config needs hidden_size, num_hidden_layers, "
+                          "num_attention_heads, intermediate_size and vocab_size)")};
     }
     return ReadInteger(node, key, source, 1, kMaxInt32, out);
   };
@@ -258,7 +321,7 @@ Result<ModelSpec> TransformerFromConfig(const YAML::Node& root, std::string_view
   STAGECRAFT_RETURN_IF_ERROR(integer("num_attention_heads", true, &spec.heads));
   STAGECRAFT_RETURN_IF_ERROR(integer("num_key_value_heads", false, &spec.kv_heads));
   STAGECRAFT_RETURN_IF_ERROR(integer("head_dim", false, &spec.head_dim));
-  STAGECRAFT_RETURN_IF_ERROR(integer("intermediate_size", true, &spec.ffn_hidden));
+  STAGECRAFT_RETURN_IF_ERROR(integer(ffn_key, true, &spec.ffn_hidden));
   STAGECRAFT_RETURN_IF_ERROR(integer("vocab_size", true, &spec.vocab));
   if (spec.head_dim == 0 && spec.hidden % spec.heads != 0 && !root["kv_lora_rank"]) {
     return Error{std::string(source) + ": num_attention_heads " + std::to_string(spec.heads) +
@@ -282,10 +345,13 @@ Result<ModelSpec> TransformerFromConfig(const YAML::Node& root, std::string_view
   STAGECRAFT_RETURN_IF_ERROR(ReadSlidingWindow(root, source, spec));
   const std::string act = root["hidden_act"] ? root["hidden_act"].as<std::string>("") : "silu";
   spec.swiglu = act == "silu" || act == "swiglu";
-  spec.tied_embeddings = root["tie_word_embeddings"] && root["tie_word_embeddings"].as<bool>(false);
+  const bool tied = TiedByDefault(type);
+  spec.tied_embeddings =
+      root["tie_word_embeddings"] ? root["tie_word_embeddings"].as<bool>(tied) : tied;
   spec.bias = root["attention_bias"] && root["attention_bias"].as<bool>(false);
   spec.learned_positions = false;
   spec.causal = true;
+  if (opt) STAGECRAFT_RETURN_IF_ERROR(ReadOpt(root, source, spec));
   STAGECRAFT_RETURN_IF_ERROR(ReadQuantization(root, source, spec));
   model.transformer = spec;
   model.name = root["_name_or_path"] ? root["_name_or_path"].as<std::string>(type) : type;

@@ -9,29 +9,16 @@
 #include <utility>
 #include <vector>
 
+#include "io/hf_json.h"
+#include "io/hf_moe.h"
+
 namespace stagecraft {
 namespace {
 
-std::string Where(std::string_view source, const YAML::Node& node) {
-  const YAML::Mark mark = node.Mark();
-  if (mark.line < 0) return std::string(source) + ": ";
-  return std::string(source) + ":" + std::to_string(mark.line + 1) + ":" +
-         std::to_string(mark.column + 1) + ": ";
-}
-
-// An integer field `node` (`key` in the message) in [min, max] into *out.
-Status ReadInteger(const YAML::Node& node, const char* key, std::string_view source, int64_t min,
-                   int64_t max, int64_t* out) {
-  try {
-    const int64_t value = node.as<int64_t>();
-    if (value < min || value > max) throw YAML::BadConversion(node.Mark());
-    *out = value;
-  } catch (const YAML::Exception&) {
-    return Error{Where(source, node) + "'" + key +
-                 "' must be an integer >= " + std::to_string(min)};
-  }
-  return Status::Ok();
-}
+using hf_json::IntList;
+using hf_json::kMaxInt32;
+using hf_json::ReadInteger;
+using hf_json::Where;
 
 // A model name is printed in every table, plot and trace; a longer one is a mistake.
 constexpr size_t kMaxModelNameBytes = 256;
@@ -40,18 +27,6 @@ Status CheckLayerCount(const YAML::Node& node, int64_t layers, std::string_view 
   if (layers <= kMaxTransformerLayers) return Status::Ok();
   return Error{Where(source, node) + "num_hidden_layers " + std::to_string(layers) +
                " is above the limit of " + std::to_string(kMaxTransformerLayers) + " layers"};
-}
-
-// An integer list such as compress_ratios; false when the node is not one.
-bool IntList(const YAML::Node& node, std::vector<int64_t>* out) {
-  if (!node || !node.IsSequence()) return false;
-  out->clear();
-  try {
-    for (const YAML::Node& item : node) out->push_back(item.as<int64_t>());
-  } catch (const YAML::Exception&) {
-    return false;
-  }
-  return true;
 }
 
 // DeepSeek-V4.1 (model_type deepseek_v41_text, or its text_config; NeMo AutoModel's
@@ -258,6 +233,132 @@ Status ReadSlidingWindow(const YAML::Node& root, std::string_view source, Transf
   return Status::Ok();
 }
 
+// OPT (transformers' models/opt: configuration_opt.py, modeling_opt.py): the MLP's width is
+// ffn_dim, fc1 and fc2 around activation_function (relu; never gated); linear biases
+// (enable_bias, default true) and LayerNorms with scale and shift (layer_norm_elementwise_affine,
+// default true); a learned position table of max_position_embeddings + 2 rows
+// (OPTLearnedPositionalEmbedding's offset of 2); multi-head attention. Where the norm sits
+// (do_layer_norm_before) changes no cost; a post-norm OPT (opt-350m only) also has no final
+// LayerNorm, whose 2h parameters stay counted. TransformerSpec cannot hold a
+// word_embed_proj_dim other than hidden_size (opt-350m: 512 for 1024, with project_in and
+// project_out around the decoder), nor biases without affine LayerNorms or the reverse (its
+// `bias` is both): errors.
+Status ReadOpt(const YAML::Node& root, std::string_view source, TransformerSpec& spec) {
+  spec.swiglu = false;
+  spec.bias = true;
+  spec.learned_positions = true;
+  int64_t positions = 2048;  // OPTConfig's default
+  if (root["max_position_embeddings"]) {
+    STAGECRAFT_RETURN_IF_ERROR(ReadInteger(root["max_position_embeddings"],
+                                           "max_position_embeddings", source, 1, kMaxInt32 - 2,
+                                           &positions));
+  }
+  spec.position_rows = positions + 2;
+  const YAML::Node projection = root["word_embed_proj_dim"];
+  if (projection && !projection.IsNull()) {
+    int64_t width = 0;
+    STAGECRAFT_RETURN_IF_ERROR(
+        ReadInteger(projection, "word_embed_proj_dim", source, 1, kMaxInt32, &width));
+    if (width != spec.hidden) {
+      return Error{Where(source, projection) + "word_embed_proj_dim " + std::to_string(width) +
+                   " differs from hidden_size " + std::to_string(spec.hidden) +
+                   ": OPT then projects the embeddings into and out of the decoder (project_in, "
+                   "project_out), which stagecraft's transformer does not model (expected "
+                   "word_embed_proj_dim equal to hidden_size, as in every OPT but opt-350m)"};
+    }
+  }
+  for (const char* key : {"enable_bias", "layer_norm_elementwise_affine"}) {
+    const YAML::Node node = root[key];
+    if (node && !node.as<bool>(true)) {
+      return Error{Where(source, node) + key +
+                   " false: stagecraft's transformer has linear biases and LayerNorm scale and "
+                   "shift together or neither (expected enable_bias and "
+                   "layer_norm_elementwise_affine both true, OPT's defaults)"};
+    }
+  }
+  return Status::Ok();
+}
+
+// Whether the head is tied to the embedding when tie_word_embeddings is absent: the default of
+// the model type's config class in transformers. PretrainedConfig's is true and OPTConfig keeps
+// it; GemmaConfig, Gemma2Config and Gemma3TextConfig set true. The Llama-style classes this
+// reader was written for set false (LlamaConfig, MistralConfig, MixtralConfig, Qwen2Config,
+// Qwen2MoeConfig, Qwen3MoeConfig, DeepseekV3Config), and so does an unknown or absent
+// model_type here.
+bool TiedByDefault(std::string_view model_type) {
+  for (const char* tied : {"opt", "gemma", "gemma2", "gemma3_text"}) {
+    if (model_type == tied) return true;
+  }
+  return false;
+}
+
+// A transformer from a dense, OPT or mixture-of-experts config (io/hf_config.h).
+Result<ModelSpec> TransformerFromConfig(const YAML::Node& root, std::string_view source,
+                                        const ModelSpec& base) {
+  const std::string type = hf_json::Text(root, "model_type");
+  const bool opt = type == "opt";
+  const char* ffn_key = opt ? "ffn_dim" : "intermediate_size";
+  const auto integer = [&](const char* key, bool required, int64_t* out) -> Status {
+    const YAML::Node node = root[key];
+    if (!node) {
+      if (!required) return Status::Ok();
+      return Error{std::string(source) + ": missing '" + key +
+                   (opt ? "' (an OPT config needs hidden_size, num_hidden_layers, "
+                          "num_attention_heads, ffn_dim and vocab_size)"
+                        : "' (a dense HuggingFace config needs hidden_size, num_hidden_layers, "
+                          "num_attention_heads, intermediate_size and vocab_size)")};
+    }
+    return ReadInteger(node, key, source, 1, kMaxInt32, out);
+  };
+  ModelSpec model = base;
+  model.layers.clear();
+  TransformerSpec spec;
+  int64_t layers = 0;
+  STAGECRAFT_RETURN_IF_ERROR(integer("num_hidden_layers", true, &layers));
+  STAGECRAFT_RETURN_IF_ERROR(CheckLayerCount(root["num_hidden_layers"], layers, source));
+  spec.layers = static_cast<int32_t>(layers);
+  STAGECRAFT_RETURN_IF_ERROR(integer("hidden_size", true, &spec.hidden));
+  STAGECRAFT_RETURN_IF_ERROR(integer("num_attention_heads", true, &spec.heads));
+  STAGECRAFT_RETURN_IF_ERROR(integer("num_key_value_heads", false, &spec.kv_heads));
+  STAGECRAFT_RETURN_IF_ERROR(integer("head_dim", false, &spec.head_dim));
+  STAGECRAFT_RETURN_IF_ERROR(integer(ffn_key, true, &spec.ffn_hidden));
+  STAGECRAFT_RETURN_IF_ERROR(integer("vocab_size", true, &spec.vocab));
+  if (spec.head_dim == 0 && spec.hidden % spec.heads != 0 && !root["kv_lora_rank"]) {
+    return Error{std::string(source) + ": num_attention_heads " + std::to_string(spec.heads) +
+                 " does not divide hidden_size " + std::to_string(spec.hidden) +
+                 " and there is no head_dim"};
+  }
+  if (spec.kv_heads > 0 && spec.heads % spec.kv_heads != 0) {
+    return Error{Where(source, root["num_key_value_heads"]) + "num_key_value_heads " +
+                 std::to_string(spec.kv_heads) + " does not divide num_attention_heads " +
+                 std::to_string(spec.heads)};
+  }
+  STAGECRAFT_RETURN_IF_ERROR(ReadMixtureOfExperts(root, source, type, spec));
+  // Multi-head latent attention (DeepSeek-V2/V3).
+  STAGECRAFT_RETURN_IF_ERROR(integer("kv_lora_rank", false, &spec.kv_lora_rank));
+  if (spec.kv_lora_rank > 0) {
+    STAGECRAFT_RETURN_IF_ERROR(integer("q_lora_rank", false, &spec.q_lora_rank));
+    STAGECRAFT_RETURN_IF_ERROR(integer("qk_nope_head_dim", true, &spec.qk_nope_dim));
+    STAGECRAFT_RETURN_IF_ERROR(integer("qk_rope_head_dim", true, &spec.qk_rope_dim));
+    STAGECRAFT_RETURN_IF_ERROR(integer("v_head_dim", true, &spec.v_head_dim));
+  }
+  STAGECRAFT_RETURN_IF_ERROR(ReadSlidingWindow(root, source, spec));
+  const std::string act = root["hidden_act"] ? root["hidden_act"].as<std::string>("") : "silu";
+  spec.swiglu = act == "silu" || act == "swiglu";
+  const bool tied = TiedByDefault(type);
+  spec.tied_embeddings =
+      root["tie_word_embeddings"] ? root["tie_word_embeddings"].as<bool>(tied) : tied;
+  spec.bias = root["attention_bias"] && root["attention_bias"].as<bool>(false);
+  spec.learned_positions = false;
+  spec.causal = true;
+  if (opt) STAGECRAFT_RETURN_IF_ERROR(ReadOpt(root, source, spec));
+  STAGECRAFT_RETURN_IF_ERROR(ReadQuantization(root, source, spec));
+  model.transformer = spec;
+  model.name = root["_name_or_path"] ? root["_name_or_path"].as<std::string>(type) : type;
+  if (model.name.empty()) model.name = "hf-model";
+  return model;
+}
+
 Result<ModelSpec> ModelFromJson(std::string_view json, std::string_view source,
                                 const ModelSpec& base) {
   YAML::Node root;
@@ -288,82 +389,7 @@ Result<ModelSpec> ModelFromJson(std::string_view json, std::string_view source,
     }
     return model;
   }
-  const auto integer = [&](const char* key, bool required, int64_t* out) -> Status {
-    const YAML::Node node = root[key];
-    if (!node) {
-      if (!required) return Status::Ok();
-      return Error{std::string(source) + ": missing '" + key +
-                   "' (a dense HuggingFace config needs hidden_size, num_hidden_layers, "
-                   "num_attention_heads, intermediate_size and vocab_size)"};
-    }
-    return ReadInteger(node, key, source, 1, std::numeric_limits<int32_t>::max(), out);
-  };
-  ModelSpec model = base;
-  model.layers.clear();
-  TransformerSpec spec;
-  int64_t layers = 0;
-  STAGECRAFT_RETURN_IF_ERROR(integer("num_hidden_layers", true, &layers));
-  STAGECRAFT_RETURN_IF_ERROR(CheckLayerCount(root["num_hidden_layers"], layers, source));
-  spec.layers = static_cast<int32_t>(layers);
-  STAGECRAFT_RETURN_IF_ERROR(integer("hidden_size", true, &spec.hidden));
-  STAGECRAFT_RETURN_IF_ERROR(integer("num_attention_heads", true, &spec.heads));
-  STAGECRAFT_RETURN_IF_ERROR(integer("num_key_value_heads", false, &spec.kv_heads));
-  STAGECRAFT_RETURN_IF_ERROR(integer("head_dim", false, &spec.head_dim));
-  STAGECRAFT_RETURN_IF_ERROR(integer("intermediate_size", true, &spec.ffn_hidden));
-  STAGECRAFT_RETURN_IF_ERROR(integer("vocab_size", true, &spec.vocab));
-  if (spec.head_dim == 0 && spec.hidden % spec.heads != 0 && !root["kv_lora_rank"]) {
-    return Error{std::string(source) + ": num_attention_heads " + std::to_string(spec.heads) +
-                 " does not divide hidden_size " + std::to_string(spec.hidden) +
-                 " and there is no head_dim"};
-  }
-  if (spec.kv_heads > 0 && spec.heads % spec.kv_heads != 0) {
-    return Error{Where(source, root["num_key_value_heads"]) + "num_key_value_heads " +
-                 std::to_string(spec.kv_heads) + " does not divide num_attention_heads " +
-                 std::to_string(spec.heads)};
-  }
-  // Mixture of experts: DeepSeek (n_routed_experts, moe_intermediate_size, n_shared_experts,
-  // first_k_dense_replace) or Mixtral (num_local_experts; intermediate_size is the expert's).
-  STAGECRAFT_RETURN_IF_ERROR(integer("n_routed_experts", false, &spec.experts));
-  if (spec.experts > 0) {
-    STAGECRAFT_RETURN_IF_ERROR(integer("num_experts_per_tok", true, &spec.experts_per_token));
-    STAGECRAFT_RETURN_IF_ERROR(integer("moe_intermediate_size", true, &spec.expert_ffn));
-    STAGECRAFT_RETURN_IF_ERROR(integer("n_shared_experts", false, &spec.shared_experts));
-    int64_t dense = 0;
-    if (root["first_k_dense_replace"]) {
-      dense = root["first_k_dense_replace"].as<int64_t>(0);
-    }
-    spec.dense_layers = static_cast<int32_t>(std::clamp<int64_t>(dense, 0, spec.layers));
-  } else if (root["num_local_experts"]) {
-    STAGECRAFT_RETURN_IF_ERROR(integer("num_local_experts", true, &spec.experts));
-    STAGECRAFT_RETURN_IF_ERROR(integer("num_experts_per_tok", true, &spec.experts_per_token));
-    spec.expert_ffn = spec.ffn_hidden;
-  }
-  if (spec.experts_per_token > spec.experts) {
-    return Error{Where(source, root["num_experts_per_tok"]) + "num_experts_per_tok " +
-                 std::to_string(spec.experts_per_token) + " exceeds the " +
-                 std::to_string(spec.experts) + " routed experts"};
-  }
-  // Multi-head latent attention (DeepSeek-V2/V3).
-  STAGECRAFT_RETURN_IF_ERROR(integer("kv_lora_rank", false, &spec.kv_lora_rank));
-  if (spec.kv_lora_rank > 0) {
-    STAGECRAFT_RETURN_IF_ERROR(integer("q_lora_rank", false, &spec.q_lora_rank));
-    STAGECRAFT_RETURN_IF_ERROR(integer("qk_nope_head_dim", true, &spec.qk_nope_dim));
-    STAGECRAFT_RETURN_IF_ERROR(integer("qk_rope_head_dim", true, &spec.qk_rope_dim));
-    STAGECRAFT_RETURN_IF_ERROR(integer("v_head_dim", true, &spec.v_head_dim));
-  }
-  STAGECRAFT_RETURN_IF_ERROR(ReadSlidingWindow(root, source, spec));
-  const std::string act = root["hidden_act"] ? root["hidden_act"].as<std::string>("") : "silu";
-  spec.swiglu = act == "silu" || act == "swiglu";
-  spec.tied_embeddings = root["tie_word_embeddings"] && root["tie_word_embeddings"].as<bool>(false);
-  spec.bias = root["attention_bias"] && root["attention_bias"].as<bool>(false);
-  spec.learned_positions = false;
-  spec.causal = true;
-  STAGECRAFT_RETURN_IF_ERROR(ReadQuantization(root, source, spec));
-  model.transformer = spec;
-  const std::string type = root["model_type"] ? root["model_type"].as<std::string>("") : "";
-  model.name = root["_name_or_path"] ? root["_name_or_path"].as<std::string>(type) : type;
-  if (model.name.empty()) model.name = "hf-model";
-  return model;
+  return TransformerFromConfig(root, source, base);
 }
 
 }  // namespace

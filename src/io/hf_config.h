@@ -2,12 +2,18 @@
 // config, as a `type: transformer` model. Dense Llama-style models (model_type llama, mistral,
 // qwen2, ...: hidden_size, num_hidden_layers, num_attention_heads, num_key_value_heads,
 // intermediate_size, vocab_size, head_dim, hidden_act, tie_word_embeddings): SwiGLU when
-// hidden_act is silu, no biases, RMSNorm, RoPE (no position table), causal attention. Mixtures
-// of experts: DeepSeek (n_routed_experts, num_experts_per_tok, moe_intermediate_size,
-// n_shared_experts, first_k_dense_replace) and Mixtral (num_local_experts). Multi-head latent
-// attention (DeepSeek-V2/V3: kv_lora_rank, q_lora_rank, qk_nope_head_dim, qk_rope_head_dim,
-// v_head_dim). Sliding windows (sliding_window, and which layers use it: layer_types,
-// sliding_window_pattern, gemma2's alternation, Qwen2's use_sliding_window and
+// hidden_act is silu, no biases, RMSNorm, RoPE (no position table), causal attention; without
+// tie_word_embeddings the head is tied as the model type's config class defaults (opt and
+// gemma, gemma2, gemma3_text tied; the others untied). OPT (model_type opt: ffn_dim,
+// activation_function, enable_bias, max_position_embeddings + 2 learned positions,
+// word_embed_proj_dim equal to hidden_size). Mixtures of experts (io/hf_moe.h): DeepSeek
+// (n_routed_experts, num_experts_per_tok, moe_intermediate_size, n_shared_experts,
+// first_k_dense_replace, moe_layer_freq), Qwen2-MoE and Qwen3-MoE (num_experts,
+// moe_intermediate_size, shared_expert_intermediate_size, decoder_sparse_step, mlp_only_layers)
+// and Mixtral (num_local_experts); MoE layers that are not the last ones are an error.
+// Multi-head latent attention (DeepSeek-V2/V3: kv_lora_rank, q_lora_rank, qk_nope_head_dim,
+// qk_rope_head_dim, v_head_dim). Sliding windows (sliding_window, and which layers use it:
+// layer_types, sliding_window_pattern, gemma2's alternation, Qwen2's use_sliding_window and
 // max_window_layers). DeepSeek-V4.1 (model_type deepseek_v41_text, alone or as text_config; the
 // field names of NeMo AutoModel's DeepseekV41TextConfig): the CSA2 layer list from
 // compress_ratios and the KV / index source lists, dims from the config. JSON is read with the

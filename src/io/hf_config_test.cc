@@ -210,3 +210,103 @@ TEST(HfConfigTest, DeepSeekV41LayerList) {
 
 }  // namespace
 }  // namespace stagecraft
+
+namespace stagecraft {
+namespace {
+
+// facebook/opt-13b config.json (as tests/golden/data/hf/opt-13b.json) and facebook/opt-66b's
+// (the same keys; hidden 9216, 72 heads, 64 layers, ffn_dim 36864).
+constexpr const char* kOpt13b = R"({"_name_or_path": "facebook/opt-13b",
+  "_remove_final_layer_norm": false, "activation_function": "relu", "do_layer_norm_before": true,
+  "ffn_dim": 20480, "hidden_size": 5120, "max_position_embeddings": 2048, "model_type": "opt",
+  "num_attention_heads": 40, "num_hidden_layers": 40, "vocab_size": 50272,
+  "word_embed_proj_dim": 5120})";
+constexpr const char* kOpt66b = R"({"_name_or_path": "facebook/opt-66b",
+  "_remove_final_layer_norm": false, "activation_function": "relu", "do_layer_norm_before": true,
+  "ffn_dim": 36864, "hidden_size": 9216, "max_position_embeddings": 2048, "model_type": "opt",
+  "num_attention_heads": 72, "num_hidden_layers": 64, "vocab_size": 50272,
+  "word_embed_proj_dim": 9216})";
+
+// OPT: fc1/fc2 of ffn_dim (not gated), biases and LayerNorms, a learned position table of
+// 2048 + 2 rows whatever the run's sequence length, the head tied to the embedding (OPTConfig
+// keeps PretrainedConfig's default). Counted by hand from modeling_opt.py: per layer 4h^2 + 4h
+// (q, k, v, out_proj with biases) + 2hf + f + h (fc1, fc2) + 4h (two LayerNorms); the tables
+// (V + 2050) h; the final LayerNorm 2h. OPT-13B: 12,853,473,280; OPT-66B: 65,719,701,504 (the
+// OPT paper's Table 1 names them 13B and 66B).
+TEST(HfConfigTest, OptParameterCounts) {
+  const ModelSpec model = ModelFromHfConfig(kOpt13b, "opt.json", ModelSpec()).value();
+  const TransformerSpec& spec = model.transformer;
+  EXPECT_EQ(model.name, "facebook/opt-13b");
+  EXPECT_EQ(spec.ffn_hidden, 20480);
+  EXPECT_FALSE(spec.swiglu);
+  EXPECT_TRUE(spec.bias);
+  EXPECT_TRUE(spec.tied_embeddings);
+  EXPECT_TRUE(spec.learned_positions);
+  EXPECT_EQ(spec.position_rows, 2050);
+  EXPECT_EQ(spec.kv_heads_or_heads(), 40);
+  EXPECT_FALSE(spec.moe());
+  EXPECT_DOUBLE_EQ(TransformerParams(spec, 2048), 12853473280.0);
+  EXPECT_DOUBLE_EQ(TransformerParams(spec, 0), 12853473280.0);  // serving's count
+  const TransformerSpec large =
+      ModelFromHfConfig(kOpt66b, "opt.json", ModelSpec()).value().transformer;
+  EXPECT_DOUBLE_EQ(TransformerParams(large, 2048), 65719701504.0);
+}
+
+// What stagecraft's transformer cannot hold is refused: opt-350m's word_embed_proj_dim 512 for
+// hidden 1024 (project_in / project_out), biases without affine LayerNorms or the reverse. An
+// OPT config names ffn_dim when it lacks it; an explicit tie_word_embeddings false still unties.
+TEST(HfConfigTest, OptRefusals) {
+  const auto error = [](const std::string& json) {
+    const auto model = ModelFromHfConfig(json, "opt.json", ModelSpec());
+    EXPECT_FALSE(model.ok()) << json;
+    return model.ok() ? std::string() : model.error().message;
+  };
+  const auto with = [](const std::string& extra) {
+    std::string text = kOpt13b;
+    return text.insert(text.size() - 1, ", " + extra);
+  };
+  const std::string opt350m = R"({"_name_or_path": "facebook/opt-350m",
+      "activation_function": "relu", "do_layer_norm_before": false, "ffn_dim": 4096,
+      "hidden_size": 1024, "max_position_embeddings": 2048, "model_type": "opt",
+      "num_attention_heads": 16, "num_hidden_layers": 24, "vocab_size": 50272,
+      "word_embed_proj_dim": 512})";
+  EXPECT_TRUE(Contains(error(opt350m),
+                       "word_embed_proj_dim 512 differs from hidden_size 1024: OPT then projects"));
+  EXPECT_TRUE(Contains(error(with(R"("enable_bias": false)")),
+                       "enable_bias false: stagecraft's transformer has linear biases and "
+                       "LayerNorm scale and shift together or neither"));
+  EXPECT_TRUE(Contains(error(with(R"("layer_norm_elementwise_affine": false)")),
+                       "layer_norm_elementwise_affine false"));
+  EXPECT_TRUE(Contains(error(R"({"model_type": "opt", "hidden_size": 64,
+      "num_attention_heads": 2, "num_hidden_layers": 2, "vocab_size": 10})"),
+                       "missing 'ffn_dim' (an OPT config needs"));
+  const auto untied =
+      ModelFromHfConfig(with(R"("tie_word_embeddings": false)"), "opt.json", ModelSpec());
+  ASSERT_TRUE(untied.ok());
+  EXPECT_FALSE(untied.value().transformer.tied_embeddings);
+}
+
+// Without tie_word_embeddings, the model type's config class decides (transformers): OPT and the
+// Gemma family tie, Llama-style classes and an unknown or absent model_type do not.
+TEST(HfConfigTest, TiedEmbeddingsFollowTheConfigClass) {
+  const auto tied = [](const std::string& type) {
+    const std::string json = R"({"hidden_size": 64, "intermediate_size": 128,
+        "num_attention_heads": 2, "num_hidden_layers": 2, "vocab_size": 10)" +
+                             (type.empty() ? "" : ", \"model_type\": \"" + type + "\"") + "}";
+    const auto model = ModelFromHfConfig(json, "tie.json", ModelSpec());
+    EXPECT_TRUE(model.ok()) << type;
+    return model.ok() && model.value().transformer.tied_embeddings;
+  };
+  EXPECT_TRUE(tied("gemma"));
+  EXPECT_TRUE(tied("gemma2"));
+  EXPECT_TRUE(tied("gemma3_text"));
+  EXPECT_FALSE(tied("llama"));
+  EXPECT_FALSE(tied("mistral"));
+  EXPECT_FALSE(tied("qwen2"));
+  EXPECT_FALSE(tied("deepseek_v3"));
+  EXPECT_FALSE(tied("some_new_model"));
+  EXPECT_FALSE(tied(""));
+}
+
+}  // namespace
+}  // namespace stagecraft

@@ -143,8 +143,10 @@ double ActiveParams(const TransformerSpec& spec, int64_t seq_len) {
 }
 
 double EmbeddingParams(const TransformerSpec& spec, int64_t seq_len) {
-  return static_cast<double>(spec.vocab + (spec.learned_positions ? seq_len : 0)) *
-         static_cast<double>(spec.hidden);
+  const int64_t positions = !spec.learned_positions  ? 0
+                            : spec.position_rows > 0 ? spec.position_rows
+                                                     : seq_len;
+  return static_cast<double>(spec.vocab + positions) * static_cast<double>(spec.hidden);
 }
 
 double TransformerParams(const TransformerSpec& spec, int64_t seq_len) {

@@ -41,6 +41,10 @@ struct TransformerSpec {
   bool tied_embeddings = true;    // the head reuses the embedding matrix (GPT, Megatron)
   bool bias = true;               // linear biases and LayerNorm (GPT); false: none, RMSNorm (Llama)
   bool learned_positions = true;  // a learned position table of s·h (GPT); false: RoPE
+  // Rows of that table when the checkpoint fixes them (OPT: max_position_embeddings + 2,
+  // transformers' OPTLearnedPositionalEmbedding offset); 0 = the run's s (Megatron's
+  // --max-position-embeddings = --seq-length).
+  int64_t position_rows = 0;
   // Mixture of experts (DeepSeek, Mixtral): 0 experts = a dense MLP in every layer. The first
   // `dense_layers` layers keep the dense MLP of width ffn_hidden.
   int64_t experts = 0;            // routed experts E
@@ -151,7 +155,7 @@ double DecoderAttentionParams(const TransformerSpec& spec);
 double DecoderMlpParams(const TransformerSpec& spec, bool moe_layer = false);
 // Of those, the routed experts' (sharded over expert-parallel ranks).
 double RoutedExpertParams(const TransformerSpec& spec);
-// V·h, plus s·h learned positions when the model has them.
+// V·h, plus the learned position table when the model has one (position_rows, else s rows).
 double EmbeddingParams(const TransformerSpec& spec, int64_t seq_len);
 // The whole model (the head counted once when tied).
 double TransformerParams(const TransformerSpec& spec, int64_t seq_len);

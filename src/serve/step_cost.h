@@ -80,6 +80,10 @@ struct EngineOptions {
   enum class Admission : uint8_t { kGreedy, kNoEvict, kNewTokenRatio };
   Admission admission = Admission::kGreedy;
   double new_token_ratio = 0.7;
+  // SGLang's memory rule: the weights and the KV pool take mem_fraction_static of the device
+  // (engine_profile.h SglangMemFractionStatic, from the device's memory, tp, pp and the token
+  // budget), the activations and CUDA graphs the rest; false = memory_utilization as above.
+  bool sglang_static_memory = false;
 };
 
 // A CSA2 layer list served (doc/serving.md, "CSA2 layer lists"; doc/csa2.md's storage formats

@@ -290,6 +290,7 @@ const std::vector<Option<ServeSpec>>& ServeOptions() {
       NumberOption("prefix_tokens", &ServeSpec::prefix_tokens),
       TextOption("slo", &ServeSpec::slo),
       // The engine's flags (EngineFlags, a base of ServeSpec): named for ServeSpec.
+      TextOption<ServeSpec, std::string>("engine", &ServeSpec::engine),
       TextOption<ServeSpec, std::string>("weight_dtype", &ServeSpec::weight_dtype),
       TextOption<ServeSpec, std::string>("kv_dtype", &ServeSpec::kv_dtype),
       TextOption<ServeSpec, std::string>("batching", &ServeSpec::batching),

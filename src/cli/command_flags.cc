@@ -379,6 +379,11 @@ void AddGoodputFlags(CLI::App* command, GoodputSpec& spec) {
 // The engine's flags of `serve` and `serve-plan`: its formats, its batching and its limits.
 void AddEngineFlags(CLI::App& command, EngineFlags& engine) {
   command
+      .add_option("--engine", engine.engine,
+                  "vllm | trtllm | sglang: that engine's defaults (limits, KV memory, block size, "
+                  "admission), which the flags below override (default: stagecraft's, vLLM-like)")
+      ->type_name("E");
+  command
       .add_option("--weight-dtype", engine.weight_dtype,
                   "bf16 | fp8 | int8 | int4 | fp4 (default: the config's weight_format or "
                   "quantization_config, else bf16)")

@@ -60,10 +60,12 @@ std::string DescribePlacement(const ServePlacement& placement) {
 
 std::string FormatJson(const std::string& model, const ReplicaModel& replica,
                        const ServePlacement& placement, const Workload& workload,
-                       const DecodePoint& decode, const ServeStats& stats) {
+                       const DecodePoint& decode, const ServeStats& stats,
+                       const std::string& engine) {
   JsonWriter json(/*pretty=*/true);
   json.BeginObject();
   json.Key("model").String(model);
+  if (!engine.empty()) json.Key("engine").String(engine);
   json.Key("device").String(replica.cluster.device);
   json.Key("tp").Int(replica.shape.tp);
   json.Key("pp").Int(replica.shape.pp);
@@ -146,11 +148,15 @@ std::string FormatJson(const std::string& model, const ReplicaModel& replica,
 std::string FormatText(const std::string& label, const std::string& model,
                        const ReplicaModel& replica, const ServePlacement& placement,
                        const Workload& workload, Routing routing, const Slo& slo,
-                       const DecodePoint& decode, const ServeStats& stats) {
+                       const DecodePoint& decode, const ServeStats& stats,
+                       const std::string& engine) {
   std::ostringstream out;
   out << "stagecraft serve: " << label << "\n";
   out << "  model " << model << " on " << replica.cluster.device << ": "
       << DescribePlacement(placement) << "\n";
+  if (const auto profile = kEngineProfileNames.Parse(engine)) {
+    out << "  engine: " << engine << ", " << DescribeEngineProfile(*profile) << "\n";
+  }
   if (placement.disaggregated()) {
     out << "  KV hand-off: prefill to decode instance, each GPU its shard over "
         << (2 * placement.shape.gpus_per_replica() <= replica.cluster.devices_per_node
@@ -339,7 +345,7 @@ Result<ServeSetup> SetupOf(const ServeSpec& spec, const PreparedRun& run) {
   auto slo = ParseSlo(spec.slo);
   if (!slo.ok()) return slo.error();
   setup.slo = slo.value();
-  STAGECRAFT_RETURN_IF_ERROR(ApplyEngineFlags(spec, config.model, setup.engine));
+  STAGECRAFT_RETURN_IF_ERROR(ApplyEngineFlags(spec, config.model, config.cluster, setup.engine));
   setup.engine.cuda_graphs = !spec.eager;
   setup.keep_iterations = !spec.trace_path.empty() || !spec.report_path.empty();
   return setup;
@@ -363,9 +369,9 @@ Status RunServe(const ServeSpec& spec, Transcript& transcript) {
     if (!saved.ok()) return Error{"--trace: " + saved.error().message};
   }
   const Workload& workload = setup.value().workload;
-  const std::string text =
-      FormatText(run.value().label, config.model.name, outcome.replica, outcome.placement, workload,
-                 setup.value().routing, setup.value().slo, outcome.decode, outcome.stats);
+  const std::string text = FormatText(
+      run.value().label, config.model.name, outcome.replica, outcome.placement, workload,
+      setup.value().routing, setup.value().slo, outcome.decode, outcome.stats, spec.engine);
   if (!spec.report_path.empty()) {
     const Status saved = spec.run.files.write(
         spec.report_path,
@@ -374,7 +380,7 @@ Status RunServe(const ServeSpec& spec, Transcript& transcript) {
     if (!saved.ok()) return Error{"--report: " + saved.error().message};
   }
   transcript.out() << (spec.json ? FormatJson(config.model.name, outcome.replica, outcome.placement,
-                                              workload, outcome.decode, outcome.stats)
+                                              workload, outcome.decode, outcome.stats, spec.engine)
                                  : text);
   return Status::Ok();
 }

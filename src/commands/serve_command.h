@@ -11,6 +11,7 @@
 
 #include "commands/transcript.h"
 #include "run/run_setup.h"
+#include "serve/engine_profile.h"
 #include "serve/explorer_search.h"
 #include "serve/serve.h"
 #include "serve/serve_plan.h"
@@ -19,6 +20,9 @@ namespace stagecraft {
 
 // The engine's flags of `serve` and `serve-plan` as given.
 struct EngineFlags {
+  // --engine vllm|trtllm|sglang: the engine's defaults (serve/engine_profile.h), applied before
+  // the flags below; "" = stagecraft's own defaults (vLLM-like, with max_num_seqs 256).
+  std::string engine;
   std::string weight_dtype;  // --weight-dtype bf16|fp8|int8|int4|fp4; "" = the model's
   std::string kv_dtype;      // --kv-dtype bf16|fp8; "" = the model's
   std::string batching;      // --batching chunked | prefill-first; "" = chunked
@@ -99,9 +103,13 @@ Result<Slo> ParseSlo(const std::string& text);
 Result<PercentileSlo> ParsePercentileSlo(const std::string& text);
 // --routing round-robin | least-outstanding | kv-aware.
 Result<Routing> ParseRouting(const std::string& text);
-// The engine's flags into `engine`, for `model`: --weight-dtype and --kv-dtype ("" = unset: the
-// model's own), --batching, then the limits (each checked against its range).
-Status ApplyEngineFlags(const EngineFlags& flags, const ModelSpec& model, EngineOptions& engine);
+// --engine vllm|trtllm|sglang; errors suggest the nearest name.
+Result<EngineProfile> ParseEngineProfile(const std::string& text);
+// The engine's flags into `engine`, for `model` on `cluster`: --engine's profile, --weight-dtype
+// and --kv-dtype ("" = unset: the model's own), --batching, then the limits (each checked
+// against its range), the explicit flags overriding the profile.
+Status ApplyEngineFlags(const EngineFlags& flags, const ModelSpec& model,
+                        const ClusterSpec& cluster, EngineOptions& engine);
 // A layer-list model (CSA2) with --kv-dtype is refused (exit 2): its cache keeps the model's
 // own inference formats. Everything else passes (a model with neither a transformer nor layers
 // fails later).

@@ -69,7 +69,19 @@ Result<Routing> ParseRouting(const std::string& text) {
   return Error{"--routing '" + text + "': expected round-robin, least-outstanding or kv-aware"};
 }
 
-Status ApplyEngineFlags(const EngineFlags& flags, const ModelSpec& model, EngineOptions& engine) {
+Result<EngineProfile> ParseEngineProfile(const std::string& text) {
+  if (const auto profile = kEngineProfileNames.Parse(text)) return *profile;
+  return Error{"--engine '" + text + "': expected " + kEngineProfileNames.Joined() +
+               kEngineProfileNames.DidYouMean(text)};
+}
+
+Status ApplyEngineFlags(const EngineFlags& flags, const ModelSpec& model,
+                        const ClusterSpec& cluster, EngineOptions& engine) {
+  if (!flags.engine.empty()) {
+    auto profile = ParseEngineProfile(flags.engine);
+    if (!profile.ok()) return profile.error();
+    ApplyEngineProfile(profile.value(), cluster, engine);
+  }
   ServeDtypes dtypes;
   if (!flags.weight_dtype.empty()) {
     auto weights = ParseWeightDtype(flags.weight_dtype);

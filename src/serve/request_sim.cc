@@ -1,9 +1,7 @@
 #include "serve/request_sim.h"
 
 #include <algorithm>
-#include <charconv>
 #include <cmath>
-#include <cstdlib>
 #include <deque>
 #include <limits>
 #include <map>
@@ -11,7 +9,6 @@
 
 #include "core/event_queue.h"
 #include "core/splitmix.h"
-#include "serve/text_lines.h"
 
 namespace stagecraft {
 namespace {
@@ -341,6 +338,41 @@ class ServingModel {
     }
   }
 
+  // The blocks a request may still claim before it finishes, which the engine's admission rule
+  // holds back for it (EngineOptions::Admission): kNoEvict its prompt and its whole output,
+  // kNewTokenRatio new_token_ratio of the output still to come (at most 4096 tokens of it,
+  // SGLang's CLIP_MAX_NEW_TOKENS), kGreedy nothing.
+  int64_t Reserved(const Request& request) const {
+    using Admission = EngineOptions::Admission;
+    const EngineOptions& engine = model_.engine;
+    if (engine.admission == Admission::kGreedy) return 0;
+    int64_t ahead = request.output - request.generated;
+    if (engine.admission == Admission::kNewTokenRatio) {
+      ahead = static_cast<int64_t>(
+          std::ceil(static_cast<double>(std::min<int64_t>(ahead, 4096)) * engine.new_token_ratio));
+    }
+    const int64_t total = BlocksFor(request.prompt + request.generated + ahead);
+    return std::max<int64_t>(0, total - request.blocks - request.prefix_blocks);
+  }
+
+  // What the running requests of a replica hold back (Reserved, summed).
+  int64_t HeldBack(const Replica& replica) const {
+    if (model_.engine.admission == EngineOptions::Admission::kGreedy) return 0;
+    int64_t blocks = 0;
+    for (int32_t id : replica.running) blocks += Reserved(requests_[id]);
+    return blocks;
+  }
+
+  // Whether a waiting request fits beside what the running ones hold back (cached prefixes
+  // evicted for it first when `evict`); greedy admission checks only the blocks of its first
+  // chunk, `need`.
+  bool Fits(Replica& replica, const Request& request, int64_t need, int64_t held_back,
+            bool evict = true) {
+    const int64_t claim = std::max(need, held_back + Reserved(request));
+    if (evict) EvictFor(replica, claim);
+    return claim <= replica.free_blocks;
+  }
+
   // Whether the replica may admit one more request: max_seqs and Vidur's running cap.
   bool RoomToAdmit(const Replica& replica) const {
     const int64_t running = static_cast<int64_t>(replica.running.size());
@@ -353,6 +385,7 @@ class ServingModel {
   // (a prompt longer than the budget runs alone) and its blocks are free.
   void AdmitWholePrompts(Replica& replica) {
     int64_t longest = 0;
+    int64_t held_back = HeldBack(replica);
     while (!replica.waiting.empty() && RoomToAdmit(replica)) {
       const int32_t id = replica.waiting.front();
       Request& request = requests_[id];
@@ -361,9 +394,12 @@ class ServingModel {
           static_cast<int64_t>(replica.batch.size() + 1) * std::max(longest, tokens);
       if (!replica.batch.empty() && padded > model_.engine.token_budget) break;
       const int64_t need = Need(request, tokens);
-      if (need > replica.free_blocks) break;
+      // vLLM V0's whole-prompt step evicts no cached prefix for a new prompt.
+      const bool evict = model_.engine.admission != EngineOptions::Admission::kGreedy;
+      if (!Fits(replica, request, need, held_back, evict)) break;
       replica.waiting.pop_front();
       Grow(replica, request, need);
+      held_back += Reserved(request);
       request.scheduled = tokens;
       if (request.first_scheduled_ns < 0) request.first_scheduled_ns = now_ns_;
       longest = std::max(longest, tokens);
@@ -373,16 +409,17 @@ class ServingModel {
   }
 
   void AdmitWaiting(Replica& replica, int64_t& budget) {
+    int64_t held_back = HeldBack(replica);
     while (!replica.waiting.empty() && budget > 0 && RoomToAdmit(replica)) {
       const int32_t id = replica.waiting.front();
       Request& request = requests_[id];
       ReadCachedPrefix(replica, request);
       const int64_t tokens = std::min(request.pending(), budget);
       const int64_t need = Need(request, tokens);
-      EvictFor(replica, need);
-      if (need > replica.free_blocks) break;
+      if (!Fits(replica, request, need, held_back)) break;
       replica.waiting.pop_front();
       Grow(replica, request, need);
+      held_back += Reserved(request);
       request.scheduled = tokens;
       if (request.first_scheduled_ns < 0) request.first_scheduled_ns = now_ns_;
       budget -= tokens;
@@ -605,83 +642,7 @@ Status CheckWorkload(const ReplicaModel& replica, const Workload& workload) {
   return Status::Ok();
 }
 
-bool ParseCount(std::string_view part, int64_t& value) {
-  const auto [end, error] = std::from_chars(part.data(), part.data() + part.size(), value);
-  return error == std::errc() && end == part.data() + part.size() && value >= 1 &&
-         value <= kMaxTokens;
-}
-
 }  // namespace
-
-Result<std::vector<TraceRequest>> ParseRequestTrace(std::string_view text,
-                                                    const std::string& source) {
-  std::vector<TraceRequest> requests;
-  int64_t last_ns = 0;
-  STAGECRAFT_RETURN_IF_ERROR(
-      ForEachDataLine(text, [&](std::string_view line, int64_t line_number) -> Status {
-        if (requests.empty() && line == "arrival_s,prompt_tokens,output_tokens")
-          return Status::Ok();
-        const std::string where = source + ":" + std::to_string(line_number) + ": ";
-        const size_t first = line.find(',');
-        const size_t second = first == std::string_view::npos ? first : line.find(',', first + 1);
-        TraceRequest request;
-        double arrival_s = -1;
-        bool ok = second != std::string_view::npos;
-        if (ok) {
-          const std::string arrival(line.substr(0, first));
-          char* end = nullptr;
-          arrival_s = std::strtod(arrival.c_str(), &end);
-          ok = !arrival.empty() && end == arrival.c_str() + arrival.size() && arrival_s >= 0 &&
-               arrival_s <= 1e9 &&
-               ParseCount(line.substr(first + 1, second - first - 1), request.prompt) &&
-               ParseCount(line.substr(second + 1), request.output);
-        }
-        if (!ok) {
-          return Error{where + "expected arrival_s,prompt_tokens,output_tokens (seconds >= 0, " +
-                       "token counts 1 to " + std::to_string(kMaxTokens) +
-                       "), e.g. 0.25,512,64; got '" + std::string(line) + "'"};
-        }
-        request.arrival_ns = std::llround(arrival_s * 1e9);
-        if (request.arrival_ns < last_ns) {
-          return Error{
-              where + "arrival " + std::string(line.substr(0, first)) +
-              " s is before the previous request's (expected the requests in arrival order)"};
-        }
-        last_ns = request.arrival_ns;
-        requests.push_back(request);
-        return Status::Ok();
-      }));
-  if (requests.empty()) {
-    return Error{source +
-                 ": no requests (expected lines of arrival_s,prompt_tokens,output_tokens)"};
-  }
-  return requests;
-}
-
-Result<LengthDist> ParseLengthDist(std::string_view text, const char* flag) {
-  const auto parse = [](std::string_view part, int64_t& value) {
-    const auto [end, error] = std::from_chars(part.data(), part.data() + part.size(), value);
-    return error == std::errc() && end == part.data() + part.size() && value >= 1 &&
-           value <= kMaxTokens;
-  };
-  LengthDist dist;
-  const size_t dash = text.find('-');
-  const bool ok = dash == std::string_view::npos
-                      ? parse(text, dist.low) && parse(text, dist.high)
-                      : parse(text.substr(0, dash), dist.low) &&
-                            parse(text.substr(dash + 1), dist.high) && dist.low <= dist.high;
-  if (!ok) {
-    return Error{std::string(flag) + " '" + std::string(text) + "': expected a token count N or " +
-                 "a uniform range A-B (A <= B), each 1 to " + std::to_string(kMaxTokens) +
-                 ", e.g. 512 or 256-1024"};
-  }
-  return dist;
-}
-
-std::string FormatLengthDist(const LengthDist& dist) {
-  return dist.low == dist.high ? std::to_string(dist.low)
-                               : std::to_string(dist.low) + "-" + std::to_string(dist.high);
-}
 
 ServeStats SummarizeRequests(const std::vector<RequestTimes>& requests, const Slo& slo,
                              int64_t gpus, int64_t end_ns) {

@@ -4,8 +4,11 @@
 // scheduler does: every iteration first advances the running requests (decodes, and the rest of
 // chunked prefills) within the token budget, preempting the latest admitted request when the
 // paged KV cache has no free block (recompute: it returns to the front of the queue), then
-// admits waiting requests while the budget, max_seqs and the free blocks allow. An iteration's
-// time is the step-cost roofline of its work (step_cost.h). Deterministic given the seed.
+// admits waiting requests while the budget, max_seqs and the free blocks allow (or, under a
+// reservation, EngineOptions::Admission: while the free blocks cover what the running requests
+// may still claim and the new one's prompt and output, TensorRT-LLM's GUARANTEED_NO_EVICT, or a
+// share of its output, SGLang's new-token ratio). An iteration's time is the step-cost roofline
+// of its work (step_cost.h). Deterministic given the seed.
 #pragma once
 
 #include <cstdint>

@@ -572,5 +572,89 @@ TEST(RequestSimTest, ClientErrors) {
   EXPECT_FALSE(SimulateServing(replica, traced, Routing::kRoundRobin, Slo{}).ok());
 }
 
+// A saturating long-context load: 20,000-token prompts and 2,000-token outputs at 10 rps on a
+// replica whose KV cache holds four such requests (88,000 tokens, 5,500 blocks of 16).
+Workload LongContextBurst() {
+  Workload workload;
+  workload.rate_rps = 10;
+  workload.requests = 60;
+  workload.prompt = {20'000, 20'000};
+  workload.output = {2'000, 2'000};
+  return workload;
+}
+
+ReplicaModel FourRequestReplica(EngineOptions::Admission admission) {
+  EngineOptions engine;
+  engine.admission = admission;
+  ReplicaModel replica = Replica(1, engine);
+  replica.kv_capacity_tokens = 4 * 22'000;
+  return replica;
+}
+
+// TensorRT-LLM's GUARANTEED_NO_EVICT (EngineOptions::Admission::kNoEvict): a request is
+// admitted only when its prompt and whole output fit beside what the running requests may
+// still claim, so on the load above greedy admission preempts and the reservation never does;
+// the blocks in use stay within the cache in every iteration, every request finishes and
+// Little's law holds (Simulate).
+TEST(RequestSimTest, NoEvictAdmissionNeverPreempts) {
+  const Workload workload = LongContextBurst();
+  const ServeStats greedy =
+      Simulate(FourRequestReplica(EngineOptions::Admission::kGreedy), workload);
+  EXPECT_GT(greedy.preemptions, 0);
+  const ReplicaModel replica = FourRequestReplica(EngineOptions::Admission::kNoEvict);
+  std::vector<IterationRecord> iterations;
+  std::vector<RequestTimes> times;
+  auto no_evict =
+      SimulateServing(replica, workload, Routing::kRoundRobin, Slo{}, &iterations, &times);
+  ASSERT_TRUE(no_evict.ok()) << no_evict.error().message;
+  ExpectLittlesLaw(no_evict.value());
+  EXPECT_EQ(no_evict.value().preemptions, 0);
+  EXPECT_EQ(no_evict.value().requests, workload.requests);
+  for (const RequestTimes& request : times) EXPECT_GT(request.finish_ns, request.arrival_ns);
+  const int64_t capacity = replica.kv_capacity_tokens / replica.engine.block_tokens;
+  int64_t peak = 0;
+  for (const IterationRecord& iteration : iterations) peak = std::max(peak, iteration.kv_blocks);
+  EXPECT_LE(peak, capacity);
+  EXPECT_LE(no_evict.value().kv_utilization_peak, 1.0);
+  // Four requests of 22,000 tokens (1,375 blocks each) fit, a fifth does not: the reservation
+  // keeps at most four running, so the peak stays at or under 4 x 1,375 blocks.
+  EXPECT_LE(peak, 4 * 1375);
+}
+
+// With a KV cache large enough that no reservation ever binds (the default replica's 1.4M
+// tokens, requests of 576), no-evict admission is greedy admission: the same iterations and the
+// same times for every request.
+TEST(RequestSimTest, NoEvictIsGreedyWhenTheCacheIsLarge) {
+  Workload workload;
+  workload.rate_rps = 20;
+  workload.requests = 300;
+  std::vector<RequestTimes> greedy_times;
+  std::vector<RequestTimes> no_evict_times;
+  EngineOptions engine;
+  auto greedy = SimulateServing(Replica(1, engine), workload, Routing::kRoundRobin, Slo{}, nullptr,
+                                &greedy_times);
+  engine.admission = EngineOptions::Admission::kNoEvict;
+  auto no_evict = SimulateServing(Replica(1, engine), workload, Routing::kRoundRobin, Slo{},
+                                  nullptr, &no_evict_times);
+  ASSERT_TRUE(greedy.ok() && no_evict.ok());
+  EXPECT_EQ(greedy.value().iterations, no_evict.value().iterations);
+  EXPECT_EQ(no_evict.value().preemptions, 0);
+  ASSERT_EQ(greedy_times.size(), no_evict_times.size());
+  for (size_t index = 0; index < greedy_times.size(); ++index) {
+    EXPECT_EQ(greedy_times[index].first_token_ns, no_evict_times[index].first_token_ns);
+    EXPECT_EQ(greedy_times[index].finish_ns, no_evict_times[index].finish_ns);
+  }
+}
+
+// SGLang's new-token ratio (kNewTokenRatio, 0.7 of the output ahead reserved) on the same load:
+// it admits more than no-evict and may still preempt; every request finishes, Little's law
+// holds and the blocks stay within the cache.
+TEST(RequestSimTest, NewTokenRatioAdmissionFinishesEveryRequest) {
+  const ServeStats stats =
+      Simulate(FourRequestReplica(EngineOptions::Admission::kNewTokenRatio), LongContextBurst());
+  EXPECT_EQ(stats.requests, 60);
+  EXPECT_LE(stats.kv_utilization_peak, 1.0);
+}
+
 }  // namespace
 }  // namespace stagecraft

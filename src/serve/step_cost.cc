@@ -7,6 +7,7 @@
 #include "comm/collective.h"
 #include "core/units.h"
 #include "model/layer_costs.h"
+#include "serve/engine_profile.h"
 
 namespace stagecraft {
 namespace {
@@ -285,6 +286,14 @@ Status SizeKvCapacity(ReplicaModel& replica) {
   replica.kv_budget_bytes_per_gpu = engine.kv_free_fraction > 0
                                         ? engine.kv_free_fraction * (hbm - taken)
                                         : hbm * engine.memory_utilization - taken;
+  if (engine.sglang_static_memory && engine.kv_free_fraction <= 0) {
+    // SGLang's mem_fraction_static holds the weights and the KV pool; its reserve covers the
+    // activations and the CUDA graphs.
+    replica.engine.memory_utilization =
+        SglangMemFractionStatic(hbm, shape.tp, shape.pp, engine.token_budget);
+    replica.kv_budget_bytes_per_gpu =
+        hbm * replica.engine.memory_utilization - replica.weight_bytes_per_gpu;
+  }
   const double block_bytes = replica.kv_bytes_per_token_per_gpu * engine.block_tokens;
   const double blocks = std::floor(replica.kv_budget_bytes_per_gpu / block_bytes);
   if (blocks < 1) {
@@ -297,7 +306,7 @@ Status SizeKvCapacity(ReplicaModel& replica) {
             "block within " +
             (engine.kv_free_fraction > 0
                  ? FormatFixed(engine.kv_free_fraction * 100, 0) + "% of what is left of "
-                 : FormatFixed(engine.memory_utilization * 100, 0) + "% of ") +
+                 : FormatFixed(replica.engine.memory_utilization * 100, 0) + "% of ") +
             FormatGib(hbm) + " GiB" +
             " (expected more GPUs per replica: a larger --tp or --pp, or a device with more "
             "memory)");

@@ -70,6 +70,20 @@ struct EngineOptions {
   // token budget) and, only when none is admitted, one decode step of the running requests.
   enum class Batching : uint8_t { kChunked, kPrefillFirst };
   Batching batching = Batching::kChunked;
+  // How a waiting request is admitted (request_sim.h). kGreedy, vLLM's: when the blocks of its
+  // first chunk are free; a running request short of blocks later preempts the latest admitted
+  // (recompute). kNoEvict, TensorRT-LLM's GUARANTEED_NO_EVICT capacity scheduler: only when the
+  // free blocks, less those the running requests may still claim, cover its prompt and its whole
+  // output, so no request is ever preempted. kNewTokenRatio, SGLang's: as kNoEvict but reserving
+  // `new_token_ratio` of each request's output still to come (at most 4096 tokens of it), so
+  // decodes can still run short and preempt (SGLang's retraction, modelled as recompute).
+  enum class Admission : uint8_t { kGreedy, kNoEvict, kNewTokenRatio };
+  Admission admission = Admission::kGreedy;
+  double new_token_ratio = 0.7;
+  // SGLang's memory rule: the weights and the KV pool take mem_fraction_static of the device
+  // (engine_profile.h SglangMemFractionStatic, from the device's memory, tp, pp and the token
+  // budget), the activations and CUDA graphs the rest; false = memory_utilization as above.
+  bool sglang_static_memory = false;
 };
 
 // A CSA2 layer list served (doc/serving.md, "CSA2 layer lists"; doc/csa2.md's storage formats

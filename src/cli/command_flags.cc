@@ -126,7 +126,8 @@ void AddMemoryFlags(CLI::App* memory, RunSpec& flags, bool& json) {
 void AddValidateFlags(CLI::App* validate, ValidateSpec& flags) {
   validate->add_option("paths", flags.paths,
                        "suite files or folders (default bench/validation/runs, or "
-                       "bench/validation/kernels with --kernels)");
+                       "bench/validation/kernels with --kernels, bench/validation/serving with "
+                       "--serving)");
   validate
       ->add_option("--max-mape", flags.max_mape,
                    "exit 1 when the mean absolute percentage error is above PCT")
@@ -136,6 +137,9 @@ void AddValidateFlags(CLI::App* validate, ValidateSpec& flags) {
   validate->add_flag("--kernels", flags.kernels,
                      "the kernel suite instead: published per-shape kernel timings "
                      "(default bench/validation/kernels)");
+  validate->add_flag("--serving", flags.serving,
+                     "the serving suite instead: published measured serving figures rerun by "
+                     "`serve` (default bench/validation/serving)");
   validate->add_flag("--leave-one-out", flags.leave_one_out,
                      "each source's error with the sustained GEMM share chosen from the other "
                      "sources' runs");

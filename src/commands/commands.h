@@ -75,6 +75,7 @@ struct ValidateSpec {
   std::string csv_path;            // --csv FILE: one line per run
   bool json = false;               // --json: one object (run counts, MAPE, per source, memory)
   bool kernels = false;  // --kernels: the kernel suite (bench/validation/kernels/*.csv) instead
+  bool serving = false;  // --serving: the serving suite (bench/validation/serving/*.yaml) instead
   // --leave-one-out: each source's error with the constants the suite chooses (each generation's
   // sustained GEMM share) chosen from the other sources' runs.
   bool leave_one_out = false;
@@ -82,6 +83,8 @@ struct ValidateSpec {
 Status RunValidate(const ValidateSpec& flags, Transcript& transcript);
 // validate --kernels (validate_kernels.cc); RunValidate hands over to it.
 Status RunValidateKernels(const ValidateSpec& flags, Transcript& transcript);
+// validate --serving (validate_serving.cc).
+Status RunValidateServing(const ValidateSpec& flags, Transcript& transcript);
 
 // comm: one collective's α-β cost on a preset cluster (comm_report.cc).
 struct CommSpec {

@@ -287,12 +287,7 @@ std::string FormatServeTrace(const std::vector<IterationRecord>& iterations, int
   return json.text() + "\n";
 }
 
-namespace {
-
-// The serve module's setup from the flags and the resolved run's config: the layout (the flags,
-// else the config's parallel.tp/pp/ep when it writes them, else 1), the workload, the routing,
-// the SLO and the engine.
-Result<ServeSetup> SetupOf(const ServeSpec& spec, const PreparedRun& run) {
+Result<ServeSetup> ServeSetupOf(const ServeSpec& spec, const PreparedRun& run) {
   const Config& config = run.config;
   ServeSetup setup;
   const auto& written = run.locations.by_path;
@@ -351,14 +346,12 @@ Result<ServeSetup> SetupOf(const ServeSpec& spec, const PreparedRun& run) {
   return setup;
 }
 
-}  // namespace
-
 Status RunServe(const ServeSpec& spec, Transcript& transcript) {
   auto run = ResolveRun(spec.run);
   if (!run.ok()) return run.error();
   const Config& config = run.value().config;
   STAGECRAFT_RETURN_IF_ERROR(CheckServable(config.model, spec.kv_dtype, "serve"));
-  auto setup = SetupOf(spec, run.value());
+  auto setup = ServeSetupOf(spec, run.value());
   if (!setup.ok()) return setup.error();
   auto served = SimulateDeployment(config.model, config.cluster, setup.value());
   if (!served.ok()) return served.error();

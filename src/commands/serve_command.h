@@ -116,6 +116,11 @@ Status ApplyEngineFlags(const EngineFlags& flags, const ModelSpec& model,
 Status CheckServable(const ModelSpec& model, const std::string& kv_dtype,
                      const std::string& command);
 
+// The serve module's setup from the flags and the resolved run's config: the layout (the flags,
+// else the config's parallel.tp/pp/ep when it writes them, else 1), the workload, the routing,
+// the SLO and the engine. `serve` and `validate --serving` build their runs with it.
+Result<ServeSetup> ServeSetupOf(const ServeSpec& spec, const PreparedRun& run);
+
 Status RunServe(const ServeSpec& spec, Transcript& transcript);
 
 // The Chrome / Perfetto trace of the batches: one process per replica, one complete event per

@@ -413,7 +413,11 @@ std::string ValidateJson(const std::vector<Row>& rows, const Summaries& summarie
 }  // namespace
 
 Status RunValidate(const ValidateSpec& flags, Transcript& transcript) {
+  if (flags.kernels && flags.serving) {
+    return Error{"validate: --kernels and --serving are two suites; give one"};
+  }
   if (flags.kernels) return RunValidateKernels(flags, transcript);
+  if (flags.serving) return RunValidateServing(flags, transcript);
   std::ostream& out = transcript.out();
   std::ostream& err = transcript.err();
   auto files = SuiteFiles(

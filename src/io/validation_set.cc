@@ -72,6 +72,19 @@ std::string ConfigText(std::string_view text, const YAML::Node& run) {
   return config;
 }
 
+// A suite file: YAML whose top level is `source` and `runs`.
+Result<YAML::Node> LoadSuiteFile(std::string_view yaml_text, std::string_view source_name) {
+  YAML::Node root;
+  try {
+    root = YAML::Load(std::string(yaml_text));
+  } catch (const YAML::ParserException& error) {
+    return Error{Where(source_name, error.mark) + error.msg + " (expected YAML)"};
+  }
+  STAGECRAFT_RETURN_IF_ERROR(
+      CheckKeys(source_name, root, "the file", {"source", "runs"}, {"source", "runs"}));
+  return root;
+}
+
 Result<MeasuredRun> ReadRun(std::string_view source, std::string_view file_text,
                             const YAML::Node& node) {
   STAGECRAFT_RETURN_IF_ERROR(CheckKeys(
@@ -112,14 +125,9 @@ Result<MeasuredRun> ReadRun(std::string_view source, std::string_view file_text,
 
 Result<MeasurementSource> ParseMeasurementSource(std::string_view yaml_text,
                                                  std::string_view source_name) {
-  YAML::Node root;
-  try {
-    root = YAML::Load(std::string(yaml_text));
-  } catch (const YAML::ParserException& error) {
-    return Error{Where(source_name, error.mark) + error.msg + " (expected YAML)"};
-  }
-  STAGECRAFT_RETURN_IF_ERROR(
-      CheckKeys(source_name, root, "the file", {"source", "runs"}, {"source", "runs"}));
+  auto loaded = LoadSuiteFile(yaml_text, source_name);
+  if (!loaded.ok()) return loaded.error();
+  const YAML::Node& root = loaded.value();
   const YAML::Node head = root["source"];
   STAGECRAFT_RETURN_IF_ERROR(CheckKeys(source_name, head, "source",
                                        {"id", "cite", "url", "measured", "memory_measured"},
@@ -146,6 +154,84 @@ Result<MeasurementSource> ParseMeasurementSource(std::string_view yaml_text,
                    ": memory_gib needs source.memory_measured (say what the source's memory "
                    "figure counts, e.g. PyTorch's peak reserved bytes)"};
     }
+    source.runs.push_back(std::move(run).value());
+  }
+  return source;
+}
+
+namespace {
+
+Result<MeasuredServing> ReadServingRun(std::string_view source, std::string_view file_text,
+                                       const YAML::Node& node) {
+  STAGECRAFT_RETURN_IF_ERROR(CheckKeys(
+      source, node, "run",
+      {"id", "hardware", "engine", "published", "metric", "measured", "derivation", "assumed",
+       "config", "serve"},
+      {"id", "hardware", "engine", "published", "metric", "measured", "config", "serve"}));
+  MeasuredServing run;
+  for (const auto& [key, out] :
+       {std::pair{"id", &run.id}, std::pair{"hardware", &run.hardware},
+        std::pair{"engine", &run.engine}, std::pair{"published", &run.published},
+        std::pair{"metric", &run.metric}, std::pair{"derivation", &run.derivation},
+        std::pair{"assumed", &run.assumed}}) {
+    auto text = Text(source, node[key], std::string("run.") + key);
+    if (!text.ok()) return text.error();
+    *out = std::move(text).value();
+  }
+  const YAML::Node measured = node["measured"];
+  if (!measured.IsScalar() || !YAML::convert<double>::decode(measured, run.measured) ||
+      !(run.measured > 0) || !(run.measured < 1e12)) {
+    return Error{Where(source, measured.Mark()) + "run " + run.id +
+                 ": measured is not a number > 0 (expected the measured value in the metric's "
+                 "unit)"};
+  }
+  if (!node["config"].IsMap()) {
+    return Error{Where(source, node["config"].Mark()) + "run " + run.id +
+                 ": config is not a map (expected a stagecraft config, doc/config.md)"};
+  }
+  run.config_text = ConfigText(file_text, node);
+  const YAML::Node flags = node["serve"];
+  if (!flags.IsMap()) {
+    return Error{Where(source, flags.Mark()) + "run " + run.id +
+                 ": serve is not a map (expected `serve` flags without the leading --, e.g. "
+                 "{offline: true, requests: 1000})"};
+  }
+  for (const auto& entry : flags) {
+    const std::string name = entry.first.as<std::string>("");
+    if (!entry.second.IsScalar()) {
+      return Error{Where(source, entry.second.Mark()) + "run " + run.id + ": serve." + name +
+                   " is not a scalar (expected the flag's value as `serve` takes it)"};
+    }
+    run.serve.push_back({name, entry.second.as<std::string>(), Where(source, entry.first.Mark())});
+  }
+  return run;
+}
+
+}  // namespace
+
+Result<ServingSource> ParseServingSource(std::string_view yaml_text, std::string_view source_name) {
+  auto loaded = LoadSuiteFile(yaml_text, source_name);
+  if (!loaded.ok()) return loaded.error();
+  const YAML::Node& root = loaded.value();
+  const YAML::Node head = root["source"];
+  STAGECRAFT_RETURN_IF_ERROR(CheckKeys(
+      source_name, head, "source", {"id", "cite", "url", "measured"}, {"id", "cite", "measured"}));
+  ServingSource source;
+  for (const auto& [key, out] :
+       {std::pair{"id", &source.id}, std::pair{"cite", &source.cite}, std::pair{"url", &source.url},
+        std::pair{"measured", &source.measured}}) {
+    auto text = Text(source_name, head[key], std::string("source.") + key);
+    if (!text.ok()) return text.error();
+    *out = std::move(text).value();
+  }
+  const YAML::Node runs = root["runs"];
+  if (!runs.IsSequence() || runs.size() == 0) {
+    return Error{Where(source_name, runs.Mark()) +
+                 "runs is not a non-empty list (expected one entry per measured figure)"};
+  }
+  for (const YAML::Node& node : runs) {
+    auto run = ReadServingRun(source_name, yaml_text, node);
+    if (!run.ok()) return run.error();
     source.runs.push_back(std::move(run).value());
   }
   return source;

@@ -42,4 +42,41 @@ struct MeasurementSource {
 Result<MeasurementSource> ParseMeasurementSource(std::string_view yaml_text,
                                                  std::string_view source_name);
 
+// The serving suite's input (bench/validation/serving/*.yaml, bench/validation/SCHEMA.md
+// "Serving rows"): published measured serving figures, one file per source, each row one
+// measured number of one deployment under one client, with the config and the `serve` flags
+// that rerun it.
+struct MeasuredServing {
+  std::string id;         // unique over the suite
+  std::string hardware;   // as the source describes it
+  std::string engine;     // the engine and its version, as the source states them
+  std::string published;  // the figure as the source states it
+  std::string metric;     // output_tokens_per_s, ttft_ms_p50, ... (SCHEMA.md's table)
+  double measured = 0;    // in the metric's unit, > 0
+  std::string derivation;
+  std::string assumed;
+  std::string config_text;  // the model and the devices, as `serve CONFIG` reads them
+  // One `serve` flag as written: its name without "--", its value as text ("true" for a switch)
+  // and where it stands ("file:line:col: ") for messages.
+  struct Flag {
+    std::string name;
+    std::string value;
+    std::string where;
+  };
+  std::vector<Flag> serve;
+};
+
+struct ServingSource {
+  std::string id;
+  std::string cite;
+  std::string url;
+  std::string measured;  // how the source measured: the tool, the client, what its metric counts
+  std::vector<MeasuredServing> runs;
+};
+
+// Parses one serving file; errors as ParseMeasurementSource's (a missing or unknown key, a
+// measured value that is not a number > 0, a `serve` entry that is not a scalar, no runs). The
+// metric's name and the flags' values are checked by the command that runs the rows.
+Result<ServingSource> ParseServingSource(std::string_view yaml_text, std::string_view source_name);
+
 }  // namespace stagecraft

@@ -14,6 +14,7 @@
 #include "commands/commands.h"
 #include "commands/flag_values.h"
 #include "commands/serve_command.h"
+#include "commands/validated_serving.h"
 #include "commands/validation_files.h"
 #include "core/units.h"
 #include "io/files.h"
@@ -226,6 +227,7 @@ struct Row {
   const Metric* metric = nullptr;
   double measured = 0;
   double predicted = 0;
+  ServedFigure features;  // what a deployment is compared by (validated_serving.h)
   double error() const { return (predicted - measured) / measured; }
   // How much faster than measured the model is: predicted / measured - 1 for a throughput,
   // measured / predicted - 1 for a latency (positive = optimistic on both).
@@ -256,7 +258,9 @@ Result<Row> Predict(const std::string& file, const std::string& source,
   auto setup = ServeSetupOf(spec.value(), run.value());
   if (!setup.ok()) return Error{file + ": run " + measured.id + ": " + setup.error().message};
   auto served = SimulateDeployment(config.model, config.cluster, setup.value());
-  Row row{source, measured.id, metric, measured.measured, 0};
+  Row row{source, measured.id,
+          metric, measured.measured,
+          0,      ServedFeaturesOf(config.model, config.cluster, setup.value())};
   if (!served.ok()) {
     if (served.error().kind == ErrorKind::kBadInput) {
       return Error{file + ": run " + measured.id + ": " + served.error().message};
@@ -400,11 +404,13 @@ Status RunValidateServing(const ValidateSpec& flags, Transcript& transcript) {
     TableText(rows, refused, tallies, out);
   }
   if (!flags.csv_path.empty()) {
-    std::string csv = "source,run,metric,kind,measured,predicted,error,speed_bias\n";
+    std::string csv = std::string("source,run,metric,kind,measured,predicted,error,speed_bias,") +
+                      kServedFigureColumns + "\n";
     for (const Row& row : rows) {
       csv += row.source + "," + row.id + "," + row.metric->name + "," + row.metric->kind + "," +
              FormatFixed(row.measured, 4) + "," + FormatFixed(row.predicted, 4) + "," +
-             FormatFixed(row.error(), 4) + "," + FormatFixed(row.speed_bias(), 4) + "\n";
+             FormatFixed(row.error(), 4) + "," + FormatFixed(row.speed_bias(), 4) + "," +
+             ServedFigureFields(row.features) + "\n";
     }
     const Status written = WriteTextFile(flags.csv_path, csv);
     if (!written.ok()) return Error{"--csv: " + written.error().message};

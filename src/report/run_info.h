@@ -87,6 +87,8 @@ struct ValidationInfo {
   bool in_range = false;     // within the validated extremes of the device generation
   std::string basis;         // what "similar" held to
   std::string outside;       // the first dimension beyond the validated range ("" = none)
+  std::string noun = "run";  // what the suite holds: training runs, or serving figures
+  std::string doc = "doc/fidelity.md";  // where the suite is explained
 };
 
 struct RunInfo {

@@ -416,10 +416,9 @@ std::string ValidationText(const ValidationInfo& v) {
   if (!v.given) return "";
   std::string text = "  validated         ";
   if (v.similar_runs > 0) {
-    text += std::to_string(v.similar_runs) +
-            (v.similar_runs == 1 ? " similar run" : " similar runs") + ", MAPE " +
-            FormatFixed(v.mape * 100.0, 1) + "%, worst " + FormatSignedPercent(v.worst) + "  (" +
-            v.basis + "; doc/fidelity.md)\n";
+    text += std::to_string(v.similar_runs) + " similar " + v.noun +
+            (v.similar_runs == 1 ? "" : "s") + ", MAPE " + FormatFixed(v.mape * 100.0, 1) +
+            "%, worst " + FormatSignedPercent(v.worst) + "  (" + v.basis + "; " + v.doc + ")\n";
   } else {
     text += v.basis + "\n";
   }

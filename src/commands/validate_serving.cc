@@ -93,7 +93,8 @@ using FlagSetter =
 
 Status SetCount(const std::string& flag, const std::string& value, int64_t low, int64_t high,
                 const std::string& expected, int64_t& out) {
-  auto count = ParseCount(flag, value, low, high, expected, std::to_string(low));
+  auto count = ParseCount(flag, value, low, high, expected,
+                          std::to_string(std::max<int64_t>(low, std::min<int64_t>(high, 1000))));
   if (!count.ok()) return count.error();
   out = count.value();
   return Status::Ok();
@@ -247,8 +248,8 @@ Result<Row> Predict(const std::string& file, const std::string& source,
                     const MeasuredServing& measured, std::string& refused) {
   const Metric* metric = FindMetric(measured.metric);
   if (metric == nullptr) {
-    return Error{file + ": run " + measured.id + ": unknown metric '" + measured.metric +
-                 "' (expected one of " + MetricNames() + ")"};
+    return Error{measured.metric_where + "run " + measured.id + ": unknown metric '" +
+                 measured.metric + "' (expected one of " + MetricNames() + ")"};
   }
   auto spec = SpecOf(file, measured);
   if (!spec.ok()) return spec.error();
@@ -256,14 +257,15 @@ Result<Row> Predict(const std::string& file, const std::string& source,
   if (!run.ok()) return Error{run.error().message + " (run " + measured.id + ")"};
   const Config& config = run.value().config;
   auto setup = ServeSetupOf(spec.value(), run.value());
-  if (!setup.ok()) return Error{file + ": run " + measured.id + ": " + setup.error().message};
+  const std::string name = std::filesystem::path(file).filename().string();
+  if (!setup.ok()) return Error{name + ": run " + measured.id + ": " + setup.error().message};
   auto served = SimulateDeployment(config.model, config.cluster, setup.value());
   Row row{source, measured.id,
           metric, measured.measured,
           0,      ServedFeaturesOf(config.model, config.cluster, setup.value())};
   if (!served.ok()) {
     if (served.error().kind == ErrorKind::kBadInput) {
-      return Error{file + ": run " + measured.id + ": " + served.error().message};
+      return Error{name + ": run " + measured.id + ": " + served.error().message};
     }
     refused = served.error().message;
     return row;

@@ -178,6 +178,7 @@ Result<MeasuredServing> ReadServingRun(std::string_view source, std::string_view
     if (!text.ok()) return text.error();
     *out = std::move(text).value();
   }
+  run.metric_where = Where(source, node["metric"].Mark());
   const YAML::Node measured = node["measured"];
   if (!measured.IsScalar() || !YAML::convert<double>::decode(measured, run.measured) ||
       !(run.measured > 0) || !(run.measured < 1e12)) {

@@ -47,12 +47,13 @@ Result<MeasurementSource> ParseMeasurementSource(std::string_view yaml_text,
 // measured number of one deployment under one client, with the config and the `serve` flags
 // that rerun it.
 struct MeasuredServing {
-  std::string id;         // unique over the suite
-  std::string hardware;   // as the source describes it
-  std::string engine;     // the engine and its version, as the source states them
-  std::string published;  // the figure as the source states it
-  std::string metric;     // output_tokens_per_s, ttft_ms_p50, ... (SCHEMA.md's table)
-  double measured = 0;    // in the metric's unit, > 0
+  std::string id;            // unique over the suite
+  std::string hardware;      // as the source describes it
+  std::string engine;        // the engine and its version, as the source states them
+  std::string published;     // the figure as the source states it
+  std::string metric;        // output_tokens_per_s, ttft_ms_p50, ... (SCHEMA.md's table)
+  std::string metric_where;  // "file:line:col: " of the metric, for messages
+  double measured = 0;       // in the metric's unit, > 0
   std::string derivation;
   std::string assumed;
   std::string config_text;  // the model and the devices, as `serve CONFIG` reads them

@@ -41,7 +41,7 @@ int Finish(const Transcript& transcript, const Status& status, std::ostream& out
 }
 
 int UsageError(const std::string& message, std::ostream& err) {
-  err << "stagecraft: error: " << EscapeBytes(message)
+  err << "stagecraft: error: " << EscapeMessage(message)
       << "\nRun 'stagecraft --help' or 'stagecraft COMMAND --help' for usage.\n";
   return ExitCode(ErrorKind::kBadInput);
 }

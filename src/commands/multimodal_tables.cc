@@ -167,9 +167,6 @@ void WriteOrderJson(const MultimodalTablesSpec& flags, const ClusterSpec& cluste
 }
 
 Status RunContrastiveOrder(const MultimodalTablesSpec& flags, std::ostream& out) {
-  if (flags.ranks < 1 || flags.batch < 1 || flags.width < 1) {
-    return Error{"multimodal contrastive-order: --ranks, --batch and --width must be >= 1"};
-  }
   auto times = TowerTimesFromFlags(flags);
   if (!times.ok()) return times.error();
   auto cluster = GatherCluster(flags.device, flags.ranks);
@@ -198,9 +195,6 @@ Status RunContrastiveOrder(const MultimodalTablesSpec& flags, std::ostream& out)
 // --- contrastive, engram, cp ---
 
 Status RunContrastive(const MultimodalTablesSpec& flags, std::ostream& out) {
-  if (flags.ranks < 1 || flags.batch < 1 || flags.width < 1) {
-    return Error{"multimodal contrastive: --ranks, --batch and --width must be >= 1"};
-  }
   const ContrastiveLoss losses[] = {ContrastiveLoss::kGlobal, ContrastiveLoss::kLocal,
                                     ContrastiveLoss::kSigLipRing};
   if (flags.json) {
@@ -282,7 +276,6 @@ void WriteEngramJson(const MultimodalTablesSpec& flags, const EngramSpec& spec,
 Status RunEngram(const MultimodalTablesSpec& flags, std::ostream& out) {
   auto owners = CountList(flags.owners, "--owners");
   if (!owners.ok()) return owners.error();
-  if (flags.tokens < 1) return Error{"multimodal engram: --tokens must be >= 1"};
   const EngramSpec spec;
   // The all-to-alls of one Engram layer for a rank's local batch, among G owners one per node
   // (a stage's data-parallel peers when a node holds one pipeline's stages), on the device's
@@ -366,7 +359,46 @@ const std::vector<std::string>& MultimodalTopics() {
   return kTopics;
 }
 
+namespace {
+
+// Every topic's sizes within bounds before any work: products of them (the gathered bytes
+// D x b x e x 2, an Engram table's rows, a sample's images) stay far inside 64 bits, and a
+// sample's images are drawn only when they fit its sequence.
+Status CheckSizes(const MultimodalTablesSpec& flags) {
+  const struct {
+    const char* flag;
+    int64_t value;
+    int64_t high;
+    const char* what;
+  } bounds[] = {
+      {"--ranks", flags.ranks, int64_t{1} << 16, "ranks"},
+      {"--batch", flags.batch, int64_t{1} << 20, "pairs per rank"},
+      {"--width", flags.width, int64_t{1} << 16, "embedding elements"},
+      {"--tokens", flags.tokens, int64_t{1} << 40, "tokens"},
+      {"--seq-len", flags.seq_len, int64_t{1} << 40, "tokens"},
+      {"--images", flags.images, int64_t{1} << 20, "images"},
+  };
+  for (const auto& bound : bounds) {
+    if (bound.value < 1 || bound.value > bound.high) {
+      return Error{std::string(bound.flag) + ": expected 1 to " + std::to_string(bound.high) + " " +
+                   bound.what + ", got " + std::to_string(bound.value)};
+    }
+  }
+  if (flags.topic == "images" && flags.images > flags.seq_len) {
+    return Error{"--images " + std::to_string(flags.images) + ": more images than the " +
+                 std::to_string(flags.seq_len) +
+                 " tokens of --seq-len (each image takes at least one token)"};
+  }
+  return Status::Ok();
+}
+
+}  // namespace
+
 Status RunMultimodal(const MultimodalTablesSpec& flags, Transcript& transcript) {
+  if (std::find(MultimodalTopics().begin(), MultimodalTopics().end(), flags.topic) !=
+      MultimodalTopics().end()) {
+    STAGECRAFT_RETURN_IF_ERROR(CheckSizes(flags));
+  }
   if (flags.topic == "contrastive") return RunContrastive(flags, transcript.out());
   if (flags.topic == "engram") return RunEngram(flags, transcript.out());
   if (flags.topic == "cp") return RunCp(flags, transcript.out());

@@ -413,6 +413,10 @@ std::string ValidateJson(const std::vector<Row>& rows, const Summaries& summarie
 }  // namespace
 
 Status RunValidate(const ValidateSpec& flags, Transcript& transcript) {
+  if (flags.max_mape && !(*flags.max_mape >= 0 && *flags.max_mape <= 1e6)) {
+    return Error{"--max-mape: expected a percentage from 0 to 10^6, got " +
+                 FormatFixed(*flags.max_mape, 1) + " (e.g. 12.5)"};
+  }
   if (flags.kernels && flags.serving) {
     return Error{"validate: --kernels and --serving are two suites; give one"};
   }

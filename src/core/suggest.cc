@@ -49,6 +49,11 @@ std::string SuggestClosest(std::string_view word, const std::vector<std::string>
     if (IsPrefix(word, candidate)) return candidate;
   }
   for (const std::string& candidate : candidates) {
+    // The distance is at least the difference in length: a candidate that far off cannot be
+    // chosen, and skipping it keeps a megabyte-long word from costing |word| x |candidate|.
+    const size_t gap = word.size() > candidate.size() ? word.size() - candidate.size()
+                                                      : candidate.size() - word.size();
+    if (gap >= static_cast<size_t>(best_distance)) continue;
     const int distance = EditDistance(word, candidate);
     if (distance < best_distance) {
       best_distance = distance;
@@ -123,6 +128,17 @@ std::string EscapeBytes(std::string_view text) {
     ++pos;
   }
   return escaped;
+}
+
+std::string EchoInput(std::string_view text, size_t limit) {
+  if (text.size() <= limit) return EscapeBytes(text);
+  return EscapeBytes(text.substr(0, limit)) + "... (" + std::to_string(text.size()) + " bytes)";
+}
+
+std::string EscapeMessage(std::string_view text) {
+  if (text.size() <= kMaxMessageBytes) return EscapeBytes(text);
+  return EscapeBytes(text.substr(0, kMaxMessageBytes)) + " ... (cut at " +
+         std::to_string(kMaxMessageBytes) + " of " + std::to_string(text.size()) + " bytes)";
 }
 
 }  // namespace stagecraft

@@ -1,6 +1,7 @@
 // SuggestClosest: the one "did you mean" helper every input error uses.
 #pragma once
 
+#include <cstddef>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -21,5 +22,14 @@ std::string JoinChoices(const std::vector<std::string>& choices);
 // `text` safe to echo in a message: control characters (other than newline and tab), DEL and
 // bytes that are not valid UTF-8 become \xNN; valid UTF-8 and printable ASCII stay as they are.
 std::string EscapeBytes(std::string_view text);
+
+// A message as printed: EscapeBytes of at most its first kMaxMessageBytes, then how much was cut,
+// so an input echoed back (a megabyte-long argument) stays a line a terminal can show.
+inline constexpr size_t kMaxMessageBytes = 4096;
+std::string EscapeMessage(std::string_view text);
+
+// An input value quoted inside a message: EscapeBytes of at most its first `limit` bytes, then
+// "... (N bytes)" when it was longer.
+std::string EchoInput(std::string_view text, size_t limit = 120);
 
 }  // namespace stagecraft

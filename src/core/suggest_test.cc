@@ -75,5 +75,26 @@ TEST(EscapeBytesTest, EscapesControlAndInvalidBytes) {
   EXPECT_EQ(EscapeBytes("\xed\xa0\x80"), "\\xed\\xa0\\x80");  // a surrogate
 }
 
+// Issue 35, D6: a megabyte-long unknown word is compared only with candidates within reach of
+// its length (none here), and its message is cut to kMaxMessageBytes with the size stated.
+TEST(SuggestClosestTest, MegabyteWordHasNoSuggestion) {
+  const std::string word(1 << 20, 'x');
+  EXPECT_EQ(
+      SuggestClosest(word, {"--pipeline-model-parallel-size", "--tensor-model-parallel-size"}), "");
+}
+
+TEST(EchoInputTest, QuotesAtMostTheLimit) {
+  EXPECT_EQ(EchoInput("--pp\x01"), "--pp\\x01");
+  EXPECT_EQ(EchoInput(std::string(200, 'x'), 4), "xxxx... (200 bytes)");
+}
+
+TEST(EscapeMessageTest, CutsLongMessagesAndSaysSo) {
+  EXPECT_EQ(EscapeMessage("short\x01"), "short\\x01");
+  const std::string text(kMaxMessageBytes + 10, 'a');
+  const std::string cut = EscapeMessage(text);
+  EXPECT_EQ(cut.substr(0, kMaxMessageBytes), std::string(kMaxMessageBytes, 'a'));
+  EXPECT_EQ(cut.substr(kMaxMessageBytes), " ... (cut at 4096 of 4106 bytes)");
+}
+
 }  // namespace
 }  // namespace stagecraft

@@ -43,7 +43,7 @@ Error UnknownArgument(const ArgLine& line, const MegatronArgument* found, bool d
   const bool elsewhere = deepspeed && found != nullptr && found->engines == Engines::kMegatronLm;
   const std::string engine = deepspeed ? "Megatron-DeepSpeed" : "Megatron";
   const std::string exporter = deepspeed ? "deepspeed" : "megatron";
-  return Error{line.where + "unknown " + engine + " argument '" + EscapeBytes(line.flag) + "'" +
+  return Error{line.where + "unknown " + engine + " argument '" + EchoInput(line.flag) + "'" +
                (elsewhere ? " (Megatron-LM's; DeepSpeed's pipeline engine has no interleaving, "
                             "context parallelism or distributed optimizer: ZeRO is "
                             "--zero-stage)"

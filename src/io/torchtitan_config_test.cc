@@ -4,6 +4,7 @@
 
 #include <string>
 
+#include "core/suggest.h"
 #include "io/torchtitan_registry.h"
 
 namespace stagecraft {
@@ -375,6 +376,22 @@ TEST(TorchtitanRegistryTest, ReadsModuleLists) {
   EXPECT_NE(typo.error().message.find("stage 3 names 'outptu'; did you mean 'output'?"),
             std::string::npos)
       << typo.error().message;
+}
+
+// Issue 35, D1: a module list nested 20,000 deep (a 40 KB file) was a stack overflow, the
+// literal reader recursing once per '[' and copying its text each time. Lists deeper than the
+// two levels torchtitan's settings take are refused before their items are split.
+TEST(TorchtitanRegistryTest, DeepListIsAnErrorNotACrash) {
+  const std::string deep(20000, '[');
+  auto config =
+      ReadTorchtitanRegistry(Function("    config = llama3_70b()\n"
+                                      "    config.parallelism.module_fqns_per_model_part = " +
+                                      deep + std::string(20000, ']') + "\n"),
+                             "run.py", Cluster(16), false);
+  ASSERT_FALSE(config.ok());
+  EXPECT_NE(config.error().message.find("expected a literal"), std::string::npos)
+      << config.error().message;
+  EXPECT_LT(config.error().message.size(), 2 * kMaxMessageBytes);
 }
 
 TEST(TorchtitanRegistryTest, ErrorsNameTheLine) {

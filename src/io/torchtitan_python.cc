@@ -130,7 +130,14 @@ Result<std::vector<Statement>> Statements(const std::string& text, const std::st
   return statements;
 }
 
-std::optional<PyValue> Literal(const std::string& text) {
+namespace {
+
+// Literal at a list depth: the literals read are at most a list of lists of strings, so a
+// deeper list is refused before its items are split (a file of 20,000 nested brackets must not
+// recurse 20,000 times).
+constexpr int kMaxLiteralDepth = 2;
+
+std::optional<PyValue> LiteralAt(const std::string& text, int depth) {
   PyValue out;
   if (text == "None") {
     out.none = true;
@@ -146,11 +153,12 @@ std::optional<PyValue> Literal(const std::string& text) {
     return out;
   }
   if (text.size() >= 2 && text.front() == '[' && text.back() == ']') {
+    if (depth >= kMaxLiteralDepth) return std::nullopt;
     const std::vector<std::string> items = ListItems(text.substr(1, text.size() - 2));
     const bool nested = !items.empty() && items.front().front() == '[';
     out.value.kind = nested ? TomlValue::Kind::kStringArrays : TomlValue::Kind::kStringArray;
     for (const std::string& item : items) {
-      auto element = Literal(item);
+      auto element = LiteralAt(item, depth + 1);
       if (!element || element->none) return std::nullopt;
       if (nested && element->value.kind == TomlValue::Kind::kStringArray) {
         out.value.arrays.push_back(element->value.strings);
@@ -186,5 +194,9 @@ std::optional<PyValue> Literal(const std::string& text) {
   out.value = Int(negative ? -product : product);
   return out;
 }
+
+}  // namespace
+
+std::optional<PyValue> Literal(const std::string& text) { return LiteralAt(text, 0); }
 
 }  // namespace stagecraft::torchtitan_python

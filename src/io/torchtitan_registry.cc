@@ -299,7 +299,7 @@ class Reader {
     }
     auto literal = Literal(value);
     if (!literal) {
-      return Fail(s.line, "config." + section + "." + field + " = " + EscapeBytes(value) +
+      return Fail(s.line, "config." + section + "." + field + " = " + EchoInput(value) +
                               " (expected a literal: an integer, True/False, None, a string or "
                               "a list of strings)");
     }

@@ -162,10 +162,10 @@ std::string FormatError(const Error& error) {
   if (error.kind == ErrorKind::kViolation && !error.detail.empty()) {
     // A checker's report: the violations, then the summary line.
     return error.detail +
-           (error.message.empty() ? "" : "stagecraft: " + EscapeBytes(error.message) + "\n");
+           (error.message.empty() ? "" : "stagecraft: " + EscapeMessage(error.message) + "\n");
   }
   std::string text;
-  if (!error.message.empty()) text = "stagecraft: error: " + EscapeBytes(error.message) + "\n";
+  if (!error.message.empty()) text = "stagecraft: error: " + EscapeMessage(error.message) + "\n";
   return text + error.detail;
 }
 

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdio>
 #include <deque>
 #include <limits>
 #include <map>
@@ -20,6 +21,18 @@ constexpr uint32_t kIterationEnd = 1;
 constexpr uint32_t kWake = 2;
 // The most requests one run simulates: 10^7 (a few GB of state at most; the bench runs 10^5).
 constexpr int64_t kMaxRequests = 10'000'000;
+// The latest arrival (2^61 ns, 73 years): arrivals saturate there, so the clock cannot wrap.
+constexpr int64_t kArrivalLimitNs = int64_t{1} << 61;
+// The longest mean span of arrivals accepted: requests / rate at most 10^9 s.
+constexpr double kMaxArrivalSpanS = 1e9;
+
+// A number in a message, three significant digits ("1e-300", "0.001").
+std::string Short(double value) {
+  char text[32];
+  std::snprintf(text, sizeof text, "%.3g", value);
+  return text;
+}
+
 // The longest prompt or output accepted: 2^24 tokens.
 constexpr int64_t kMaxTokens = int64_t{1} << 24;
 
@@ -131,7 +144,11 @@ class ServingModel {
       const double cv = workload_.arrival_cv;
       const double gap_s = cv == 1.0 ? rng_.NextExponential(mean_gap_s)
                                      : rng_.NextGamma(1.0 / (cv * cv), mean_gap_s * cv * cv);
-      request.arrival_ns += std::llround(gap_s * 1e9);
+      // The clock saturates at kArrivalLimitNs: the rate is bounded (CheckWorkload), but a
+      // gamma gap of a large --arrival-cv has a tail long enough to overflow 64-bit ns.
+      const double gap_ns = std::min(gap_s * 1e9, static_cast<double>(kArrivalLimitNs));
+      request.arrival_ns =
+          std::min<int64_t>(kArrivalLimitNs, request.arrival_ns + std::llround(gap_ns));
     }
     if (!workload_.length_table.empty()) {
       const RequestLengths& row = workload_.length_table[static_cast<size_t>(
@@ -603,10 +620,19 @@ Status CheckWorkload(const ReplicaModel& replica, const Workload& workload) {
   if (!(workload.rate_rps > 0) || !std::isfinite(workload.rate_rps)) {
     return Error{"--rate: the arrival rate must be a positive number of requests per second"};
   }
-  if (!(workload.arrival_cv > 0) || workload.arrival_cv > 100) {
+  if (static_cast<double>(workload.requests) / workload.rate_rps > kMaxArrivalSpanS) {
+    return Error{"--rate " + Short(workload.rate_rps) + ": " + std::to_string(workload.requests) +
+                 " requests at that rate would arrive over more than 10^9 s (expected a rate of "
+                 "at least " +
+                 Short(static_cast<double>(workload.requests) / kMaxArrivalSpanS) +
+                 " per second, or fewer --requests)"};
+  }
+  // Gamma gaps of shape 1/cv^2: below 10^-3 the shape (10^6) is as good as fixed gaps, and a
+  // denormal cv made it infinite (the sampler never returned).
+  if (!(workload.arrival_cv >= 1e-3) || workload.arrival_cv > 100) {
     return Error{
-        "--arrival-cv: the arrivals' coefficient of variation must be in (0, 100] (1 "
-        "= Poisson, above 1 bursty)"};
+        "--arrival-cv: the arrivals' coefficient of variation must be in [0.001, 100] (1 "
+        "= Poisson, above 1 bursty, near 0 evenly spaced)"};
   }
   if (workload.requests < 1 || workload.requests > kMaxRequests) {
     return Error{"--requests " + std::to_string(workload.requests) + ": expected 1 to " +

@@ -15,15 +15,15 @@ namespace stagecraft {
 
 // What a kernel's rows (a GEMM's M, a memory-bound kernel's rows) count, on one GPU.
 enum class KernelRows : uint8_t {
-  kTokens,         // the iteration's new tokens in this GPU's attention DP group
-  kPrefillTokens,  // of those, the prefill chunks' (sequences computing more than one token)
-  kDecodeTokens,   // of those, the decodes' (one token against its context)
-  kPrefillKeys,    // the keys the prefill chunks attend to: each chunk's context and itself
-  kSequences,      // the sequences that emit a logit
-  kExpertTokens,   // the tokens each touched routed expert receives (balanced routing)
-  kAssignments,    // the (token, routed expert) pairs this GPU's experts compute
+  kTokens,        // the iteration's new tokens in this GPU's attention DP group
+  kDecodeTokens,  // of those, the decodes' (one token against its context; the rest are prefill
+                  // chunks: sequences computing more than one token)
+  kPrefillKeys,   // the keys the prefill chunks attend to: each chunk's context and itself
+  kSequences,     // the sequences that emit a logit
+  kExpertTokens,  // the tokens each touched routed expert receives (balanced routing)
+  kAssignments,   // the (token, routed expert) pairs this GPU's experts compute
 };
-inline constexpr int kKernelRowKinds = 7;
+inline constexpr int kKernelRowKinds = 6;
 
 // One kernel of a served layer on one GPU. A GEMM: Y[rows x n] = X[rows x k] · W[k x n],
 // `batch` members (kExpertTokens: the routed experts this GPU holds, of which the share the

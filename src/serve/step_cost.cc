@@ -425,7 +425,6 @@ IterationRows RowsOf(const ReplicaModel& replica, const IterationWork& work) {
   const double prefill = std::clamp(work.prefill_tokens, 0.0, work.new_tokens);
   IterationRows rows;
   rows[KernelRows::kTokens] = work.new_tokens / dp;
-  rows[KernelRows::kPrefillTokens] = prefill / dp;
   rows[KernelRows::kDecodeTokens] = (work.new_tokens - prefill) / dp;
   rows[KernelRows::kPrefillKeys] = work.prefill_keys / dp;
   rows[KernelRows::kSequences] = work.sequences / dp;

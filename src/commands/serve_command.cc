@@ -218,8 +218,9 @@ std::string FormatText(const std::string& label, const std::string& model,
         << replica.kv_capacity_tokens / std::max<int64_t>(1, decode.context) << " without)\n";
   }
   out << "  decode step at batch " << decode.batch << ", context " << decode.context << ": "
-      << Ms(decode.cost.total_s) << " ms (memory " << Ms(decode.cost.memory_s) << ", compute "
-      << Ms(decode.cost.compute_s) << ", launch " << Ms(decode.cost.launch_s) << ", "
+      << Ms(decode.cost.total_s) << " ms (GEMMs " << Ms(decode.cost.gemm_s) << ", attention "
+      << Ms(decode.cost.attention_s) << ", memory-bound " << Ms(decode.cost.memory_s) << ", "
+      << decode.cost.kernels << " kernels, launch " << Ms(decode.cost.launch_s) << ", "
       << decode.cost.allreduces << " all-reduces " << Ms(decode.cost.allreduce_s);
   if (replica.shape.ep > 1) {
     out << ", " << decode.cost.alltoalls << " all-to-alls " << Ms(decode.cost.alltoall_s);

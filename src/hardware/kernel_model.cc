@@ -79,8 +79,9 @@ KernelTime GemmTime(const DeviceRates& device, const GemmShape& shape, bool fp8,
   time.compute_seconds =
       std::max(time.compute_seconds, time.flops / (sustained * peak * efficiency));
   const double element_bytes = fp8_rate ? 1.0 : 2.0;
-  time.bytes = shape.batch *
-               (element_bytes * (shape.m * shape.k + shape.k * shape.n) + 2.0 * shape.m * shape.n);
+  const double b_bytes = shape.b_element_bytes > 0 ? shape.b_element_bytes : element_bytes;
+  time.bytes = shape.batch * (element_bytes * shape.m * shape.k + b_bytes * shape.k * shape.n +
+                              2.0 * shape.m * shape.n);
   time.memory_seconds = device.hbm_bytes_per_s > 0
                             ? time.bytes / (device.hbm_bytes_per_s * device.memory_efficiency)
                             : 0.0;

@@ -96,6 +96,9 @@ struct GemmShape {
   double n = 0;
   double k = 0;
   double batch = 1;
+  // Bytes per element of B when it differs from A's (a weight-only quantized GEMM reads its int4
+  // or int8 weights and dequantizes them in the kernel, as Marlin does); 0 = as A.
+  double b_element_bytes = 0;
 };
 
 // Where a kernel is timed: alone (a kernel benchmark's CUDA-event time, at the measured maximum

@@ -152,6 +152,23 @@ TEST(KernelModelTest, SmallKOnLargeOutputIsMemoryBound) {
   EXPECT_LT(GemmFlops(thin) / Work(no_memory, thin), GemmFlops(large) / Work(h100, large));
 }
 
+// A decode GEMM (M = 8) of an 8192 x 8192 weight reads the weight once: 134 MB in bf16, and a
+// weight-only int4 GEMM (b_element_bytes 0.5) a quarter of it, the activations still in bf16.
+TEST(KernelModelTest, WeightOnlyGemmReadsItsWeightBytes) {
+  const DeviceRates h100 = Rates("h100");
+  const GemmShape bf16{.m = 8, .n = 8192, .k = 8192};
+  const GemmShape int4{.m = 8, .n = 8192, .k = 8192, .batch = 1, .b_element_bytes = 0.5};
+  const KernelTime full = GemmTime(h100, bf16);
+  const KernelTime quarter = GemmTime(h100, int4);
+  EXPECT_EQ(full.bytes, 2.0 * 8 * 8192 + 2.0 * 8192 * 8192 + 2.0 * 8 * 8192);
+  EXPECT_EQ(quarter.bytes, 2.0 * 8 * 8192 + 0.5 * 8192 * 8192 + 2.0 * 8 * 8192);
+  EXPECT_EQ(full.bound, KernelBound::kMemory);
+  EXPECT_DOUBLE_EQ(quarter.memory_seconds,
+                   quarter.bytes / (h100.hbm_bytes_per_s * h100.memory_efficiency));
+  EXPECT_LT(quarter.seconds, full.seconds);
+  EXPECT_EQ(quarter.compute_seconds, full.compute_seconds);
+}
+
 // h100: FP8 at 0.70 of 1979 TFLOP/s against BF16 at 792.1/989.5 of 989.5: a compute-bound
 // GEMM is faster by 1979·0.70/792.1 ≈ 1.75, not by the peaks. 2.
 TEST(KernelModelTest, Fp8OnHopperFasterButBelowTwice) {

@@ -4,6 +4,7 @@
 #include <cmath>
 #include <limits>
 #include <map>
+#include <tuple>
 #include <utility>
 #include <vector>
 
@@ -46,6 +47,87 @@ struct Stage {
   double token_bytes = 0;   // compressed KV + indexer keys per token of context
   double window_bytes = 0;  // window KV per windowed token
 };
+
+// Engram (csa2.md): 24 rows of 256 values looked up per token, projected into the hc + 1 streams
+// (as model/layer_kernels.cc).
+constexpr double kEngramValuesPerToken = 24.0 * 256.0;
+
+// One decoder's kernels on one TP rank, the shapes of model/layer_kernels.cc's training kernels
+// (the attention projections, the indexer's and the compressor's on full and reindex layers, the
+// MLP or experts, Engram's projection), with the two norms and the mHC mixing of the hc residual
+// streams around the attention and the MLP as memory-bound kernels, and the cache write of the
+// layer's window entry (and a full layer's compressed entry and indexer key every m tokens).
+std::vector<ServeKernel> DecoderKernels(const LayerSpec& layer, const Csa2Serving& csa2,
+                                        const TransformerSpec& proxy, const KernelLayout& layout) {
+  const Csa2Dims& dims = csa2.dims;
+  const double t = layout.tp;
+  const double d = dims.hidden;
+  const double act = layout.activation_bytes;
+  const double heads_width = static_cast<double>(dims.heads) * dims.head_dim;
+  const double groups = dims.output_groups;
+  const int32_t m = std::max(layer.compress_ratio, 1);
+  const bool full = layer.attention == AttentionMode::kFull;
+  const bool indexed = full || layer.attention == AttentionMode::kReindex;
+  constexpr KernelRows kTokens = KernelRows::kTokens;
+  std::vector<ServeKernel> out;
+  out.push_back(MemoryKernel(kTokens, 4 * d * act));                               // norm
+  out.push_back(MemoryKernel(kTokens, 4 * dims.hc_streams * d * act));             // mHC mixing
+  out.push_back(GemmKernel(layout, kTokens, dims.query_latent, d));                // query down
+  out.push_back(GemmKernel(layout, kTokens, heads_width / t, dims.query_latent));  // query up
+  out.push_back(GemmKernel(layout, kTokens, dims.head_dim, d));                    // shared KV head
+  if (indexed) {
+    out.push_back(GemmKernel(layout, kTokens,
+                             static_cast<double>(dims.indexer_heads) * dims.indexer_key_dim,
+                             dims.query_latent));                       // indexer query
+    out.push_back(GemmKernel(layout, kTokens, dims.indexer_heads, d));  // indexer weights
+  }
+  if (full) {
+    out.push_back(GemmKernel(layout, kTokens, dims.head_dim * (m > 1 ? 2.0 : 1.0), d));
+    ServeKernel keys = GemmKernel(layout, kTokens, dims.indexer_key_dim, dims.head_dim);
+    keys.row_scale = 1.0 / m;
+    out.push_back(keys);
+  }
+  const double cached =
+      csa2.window_entry_bytes + (full ? (csa2.main_entry_bytes + csa2.index_entry_bytes) / m : 0.0);
+  out.push_back(MemoryKernel(kTokens, dims.head_dim * act + cached));  // cache write
+  out.push_back(GemmKernel(layout, kTokens, dims.output_group_dim, heads_width / groups,
+                           groups / t));  // grouped output
+  out.push_back(GemmKernel(layout, kTokens, d, groups * dims.output_group_dim / t));  // output
+  out.push_back(MemoryKernel(kTokens, 4 * d * act));
+  out.push_back(MemoryKernel(kTokens, 4 * dims.hc_streams * d * act));
+  AddMlpKernels(proxy, layout, layer.mlp == MlpKind::kMoe, out);
+  if (layer.engram) {
+    out.push_back(GemmKernel(layout, kTokens, d * (dims.hc_streams + 1), kEngramValuesPerToken));
+  }
+  return out;
+}
+
+// The decoders' kernels, one class per distinct (attention mode, ratio, MLP, Engram), and the
+// kernels once per iteration.
+ServeKernels Csa2Kernels(const std::vector<LayerSpec>& layers, const ReplicaModel& replica,
+                         const Csa2Serving& csa2) {
+  const KernelLayout layout{
+      .tp = replica.shape.tp,
+      .ep = replica.shape.ep,
+      .weight_bytes = replica.engine.weight_bytes,
+      .fp8 = replica.engine.fp8_compute,
+      .activation_bytes = static_cast<double>(replica.engine.activation_bytes)};
+  ServeKernels kernels;
+  std::map<std::tuple<int, int32_t, int, bool>, size_t> class_of;
+  for (const LayerSpec& layer : layers) {
+    if (layer.kind != LayerKind::kDecoder) continue;
+    const auto key = std::make_tuple(static_cast<int>(layer.attention), layer.compress_ratio,
+                                     static_cast<int>(layer.mlp), layer.engram);
+    auto [found, inserted] = class_of.emplace(key, kernels.layers.size());
+    if (inserted) {
+      kernels.layers.push_back(
+          {.count = 0, .kernels = DecoderKernels(layer, csa2, replica.model, layout)});
+    }
+    ++kernels.layers[found->second].count;
+  }
+  SetIterationKernels(replica.model, layout, replica.cluster.kernels, kernels);
+  return kernels;
+}
 
 }  // namespace
 
@@ -104,10 +186,6 @@ Result<ReplicaModel> BuildCsa2ReplicaModel(const ModelSpec& model, const Cluster
       // vocabulary-parallel.
       const bool head = layer.kind == LayerKind::kHead;
       stages[head ? stages.size() - 1 : 0].weight_bytes += params / tp * weight_bytes;
-      if (head) {
-        replica.head_params += params;
-        replica.weight_read_bytes += params / tp * weight_bytes;
-      }
       continue;
     }
     Stage& stage = stages[static_cast<size_t>(decoder / per_stage)];
@@ -116,22 +194,11 @@ Result<ReplicaModel> BuildCsa2ReplicaModel(const ModelSpec& model, const Cluster
     const double routed = LayerRoutedExpertParams(layer, dims);
     const double split = params - replicated - routed;
     stage.weight_bytes += (replicated + split / tp + routed / expert_split) * weight_bytes;
-    replica.weight_read_bytes += (replicated + split / tp) * weight_bytes;
-    replica.routed_expert_bytes += routed / expert_split * weight_bytes;
-    const double routed_active =
-        dims.routed_experts > 0 ? routed * dims.experts_per_token / dims.routed_experts : 0.0;
-    replica.matmul_params += split + routed_active;
-    replica.replicated_matmul_params += replicated;
     stage.window_bytes += csa2.window_entry_bytes;
     if (layer.attention == AttentionMode::kFull) {
       stage.token_bytes +=
           (csa2.main_entry_bytes + csa2.index_entry_bytes) / std::max(layer.compress_ratio, 1);
     }
-    replica.kernels_per_iteration += 12 +
-                                     (layer.attention == AttentionMode::kFull      ? 5
-                                      : layer.attention == AttentionMode::kReindex ? 3
-                                                                                   : 0) +
-                                     (layer.engram ? 1 : 0);
     ffn = std::max(ffn, layer.mlp == MlpKind::kMoe
                             ? static_cast<double>(dims.expert_width) *
                                   (dims.experts_per_token + dims.shared_experts)
@@ -172,6 +239,7 @@ Result<ReplicaModel> BuildCsa2ReplicaModel(const ModelSpec& model, const Cluster
   replica.kv_bytes_per_token_per_gpu =
       bound->token_bytes > 0 ? bound->token_bytes : bound->window_bytes;
   replica.stage_cut_width = int64_t{dims.hc_streams} * dims.hidden;
+  replica.kernels = Csa2Kernels(model.layers, replica, csa2);
   replica.csa2 = std::move(csa2);
   STAGECRAFT_RETURN_IF_ERROR(SizeKvCapacity(replica));
   return replica;

@@ -1,5 +1,5 @@
 // Serving a CSA2 layer list (DeepSeek-V4.1-Flash; doc/serving.md "CSA2 layer lists"): the
-// replica's weights, KV cache and roofline from the layer list's own per-layer formulas
+// replica's weights, KV cache and kernels from the layer list's own per-layer formulas
 // (model/layer_costs.h) and storage formats (model/kv_cache.h), in the ReplicaModel that the
 // request simulator and serve-plan use for transformers.
 #pragma once
@@ -20,12 +20,11 @@ namespace stagecraft {
 //   the indexer keys and the windows replicated on every rank, as MLA's latent is;
 // - KV per GPU: compressed KV + indexer keys of the stage's full layers per token of context
 //   (Csa2KvCachePerToken's formats), plus every decoder's FP8 window of n_win tokens per request;
-// - roofline: weights streamed (routed experts as touched), the matmul parameters a token
-//   multiplies (active experts only) split or replicated as above, the attention core / tp and
-//   the indexer scoring whole per rank (AddSequence sums them per layer class);
-// - kernels per forward: 12 per decoder (the transformer's 10 and the mHC mixing around the
-//   attention and the MLP), + 5 for a full layer (compressor, indexer keys, indexer query,
-//   scoring, top-k), + 3 for a reindex layer (indexer query, scoring, top-k), + 1 with Engram;
+// - kernels (iteration_kernels.h): per class of identical decoders (attention mode, ratio, MLP,
+//   Engram) the training side's GEMM shapes (model/layer_kernels.cc) on one TP rank, split or
+//   replicated as above, the routed experts as a grouped GEMM, the norms, mHC mixing and cache
+//   writes as memory-bound kernels; the attention core / tp and the indexer scoring whole per
+//   rank are costed per iteration from AddSequence's sums (IterationSeconds);
 // - a stage cut carries the hc residual streams (hc·d per token).
 // REQUIRES: model.layers is non-empty with its sources resolved (the config reader's).
 Result<ReplicaModel> BuildCsa2ReplicaModel(const ModelSpec& model, const ClusterSpec& cluster,

@@ -4,6 +4,7 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 
 #include "hardware/presets.h"
@@ -112,27 +113,44 @@ TEST(Csa2ServeTest, V41Tp8Fp8WeightsAndKvCapacityMatchTheHandCalculation) {
 }
 
 // Under TP the attention core splits over the ranks and the indexer scoring does not: past the
-// top-k's reach a longer context adds scoring only, and the same time at tp 2 and tp 8.
+// top-k's reach a longer context adds scoring only. Per decoder (the classes' totals spread
+// evenly) the core kernel is its window and top-k reads against its FLOPs over the TP ranks, the
+// scoring kernel its indexer-key reads against its FLOPs, whole on every rank.
 TEST(Csa2ServeTest, TensorParallelismSplitsTheCoreNotTheScoring) {
   const ReplicaModel one = Replica({.tp = 2, .pp = 4, .replicas = 1}, 0.5, "h200x4");
   const ReplicaModel eight = Replica({.tp = 8, .pp = 4, .replicas = 1}, 0.5, "h200x4");
+  // A decode batch of 64 sequences (one sequence's kernels would sit at their floors).
   IterationWork work;
-  AddSequence(one, 1, 65'535, true, work);
-  // The matmuls cancel in the difference of two contexts.
   IterationWork shorter;
-  AddSequence(one, 1, 4095, true, shorter);
-  const DeviceRates rates = one.cluster.rates();
-  const double rate = rates.bf16_flops_per_s * rates.kernels.gemm_efficiency;
+  for (int sequence = 0; sequence < 64; ++sequence) {
+    AddSequence(one, 1, 65'535, true, work);
+    AddSequence(one, 1, 4095, true, shorter);
+  }
   const double grown_core = work.csa2_core_flops - shorter.csa2_core_flops;
   const double grown_scoring = work.csa2_scoring_flops - shorter.csa2_scoring_flops;
   EXPECT_EQ(grown_core, 0.0);  // the window and the top-k saturate by 4096
   EXPECT_GT(grown_scoring, 0.0);
-  const double delta_one =
-      IterationSeconds(one, work).compute_s - IterationSeconds(one, shorter).compute_s;
-  const double delta_eight =
-      IterationSeconds(eight, work).compute_s - IterationSeconds(eight, shorter).compute_s;
-  EXPECT_NEAR(delta_one, grown_scoring / rate, 1e-12);
-  EXPECT_NEAR(delta_eight, grown_scoring / rate, 1e-12);  // whole on every rank
+  EXPECT_GT(work.csa2_index_read_bytes, shorter.csa2_index_read_bytes);
+  const DeviceRates rates = one.cluster.rates();
+  const auto attention = [&rates](const ReplicaModel& replica, const IterationWork& sequence) {
+    const double decoders = replica.model.layers;
+    const double tp = replica.shape.tp;
+    const double index = sequence.csa2_index_read_bytes / decoders;
+    const double core =
+        std::max(MemoryBoundSeconds(rates, sequence.csa2_read_bytes / decoders - index),
+                 AttentionSeconds(rates, sequence.csa2_core_flops / tp / decoders, false));
+    const double scoring =
+        std::max(MemoryBoundSeconds(rates, index),
+                 AttentionSeconds(rates, sequence.csa2_scoring_flops / decoders, false));
+    return decoders * (core + scoring);
+  };
+  for (const IterationWork* sequence : {&work, &shorter}) {
+    EXPECT_NEAR(IterationSeconds(one, *sequence).attention_s, attention(one, *sequence), 1e-12);
+    EXPECT_NEAR(IterationSeconds(eight, *sequence).attention_s, attention(eight, *sequence), 1e-12);
+    EXPECT_LE(IterationSeconds(eight, *sequence).attention_s,
+              IterationSeconds(one, *sequence).attention_s);
+  }
+  EXPECT_GT(IterationSeconds(one, work).attention_s, IterationSeconds(one, shorter).attention_s);
 }
 
 // Pipeline stages split the decoders 10 per stage at pp 4: the stages' compressed KV per token

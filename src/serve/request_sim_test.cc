@@ -50,8 +50,8 @@ TEST(RequestSimTest, MatchesMd1WaitingTime) {
   EngineOptions engine;
   engine.max_seqs = 1;
   const ReplicaModel replica = Replica(1, engine);
-  IterationWork work{
-      .new_tokens = 512, .sequences = 1, .context_tokens = 0, .attention_pairs = 512.0 * 513 / 2};
+  IterationWork work;
+  AddSequence(replica, 512, 0, /*finishes=*/true, work);
   const double service_s = std::llround(IterationSeconds(replica, work).total_s * 1e9) * 1e-9;
   const double rho = 0.5;
   const double expected = rho * service_s / (2 * (1 - rho));
@@ -162,17 +162,15 @@ TEST(RequestSimTest, LongPromptIsChunked) {
   workload.output = {2, 2};
   const ServeStats stats = Simulate(replica, workload);
   EXPECT_EQ(stats.iterations, 3);
-  const double first = IterationSeconds(replica, {.new_tokens = 8192,
-                                                  .sequences = 0,
-                                                  .context_tokens = 0,
-                                                  .attention_pairs = 8192.0 * 8193 / 2})
-                           .total_s;
-  const double second =
-      IterationSeconds(replica, {.new_tokens = 1808,
-                                 .sequences = 1,
-                                 .context_tokens = 8192,
-                                 .attention_pairs = 1808.0 * 8192 + 1808.0 * 1809 / 2})
-          .total_s;
+  IterationWork first_chunk;
+  AddSequence(replica, 8192, 0, /*finishes=*/false, first_chunk);
+  EXPECT_EQ(first_chunk.attention_pairs, 8192.0 * 8193 / 2);
+  IterationWork second_chunk;
+  AddSequence(replica, 1808, 8192, /*finishes=*/true, second_chunk);
+  EXPECT_EQ(second_chunk.attention_pairs, 1808.0 * 8192 + 1808.0 * 1809 / 2);
+  EXPECT_EQ(second_chunk.prefill_keys, 10'000);
+  const double first = IterationSeconds(replica, first_chunk).total_s;
+  const double second = IterationSeconds(replica, second_chunk).total_s;
   EXPECT_NEAR(stats.ttft_s.mean, first + second, 2e-9);
 }
 
@@ -200,7 +198,7 @@ TEST(RequestSimTest, PreemptsWhenTheKvCacheIsFull) {
 TEST(RequestSimTest, LeastOutstandingBeatsRoundRobinOnUnevenRequests) {
   const ReplicaModel replica = Replica(2);
   Workload workload;
-  workload.rate_rps = 20;
+  workload.rate_rps = 10;
   workload.requests = 2000;
   workload.prompt = {64, 4096};
   workload.output = {8, 1024};

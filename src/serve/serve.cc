@@ -80,7 +80,8 @@ DecodePoint LargestDecode(const ReplicaModel& replica, const Workload& workload)
             .attention_pairs = one.attention_pairs * batch,
             .csa2_core_flops = one.csa2_core_flops * batch,
             .csa2_scoring_flops = one.csa2_scoring_flops * batch,
-            .csa2_read_bytes = one.csa2_read_bytes * batch};
+            .csa2_read_bytes = one.csa2_read_bytes * batch,
+            .csa2_index_read_bytes = one.csa2_index_read_bytes * batch};
   } else {
     work.new_tokens = static_cast<double>(point.batch);
     work.sequences = work.new_tokens;

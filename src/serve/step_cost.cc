@@ -132,34 +132,20 @@ void SizeKv(ReplicaModel& replica) {
                                        layers_per_stage * replica.engine.kv_bytes;
 }
 
-void SizeRoofline(ReplicaModel& replica) {
+// The replica's kernels on one GPU (iteration_kernels.h), built once.
+void SizeKernels(ReplicaModel& replica) {
   const TransformerSpec& model = replica.model;
-  const double tp = replica.shape.tp;
-  const double vocab_rows = static_cast<double>(model.vocab) * static_cast<double>(model.hidden);
-  // Under EP each GPU keeps ep-th of the routed experts whole; the rest stays split over tp.
-  const double expert_split = replica.shape.ep > 1 ? replica.shape.ep : tp;
-  // The input embedding is a lookup (a few rows read); the head is a GEMM over all of it.
-  const double embedding = EmbeddingParams(model, 0);
-  replica.head_params = vocab_rows;
-  replica.weight_read_bytes =
-      (TransformerParams(model, 0) - (model.tied_embeddings ? 0.0 : embedding)) *
-      replica.engine.weight_bytes / tp;
-  // A decode batch touches only the routed experts its tokens are sent to (RoutedExpertsTouched).
-  const double moe_layers = model.moe() ? model.layers - model.dense_layers : 0;
-  replica.routed_expert_bytes =
-      moe_layers * RoutedExpertParams(model) * replica.engine.weight_bytes;
-  replica.weight_read_bytes -= replica.routed_expert_bytes / tp;
-  replica.routed_expert_bytes /= expert_split;
-  replica.matmul_params =
-      ActiveParams(model, 0) - embedding - (model.tied_embeddings ? 0.0 : vocab_rows);
-  // Per layer, a query against one key and value: QK^T and PV, 2 FLOPs per multiply-add, per
-  // head; MLA in its absorbed form attends over the latent (d_c + d_R for QK, d_c for PV).
-  const double qk = model.mla() ? static_cast<double>(model.kv_lora_rank + model.qk_rope_dim)
-                                : static_cast<double>(model.head_dim_or_default());
-  const double v = model.mla() ? static_cast<double>(model.kv_lora_rank)
-                               : static_cast<double>(model.head_dim_or_default());
-  replica.attention_flops_per_pair =
-      2.0 * static_cast<double>(model.heads) * (qk + v) * model.layers;
+  const KernelLayout layout{
+      .tp = replica.shape.tp,
+      .ep = replica.shape.ep,
+      .kv_heads_per_gpu = replica.kv_heads_per_gpu,
+      .weight_bytes = replica.engine.weight_bytes,
+      .fp8 = replica.engine.fp8_compute,
+      .activation_bytes = static_cast<double>(replica.engine.activation_bytes),
+      .kv_bytes = static_cast<double>(replica.engine.kv_bytes),
+      .kv_bytes_per_token_per_layer =
+          replica.kv_bytes_per_token_per_gpu * replica.shape.pp / model.layers};
+  replica.kernels = TransformerServeKernels(model, layout, replica.cluster.kernels);
 }
 
 }  // namespace
@@ -253,7 +239,7 @@ Result<ReplicaModel> BuildReplicaModel(const TransformerSpec& model, const Clust
   replica.engine = engine;
   replica.kv = TransformerKvCachePerToken(model, engine.kv_bytes);
   SizeKv(replica);
-  SizeRoofline(replica);
+  SizeKernels(replica);
   // The fullest GPU: its stage's layers and the embedding (first stage) or the head (last);
   // with one stage, both (the head counted once when tied). Vocabulary-parallel under TP.
   const double embedding = EmbeddingParams(model, 0);
@@ -269,7 +255,6 @@ Result<ReplicaModel> BuildReplicaModel(const TransformerSpec& model, const Clust
       ((layers / shape.pp - routed + ends) / shape.tp + routed / expert_split) *
       engine.weight_bytes;
   replica.activation_bytes_per_gpu = ActivationBytes(model, shape, engine);
-  replica.kernels_per_iteration = model.layers * kKernelsPerLayer;
   replica.stage_cut_width = model.hidden;
   STAGECRAFT_RETURN_IF_ERROR(SizeKvCapacity(replica));
   return replica;
@@ -427,43 +412,104 @@ void AddCommunication(const ReplicaModel& replica, const IterationWork& work, It
 
 }  // namespace
 
+namespace {
+
+// FlashAttention's key block: the roll-off's unit (AttentionTime's key_blocks).
+constexpr double kAttentionKeyBlock = 128;
+
+// The rows of each kernel kind on the fullest GPU: its attention DP group's share of the tokens;
+// the routed experts' rows from all of the stage's tokens.
+IterationRows RowsOf(const ReplicaModel& replica, const IterationWork& work) {
+  const ServeKernels& kernels = replica.kernels;
+  const double dp = replica.shape.attention_dp();
+  const double prefill = std::clamp(work.prefill_tokens, 0.0, work.new_tokens);
+  IterationRows rows;
+  rows[KernelRows::kTokens] = work.new_tokens / dp;
+  rows[KernelRows::kDecodeTokens] = (work.new_tokens - prefill) / dp;
+  rows[KernelRows::kPrefillKeys] = work.prefill_keys / dp;
+  rows[KernelRows::kSequences] = work.sequences / dp;
+  if (kernels.experts > 0) {
+    rows.experts_touched = RoutedExpertsTouched(replica.model, work.new_tokens);
+    const double pairs = work.new_tokens * kernels.experts_per_token;
+    rows[KernelRows::kExpertTokens] = pairs / kernels.experts / rows.experts_touched;
+    rows[KernelRows::kAssignments] = pairs / kernels.expert_split;
+  }
+  return rows;
+}
+
+// The attention of every decoder on the fullest GPU into `cost`.
+void AddAttention(const ReplicaModel& replica, const IterationWork& work, const DeviceRates& rates,
+                  IterationCost& cost) {
+  const ServeKernels& kernels = replica.kernels;
+  const double dp = replica.shape.attention_dp();
+  const double layers = replica.model.layers;
+  double per_layer = 0;
+  int32_t launched = 0;
+  if (replica.csa2) {
+    // Per decoder, the layer classes' totals spread evenly: the core (heads over the stage's
+    // GPUs) against its window and top-k reads, and the indexer's scoring (whole on every TP
+    // rank) against its key reads.
+    const double core = work.csa2_core_flops / replica.shape.stage_gpus() / layers;
+    const double scoring = work.csa2_scoring_flops / dp / layers;
+    const double index_reads = std::min(work.csa2_index_read_bytes, work.csa2_read_bytes);
+    const double reads = (work.csa2_read_bytes - index_reads) / dp / layers;
+    per_layer = std::max(MemoryBoundSeconds(rates, reads),
+                         AttentionSeconds(rates, core, false, 0, kernels.attention)) +
+                std::max(MemoryBoundSeconds(rates, index_reads / dp / layers),
+                         AttentionSeconds(rates, scoring, false, 0, kernels.attention));
+    launched = scoring > 0 || index_reads > 0 ? 2 : 1;
+  } else {
+    const double prefill_tokens = std::clamp(work.prefill_tokens, 0.0, work.new_tokens);
+    const double prefill_pairs = std::clamp(work.prefill_pairs, 0.0, work.attention_pairs);
+    if (prefill_tokens > 0 && prefill_pairs > 0) {
+      // A chunk's queries meet (mean keys per query) / 128 key blocks each.
+      const double key_blocks = prefill_pairs / prefill_tokens / kAttentionKeyBlock;
+      per_layer += AttentionSeconds(rates, prefill_pairs / dp * kernels.prefill_flops_per_pair,
+                                    false, key_blocks, kernels.attention);
+      ++launched;
+    }
+    const double decodes = work.new_tokens - prefill_tokens;
+    if (decodes > 0) {
+      // One query against its context: the KV held read (and the new token's), at least the
+      // FLOPs at the attention rate.
+      const double held =
+          std::max(0.0, work.context_tokens - work.prefill_context_tokens) + decodes;
+      const double pairs = std::max(0.0, work.attention_pairs - prefill_pairs);
+      per_layer += std::max(MemoryBoundSeconds(rates, held / dp * kernels.kv_bytes_per_token),
+                            AttentionSeconds(rates, pairs / dp * kernels.decode_flops_per_pair,
+                                             false, 0, kernels.attention));
+      ++launched;
+    }
+  }
+  cost.attention_s = per_layer * layers;
+  cost.kernels += launched * replica.model.layers;
+}
+
+}  // namespace
+
 IterationCost IterationSeconds(const ReplicaModel& replica, const IterationWork& work) {
   IterationCost cost;
   if (work.new_tokens <= 0) return cost;
   const DeviceRates rates = replica.cluster.rates();
-  // The stage's GPUs share the work: tp ways within an attention DP group, the groups each
-  // their share of the sequences; under EP the experts' FLOPs spread over the same GPUs.
-  const double gpus = replica.shape.stage_gpus();
-  const double dp = replica.shape.attention_dp();
-  // CSA2: what its kernels read (AddSequence); else every cached token's KV on every stage.
-  const double kv_read = replica.csa2 ? work.csa2_read_bytes / dp
-                                      : work.context_tokens / dp *
-                                            replica.kv_bytes_per_token_per_gpu * replica.shape.pp;
-  // Under EP each GPU streams only its own experts that the batch touches; the share touched
-  // is the same per GPU as for the whole model (RoutedExpertsTouched).
-  const double weights =
-      replica.weight_read_bytes +
-      replica.routed_expert_bytes * RoutedExpertsTouched(replica.model, work.new_tokens);
-  cost.memory_s = MemoryBoundSeconds(rates, weights + kv_read);
-  const double matmul_flops =
-      (2.0 * replica.matmul_params * work.new_tokens + 2.0 * replica.head_params * work.sequences) /
-          gpus +
-      2.0 * replica.replicated_matmul_params * work.new_tokens / dp;
-  const double attention_flops =
-      replica.csa2 ? work.csa2_core_flops / gpus + work.csa2_scoring_flops / dp
-                   : replica.attention_flops_per_pair * work.attention_pairs / gpus;
-  const double bf16_rate = rates.bf16_flops_per_s * rates.kernels.gemm_efficiency;
-  const bool fp8 = replica.engine.fp8_compute && rates.fp8_flops_per_s > 0;
-  const double fp8_share = rates.kernels.fp8_gemm_efficiency > 0 ? rates.kernels.fp8_gemm_efficiency
-                                                                 : rates.kernels.gemm_efficiency;
-  const double matmul_rate = fp8 ? rates.fp8_flops_per_s * fp8_share : bf16_rate;
-  cost.compute_s = matmul_flops / matmul_rate + attention_flops / bf16_rate;
+  const IterationRows rows = RowsOf(replica, work);
+  KernelSeconds kernels;
+  for (const ServeLayerClass& layers : replica.kernels.layers) {
+    AddKernels(rates, layers.kernels, rows, layers.count, kernels);
+  }
+  AddKernels(rates, replica.kernels.once, rows, 1, kernels);
+  cost.gemm_s = kernels.gemm_s;
+  cost.memory_s = kernels.memory_s;
+  cost.kernels = kernels.kernels;
+  AddAttention(replica, work, rates, cost);
+  cost.compute_s = cost.gemm_s + cost.attention_s;
   AddCommunication(replica, work, cost);
-  const KernelModel& kernels = replica.cluster.kernels;
-  cost.launch_s =
-      static_cast<double>(replica.kernels_per_iteration) *
-      (replica.engine.cuda_graphs ? kernels.kernel_floor_s : kernels.host_seconds_per_kernel);
-  cost.total_s = std::max({cost.memory_s, cost.compute_s, cost.launch_s}) + cost.allreduce_s +
+  // With CUDA graphs every kernel's time above already holds the device's floor; eager, the host
+  // issues each kernel in its own time, which bounds the whole when the kernels are shorter
+  // (KernelSum::HostBound on the training side).
+  const KernelModel& device = replica.cluster.kernels;
+  cost.launch_s = cost.kernels * (replica.engine.cuda_graphs ? device.kernel_floor_s
+                                                             : device.host_seconds_per_kernel);
+  cost.total_s = std::max(cost.compute_s + cost.memory_s, cost.launch_s) + cost.allreduce_s +
                  cost.alltoall_s + cost.handoff_s;
   return cost;
 }
@@ -472,8 +518,16 @@ void AddSequence(const ReplicaModel& replica, double tokens, double context, boo
                  IterationWork& work) {
   work.new_tokens += tokens;
   if (finishes) work.sequences += 1;
-  work.context_tokens += KvTokensHeld(replica, context);
-  work.attention_pairs += tokens * context + tokens * (tokens + 1) / 2;
+  const double held = KvTokensHeld(replica, context);
+  const double pairs = tokens * context + tokens * (tokens + 1) / 2;
+  work.context_tokens += held;
+  work.attention_pairs += pairs;
+  if (tokens > 1) {
+    work.prefill_tokens += tokens;
+    work.prefill_pairs += pairs;
+    work.prefill_context_tokens += held;
+    work.prefill_keys += context + tokens;
+  }
   if (!replica.csa2) return;
   const Csa2Serving& csa2 = *replica.csa2;
   const Csa2Dims& dims = csa2.dims;
@@ -488,9 +542,10 @@ void AddSequence(const ReplicaModel& replica, double tokens, double context, boo
     work.csa2_core_flops +=
         layers.count * core_per_pair * (span.window_pairs + span.compressed_pairs);
     work.csa2_scoring_flops += layers.count * score_per_entry * span.scored_pairs;
+    const double index_reads = span.scorable_entries * csa2.index_entry_bytes;
     work.csa2_read_bytes += layers.count * (span.window_entries * csa2.window_entry_bytes +
-                                            selected * csa2.main_entry_bytes +
-                                            span.scorable_entries * csa2.index_entry_bytes);
+                                            selected * csa2.main_entry_bytes + index_reads);
+    work.csa2_index_read_bytes += layers.count * index_reads;
   }
 }
 

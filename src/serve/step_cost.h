@@ -1,8 +1,9 @@
 // The cost of serving a transformer on one replica of tp x pp GPUs (doc/serving.md): how much of
 // each GPU the weights, the activations and the KV cache take, how many tokens of KV cache the
 // replica holds, and how long one engine iteration (a batch of prefill chunks and decode tokens)
-// takes on the kernel model's roofline, with the tensor-parallel all-reduces and the pipeline
-// hand-offs on top. The request simulator (request_sim.h) asks it for every iteration.
+// takes, kernel by kernel through the kernel model (iteration_kernels.h), with the
+// tensor-parallel all-reduces, the expert all-to-alls and the pipeline hand-offs on top. The
+// request simulator (request_sim.h) asks it for every iteration.
 #pragma once
 
 #include <cstdint>
@@ -17,6 +18,7 @@
 #include "model/layer_spec.h"
 #include "model/model_spec.h"
 #include "model/transformer.h"
+#include "serve/iteration_kernels.h"
 
 namespace stagecraft {
 
@@ -135,18 +137,9 @@ struct ReplicaModel {
                                           // over its attention DP groups
   // `engine` of a replica with attention DP groups: token_budget and max_seqs are the groups'
   // sum (each DP engine schedules its own; the replica is simulated as one pooled scheduler).
-  // For the roofline (per tensor-parallel rank, all stages of the replica in turn):
-  double weight_read_bytes = 0;    // weights streamed per iteration (the input embedding excluded),
-                                   // the routed experts apart
-  double routed_expert_bytes = 0;  // all routed experts' weights (MoE), streamed as touched
-  double matmul_params = 0;        // parameters a token multiplies (active experts only), no head
-  double head_params = 0;          // the output projection (one logit row per sequence)
-  double attention_flops_per_pair = 0;  // all layers: a query against one cached key and value
-  // Parameters a token multiplies that tensor parallelism does not split (every TP rank does
-  // them whole): 0 for transformers; CSA2's query down-projection, shared KV head, compressor,
-  // indexer and router (LayerReplicatedParams).
-  double replicated_matmul_params = 0;
-  int32_t kernels_per_iteration = 0;  // kernels one forward launches (the launch floor)
+  //
+  // The kernels an iteration launches on one GPU, all stages in turn (iteration_kernels.h).
+  ServeKernels kernels;
   int64_t stage_cut_width = 0;  // elements per token crossing a stage cut (hidden; CSA2 hc·d)
 };
 
@@ -204,11 +197,19 @@ struct IterationWork {
   double sequences = 0;        // sequences that emit a logit (decodes, and prefills that finish)
   double context_tokens = 0;   // cached tokens whose KV is read (every sequence's prior context)
   double attention_pairs = 0;  // query-key pairs: each new token against the keys it attends to
+  // Of those, the prefill chunks' (sequences computing more than one token; the rest are
+  // decodes): their new tokens, their pairs, their cached context's KV held, and the keys they
+  // attend to (context + chunk, what MLA's prefill decompresses).
+  double prefill_tokens = 0;
+  double prefill_pairs = 0;
+  double prefill_context_tokens = 0;
+  double prefill_keys = 0;
   // CSA2 layer lists (AddSequence), whole model: the attention core's FLOPs (all heads), the
   // indexer scoring's (whole on every TP rank) and the cache bytes one TP rank reads.
   double csa2_core_flops = 0;
   double csa2_scoring_flops = 0;
   double csa2_read_bytes = 0;
+  double csa2_index_read_bytes = 0;  // of those, the indexer keys the scoring reads
 };
 
 // One sequence's share of an iteration: `tokens` new tokens after `context` computed ones;
@@ -219,16 +220,25 @@ struct IterationWork {
 void AddSequence(const ReplicaModel& replica, double tokens, double context, bool finishes,
                  IterationWork& work);
 
+// One iteration on one GPU (the fullest: a TP rank of an attention DP group), every stage in
+// turn: its kernels summed, then the collectives in sequence.
 struct IterationCost {
-  double memory_s = 0;     // weights + KV read at the achieved HBM bandwidth (MemoryBoundSeconds)
-  double compute_s = 0;    // matmul and attention FLOPs at the measured GEMM share of the peak
+  double gemm_s = 0;       // the GEMMs (GemmTime): projections, MLP or experts, LM head
+  double attention_s = 0;  // prefill attention (AttentionTime) and decode attention (the KV read,
+                           // MemoryBoundTime, at least its FLOPs at the attention rate)
+  double memory_s = 0;     // memory-bound kernels (MemoryBoundTime): norms, rotary, activations,
+                           // KV-cache writes, the experts' routing and sum, the embedding
+  double compute_s = 0;    // gemm_s + attention_s
   double allreduce_s = 0;  // two TP all-reduces per layer, in sequence with the compute
   double alltoall_s = 0;   // EP: a dispatch and a combine all-to-all per MoE layer
   double handoff_s = 0;    // pp - 1 stage hand-offs of the hidden states
-  double launch_s = 0;     // the kernels' floor: kernels x (kernel floor, or host issue if eager)
+  // The kernels' issue floor: kernels x the kernel floor with CUDA graphs (each kernel's time
+  // already holds it), or x the host's issue time per kernel when eager.
+  double launch_s = 0;
+  int32_t kernels = 0;  // kernels launched (collectives apart)
   int32_t allreduces = 0;
   int32_t alltoalls = 0;
-  double total_s = 0;  // max(memory, compute, launch) + allreduce + alltoall + handoff
+  double total_s = 0;  // max(gemm + attention + memory, launch) + allreduce + alltoall + handoff
 };
 
 // One MoE layer's expert all-to-alls under EP over `ep` GPUs, each holding `tokens_per_gpu` of
@@ -259,13 +269,16 @@ double KvTokensHeld(const ReplicaModel& replica, double context);
 // tokens draws). 1 when the model has no experts' choice to make.
 double RoutedExpertsTouched(const TransformerSpec& model, double tokens);
 
-// Kernels one decoder layer launches in an engine's forward: input norm, QKV GEMM, rotary
-// embedding, KV-cache write, attention, output GEMM, post-attention norm, gate-and-up GEMM,
-// activation, down GEMM (vLLM's LlamaDecoderLayer, its fused ops counted once); the two TP
-// all-reduces are costed apart.
-inline constexpr int32_t kKernelsPerLayer = 10;
-
-// The roofline of one iteration (every stage in turn: the replica's latency per iteration).
+// One iteration (every stage in turn: the replica's latency per iteration), kernel by kernel
+// through hardware/kernel_model.h, the one source of rates, at KernelSetting::kInStep (the GEMMs
+// at the sustained share of a busy engine): per decoder class `kernels.layers`' GEMMs and
+// memory-bound kernels with M the iteration's tokens on the GPU (tokens / attention_dp; the
+// routed experts tokens x k / E each, over the experts touched), costed once and multiplied;
+// per layer the prefill chunks' attention (AttentionTime by the model's kernel, key blocks from
+// the mean keys per query) and the decodes' (the KV they read, MemoryBoundTime, at least their
+// FLOPs at the attention rate; CSA2: the window, top-k and indexer-key reads against the core
+// and scoring FLOPs); the embedding, final norm and LM head once. Summed, at least the launch
+// floor, plus the collectives.
 IterationCost IterationSeconds(const ReplicaModel& replica, const IterationWork& work);
 
 // One TP all-reduce of `bytes` over `tp` GPUs of a node as the engines run small ones: vLLM's

@@ -50,10 +50,10 @@ std::string FormatPlanText(const ServePlanSpec& spec, const std::string& label,
     out << " (as given)";
   }
   if (spec.speculative_tokens.has_value() && spec.acceptance_rate.has_value()) {
-    out << "\n  speculative decoding in every probe: " << *spec.speculative_tokens
-        << " draft token" << (*spec.speculative_tokens == 1 ? "" : "s")
-        << " per step, acceptance rate " << FormatFixed(*spec.acceptance_rate, 3)
-        << " (" << FormatFixed(ExpectedTokensPerStep(*spec.speculative_tokens, *spec.acceptance_rate), 3)
+    out << "\n  speculative decoding in every probe: " << *spec.speculative_tokens << " draft token"
+        << (*spec.speculative_tokens == 1 ? "" : "s") << " per step, acceptance rate "
+        << FormatFixed(*spec.acceptance_rate, 3) << " ("
+        << FormatFixed(ExpectedTokensPerStep(*spec.speculative_tokens, *spec.acceptance_rate), 3)
         << " tokens per verify step expected); colocated only";
   }
   out << "\n\n";

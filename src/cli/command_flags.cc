@@ -417,6 +417,16 @@ void AddEngineFlags(CLI::App& command, EngineFlags& engine) {
                   "(TensorRT-LLM's kv_cache_free_gpu_mem_fraction; default: the cache fills 90% "
                   "of the device, vLLM's gpu_memory_utilization)")
       ->type_name("F");
+  command
+      .add_option("--speculative-tokens", engine.speculative_tokens,
+                  "speculative decoding: K draft tokens per step from an MTP module (one "
+                  "decoder layer and the shared head), 1 to 16; needs --acceptance-rate")
+      ->type_name("K");
+  command
+      .add_option("--acceptance-rate", engine.acceptance_rate,
+                  "the probability in (0, 1] that a draft token is accepted, as measured for the "
+                  "draft on the workload (not guessed); needs --speculative-tokens")
+      ->type_name("A");
 }
 
 // `serve`: the model and cluster flags of a run, the serving layout and the workload.

@@ -184,6 +184,11 @@ Status RunExplorerSearch(const ServePlanSpec& plan, Transcript& transcript) {
         "(P99 scheduling delay, --delay-slo); drop CONFIG, --hf-config, --cluster, "
         "--gpus, --slo and --svg"};
   }
+  if (plan.speculative_tokens.has_value() || plan.acceptance_rate.has_value()) {
+    return Error{
+        "serve-plan --space vidur: Vidur's space has no speculative decoding; drop "
+        "--speculative-tokens and --acceptance-rate"};
+  }
   ExplorerSearchSpec spec;
   spec.requests = plan.requests;
   spec.seed = plan.seed;

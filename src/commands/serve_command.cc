@@ -12,6 +12,7 @@
 #include "report/json_writer.h"
 #include "serve/disaggregated_sim.h"
 #include "serve/serve.h"
+#include "serve/speculative.h"
 
 namespace stagecraft {
 namespace {
@@ -56,6 +57,23 @@ std::string DescribePlacement(const ServePlacement& placement) {
          std::to_string(placement.decode_instances) + " decode instances of tp " +
          std::to_string(placement.shape.tp) + " x pp " + std::to_string(placement.shape.pp) + " (" +
          std::to_string(placement.shape.gpus()) + " GPUs)";
+}
+
+// Speculative decoding's keys: the flags, the tokens per verify step expected and measured, and
+// the verify and draft steps at the decode point.
+void WriteSpeculationJson(JsonWriter& json, const ReplicaModel& replica, const DecodePoint& decode,
+                          const ServeStats& stats) {
+  const EngineOptions& engine = replica.engine;
+  const SpeculativeStep step = SpeculativeDecodeStep(replica, decode.batch, decode.context);
+  json.Key("speculative_tokens").Int(engine.speculative_tokens);
+  json.Key("acceptance_rate").Fixed(engine.acceptance_rate, 3);
+  json.Key("expected_tokens_per_step")
+      .Fixed(ExpectedTokensPerStep(engine.speculative_tokens, engine.acceptance_rate), 3);
+  json.Key("decode_steps").Int(stats.decode_steps);
+  json.Key("mean_tokens_per_step").Fixed(MeanTokensPerStep(stats), 3);
+  json.Key("verify_step_ms").Fixed(step.verify.total_s * 1e3, 3);
+  json.Key("draft_step_ms").Fixed(step.draft_step.total_s * 1e3, 3);
+  json.Key("draft_weight_bytes_per_gpu").Fixed(replica.draft->weight_bytes_per_gpu, 0);
 }
 
 std::string FormatJson(const std::string& model, const ReplicaModel& replica,
@@ -111,6 +129,7 @@ std::string FormatJson(const std::string& model, const ReplicaModel& replica,
     json.Key("decode_alltoalls").Int(decode.cost.alltoalls);
     json.Key("decode_alltoall_ms").Fixed(decode.cost.alltoall_s * 1e3, 3);
   }
+  if (replica.draft) WriteSpeculationJson(json, replica, decode, stats);
   json.Key("requests").Int(stats.requests);
   switch (workload.client) {
     case Workload::Client::kOpen:
@@ -226,6 +245,7 @@ std::string FormatText(const std::string& label, const std::string& model,
     out << ", " << decode.cost.alltoalls << " all-to-alls " << Ms(decode.cost.alltoall_s);
   }
   out << ", hand-offs " << Ms(decode.cost.handoff_s) << ")\n";
+  if (replica.draft) out << DescribeSpeculation(replica, decode.batch, decode.context, stats);
   out << "  workload: " << stats.requests << " requests, ";
   if (workload.trace.empty()) {
     out << ClientText(workload) << ", prompt " << FormatLengthDist(workload.prompt) << ", output "

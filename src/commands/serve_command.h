@@ -37,6 +37,10 @@ struct EngineFlags {
   // reserve that the KV cache takes (TensorRT-LLM's kv_cache_free_gpu_mem_fraction); unset = the
   // KV cache fills what is left of 90% of the device (vLLM's gpu_memory_utilization 0.9).
   std::optional<double> kv_memory_fraction;
+  // --speculative-tokens K --acceptance-rate A: speculative decoding with an MTP draft of K
+  // tokens per step, each accepted with probability A (serve/speculative.h); both or neither.
+  std::optional<int64_t> speculative_tokens;
+  std::optional<double> acceptance_rate;
 };
 
 // `serve`'s flags as given.

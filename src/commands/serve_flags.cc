@@ -4,6 +4,7 @@
 
 #include "commands/serve_command.h"
 #include "core/units.h"
+#include "serve/speculative.h"
 
 namespace stagecraft {
 
@@ -129,7 +130,7 @@ Status ApplyEngineFlags(const EngineFlags& flags, const ModelSpec& model,
     }
     engine.kv_free_fraction = fraction;
   }
-  return Status::Ok();
+  return ApplySpeculation(flags.speculative_tokens, flags.acceptance_rate, model, engine);
 }
 
 }  // namespace stagecraft

@@ -17,6 +17,7 @@
 #include "serve/explorer_search.h"
 #include "serve/serve.h"
 #include "serve/serve_plan.h"
+#include "serve/speculative.h"
 
 namespace stagecraft {
 
@@ -47,6 +48,13 @@ std::string FormatPlanText(const ServePlanSpec& spec, const std::string& label,
         << ", each keeping its best";
   } else {
     out << " (as given)";
+  }
+  if (spec.speculative_tokens.has_value() && spec.acceptance_rate.has_value()) {
+    out << "\n  speculative decoding in every probe: " << *spec.speculative_tokens << " draft token"
+        << (*spec.speculative_tokens == 1 ? "" : "s") << " per step, acceptance rate "
+        << FormatFixed(*spec.acceptance_rate, 3) << " ("
+        << FormatFixed(ExpectedTokensPerStep(*spec.speculative_tokens, *spec.acceptance_rate), 3)
+        << " tokens per verify step expected); colocated only";
   }
   out << "\n\n";
   out << "  rank  tp x pp  placement  gpus     batch   rate_rps  goodput/gpu  ttft_p90_ms  "
@@ -87,6 +95,10 @@ std::string FormatPlanJson(const ServePlanSpec& spec, const ServePlanResult& res
   json.Key("model").String(result.model);
   json.Key("gpus").Int(spec.gpus);
   json.Key("candidates").Int(result.candidates);
+  if (spec.speculative_tokens.has_value() && spec.acceptance_rate.has_value()) {
+    json.Key("speculative_tokens").Int(*spec.speculative_tokens);
+    json.Key("acceptance_rate").Fixed(*spec.acceptance_rate, 3);
+  }
   json.Key("plans").BeginArray();
   for (size_t rank = 0; rank < std::min<size_t>(result.plans.size(), spec.top); ++rank) {
     const ServePlan& plan = result.plans[rank];

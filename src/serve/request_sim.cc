@@ -10,6 +10,7 @@
 
 #include "core/event_queue.h"
 #include "core/splitmix.h"
+#include "serve/speculative.h"
 
 namespace stagecraft {
 namespace {
@@ -46,6 +47,8 @@ struct Request {
   int64_t group = -1;         // its shared prefix's group; -1 = none
   int64_t prefix_blocks = 0;  // cached prefix blocks it reads (its replica's, shared)
   int64_t scheduled = 0;      // tokens scheduled in the running iteration
+  int64_t drafts = 0;         // of them, draft tokens it verifies (speculative decoding)
+  int64_t accepted = 0;       // of those, the ones accepted
   int64_t first_scheduled_ns = -1;
   int64_t first_token_ns = -1;
   int64_t finish_ns = -1;
@@ -79,6 +82,7 @@ class ServingModel {
         workload_(workload),
         routing_(routing),
         rng_(workload.seed),
+        speculator_(replica.engine, workload.seed),
         records_(records) {
     capacity_blocks_ = replica.kv_capacity_tokens / replica.engine.block_tokens;
     replicas_.resize(static_cast<size_t>(replica.shape.replicas));
@@ -119,6 +123,8 @@ class ServingModel {
   double kv_peak() const { return kv_peak_; }
   int64_t capacity_blocks() const { return capacity_blocks_; }
   int64_t prefix_hit_tokens() const { return prefix_hit_tokens_; }
+  int64_t decode_steps() const { return decode_steps_; }
+  int64_t decode_step_tokens() const { return decode_step_tokens_; }
 
  private:
   int64_t Draw(const LengthDist& dist) {
@@ -331,6 +337,7 @@ class ServingModel {
     Release(replica, request);
     request.computed = 0;
     request.scheduled = 0;
+    request.drafts = 0;
     replica.waiting.push_front(victim);
     ++preemptions_;
   }
@@ -340,7 +347,10 @@ class ServingModel {
   void ScheduleRunning(Replica& replica, int64_t& budget) {
     for (size_t slot = 0; slot < replica.running.size() && budget > 0; ++slot) {
       Request& request = requests_[replica.running[slot]];
-      const int64_t tokens = std::min(request.pending(), budget);
+      // A decoding sequence verifies its drafts too: K + 1 tokens of the budget and the blocks.
+      const bool decoding = request.generated > 0 && request.pending() == 1;
+      const int64_t drafts = decoding ? speculator_.Drafts(request.generated, request.output) : 0;
+      const int64_t tokens = std::min(request.pending() + drafts, budget);
       const int64_t need = Need(request, tokens);
       EvictFor(replica, need);
       while (need > replica.free_blocks && replica.running.size() > slot + 1) Preempt(replica);
@@ -350,6 +360,7 @@ class ServingModel {
       }
       Grow(replica, request, need);
       request.scheduled = tokens;
+      request.drafts = tokens - std::min(tokens, request.pending());
       budget -= tokens;
       replica.batch.push_back(replica.running[slot]);
     }
@@ -462,19 +473,51 @@ class ServingModel {
       replica.busy = false;
       return;
     }
-    IterationWork work;
-    for (int32_t id : replica.batch) {
-      const Request& request = requests_[id];
-      AddSequence(model_, static_cast<double>(request.scheduled),
-                  static_cast<double>(request.computed), request.scheduled == request.pending(),
-                  work);
-    }
-    const double seconds = IterationSeconds(model_, work).total_s;
+    const double seconds = BatchSeconds(replica);
     const int64_t duration = std::max<int64_t>(1, std::llround(seconds * 1e9));
     replica.busy = true;
     ++iterations_;
     if (records_ != nullptr) Record(index, duration);
     queue.Push(Time::Nanoseconds(now_ns_ + duration), kIterationEnd, static_cast<uint32_t>(index));
+  }
+
+  // The batch's time: the roofline of its work and, when speculating, the draft's steps after
+  // it, for every sequence that emits and has tokens left to propose. The acceptances of the
+  // verified drafts are drawn here, in batch order.
+  double BatchSeconds(Replica& replica) {
+    IterationWork work;
+    proposals_.clear();
+    for (int32_t id : replica.batch) {
+      Request& request = requests_[id];
+      const bool emits = request.scheduled >= request.pending();
+      AddSequence(model_, static_cast<double>(request.scheduled),
+                  static_cast<double>(request.computed), emits, work);
+      if (!model_.draft || !emits) continue;
+      work.sequences += static_cast<double>(request.drafts);  // a logit per verified draft
+      request.accepted = speculator_.Accept(request.drafts);
+      const int64_t kept = request.scheduled - request.drafts + request.accepted;
+      const int64_t proposed =
+          workload_.prefill_only
+              ? 0
+              : speculator_.Drafts(request.generated + 1 + request.accepted, request.output);
+      if (proposed > 0) {
+        proposals_.push_back({static_cast<double>(request.computed + kept), proposed});
+      }
+    }
+    const double seconds = IterationSeconds(model_, work).total_s;
+    return proposals_.empty() ? seconds : seconds + DraftSeconds(*model_.draft, proposals_);
+  }
+
+  // A decoding sequence's step ends: it keeps the accepted drafts as output and KV (the rejected
+  // drafts' slots are written over by its next step); OnIterationEnd adds the one token more.
+  void EndDecodeStep(Request& request) {
+    if (request.generated == 0 || request.pending() != 1) return;
+    ++decode_steps_;
+    decode_step_tokens_ += 1 + request.accepted;
+    request.generated += request.accepted;
+    request.scheduled -= request.drafts - request.accepted;
+    request.drafts = 0;
+    request.accepted = 0;
   }
 
   void Record(int32_t index, int64_t duration) {
@@ -496,6 +539,7 @@ class ServingModel {
     Replica& replica = replicas_[index];
     for (int32_t id : replica.batch) {
       Request& request = requests_[id];
+      EndDecodeStep(request);
       request.computed += request.scheduled;
       request.scheduled = 0;
       CachePrefix(replica, request);
@@ -519,6 +563,8 @@ class ServingModel {
   const Workload& workload_;
   Routing routing_;
   SplitMix64 rng_;
+  Speculator speculator_;
+  std::vector<DraftProposal> proposals_;  // the iteration's draft proposals (BatchSeconds)
   std::vector<IterationRecord>* records_;
   std::vector<Request> requests_;
   std::vector<Replica> replicas_;
@@ -533,6 +579,8 @@ class ServingModel {
   int64_t iterations_ = 0;
   int64_t preemptions_ = 0;
   int64_t prefix_hit_tokens_ = 0;
+  int64_t decode_steps_ = 0;
+  int64_t decode_step_tokens_ = 0;
 };
 
 // Nearest rank: the smallest value with at least p of the sample at or below it.
@@ -742,6 +790,8 @@ Result<ServeStats> SimulateServing(const ReplicaModel& replica, const Workload& 
   const double all_blocks = static_cast<double>(model.capacity_blocks()) * replica.shape.replicas;
   stats.kv_utilization_mean = model.kv_block_ns() / (span * 1e9) / all_blocks;
   stats.kv_utilization_peak = model.kv_peak() / all_blocks;
+  stats.decode_steps = model.decode_steps();
+  stats.decode_step_tokens = model.decode_step_tokens();
   stats.prefix_hit_rate =
       prompt_tokens > 0 ? static_cast<double>(model.prefix_hit_tokens()) / prompt_tokens : 0;
   if (times != nullptr) *times = std::move(requests);

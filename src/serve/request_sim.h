@@ -8,7 +8,9 @@
 // reservation, EngineOptions::Admission: while the free blocks cover what the running requests
 // may still claim and the new one's prompt and output, TensorRT-LLM's GUARANTEED_NO_EVICT, or a
 // share of its output, SGLang's new-token ratio). An iteration's time is the step-cost roofline
-// of its work (step_cost.h). Deterministic given the seed.
+// of its work (step_cost.h). With speculative decoding a decoding sequence verifies its drafts
+// in the step, K + 1 tokens within the budget and the blocks, and emits the accepted ones and
+// one more (speculative.h). Deterministic given the seed.
 #pragma once
 
 #include <cstdint>
@@ -154,6 +156,11 @@ struct ServeStats {
   // Shared prefixes: prompt tokens whose KV came from a replica's prefix cache, over all
   // prompt tokens (0 without prefix groups).
   double prefix_hit_rate = 0;
+  // Decode steps, one per decoding sequence per iteration, and the tokens they emitted (the
+  // prefill's first tokens apart): equal without speculative decoding; with it, their ratio is
+  // the mean tokens per verify step (speculative.h).
+  int64_t decode_steps = 0;
+  int64_t decode_step_tokens = 0;
   // Every request's latencies, ascending (the report's CDFs); TPOT for output > 1 only.
   std::vector<double> ttft_sorted_s;
   std::vector<double> tpot_sorted_s;

@@ -30,6 +30,12 @@ Status CheckDisaggregated(const ClusterSpec& cluster, const ServeSetup& setup) {
         "modelled for colocated replicas only (the KV hand-off between attention "
         "data-parallel groups is not); drop --ep or the instance flags"};
   }
+  if (setup.engine.speculative_tokens > 0) {
+    return Error{
+        "--speculative-tokens with --prefill-instances/--decode-instances: speculative "
+        "decoding is modelled for colocated replicas only (the draft's KV hand-off and the "
+        "prefill pool's first proposal are not); drop one"};
+  }
   if (setup.workload.client != Workload::Client::kOpen) {
     return Error{std::string(setup.workload.client == Workload::Client::kClosed ? "--concurrency"
                                                                                 : "--offline") +

@@ -234,7 +234,12 @@ Status EvaluateLayout(const ModelSpec& model, const ClusterSpec& cluster,
                       const PercentileSlo& slo, const ServeShape& one, int32_t gpus,
                       bool try_disaggregated, double start_rate, ServePlanResult& result) {
   auto replica = BuildReplicaModel(model, cluster, one, engine);
-  const bool disaggregate = try_disaggregated && one.ep == 1;
+  // Speculative decoding is modelled colocated only (serve refuses it with the instance flags).
+  const bool speculating = engine.speculative_tokens > 0;
+  if (try_disaggregated && one.ep == 1 && speculating) {
+    ++result.rejections["disaggregated: not with speculative decoding"];
+  }
+  const bool disaggregate = try_disaggregated && one.ep == 1 && !speculating;
   if (!replica.ok()) {
     ++result.rejections[RejectionReason(replica.error())];
     if (disaggregate) ++result.rejections["disaggregated: " + RejectionReason(replica.error())];

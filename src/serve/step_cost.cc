@@ -8,6 +8,7 @@
 #include "core/units.h"
 #include "model/layer_costs.h"
 #include "serve/engine_profile.h"
+#include "serve/speculative.h"
 
 namespace stagecraft {
 namespace {
@@ -226,6 +227,15 @@ std::string DescribeShape(const ServeShape& shape) {
 
 Result<ReplicaModel> BuildReplicaModel(const TransformerSpec& model, const ClusterSpec& cluster,
                                        const ServeShape& shape, const EngineOptions& engine) {
+  auto replica = ShapeReplicaModel(model, cluster, shape, engine);
+  if (!replica.ok()) return replica;
+  if (engine.speculative_tokens > 0) STAGECRAFT_RETURN_IF_ERROR(AttachMtpDraft(replica.value()));
+  STAGECRAFT_RETURN_IF_ERROR(SizeKvCapacity(replica.value()));
+  return replica;
+}
+
+Result<ReplicaModel> ShapeReplicaModel(const TransformerSpec& model, const ClusterSpec& cluster,
+                                       const ServeShape& shape, const EngineOptions& engine) {
   if (model.layers <= 0) {
     return Error{
         "serve: the model is not a transformer (expected model.type: transformer with "
@@ -256,7 +266,6 @@ Result<ReplicaModel> BuildReplicaModel(const TransformerSpec& model, const Clust
       engine.weight_bytes;
   replica.activation_bytes_per_gpu = ActivationBytes(model, shape, engine);
   replica.stage_cut_width = model.hidden;
-  STAGECRAFT_RETURN_IF_ERROR(SizeKvCapacity(replica));
   return replica;
 }
 
@@ -279,7 +288,10 @@ Status SizeKvCapacity(ReplicaModel& replica) {
     replica.kv_budget_bytes_per_gpu =
         hbm * replica.engine.memory_utilization - replica.weight_bytes_per_gpu;
   }
-  const double block_bytes = replica.kv_bytes_per_token_per_gpu * engine.block_tokens;
+  // The draft's layer (the MTP module) caches its own KV per token on the last stage.
+  const double token_bytes = replica.kv_bytes_per_token_per_gpu +
+                             (replica.draft ? replica.draft->kv_bytes_per_token_per_gpu : 0.0);
+  const double block_bytes = token_bytes * engine.block_tokens;
   const double blocks = std::floor(replica.kv_budget_bytes_per_gpu / block_bytes);
   if (blocks < 1) {
     return MakeError(

@@ -7,6 +7,7 @@
 #pragma once
 
 #include <cstdint>
+#include <memory>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -86,6 +87,12 @@ struct EngineOptions {
   // (engine_profile.h SglangMemFractionStatic, from the device's memory, tp, pp and the token
   // budget), the activations and CUDA graphs the rest; false = memory_utilization as above.
   bool sglang_static_memory = false;
+  // Speculative decoding (speculative.h; vLLM's speculative_config num_speculative_tokens with
+  // the deepseek_mtp method, SGLang's --speculative-num-steps): each decoding sequence verifies
+  // up to this many draft tokens per step, each accepted with `acceptance_rate` (given by the
+  // user); 0 = off.
+  int32_t speculative_tokens = 0;
+  double acceptance_rate = 0;
 };
 
 // A CSA2 layer list served (doc/serving.md, "CSA2 layer lists"; doc/csa2.md's storage formats
@@ -141,6 +148,10 @@ struct ReplicaModel {
   // The kernels an iteration launches on one GPU, all stages in turn (iteration_kernels.h).
   ServeKernels kernels;
   int64_t stage_cut_width = 0;  // elements per token crossing a stage cut (hidden; CSA2 hc·d)
+  // With speculative decoding, the draft: the MTP module as a one-stage replica of the same tp
+  // and ep (speculative.h AttachMtpDraft), shared and never changed; null without. Its weights
+  // are in weight_bytes_per_gpu above and its per-token KV in the capacity (SizeKvCapacity).
+  std::shared_ptr<const ReplicaModel> draft;
 };
 
 // The weights' and the KV cache's storage formats a serving engine is told (--weight-dtype,
@@ -181,14 +192,18 @@ Status CheckServeShape(const TransformerSpec& model, const ClusterSpec& cluster,
 // flag and what would work; a replica whose weights leave no room for one KV block: kInfeasible.
 Result<ReplicaModel> BuildReplicaModel(const TransformerSpec& model, const ClusterSpec& cluster,
                                        const ServeShape& shape, const EngineOptions& engine);
+// BuildReplicaModel's checks and sizes short of the KV cache (SizeKvCapacity) and the draft: the
+// weights, activations, per-token KV and roofline of the layout.
+Result<ReplicaModel> ShapeReplicaModel(const TransformerSpec& model, const ClusterSpec& cluster,
+                                       const ServeShape& shape, const EngineOptions& engine);
 // A config's model: a transformer as above, or a CSA2 layer list (csa2_replica.h). The uniform
 // model (no layers) is bad input.
 Result<ReplicaModel> BuildReplicaModel(const ModelSpec& model, const ClusterSpec& cluster,
                                        const ServeShape& shape, const EngineOptions& engine);
 
 // Sizes the KV cache of a replica whose weights, activations and KV bytes per token per GPU are
-// set: the budget, the capacity in whole blocks (over the attention DP groups) and the engine's
-// pooled budgets. kInfeasible when no block fits.
+// set (and its draft's, when speculating): the budget, the capacity in whole blocks (over the
+// attention DP groups) and the engine's pooled budgets. kInfeasible when no block fits.
 Status SizeKvCapacity(ReplicaModel& replica);
 
 // One engine iteration's work on a replica.

@@ -9,6 +9,7 @@
 
 #include "core/event_queue.h"
 #include "core/splitmix.h"
+#include "serve/token_gaps.h"
 
 namespace stagecraft {
 namespace {
@@ -35,6 +36,7 @@ struct Request {
   int64_t scheduled = 0;      // tokens scheduled in the running iteration
   int64_t first_scheduled_ns = -1;
   int64_t first_token_ns = -1;
+  int64_t last_token_ns = -1;  // its latest output token (where the next gap starts)
   int64_t finish_ns = -1;
   int64_t pending() const { return prompt + generated - computed; }
 };
@@ -106,6 +108,7 @@ class ServingModel {
   double kv_peak() const { return kv_peak_; }
   int64_t capacity_blocks() const { return capacity_blocks_; }
   int64_t prefix_hit_tokens() const { return prefix_hit_tokens_; }
+  const TokenGaps& token_gaps() const { return token_gaps_; }
 
  private:
   int64_t Draw(const LengthDist& dist) {
@@ -120,6 +123,7 @@ class ServingModel {
       request.arrival_ns = traced.arrival_ns;
       request.prompt = traced.prompt;
       request.output = traced.output;
+      request.last_token_ns = traced.first_token_ns;
       Push(queue, request);
       return;
     }
@@ -154,6 +158,7 @@ class ServingModel {
       request.computed = request.prompt;
       request.generated = 1;
       request.first_token_ns = request.arrival_ns;
+      if (request.last_token_ns < 0) request.last_token_ns = request.arrival_ns;
     }
     requests_.push_back(request);
     queue.Push(Time::Nanoseconds(request.arrival_ns), kArrival,
@@ -484,6 +489,8 @@ class ServingModel {
       CachePrefix(replica, request);
       if (request.pending() != 0) continue;  // a prefill chunk short of the end
       ++request.generated;
+      if (request.generated > 1) token_gaps_.Add(now_ns_ - request.last_token_ns);
+      request.last_token_ns = now_ns_;
       if (request.first_token_ns < 0) request.first_token_ns = now_ns_;
       if (request.generated < request.output && !workload_.prefill_only) continue;
       request.finish_ns = now_ns_;
@@ -516,6 +523,7 @@ class ServingModel {
   int64_t iterations_ = 0;
   int64_t preemptions_ = 0;
   int64_t prefix_hit_tokens_ = 0;
+  TokenGaps token_gaps_;
 };
 
 // Nearest rank: the smallest value with at least p of the sample at or below it.
@@ -655,6 +663,7 @@ ServeStats SummarizeRequests(const std::vector<RequestTimes>& requests, const Sl
   std::vector<double> ttft, tpot, e2e, queued;
   int64_t good = 0;
   double output_tokens = 0;
+  double prompt_tokens = 0;
   for (const RequestTimes& request : requests) {
     const double first = static_cast<double>(request.first_token_ns - request.arrival_ns) * 1e-9;
     const double total = static_cast<double>(request.finish_ns - request.arrival_ns) * 1e-9;
@@ -663,6 +672,7 @@ ServeStats SummarizeRequests(const std::vector<RequestTimes>& requests, const Sl
     queued.push_back(static_cast<double>(request.first_scheduled_ns - request.arrival_ns) * 1e-9);
     stats.e2e_sum_ns += request.finish_ns - request.arrival_ns;
     output_tokens += static_cast<double>(request.output);
+    prompt_tokens += static_cast<double>(request.prompt);
     double per_token = 0;
     if (request.output > 1) {
       per_token = static_cast<double>(request.finish_ns - request.first_token_ns) * 1e-9 /
@@ -684,6 +694,7 @@ ServeStats SummarizeRequests(const std::vector<RequestTimes>& requests, const Sl
   const double span = std::max(stats.span_s, 1e-9);
   stats.throughput_rps = static_cast<double>(stats.requests) / span;
   stats.output_tokens_per_s = output_tokens / span;
+  stats.total_tokens_per_s = (prompt_tokens + output_tokens) / span;
   stats.slo_attainment = static_cast<double>(good) / static_cast<double>(stats.requests);
   stats.goodput_rps = static_cast<double>(good) / span;
   stats.goodput_rps_per_gpu = stats.goodput_rps / static_cast<double>(std::max<int64_t>(gpus, 1));
@@ -709,6 +720,7 @@ Result<ServeStats> SimulateServing(const ReplicaModel& replica, const Workload& 
   }
   ServeStats stats = SummarizeRequests(requests, slo, replica.shape.gpus(), end.ns());
   const double span = std::max(stats.span_s, 1e-9);
+  stats.itl_s = model.token_gaps().Summarize();
   stats.iterations = model.iterations();
   stats.preemptions = model.preemptions();
   stats.in_system_integral_ns = model.in_system_integral_ns();

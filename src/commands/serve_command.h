@@ -77,20 +77,19 @@ struct ServeSpec : EngineFlags {
 struct ServePlanSpec : EngineFlags {
   RunSpec run;                        // CONFIG, --hf-config, --cluster
   int32_t gpus = 0;                   // --gpus N (required)
-  // --slo ttft=0.4s,tpot=40ms,percentile=90 or ttft_p90=0.4s,tpot_p90=40ms (required but with
-  // --offline)
-  std::string slo;
+  std::string slo;                    // --slo ttft=0.4s,tpot=40ms,percentile=90
   std::string prompt_tokens = "512";  // --prompt-tokens
   std::string output_tokens = "64";   // --output-tokens
   int64_t requests = 400;             // --requests per probe
   uint64_t seed = 1;                  // --seed
   int32_t top = 10;                   // --top plans shown
-  // --concurrency N: each layout at a closed loop of N requests in flight; --offline: every
-  // request at t = 0 (serve/serve_plan.h ServePlanSetup::workload); neither = the rate search.
-  std::optional<int64_t> concurrency;
-  bool offline = false;
   std::string svg_path;               // --svg FILE: the probes and their Pareto front
   bool json = false;                  // --json
+  // --concurrency N: each layout at a closed loop of N requests in flight; --offline: every
+  // request at t = 0 (serve/serve_plan.h ServePlanSetup::workload); neither = the rate search.
+  // --slo is required but with --offline.
+  std::optional<int64_t> concurrency;
+  bool offline = false;
   // --space vidur: search Vidur's config-explorer space instead (explorer_search.h); its
   // traces' length tables are read from `space_traces`/NAME.csv.
   std::string space;
@@ -137,9 +136,9 @@ std::string FormatServeTrace(const std::vector<IterationRecord>& iterations, int
 
 Status RunServePlan(const ServePlanSpec& spec, Transcript& transcript);
 
-// The probes of every plan as a scatter (x: the TPOT at the SLO's percentile in ms, y: GPU-seconds per request, the
-// inverse of the rate per GPU; lower is better on both), probes over the SLO crossed out, and
-// the Pareto front of the rest: throughput per GPU against latency.
+// The probes of every plan as a scatter (x: the TPOT at the SLO's percentile in ms, y: GPU-seconds
+// per request, the inverse of the rate per GPU; lower is better on both), probes over the SLO
+// crossed out, and the Pareto front of the rest: throughput per GPU against latency.
 std::string FormatServePlanSvg(const ServePlanResult& result);
 
 // `serve-plan --space vidur`: reads the traces (`spec.space_traces`/NAME.csv, cut to each

@@ -1,17 +1,18 @@
 // `stagecraft serve-plan` (doc/serving.md): which serving layout of a transformer on N GPUs
 // serves the most requests per second per GPU while the TTFT and the TPOT at the SLO's
-// percentile (P90 by default) stay within their bounds. Every tp (dividing the heads, within a node) x pp (dividing the layers) with
-// tp x pp <= N is a candidate twice: colocated, its replicas filling N, with the highest rate
-// that meets both SLOs (doubling, then bisection, each probe a request simulation of one
-// replica at its share of the rate: random routing splits a Poisson stream into Poisson
-// streams); and disaggregated (DistServe), its instances split into prefill-only and
-// decode-only ones, each phase's rate simulated apart, the best split then simulated end to end
-// (disaggregated_sim.h) and its rate lowered until both percentiles hold there. Rejections are counted
-// by reason. A MoE model adds EP layouts (ep = tp x d attention data-parallel groups, d >= 2,
-// step_cost.h ServeShape::ep), colocated only; an ep not dividing the routed experts is a
-// rejection counted. The engine's batch limits are searched for the best colocated layouts
-// (kRefinedLayouts): every token budget x max_num_seqs of kTokenBudgets x kMaxSeqs, each layout
-// keeping its best. A closed-loop or offline client replaces the rate search (ServePlanSetup).
+// percentile (P90 by default) stay within their bounds. Every tp (dividing the heads, within a
+// node) x pp (dividing the layers) with tp x pp <= N is a candidate twice: colocated, its replicas
+// filling N, with the highest rate that meets both SLOs (doubling, then bisection, each probe a
+// request simulation of one replica at its share of the rate: random routing splits a Poisson
+// stream into Poisson streams); and disaggregated (DistServe), its instances split into
+// prefill-only and decode-only ones, each phase's rate simulated apart, the best split then
+// simulated end to end (disaggregated_sim.h) and its rate lowered until both percentiles hold
+// there. Rejections are counted by reason. A MoE model adds EP layouts (ep = tp x d attention
+// data-parallel groups, d >= 2, step_cost.h ServeShape::ep), colocated only; an ep not dividing the
+// routed experts is a rejection counted. The engine's batch limits are searched for the best
+// colocated layouts (kRefinedLayouts): every token budget x max_num_seqs of kTokenBudgets x
+// kMaxSeqs, each layout keeping its best. A closed-loop or offline client replaces the rate search
+// (ServePlanSetup).
 // `--space vidur` searches Vidur's space instead (explorer_search.h).
 #pragma once
 

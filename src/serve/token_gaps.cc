@@ -21,8 +21,7 @@ void TokenGaps::Add(int64_t gap_ns) {
 Percentiles TokenGaps::Summarize() const {
   Percentiles result;
   if (count_ == 0) return result;
-  std::vector<std::pair<int64_t, int64_t>> gaps(tokens_by_gap_ns_.begin(),
-                                                tokens_by_gap_ns_.end());
+  std::vector<std::pair<int64_t, int64_t>> gaps(tokens_by_gap_ns_.begin(), tokens_by_gap_ns_.end());
   if (run_count_ > 0) gaps.emplace_back(run_gap_ns_, run_count_);
   std::sort(gaps.begin(), gaps.end());
   // The rank of percentile p: ceil(p * count), at least 1, as request_sim.cc's Summarize.

@@ -2,18 +2,48 @@
 
 #include <algorithm>
 #include <cmath>
-#include <utility>
-#include <vector>
 
 namespace stagecraft {
+namespace {
 
-void TokenGaps::Add(int64_t gap_ns) {
-  ++count_;
-  if (gap_ns == run_gap_ns_) {
-    ++run_count_;
-    return;
+using GapCounts = std::vector<std::pair<int64_t, int64_t>>;
+
+// The smallest batch of runs merged at once: merges stay rare while the counts are few.
+constexpr size_t kMinMerge = size_t{1} << 16;
+
+// `runs` sorted by gap and added to `counts` (ascending and distinct), which stays so.
+void MergeRuns(GapCounts& runs, GapCounts& counts) {
+  std::sort(runs.begin(), runs.end(),
+            [](const auto& a, const auto& b) { return a.first < b.first; });
+  GapCounts merged;
+  merged.reserve(counts.size() + runs.size());
+  const auto add = [&](const std::pair<int64_t, int64_t>& entry) {
+    if (!merged.empty() && merged.back().first == entry.first) {
+      merged.back().second += entry.second;
+    } else {
+      merged.push_back(entry);
+    }
+  };
+  size_t run = 0;
+  for (const auto& entry : counts) {
+    for (; run < runs.size() && runs[run].first <= entry.first; ++run) add(runs[run]);
+    add(entry);
   }
-  if (run_count_ > 0) tokens_by_gap_ns_[run_gap_ns_] += run_count_;
+  for (; run < runs.size(); ++run) add(runs[run]);
+  counts = std::move(merged);
+}
+
+}  // namespace
+
+void TokenGaps::StartRun(int64_t gap_ns) {
+  if (run_count_ > 0) {
+    if (pending_.empty()) pending_.reserve(std::max(kMinMerge, counts_.size()));
+    pending_.emplace_back(run_gap_ns_, run_count_);
+    if (pending_.size() >= std::max(kMinMerge, counts_.size())) {
+      MergeRuns(pending_, counts_);
+      pending_.clear();
+    }
+  }
   run_gap_ns_ = gap_ns;
   run_count_ = 1;
 }
@@ -21,9 +51,10 @@ void TokenGaps::Add(int64_t gap_ns) {
 Percentiles TokenGaps::Summarize() const {
   Percentiles result;
   if (count_ == 0) return result;
-  std::vector<std::pair<int64_t, int64_t>> gaps(tokens_by_gap_ns_.begin(), tokens_by_gap_ns_.end());
-  if (run_count_ > 0) gaps.emplace_back(run_gap_ns_, run_count_);
-  std::sort(gaps.begin(), gaps.end());
+  GapCounts gaps = counts_;
+  GapCounts runs = pending_;
+  if (run_count_ > 0) runs.emplace_back(run_gap_ns_, run_count_);
+  MergeRuns(runs, gaps);
   // The rank of percentile p: ceil(p * count), at least 1, as request_sim.cc's Summarize.
   const auto rank = [&](double p) {
     return std::max<int64_t>(1, static_cast<int64_t>(std::ceil(p * static_cast<double>(count_))));

@@ -493,7 +493,10 @@ void AddServeFlags(CLI::App* command, ServeSpec& serve) {
       ->add_option("--prefix-tokens", serve.prefix_tokens,
                    "tokens of each shared prefix, before the request's own --prompt-tokens")
       ->type_name("P");
-  command->add_option("--slo", serve.slo, "per-request bounds (default ttft=0.4s,tpot=40ms)")
+  command
+      ->add_option("--slo", serve.slo,
+                   "per-request bounds (default ttft=0.4s,tpot=40ms); with ,percentile=50|90|99 "
+                   "the run's percentiles are judged too")
       ->type_name("SLO");
   AddEngineFlags(*command, serve);
   command->add_flag("--eager", serve.eager,
@@ -518,7 +521,10 @@ void AddServePlanFlags(CLI::App* command, ServePlanSpec& plan) {
   AddModelFlags(*command, plan.run, {"--hf-config", "--cluster"});
   command->add_option("--gpus", plan.gpus, "the GPUs N the replicas fill (required)")
       ->type_name("N");
-  command->add_option("--slo", plan.slo, "P90 bounds, e.g. ttft_p90=0.4s,tpot_p90=40ms (required)")
+  command
+      ->add_option("--slo", plan.slo,
+                   "bounds at a percentile, e.g. ttft=0.4s,tpot=40ms,percentile=99 or "
+                   "ttft_p90=0.4s,tpot_p90=40ms (required but with --offline)")
       ->type_name("SLO");
   command->add_option("--prompt-tokens", plan.prompt_tokens, "N or A-B uniform (default 512)")
       ->type_name("LEN");
@@ -529,6 +535,14 @@ void AddServePlanFlags(CLI::App* command, ServePlanSpec& plan) {
   command->add_option("--seed", plan.seed, "seed of arrivals and lengths (default 1)")
       ->type_name("S");
   command->add_option("--top", plan.top, "plans shown (default 10)")->type_name("K");
+  command
+      ->add_option("--concurrency", plan.concurrency,
+                   "each layout at a closed loop of N requests in flight, ranked by output "
+                   "tokens/s per GPU within the SLO (instead of the rate search)")
+      ->type_name("N");
+  command->add_flag("--offline", plan.offline,
+                    "each layout with every request at t = 0, ranked by output tokens/s per GPU "
+                    "(no SLO)");
   AddEngineFlags(*command, plan);
   command
       ->add_option("--svg", plan.svg_path,

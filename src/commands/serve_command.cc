@@ -51,6 +51,13 @@ void WritePercentiles(JsonWriter& json, const char* key, const Percentiles& valu
   json.EndObject();
 }
 
+// Whether the run's TTFT and TPOT at the SLO's percentile are within its bounds.
+// REQUIRES: slo.percentile is 50, 90 or 99.
+bool MeetsAtPercentile(const ServeStats& stats, const Slo& slo) {
+  return stats.ttft_s.At(slo.percentile) <= slo.ttft_s &&
+         stats.tpot_s.At(slo.percentile) <= slo.tpot_s;
+}
+
 std::string DescribePlacement(const ServePlacement& placement) {
   if (!placement.disaggregated()) return DescribeShape(placement.shape);
   return std::to_string(placement.prefill_instances) + " prefill + " +
@@ -78,12 +85,12 @@ void WriteSpeculationJson(JsonWriter& json, const ReplicaModel& replica, const D
 
 std::string FormatJson(const std::string& model, const ReplicaModel& replica,
                        const ServePlacement& placement, const Workload& workload,
-                       const DecodePoint& decode, const ServeStats& stats,
+                       const DecodePoint& decode, const ServeStats& stats, const Slo& slo,
                        const std::string& engine) {
   JsonWriter json(/*pretty=*/true);
   json.BeginObject();
   json.Key("model").String(model);
-  if (!engine.empty()) json.Key("engine").String(engine);
+  json.Key("engine").String(engine.empty() ? "default" : engine);
   json.Key("device").String(replica.cluster.device);
   json.Key("tp").Int(replica.shape.tp);
   json.Key("pp").Int(replica.shape.pp);
@@ -145,12 +152,18 @@ std::string FormatJson(const std::string& model, const ReplicaModel& replica,
   json.Key("seed").Int(static_cast<int64_t>(workload.seed));
   WritePercentiles(json, "ttft_ms", stats.ttft_s);
   WritePercentiles(json, "tpot_ms", stats.tpot_s);
+  WritePercentiles(json, "itl_ms", stats.itl_s);
   WritePercentiles(json, "e2e_ms", stats.e2e_s);
   json.Key("throughput_rps").Fixed(stats.throughput_rps, 3);
   json.Key("output_tokens_per_s").Fixed(stats.output_tokens_per_s, 1);
+  json.Key("total_tokens_per_s").Fixed(stats.total_tokens_per_s, 1);
   json.Key("slo_attainment").Fixed(stats.slo_attainment, 4);
   json.Key("goodput_rps").Fixed(stats.goodput_rps, 3);
   json.Key("goodput_rps_per_gpu").Fixed(stats.goodput_rps_per_gpu, 4);
+  if (slo.percentile > 0) {
+    json.Key("slo_percentile").Int(slo.percentile);
+    json.Key("slo_percentile_met").Bool(MeetsAtPercentile(stats, slo));
+  }
   json.Key("iterations").Int(stats.iterations);
   json.Key("preemptions").Int(stats.preemptions);
   json.Key("kv_utilization_mean").Fixed(stats.kv_utilization_mean, 4);
@@ -162,6 +175,19 @@ std::string FormatJson(const std::string& model, const ReplicaModel& replica,
   }
   json.EndObject();
   return json.text() + "\n";
+}
+
+// "  SLO at p99: ttft 36.284 ms <= 2000.000 ms, tpot 8.105 ms <= 200.000 ms: met" (a bound
+// missed: "> ... ms", and "missed").
+std::string SloAtPercentileText(const ServeStats& stats, const Slo& slo) {
+  const auto bound = [&](const char* name, double value, double limit) {
+    return std::string(name) + " " + Ms(value) + " ms " + (value <= limit ? "<= " : "> ") +
+           Ms(limit) + " ms";
+  };
+  return "  SLO at p" + std::to_string(slo.percentile) + ": " +
+         bound("ttft", stats.ttft_s.At(slo.percentile), slo.ttft_s) + ", " +
+         bound("tpot", stats.tpot_s.At(slo.percentile), slo.tpot_s) + ": " +
+         (MeetsAtPercentile(stats, slo) ? "met" : "missed") + "\n";
 }
 
 std::string FormatText(const std::string& label, const std::string& model,
@@ -265,13 +291,17 @@ std::string FormatText(const std::string& label, const std::string& model,
   };
   row("ttft", stats.ttft_s);
   row("tpot", stats.tpot_s);
+  row("itl", stats.itl_s);
   row("e2e", stats.e2e_s);
   out << "\n  throughput " << FormatFixed(stats.throughput_rps, 3) << " rps, "
       << FormatFixed(stats.output_tokens_per_s, 1) << " output tokens/s\n";
+  out << "  total throughput (prompt + output) " << FormatFixed(stats.total_tokens_per_s, 1)
+      << " tokens/s\n";
   out << "  SLO ttft <= " << Ms(slo.ttft_s) << " ms and tpot <= " << Ms(slo.tpot_s)
       << " ms: " << FormatFixed(stats.slo_attainment * 100, 2) << "% of requests; goodput "
       << FormatFixed(stats.goodput_rps, 3) << " rps, " << FormatFixed(stats.goodput_rps_per_gpu, 4)
       << " rps per GPU\n";
+  if (slo.percentile > 0) out << SloAtPercentileText(stats, slo);
   out << "  iterations " << stats.iterations << ", preemptions " << stats.preemptions
       << ", KV use mean " << FormatFixed(stats.kv_utilization_mean * 100, 1) << "% peak "
       << FormatFixed(stats.kv_utilization_peak * 100, 1) << "%\n";
@@ -394,7 +424,8 @@ Status RunServe(const ServeSpec& spec, Transcript& transcript) {
     if (!saved.ok()) return Error{"--report: " + saved.error().message};
   }
   transcript.out() << (spec.json ? FormatJson(config.model.name, outcome.replica, outcome.placement,
-                                              workload, outcome.decode, outcome.stats, spec.engine)
+                                              workload, outcome.decode, outcome.stats,
+                                              setup.value().slo, spec.engine)
                                  : text);
   return Status::Ok();
 }

@@ -81,7 +81,7 @@ struct ServeSpec : EngineFlags {
 struct ServePlanSpec : EngineFlags {
   RunSpec run;                        // CONFIG, --hf-config, --cluster
   int32_t gpus = 0;                   // --gpus N (required)
-  std::string slo;                    // --slo ttft_p90=0.4s,tpot_p90=40ms (required)
+  std::string slo;                    // --slo ttft=0.4s,tpot=40ms,percentile=90
   std::string prompt_tokens = "512";  // --prompt-tokens
   std::string output_tokens = "64";   // --output-tokens
   int64_t requests = 400;             // --requests per probe
@@ -89,6 +89,11 @@ struct ServePlanSpec : EngineFlags {
   int32_t top = 10;                   // --top plans shown
   std::string svg_path;               // --svg FILE: the probes and their Pareto front
   bool json = false;                  // --json
+  // --concurrency N: each layout at a closed loop of N requests in flight; --offline: every
+  // request at t = 0 (serve/serve_plan.h ServePlanSetup::workload); neither = the rate search.
+  // --slo is required but with --offline.
+  std::optional<int64_t> concurrency;
+  bool offline = false;
   // --space vidur: search Vidur's config-explorer space instead (explorer_search.h); its
   // traces' length tables are read from `space_traces`/NAME.csv.
   std::string space;
@@ -101,9 +106,11 @@ struct ServePlanSpec : EngineFlags {
 };
 
 // The flags' texts as values (serve_flags.cc); errors name the flag.
-// --slo ttft=DURATION,tpot=DURATION: each request's bounds.
+// --slo ttft=DURATION,tpot=DURATION: each request's bounds; with percentile=50|90|99 (or as
+// ttft_p90=DURATION,tpot_p90=DURATION) the run's percentile is judged too.
 Result<Slo> ParseSlo(const std::string& text);
-// --slo ttft_p90=DURATION,tpot_p90=DURATION: the P90 bounds a plan must meet.
+// --slo ttft=DURATION,tpot=DURATION,percentile=50|90|99 or ttft_p90=DURATION,tpot_p90=DURATION:
+// the bounds a plan must meet at that percentile.
 Result<PercentileSlo> ParsePercentileSlo(const std::string& text);
 // --routing round-robin | least-outstanding | kv-aware.
 Result<Routing> ParseRouting(const std::string& text);
@@ -133,9 +140,9 @@ std::string FormatServeTrace(const std::vector<IterationRecord>& iterations, int
 
 Status RunServePlan(const ServePlanSpec& spec, Transcript& transcript);
 
-// The probes of every plan as a scatter (x: P90 TPOT in ms, y: GPU-seconds per request, the
-// inverse of the rate per GPU; lower is better on both), probes over the SLO crossed out, and
-// the Pareto front of the rest: throughput per GPU against latency.
+// The probes of every plan as a scatter (x: the TPOT at the SLO's percentile in ms, y: GPU-seconds
+// per request, the inverse of the rate per GPU; lower is better on both), probes over the SLO
+// crossed out, and the Pareto front of the rest: throughput per GPU against latency.
 std::string FormatServePlanSvg(const ServePlanResult& result);
 
 // `serve-plan --space vidur`: reads the traces (`spec.space_traces`/NAME.csv, cut to each

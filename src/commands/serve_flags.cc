@@ -1,8 +1,12 @@
 // The serving commands' flag texts as the serve module's values; errors name the flag.
+#include <algorithm>
+#include <optional>
 #include <sstream>
 #include <string>
+#include <vector>
 
 #include "commands/serve_command.h"
+#include "core/suggest.h"
 #include "core/units.h"
 #include "serve/speculative.h"
 
@@ -16,53 +20,99 @@ Status CheckServable(const ModelSpec& model, const std::string& kv_dtype,
                "doc/csa2.md), which " + command + " models as they are (drop --kv-dtype)"};
 }
 
-Result<Slo> ParseSlo(const std::string& text) {
-  Slo slo;
-  bool ttft = false;
-  bool tpot = false;
+namespace {
+
+// An --slo text's terms as given: the TTFT and TPOT bounds, by either spelling, and the
+// percentile.
+struct SloTerms {
+  std::optional<double> ttft_s;
+  std::optional<double> tpot_s;
+  int32_t percentile = 0;   // percentile=P; 0 = not given
+  bool p90_keys = false;    // a bound given as ttft_p90 or tpot_p90
+  bool plain_keys = false;  // a bound given as ttft or tpot
+};
+
+// Splits `text` into its terms: a duration that does not parse or is not positive is
+// `malformed` (the caller's message), an unknown key or a percentile other than 50, 90 and 99
+// gets its own message.
+Result<SloTerms> ReadSloTerms(const std::string& text, const std::string& malformed) {
+  static const std::vector<std::string> kKeys = {"ttft", "tpot", "percentile", "ttft_p90",
+                                                 "tpot_p90"};
+  const std::string prefix = "--slo '" + text + "': ";
+  SloTerms terms;
   std::istringstream parts(text);
   std::string part;
   while (std::getline(parts, part, ',')) {
     const size_t equals = part.find('=');
     const std::string key = part.substr(0, equals);
-    auto value = equals == std::string::npos ? Result<Time>(Error{"no value"})
-                                             : ParseDuration(part.substr(equals + 1));
-    if ((key != "ttft" && key != "tpot") || !value.ok() || value.value().ns() <= 0) {
-      return Error{"--slo '" + text + "': expected ttft=DURATION,tpot=DURATION with positive " +
-                   "durations, e.g. ttft=0.4s,tpot=40ms"};
+    const std::string value = equals == std::string::npos ? "" : part.substr(equals + 1);
+    if (std::find(kKeys.begin(), kKeys.end(), key) == kKeys.end()) {
+      const bool other_percentile = key.size() == 8 && key[4] == '_' && key[5] == 'p' &&
+                                    (key.rfind("ttft", 0) == 0 || key.rfind("tpot", 0) == 0);
+      if (other_percentile) {
+        return Error{prefix + "unknown key '" + EscapeBytes(key) + "' (only P90 has keys " +
+                     "of its own: write ttft=DURATION,tpot=DURATION,percentile=P, P one of 50, " +
+                     "90 or 99)"};
+      }
+      return Error{prefix + "unknown key '" + EscapeBytes(key) + "'" + DidYouMean(key, kKeys) +
+                   " (expected ttft, tpot and optionally percentile, e.g. " +
+                   "ttft=2s,tpot=200ms,percentile=99)"};
     }
-    (key == "ttft" ? slo.ttft_s : slo.tpot_s) = static_cast<double>(value.value().ns()) * 1e-9;
-    (key == "ttft" ? ttft : tpot) = true;
+    if (key == "percentile") {
+      if (value != "50" && value != "90" && value != "99") {
+        return Error{prefix + "percentile=" + EscapeBytes(value) + ": expected 50, 90 or 99 " +
+                     "(the percentile of the TTFT and the TPOT that the bounds hold)"};
+      }
+      terms.percentile = std::stoi(value);
+      continue;
+    }
+    auto duration =
+        equals == std::string::npos ? Result<Time>(Error{"no value"}) : ParseDuration(value);
+    if (!duration.ok() || duration.value().ns() <= 0) return Error{prefix + malformed};
+    const double seconds = static_cast<double>(duration.value().ns()) * 1e-9;
+    (key.rfind("ttft", 0) == 0 ? terms.ttft_s : terms.tpot_s) = seconds;
+    (key.size() > 4 ? terms.p90_keys : terms.plain_keys) = true;
   }
-  if (!ttft || !tpot) {
+  if (terms.p90_keys && (terms.plain_keys || terms.percentile != 0)) {
+    return Error{prefix + "ttft_p90/tpot_p90 are P90 bounds; not with ttft, tpot or " +
+                 "percentile (write ttft=DURATION,tpot=DURATION,percentile=P instead)"};
+  }
+  if (terms.p90_keys) terms.percentile = 90;
+  return terms;
+}
+
+}  // namespace
+
+Result<Slo> ParseSlo(const std::string& text) {
+  auto terms = ReadSloTerms(text,
+                            "expected ttft=DURATION,tpot=DURATION with positive durations, e.g. "
+                            "ttft=0.4s,tpot=40ms");
+  if (!terms.ok()) return terms.error();
+  if (!terms.value().ttft_s || !terms.value().tpot_s) {
     return Error{"--slo '" + text + "': expected both ttft and tpot, e.g. ttft=0.4s,tpot=40ms"};
   }
-  return slo;
+  return Slo{.ttft_s = *terms.value().ttft_s,
+             .tpot_s = *terms.value().tpot_s,
+             .percentile = terms.value().percentile};
 }
 
 Result<PercentileSlo> ParsePercentileSlo(const std::string& text) {
-  PercentileSlo slo;
-  bool ttft = false;
-  bool tpot = false;
-  std::istringstream parts(text);
-  std::string part;
   const std::string expected =
-      "expected ttft_p90=DURATION,tpot_p90=DURATION with positive durations, e.g. "
-      "--slo ttft_p90=0.4s,tpot_p90=40ms";
-  while (std::getline(parts, part, ',')) {
-    const size_t equals = part.find('=');
-    const std::string key = part.substr(0, equals);
-    auto value = equals == std::string::npos ? Result<Time>(Error{"no value"})
-                                             : ParseDuration(part.substr(equals + 1));
-    if ((key != "ttft_p90" && key != "tpot_p90") || !value.ok() || value.value().ns() <= 0) {
-      return Error{"--slo '" + text + "': " + expected};
-    }
-    const double seconds = static_cast<double>(value.value().ns()) * 1e-9;
-    (key == "ttft_p90" ? slo.ttft_p90_s : slo.tpot_p90_s) = seconds;
-    (key == "ttft_p90" ? ttft : tpot) = true;
+      "expected ttft=DURATION,tpot=DURATION,percentile=50|90|99 or "
+      "ttft_p90=DURATION,tpot_p90=DURATION with positive durations, e.g. "
+      "--slo ttft=0.4s,tpot=40ms,percentile=90";
+  auto terms = ReadSloTerms(text, expected);
+  if (!terms.ok()) return terms.error();
+  if (!terms.value().ttft_s || !terms.value().tpot_s) {
+    return Error{"--slo '" + text + "': expected both ttft and tpot bounds; " + expected};
   }
-  if (!ttft || !tpot) return Error{"--slo '" + text + "': " + expected};
-  return slo;
+  if (terms.value().percentile == 0) {
+    return Error{"--slo '" + text + "': serve-plan judges a percentile of the TTFT and the " +
+                 "TPOT; add percentile=50, 90 or 99 (e.g. " + text + ",percentile=90)"};
+  }
+  return PercentileSlo{.ttft_s = *terms.value().ttft_s,
+                       .tpot_s = *terms.value().tpot_s,
+                       .percentile = terms.value().percentile};
 }
 
 Result<Routing> ParseRouting(const std::string& text) {

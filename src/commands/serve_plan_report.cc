@@ -23,17 +23,38 @@ namespace stagecraft {
 
 namespace {
 
+// The client line of a closed-loop or offline plan: what each layout ran.
+std::string ClientLine(const ServePlanSpec& spec, const ServePlanResult& result) {
+  std::ostringstream out;
+  out << "  candidates " << result.candidates << ", feasible"
+      << (spec.offline ? " " : " and meeting the SLO ") << result.plans.size()
+      << "; each layout one run of " << spec.requests << " requests "
+      << (spec.offline ? "all at t = 0 (offline)"
+                       : "in a closed loop at concurrency " + std::to_string(*spec.concurrency))
+      << " over its replicas (least-outstanding routing), seed " << spec.seed
+      << "; ranked by output tokens/s per GPU; no disaggregated placements (the open loop's "
+         "only)\n";
+  return out.str();
+}
+
 std::string FormatPlanText(const ServePlanSpec& spec, const std::string& label,
                            const ServePlanResult& result) {
+  const bool open_loop = !spec.concurrency && !spec.offline;
   std::ostringstream out;
   out << "stagecraft serve-plan: " << label << "\n";
   out << "  model " << result.model << " on " << spec.gpus << (spec.gpus == 1 ? " GPU" : " GPUs")
-      << ", SLO " << spec.slo << ", prompt " << spec.prompt_tokens << ", output "
-      << spec.output_tokens << " tokens\n";
-  out << "  candidates " << result.candidates << ", feasible and meeting the SLO "
-      << result.plans.size() << "; each probe " << spec.requests
-      << " requests or, at higher rates, " << static_cast<int>(kProbeDelays)
-      << " TTFT bounds' worth of arrivals, seed " << spec.seed << "\n";
+      << ", SLO "
+      << (spec.offline ? "not applied (offline: every request at once, no latency bound)"
+                       : spec.slo)
+      << ", prompt " << spec.prompt_tokens << ", output " << spec.output_tokens << " tokens\n";
+  if (open_loop) {
+    out << "  candidates " << result.candidates << ", feasible and meeting the SLO "
+        << result.plans.size() << "; each probe " << spec.requests
+        << " requests or, at higher rates, " << static_cast<int>(kProbeDelays)
+        << " TTFT bounds' worth of arrivals, seed " << spec.seed << "\n";
+  } else {
+    out << ClientLine(spec, result);
+  }
   out << "  batch (token budget/max_num_seqs per engine): " << result.default_token_budget << "/"
       << result.default_max_seqs << " for every layout";
   if (result.token_budgets_searched || result.max_seqs_searched) {
@@ -57,8 +78,10 @@ std::string FormatPlanText(const ServePlanSpec& spec, const std::string& label,
         << " tokens per verify step expected); colocated only";
   }
   out << "\n\n";
-  out << "  rank  tp x pp  placement  gpus     batch   rate_rps  goodput/gpu  ttft_p90_ms  "
-         "tpot_p90_ms  kv_tokens\n";
+  const std::string at = "_p" + std::to_string(result.percentile) + "_ms";
+  out << "  rank  tp x pp  placement  gpus     batch"
+      << (open_loop ? "   rate_rps  goodput/gpu" : "  out_tok_s  out_tok_s/gpu") << "  ttft" << at
+      << "  tpot" << at << "  kv_tokens\n";
   const size_t shown = std::min<size_t>(result.plans.size(), static_cast<size_t>(spec.top));
   for (size_t rank = 0; rank < shown; ++rank) {
     const ServePlan& plan = result.plans[rank];
@@ -74,10 +97,12 @@ std::string FormatPlanText(const ServePlanSpec& spec, const std::string& label,
                    11)
         << PadLeft(std::to_string(plan.shape.gpus()), 6)
         << PadLeft(std::to_string(plan.token_budget) + "/" + std::to_string(plan.max_seqs), 10)
-        << PadLeft(FormatFixed(plan.rate_rps, 3), 11)
-        << PadLeft(FormatFixed(plan.goodput_rps_per_gpu, 4), 13)
-        << PadLeft(FormatFixed(plan.ttft_p90_s * 1e3, 3), 13)
-        << PadLeft(FormatFixed(plan.tpot_p90_s * 1e3, 3), 13)
+        << (open_loop ? PadLeft(FormatFixed(plan.rate_rps, 3), 11) +
+                            PadLeft(FormatFixed(plan.goodput_rps_per_gpu, 4), 13)
+                      : PadLeft(FormatFixed(plan.output_tokens_per_s, 1), 11) +
+                            PadLeft(FormatFixed(plan.output_tokens_per_s_per_gpu, 2), 15))
+        << PadLeft(FormatFixed(plan.ttft_s * 1e3, 3), 13)
+        << PadLeft(FormatFixed(plan.tpot_s * 1e3, 3), 13)
         << PadLeft(std::to_string(plan.kv_capacity_tokens), 11) << "\n";
   }
   if (result.plans.empty()) out << "  (no layout meets the SLO)\n";
@@ -90,10 +115,19 @@ std::string FormatPlanText(const ServePlanSpec& spec, const std::string& label,
 }
 
 std::string FormatPlanJson(const ServePlanSpec& spec, const ServePlanResult& result) {
+  const bool open_loop = !spec.concurrency && !spec.offline;
+  const std::string at = "_p" + std::to_string(result.percentile) + "_ms";
   JsonWriter json(/*pretty=*/true);
   json.BeginObject();
   json.Key("model").String(result.model);
   json.Key("gpus").Int(spec.gpus);
+  if (spec.concurrency) {
+    json.Key("client").String("closed");
+    json.Key("concurrency").Int(*spec.concurrency);
+  } else if (spec.offline) {
+    json.Key("client").String("offline");
+    json.Key("slo_applied").Bool(false);
+  }
   json.Key("candidates").Int(result.candidates);
   if (spec.speculative_tokens.has_value() && spec.acceptance_rate.has_value()) {
     json.Key("speculative_tokens").Int(*spec.speculative_tokens);
@@ -112,10 +146,16 @@ std::string FormatPlanJson(const ServePlanSpec& spec, const ServePlanResult& res
     json.Key("decode_instances").Int(plan.decode_instances);
     json.Key("token_budget").Int(plan.token_budget);
     json.Key("max_num_seqs").Int(plan.max_seqs);
-    json.Key("rate_rps").Fixed(plan.rate_rps, 3);
-    json.Key("goodput_rps_per_gpu").Fixed(plan.goodput_rps_per_gpu, 4);
-    json.Key("ttft_p90_ms").Fixed(plan.ttft_p90_s * 1e3, 3);
-    json.Key("tpot_p90_ms").Fixed(plan.tpot_p90_s * 1e3, 3);
+    if (open_loop) {
+      json.Key("rate_rps").Fixed(plan.rate_rps, 3);
+      json.Key("goodput_rps_per_gpu").Fixed(plan.goodput_rps_per_gpu, 4);
+    } else {
+      json.Key("throughput_rps").Fixed(plan.rate_rps, 3);
+      json.Key("output_tokens_per_s").Fixed(plan.output_tokens_per_s, 1);
+      json.Key("output_tokens_per_s_per_gpu").Fixed(plan.output_tokens_per_s_per_gpu, 2);
+    }
+    json.Key("ttft" + at).Fixed(plan.ttft_s * 1e3, 3);
+    json.Key("tpot" + at).Fixed(plan.tpot_s * 1e3, 3);
     json.EndObject();
   }
   json.EndArray();
@@ -139,7 +179,7 @@ std::string FormatServePlanSvg(const ServePlanResult& result) {
     one.data = {{"tp", std::to_string(plan.shape.tp)}, {"pp", std::to_string(plan.shape.pp)}};
     const double gpus = static_cast<double>(plan.shape.gpus());
     for (const RateProbe& probe : plan.probes) {
-      one.points.push_back({.x = probe.tpot_p90_s * 1e3,
+      one.points.push_back({.x = probe.tpot_s * 1e3,
                             .y = gpus / probe.rate_rps,
                             .label = FormatFixed(probe.rate_rps, 3) + " rps",
                             .over = !probe.meets});
@@ -148,27 +188,88 @@ std::string FormatServePlanSvg(const ServePlanResult& result) {
   }
   PlotOptions options;
   options.title = "serve-plan: " + result.model + " (lower is better on both axes)";
-  options.x_label = "P90 TPOT (ms)";
+  options.x_label = "P" + std::to_string(result.percentile) + " TPOT (ms)";
   options.y_label = "GPU-seconds per request";
   options.log2_y = true;
   options.over_legend = "misses the SLO";
   return FormatScatterPlot(series, options);
 }
 
+namespace {
+
+// The clients' flags of serve-plan: --concurrency and --offline, each alone, not with --space
+// or --svg; into `workload`.
+Status ApplyPlanClient(const ServePlanSpec& spec, Workload& workload) {
+  if (spec.concurrency && spec.offline) {
+    return Error{"--concurrency with --offline: a closed loop or every request at once; drop one"};
+  }
+  const char* flag = spec.concurrency ? "--concurrency" : "--offline";
+  if ((spec.concurrency || spec.offline) && !spec.space.empty()) {
+    return Error{std::string(flag) + " with --space: the Vidur search finds each " +
+                 "configuration's capacity in requests per second at an open loop; drop one"};
+  }
+  if ((spec.concurrency || spec.offline) && !spec.svg_path.empty()) {
+    return Error{std::string("--svg with ") + flag + ": the scatter draws the rate search's " +
+                 "probes, which a closed-loop or offline plan does not make; drop one"};
+  }
+  if (spec.concurrency) {
+    workload.client = Workload::Client::kClosed;
+    workload.concurrency = *spec.concurrency;
+  } else if (spec.offline) {
+    workload.client = Workload::Client::kOffline;
+  }
+  return Status::Ok();
+}
+
+// Exit 1 when no layout met the SLO: which bound binds, with the lowest value any layout
+// reached. REQUIRES: `plan` has no plans.
+Status NoPlanError(const ServePlanSpec& spec, const ServePlanResult& plan,
+                   const PercentileSlo& slo) {
+  if (!std::isfinite(plan.best_ttft_s)) {
+    return MakeError(ErrorKind::kInfeasible,
+                     "serve-plan: no layout of " + plan.model + " on " + std::to_string(spec.gpus) +
+                         " GPUs holds the model and a request (the rejections above say why: "
+                         "more GPUs or a device with more memory)");
+  }
+  const std::string at = "_p" + std::to_string(slo.percentile);
+  std::string binds;
+  if (plan.best_ttft_s > slo.ttft_s) {
+    binds += "ttft" + at + ": the lowest any layout reaches is " +
+             FormatFixed(plan.best_ttft_s * 1e3, 3) + " ms";
+  }
+  if (plan.best_tpot_s > slo.tpot_s) {
+    binds += std::string(binds.empty() ? "" : "; ") + "tpot" + at +
+             ": the lowest any layout reaches is " + FormatFixed(plan.best_tpot_s * 1e3, 3) + " ms";
+  }
+  if (binds.empty()) binds = "ttft" + at + " and tpot" + at + " together (neither alone)";
+  const std::string where = spec.concurrency
+                                ? "at concurrency " + std::to_string(*spec.concurrency)
+                                : "even at " + FormatFixed(kLowestRateRps, 2) + " rps per replica";
+  return MakeError(ErrorKind::kInfeasible, "serve-plan: no layout meets the SLO " + spec.slo + " " +
+                                               where + "; binding: " + binds + " (a looser SLO, " +
+                                               (spec.concurrency ? "a lower --concurrency, " : "") +
+                                               "shorter requests, or faster devices)");
+}
+
+}  // namespace
+
 Status RunServePlan(const ServePlanSpec& spec, Transcript& transcript) {
+  ServePlanSetup setup;
+  STAGECRAFT_RETURN_IF_ERROR(ApplyPlanClient(spec, setup.workload));
   if (!spec.space.empty()) return RunExplorerSearch(spec, transcript);
   if (spec.gpus < 1)
     return Error{"serve-plan: --gpus N is required (the GPUs to fill, e.g. --gpus 8)"};
-  if (spec.slo.empty()) {
+  if (spec.slo.empty() && !spec.offline) {
     return Error{"serve-plan: --slo is required (e.g. --slo ttft_p90=0.4s,tpot_p90=40ms)"};
   }
   if (spec.top < 1) return Error{"--top: must be at least 1, got " + std::to_string(spec.top)};
-  ServePlanSetup setup;
   setup.gpus = spec.gpus;
   setup.progress = spec.progress;
-  auto slo = ParsePercentileSlo(spec.slo);
-  if (!slo.ok()) return slo.error();
-  setup.slo = slo.value();
+  if (!spec.slo.empty()) {
+    auto slo = ParsePercentileSlo(spec.slo);
+    if (!slo.ok()) return slo.error();
+    setup.slo = slo.value();
+  }
   auto prompt = ParseLengthDist(spec.prompt_tokens, "--prompt-tokens");
   if (!prompt.ok()) return prompt.error();
   auto output = ParseLengthDist(spec.output_tokens, "--output-tokens");
@@ -194,27 +295,7 @@ Status RunServePlan(const ServePlanSpec& spec, Transcript& transcript) {
   transcript.out() << (spec.json ? FormatPlanJson(spec, plan)
                                  : FormatPlanText(spec, run.value().label, plan));
   if (!plan.plans.empty()) return Status::Ok();
-  if (!std::isfinite(plan.best_ttft_p90_s)) {
-    return MakeError(ErrorKind::kInfeasible,
-                     "serve-plan: no layout of " + plan.model + " on " + std::to_string(spec.gpus) +
-                         " GPUs holds the model and a request (the rejections above say why: "
-                         "more GPUs or a device with more memory)");
-  }
-  std::string binds;
-  if (plan.best_ttft_p90_s > setup.slo.ttft_p90_s) {
-    binds += "ttft_p90: the lowest any layout reaches is " +
-             FormatFixed(plan.best_ttft_p90_s * 1e3, 3) + " ms";
-  }
-  if (plan.best_tpot_p90_s > setup.slo.tpot_p90_s) {
-    binds += std::string(binds.empty() ? "" : "; ") +
-             "tpot_p90: the lowest any layout reaches is " +
-             FormatFixed(plan.best_tpot_p90_s * 1e3, 3) + " ms";
-  }
-  if (binds.empty()) binds = "ttft_p90 and tpot_p90 together (neither alone)";
-  return MakeError(ErrorKind::kInfeasible,
-                   "serve-plan: no layout meets the SLO " + spec.slo + " even at " +
-                       FormatFixed(kLowestRateRps, 2) + " rps per replica; binding: " + binds +
-                       " (a looser SLO, shorter requests, or faster devices)");
+  return NoPlanError(spec, plan, setup.slo);
 }
 
 }  // namespace stagecraft

@@ -41,12 +41,17 @@ const std::vector<Metric>& Metrics() {
     std::vector<Metric> table = {
         {"output_tokens_per_s", "throughput", false,
          [](const ServeStats& s) { return s.output_tokens_per_s; }},
+        {"total_tokens_per_s", "throughput", false,
+         [](const ServeStats& s) { return s.total_tokens_per_s; }},
         {"requests_per_s", "throughput", false,
          [](const ServeStats& s) { return s.throughput_rps; }},
     };
     // The latency percentiles, in ms.
     const std::pair<const char*, Percentiles ServeStats::*> latencies[] = {
-        {"ttft", &ServeStats::ttft_s}, {"tpot", &ServeStats::tpot_s}, {"e2e", &ServeStats::e2e_s}};
+        {"ttft", &ServeStats::ttft_s},
+        {"tpot", &ServeStats::tpot_s},
+        {"itl", &ServeStats::itl_s},
+        {"e2e", &ServeStats::e2e_s}};
     const std::pair<const char*, double Percentiles::*> stats[] = {{"mean", &Percentiles::mean},
                                                                    {"p50", &Percentiles::p50},
                                                                    {"p90", &Percentiles::p90},
@@ -55,7 +60,9 @@ const std::vector<Metric>& Metrics() {
     for (const auto& [latency, field] : latencies) {
       for (const auto& [stat, member] : stats) {
         const std::string& name = *names.insert(std::string(latency) + "_ms_" + stat).first;
-        table.push_back({name.c_str(), latency, true, [field, member](const ServeStats& s) {
+        // ITL and TPOT are one kind: the pace of the tokens after the first.
+        const char* kind = std::string(latency) == "itl" ? "tpot" : latency;
+        table.push_back({name.c_str(), kind, true, [field, member](const ServeStats& s) {
                            return (s.*field).*member * 1e3;
                          }});
       }
@@ -190,6 +197,14 @@ const std::map<std::string, FlagSetter>& FlagSetters() {
     table["batching"] = engine_text(&EngineFlags::batching);
     table["max-num-seqs"] = engine_count(&EngineFlags::max_num_seqs);
     table["max-num-batched-tokens"] = engine_count(&EngineFlags::max_num_batched_tokens);
+    table["speculative-tokens"] = engine_count(&EngineFlags::speculative_tokens);
+    table["acceptance-rate"] = [](const std::string& name, const std::string& value,
+                                  ServeSpec& spec) -> Status {
+      auto number = ParsePositive(name, value, "a probability above 0, at most 1");
+      if (!number.ok()) return number.error();
+      spec.acceptance_rate = number.value();
+      return Status::Ok();
+    };
     table["kv-memory-fraction"] = [](const std::string& name, const std::string& value,
                                      ServeSpec& spec) -> Status {
       auto number = ParsePositive(name, value, "a fraction above 0, at most 1");

@@ -54,7 +54,8 @@ Result<DisaggregatedStats> SimulateDisaggregated(const ReplicaModel& prefill,
     second.prefilled = true;
     second.seed = workload.seed;
     for (size_t index : order) {
-      second.trace.push_back({ready[index], prefilled[index].prompt, prefilled[index].output});
+      second.trace.push_back({ready[index], prefilled[index].prompt, prefilled[index].output,
+                              prefilled[index].first_token_ns});
     }
     std::vector<RequestTimes> decoded;
     auto decode_run = SimulateServing(decode, second, routing, slo, decode_iterations, &decoded);
@@ -73,6 +74,9 @@ Result<DisaggregatedStats> SimulateDisaggregated(const ReplicaModel& prefill,
   stats.in_system_integral_ns = stats.e2e_sum_ns;
   stats.mean_in_system =
       static_cast<double>(stats.e2e_sum_ns) * 1e-9 / std::max(stats.span_s, 1e-9);
+  // Every gap after a first token is the decode pool's, the first one counted from the prefill
+  // pool's first token (the hand-off's trace rows carry it).
+  stats.itl_s = result.decode.itl_s;
   stats.kv_utilization_mean = result.decode.kv_utilization_mean;
   stats.kv_utilization_peak = result.decode.kv_utilization_peak;
   stats.prefix_hit_rate = result.prefill.prefix_hit_rate;

@@ -47,6 +47,12 @@ TEST(DisaggregatedSimTest, OneRequestIsPrefillThenTransferThenDecode) {
               stats.ttft_s.p50 + static_cast<double>(transfer_ns + decoding_ns) * 1e-9, 1e-9);
   // TPOT counts from the first token: the transfer, then 31 decode steps.
   EXPECT_NEAR(stats.tpot_s.p50, static_cast<double>(transfer_ns + decoding_ns) * 1e-9 / 31, 1e-9);
+  // The gaps between tokens: the first from the prefill pool's first token over the transfer
+  // to the first decode step's end, then one decode step each.
+  const double first_gap_s =
+      static_cast<double>(transfer_ns + iterations[0].end_ns - iterations[0].start_ns) * 1e-9;
+  EXPECT_NEAR(stats.itl_s.p99, first_gap_s, 1e-12);
+  EXPECT_NEAR(stats.itl_s.mean, stats.tpot_s.mean, 1e-12);
 }
 
 // A request of one output token is done at the prefill: it never reaches the decode pool.

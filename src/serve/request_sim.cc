@@ -11,6 +11,7 @@
 #include "core/event_queue.h"
 #include "core/splitmix.h"
 #include "serve/speculative.h"
+#include "serve/token_gaps.h"
 
 namespace stagecraft {
 namespace {
@@ -51,6 +52,7 @@ struct Request {
   int64_t accepted = 0;       // of those, the ones accepted
   int64_t first_scheduled_ns = -1;
   int64_t first_token_ns = -1;
+  int64_t last_token_ns = -1;  // its latest output token (where the next gap starts)
   int64_t finish_ns = -1;
   int64_t pending() const { return prompt + generated - computed; }
 };
@@ -125,6 +127,7 @@ class ServingModel {
   int64_t prefix_hit_tokens() const { return prefix_hit_tokens_; }
   int64_t decode_steps() const { return decode_steps_; }
   int64_t decode_step_tokens() const { return decode_step_tokens_; }
+  const TokenGaps& token_gaps() const { return token_gaps_; }
 
  private:
   int64_t Draw(const LengthDist& dist) {
@@ -139,6 +142,7 @@ class ServingModel {
       request.arrival_ns = traced.arrival_ns;
       request.prompt = traced.prompt;
       request.output = traced.output;
+      request.last_token_ns = traced.first_token_ns;
       Push(queue, request);
       return;
     }
@@ -177,6 +181,7 @@ class ServingModel {
       request.computed = request.prompt;
       request.generated = 1;
       request.first_token_ns = request.arrival_ns;
+      if (request.last_token_ns < 0) request.last_token_ns = request.arrival_ns;
     }
     requests_.push_back(request);
     queue.Push(Time::Nanoseconds(request.arrival_ns), kArrival,
@@ -510,14 +515,17 @@ class ServingModel {
 
   // A decoding sequence's step ends: it keeps the accepted drafts as output and KV (the rejected
   // drafts' slots are written over by its next step); OnIterationEnd adds the one token more.
-  void EndDecodeStep(Request& request) {
-    if (request.generated == 0 || request.pending() != 1) return;
+  // Returns the drafts kept (0 for a prefill chunk or without speculation).
+  int64_t EndDecodeStep(Request& request) {
+    if (request.generated == 0 || request.pending() != 1) return 0;
+    const int64_t kept = request.accepted;
     ++decode_steps_;
-    decode_step_tokens_ += 1 + request.accepted;
-    request.generated += request.accepted;
-    request.scheduled -= request.drafts - request.accepted;
+    decode_step_tokens_ += 1 + kept;
+    request.generated += kept;
+    request.scheduled -= request.drafts - kept;
     request.drafts = 0;
     request.accepted = 0;
+    return kept;
   }
 
   void Record(int32_t index, int64_t duration) {
@@ -539,12 +547,17 @@ class ServingModel {
     Replica& replica = replicas_[index];
     for (int32_t id : replica.batch) {
       Request& request = requests_[id];
-      EndDecodeStep(request);
+      const int64_t kept = EndDecodeStep(request);
       request.computed += request.scheduled;
       request.scheduled = 0;
       CachePrefix(replica, request);
       if (request.pending() != 0) continue;  // a prefill chunk short of the end
       ++request.generated;
+      // A verify step's tokens reach the client together: the first after the step's gap, the
+      // kept drafts with it (gaps of 0), so the mean ITL stays the token-weighted TPOT.
+      if (request.generated > 1) token_gaps_.Add(now_ns_ - request.last_token_ns);
+      for (int64_t draft = 0; draft < kept; ++draft) token_gaps_.Add(0);
+      request.last_token_ns = now_ns_;
       if (request.first_token_ns < 0) request.first_token_ns = now_ns_;
       if (request.generated < request.output && !workload_.prefill_only) continue;
       request.finish_ns = now_ns_;
@@ -581,6 +594,7 @@ class ServingModel {
   int64_t prefix_hit_tokens_ = 0;
   int64_t decode_steps_ = 0;
   int64_t decode_step_tokens_ = 0;
+  TokenGaps token_gaps_;
 };
 
 // Nearest rank: the smallest value with at least p of the sample at or below it.
@@ -729,6 +743,7 @@ ServeStats SummarizeRequests(const std::vector<RequestTimes>& requests, const Sl
   std::vector<double> ttft, tpot, e2e, queued;
   int64_t good = 0;
   double output_tokens = 0;
+  double prompt_tokens = 0;
   for (const RequestTimes& request : requests) {
     const double first = static_cast<double>(request.first_token_ns - request.arrival_ns) * 1e-9;
     const double total = static_cast<double>(request.finish_ns - request.arrival_ns) * 1e-9;
@@ -737,6 +752,7 @@ ServeStats SummarizeRequests(const std::vector<RequestTimes>& requests, const Sl
     queued.push_back(static_cast<double>(request.first_scheduled_ns - request.arrival_ns) * 1e-9);
     stats.e2e_sum_ns += request.finish_ns - request.arrival_ns;
     output_tokens += static_cast<double>(request.output);
+    prompt_tokens += static_cast<double>(request.prompt);
     double per_token = 0;
     if (request.output > 1) {
       per_token = static_cast<double>(request.finish_ns - request.first_token_ns) * 1e-9 /
@@ -758,6 +774,7 @@ ServeStats SummarizeRequests(const std::vector<RequestTimes>& requests, const Sl
   const double span = std::max(stats.span_s, 1e-9);
   stats.throughput_rps = static_cast<double>(stats.requests) / span;
   stats.output_tokens_per_s = output_tokens / span;
+  stats.total_tokens_per_s = (prompt_tokens + output_tokens) / span;
   stats.slo_attainment = static_cast<double>(good) / static_cast<double>(stats.requests);
   stats.goodput_rps = static_cast<double>(good) / span;
   stats.goodput_rps_per_gpu = stats.goodput_rps / static_cast<double>(std::max<int64_t>(gpus, 1));
@@ -783,6 +800,7 @@ Result<ServeStats> SimulateServing(const ReplicaModel& replica, const Workload& 
   }
   ServeStats stats = SummarizeRequests(requests, slo, replica.shape.gpus(), end.ns());
   const double span = std::max(stats.span_s, 1e-9);
+  stats.itl_s = model.token_gaps().Summarize();
   stats.iterations = model.iterations();
   stats.preemptions = model.preemptions();
   stats.in_system_integral_ns = model.in_system_integral_ns();

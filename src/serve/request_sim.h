@@ -40,6 +40,9 @@ struct TraceRequest {
   int64_t arrival_ns = 0;
   int64_t prompt = 0;
   int64_t output = 0;
+  // A prefilled request (Workload::prefilled) handed off by a prefill instance: when its first
+  // token came there, where its first gap between tokens starts (-1 = at its arrival).
+  int64_t first_token_ns = -1;
   bool operator==(const TraceRequest&) const = default;
 };
 // A request trace as CSV: one request per line, `arrival_s,prompt_tokens,output_tokens`
@@ -113,6 +116,9 @@ constexpr const char* RoutingName(Routing routing) { return kRoutingNames.Name(r
 struct Slo {
   double ttft_s = 0.4;   // DistServe Fig. 1: P90 TTFT 0.4 s
   double tpot_s = 0.04;  // DistServe Fig. 1: P90 TPOT 0.04 s
+  // 50, 90 or 99: the run is also judged by that percentile of its TTFT and its TPOT (--slo
+  // ...,percentile=P); 0 = per request only.
+  int32_t percentile = 0;
 };
 
 struct Percentiles {
@@ -120,6 +126,10 @@ struct Percentiles {
   double p90 = 0;
   double p99 = 0;
   double mean = 0;
+  // The p50, p90 or p99. REQUIRES: percentile is 50, 90 or 99.
+  double At(int32_t percentile) const {
+    return percentile == 50 ? p50 : percentile == 90 ? p90 : p99;
+  }
 };
 
 // One engine iteration of one replica, for the Chrome trace of the batches.
@@ -137,8 +147,13 @@ struct ServeStats {
   double span_s = 0;          // first arrival to last completion
   double throughput_rps = 0;  // requests / span
   double output_tokens_per_s = 0;
-  Percentiles ttft_s;         // arrival to first token
-  Percentiles tpot_s;         // (finish - first token) / (output - 1), output > 1 only
+  double total_tokens_per_s = 0;  // (prompt + output tokens) / span (benchmark_serving's total)
+  Percentiles ttft_s;             // arrival to first token
+  Percentiles tpot_s;             // (finish - first token) / (output - 1), output > 1 only
+  // Inter-token latency: every gap between two consecutive output tokens of a request, over
+  // all tokens of all requests (token_gaps.h; a decode stalled by another request's prefill
+  // chunk shows here, where TPOT averages it over the request). Left zero by SummarizeRequests.
+  Percentiles itl_s;
   Percentiles e2e_s;          // arrival to last token
   Percentiles queue_s;        // arrival to the first iteration that schedules it
   double slo_attainment = 0;  // share of requests meeting both SLOs

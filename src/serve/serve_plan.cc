@@ -23,20 +23,19 @@ constexpr int kBisections = 8;  // the rate to 1/256 of the last doubling step
 struct Probe {
   double rate_rps = 0;  // per replica
   bool meets = false;
-  double ttft_p90_s = 0;
-  double tpot_p90_s = 0;
+  double ttft_s = 0;
+  double tpot_s = 0;
 };
 
 constexpr int64_t kMaxProbeRequests = 20'000;
 
 }  // namespace
 
-int64_t ProbeRequests(const Workload& workload, double rate_rps, double ttft_p90_s,
-                      double tpot_p90_s) {
+int64_t ProbeRequests(const Workload& workload, double rate_rps, double ttft_s, double tpot_s) {
   const double after_first =
       std::max(1.0, static_cast<double>(workload.output.low + workload.output.high) / 2 - 1);
-  const double decode_delay = tpot_p90_s * after_first;
-  const double delay = std::isfinite(ttft_p90_s) ? ttft_p90_s : decode_delay;
+  const double decode_delay = tpot_s * after_first;
+  const double delay = std::isfinite(ttft_s) ? ttft_s : decode_delay;
   const double needed = std::ceil(kProbeDelays * rate_rps * delay);
   if (!std::isfinite(needed)) return std::max(workload.requests, kMaxProbeRequests);
   return std::max(workload.requests, std::min(kMaxProbeRequests, static_cast<int64_t>(needed)));
@@ -47,14 +46,14 @@ namespace {
 Result<Probe> ProbeRate(const ReplicaModel& replica, Workload workload, double rate_rps,
                         const PercentileSlo& slo) {
   workload.rate_rps = rate_rps;
-  workload.requests = ProbeRequests(workload, rate_rps, slo.ttft_p90_s, slo.tpot_p90_s);
+  workload.requests = ProbeRequests(workload, rate_rps, slo.ttft_s, slo.tpot_s);
   auto stats = SimulateServing(replica, workload, Routing::kRoundRobin, Slo{});
   if (!stats.ok()) return stats.error();
   Probe probe;
   probe.rate_rps = rate_rps;
-  probe.ttft_p90_s = stats.value().ttft_s.p90;
-  probe.tpot_p90_s = stats.value().tpot_s.p90;
-  probe.meets = probe.ttft_p90_s <= slo.ttft_p90_s && probe.tpot_p90_s <= slo.tpot_p90_s;
+  probe.ttft_s = stats.value().ttft_s.At(slo.percentile);
+  probe.tpot_s = stats.value().tpot_s.At(slo.percentile);
+  probe.meets = probe.ttft_s <= slo.ttft_s && probe.tpot_s <= slo.tpot_s;
   return probe;
 }
 
@@ -147,10 +146,11 @@ Status EvaluateDisaggregated(const ModelSpec& model, const ClusterSpec& cluster,
   decode.prefilled = true;
   Probe lowest;
   std::vector<Probe> trail;
-  auto prefill_rate =
-      HighestRate(replica, prefill, {slo.ttft_p90_s - transfer_s, unbounded}, lowest, trail);
+  auto prefill_rate = HighestRate(
+      replica, prefill, {slo.ttft_s - transfer_s, unbounded, slo.percentile}, lowest, trail);
   if (!prefill_rate.ok()) return prefill_rate.error();
-  auto decode_rate = HighestRate(replica, decode, {unbounded, slo.tpot_p90_s}, lowest, trail);
+  auto decode_rate =
+      HighestRate(replica, decode, {unbounded, slo.tpot_s, slo.percentile}, lowest, trail);
   if (!decode_rate.ok()) return decode_rate.error();
   if (!prefill_rate.value() || !decode_rate.value()) {
     ++result.rejections["disaggregated: a phase misses the SLO at the lowest rate"];
@@ -175,7 +175,8 @@ Status EvaluateDisaggregated(const ModelSpec& model, const ClusterSpec& cluster,
   }
   // The sizing treats the phases apart. The placement is then simulated end to end
   // (disaggregated_sim.h: prefill pool, KV hand-off, decode pool) at the sized rate, and when a
-  // P90 misses there, the rate is bisected down until both hold; its P90s are the answer's.
+  // percentile misses there, the rate is bisected down until both hold; its percentiles are
+  // the answer's.
   ServeShape prefill_shape = replica.shape;
   prefill_shape.replicas = static_cast<int32_t>(best.prefill_instances);
   ServeShape decode_shape = replica.shape;
@@ -191,7 +192,8 @@ Status EvaluateDisaggregated(const ModelSpec& model, const ClusterSpec& cluster,
                                  Routing::kLeastOutstanding, Slo{});
   };
   const auto meets = [&](const DisaggregatedStats& run) {
-    return run.stats.ttft_s.p90 <= slo.ttft_p90_s && run.stats.tpot_s.p90 <= slo.tpot_p90_s;
+    return run.stats.ttft_s.At(slo.percentile) <= slo.ttft_s &&
+           run.stats.tpot_s.At(slo.percentile) <= slo.tpot_s;
   };
   auto sized = check(best.rate_rps);
   if (!sized.ok()) return sized.error();
@@ -219,10 +221,54 @@ Status EvaluateDisaggregated(const ModelSpec& model, const ClusterSpec& cluster,
                 .replicas = static_cast<int32_t>(best.prefill_instances + best.decode_instances)};
   best.token_budget = engine.token_budget;
   best.max_seqs = engine.max_seqs;
-  best.ttft_p90_s = held.stats.ttft_s.p90;
-  best.tpot_p90_s = held.stats.tpot_s.p90;
+  best.ttft_s = held.stats.ttft_s.At(slo.percentile);
+  best.tpot_s = held.stats.tpot_s.At(slo.percentile);
   best.kv_capacity_tokens = replica.kv_capacity_tokens;
   result.plans.push_back(std::move(best));
+  return Status::Ok();
+}
+
+// One layout at the workload's closed-loop or offline client (ServePlanSetup::workload): its
+// replicas filling the GPUs, simulated once, whole, behind least-outstanding routing; a plan
+// when the closed loop's percentiles meet the SLO (offline: always), or a rejection counted.
+Status EvaluateAtClient(const ModelSpec& model, const ClusterSpec& cluster,
+                        const EngineOptions& engine, const Workload& workload,
+                        const PercentileSlo& slo, const ServeShape& one, int32_t gpus,
+                        ServePlanResult& result) {
+  ServeShape all = one;
+  all.replicas = static_cast<int32_t>(gpus / one.gpus_per_replica());
+  auto replica = BuildReplicaModel(model, cluster, all, engine);
+  if (!replica.ok()) {
+    ++result.rejections[RejectionReason(replica.error())];
+    return Status::Ok();
+  }
+  auto run = SimulateServing(replica.value(), workload, Routing::kLeastOutstanding, Slo{});
+  if (!run.ok()) {
+    ++result.rejections[RejectionReason(run.error())];
+    return Status::Ok();
+  }
+  const ServeStats& stats = run.value();
+  ServePlan plan;
+  plan.shape = all;
+  plan.ttft_s = stats.ttft_s.At(slo.percentile);
+  plan.tpot_s = stats.tpot_s.At(slo.percentile);
+  if (workload.client == Workload::Client::kClosed) {
+    result.best_ttft_s = std::min(result.best_ttft_s, plan.ttft_s);
+    result.best_tpot_s = std::min(result.best_tpot_s, plan.tpot_s);
+    if (plan.ttft_s > slo.ttft_s || plan.tpot_s > slo.tpot_s) {
+      ++result.rejections["misses the SLO at the concurrency"];
+      return Status::Ok();
+    }
+  }
+  const double gpus_used = static_cast<double>(all.gpus());
+  plan.rate_rps = stats.throughput_rps;
+  plan.goodput_rps_per_gpu = stats.throughput_rps / gpus_used;
+  plan.output_tokens_per_s = stats.output_tokens_per_s;
+  plan.output_tokens_per_s_per_gpu = stats.output_tokens_per_s / gpus_used;
+  plan.kv_capacity_tokens = replica.value().kv_capacity_tokens;
+  plan.token_budget = engine.token_budget;
+  plan.max_seqs = engine.max_seqs;
+  result.plans.push_back(std::move(plan));
   return Status::Ok();
 }
 
@@ -233,6 +279,9 @@ Status EvaluateLayout(const ModelSpec& model, const ClusterSpec& cluster,
                       const EngineOptions& engine, const Workload& workload,
                       const PercentileSlo& slo, const ServeShape& one, int32_t gpus,
                       bool try_disaggregated, double start_rate, ServePlanResult& result) {
+  if (workload.client != Workload::Client::kOpen) {
+    return EvaluateAtClient(model, cluster, engine, workload, slo, one, gpus, result);
+  }
   auto replica = BuildReplicaModel(model, cluster, one, engine);
   // Speculative decoding is modelled colocated only (serve refuses it with the instance flags).
   const bool speculating = engine.speculative_tokens > 0;
@@ -256,8 +305,8 @@ Status EvaluateLayout(const ModelSpec& model, const ClusterSpec& cluster,
     ++result.rejections[RejectionReason(highest.error())];
     return Status::Ok();
   }
-  result.best_ttft_p90_s = std::min(result.best_ttft_p90_s, lowest.ttft_p90_s);
-  result.best_tpot_p90_s = std::min(result.best_tpot_p90_s, lowest.tpot_p90_s);
+  result.best_ttft_s = std::min(result.best_ttft_s, lowest.ttft_s);
+  result.best_tpot_s = std::min(result.best_tpot_s, lowest.tpot_s);
   if (!highest.value()) {
     ++result.rejections["misses the SLO at the lowest rate"];
     return Status::Ok();
@@ -267,18 +316,68 @@ Status EvaluateLayout(const ModelSpec& model, const ClusterSpec& cluster,
   plan.shape.replicas = static_cast<int32_t>(gpus / one.gpus_per_replica());
   plan.rate_rps = highest.value()->first * plan.shape.replicas;
   plan.goodput_rps_per_gpu = plan.rate_rps / static_cast<double>(plan.shape.gpus());
-  plan.ttft_p90_s = highest.value()->second.ttft_p90_s;
-  plan.tpot_p90_s = highest.value()->second.tpot_p90_s;
+  plan.ttft_s = highest.value()->second.ttft_s;
+  plan.tpot_s = highest.value()->second.tpot_s;
   plan.kv_capacity_tokens = replica.value().kv_capacity_tokens;
   plan.token_budget = engine.token_budget;
   plan.max_seqs = engine.max_seqs;
   for (const Probe& probe : trail) {
     plan.probes.push_back({.rate_rps = probe.rate_rps * plan.shape.replicas,
-                           .ttft_p90_s = probe.ttft_p90_s,
-                           .tpot_p90_s = probe.tpot_p90_s,
+                           .ttft_s = probe.ttft_s,
+                           .tpot_s = probe.tpot_s,
                            .meets = probe.meets});
   }
   result.plans.push_back(std::move(plan));
+  return Status::Ok();
+}
+
+// What the plans are ranked by: requests per second per GPU within the SLO, or at a
+// closed-loop or offline client output tokens per second per GPU.
+double Score(const ServePlan& plan, const Workload& workload) {
+  return workload.client == Workload::Client::kOpen ? plan.goodput_rps_per_gpu
+                                                    : plan.output_tokens_per_s_per_gpu;
+}
+
+// The colocated layout `one` again at every token budget x max_num_seqs of `budgets` x
+// `max_seqs` but the engine's own (searched already), each search from `start_rate` per
+// replica: the layout keeps its best plan, the others are rejections counted.
+Status RefineBatchLimits(const ModelSpec& model, const ClusterSpec& cluster,
+                         const ServePlanSetup& setup, const ServeShape& one, double start_rate,
+                         const std::vector<int64_t>& budgets, const std::vector<int32_t>& max_seqs,
+                         ServePlanResult& result) {
+  const EngineOptions& engine = setup.engine;
+  const Workload& workload = setup.workload;
+  for (int64_t budget : budgets) {
+    for (int32_t seqs : max_seqs) {
+      if (budget == engine.token_budget && seqs == engine.max_seqs) continue;  // searched
+      EngineOptions variant = engine;
+      variant.token_budget = budget;
+      variant.max_seqs = seqs;
+      ++result.candidates;
+      ServePlanResult tried;
+      tried.best_ttft_s = result.best_ttft_s;
+      tried.best_tpot_s = result.best_tpot_s;
+      STAGECRAFT_RETURN_IF_ERROR(EvaluateLayout(model, cluster, variant, workload, setup.slo, one,
+                                                setup.gpus,
+                                                /*try_disaggregated=*/false, start_rate, tried));
+      for (const auto& [reason, count] : tried.rejections) {
+        result.rejections["batch limits: " + reason] += count;
+      }
+      for (ServePlan& plan : tried.plans) {
+        auto same =
+            std::find_if(result.plans.begin(), result.plans.end(), [&](const ServePlan& other) {
+              return !other.disaggregated && other.shape == plan.shape;
+            });
+        // The layout keeps its best batch limits; the other is a rejection counted.
+        if (same == result.plans.end()) {
+          result.plans.push_back(std::move(plan));
+          continue;
+        }
+        ++result.rejections["batch limits: slower than the layout's best"];
+        if (Score(plan, workload) > Score(*same, workload)) *same = std::move(plan);
+      }
+    }
+  }
   return Status::Ok();
 }
 
@@ -306,10 +405,18 @@ Result<ServePlanResult> PlanServing(const ModelSpec& model, const ClusterSpec& c
   const EngineOptions& engine = setup.engine;
   const Workload& workload = setup.workload;
   const int32_t gpus = setup.gpus;
+  const bool open_loop = workload.client == Workload::Client::kOpen;
+  if (workload.client == Workload::Client::kClosed &&
+      (workload.concurrency < 1 || workload.concurrency > workload.requests)) {
+    return Error{"--concurrency " + std::to_string(workload.concurrency) + ": expected 1 to " +
+                 std::to_string(workload.requests) +
+                 " requests in flight (at most --requests, the requests each layout serves)"};
+  }
   ServePlanResult result;
   result.model = model.name;
-  result.best_ttft_p90_s = std::numeric_limits<double>::infinity();
-  result.best_tpot_p90_s = std::numeric_limits<double>::infinity();
+  result.percentile = slo.percentile;
+  result.best_ttft_s = std::numeric_limits<double>::infinity();
+  result.best_tpot_s = std::numeric_limits<double>::infinity();
   std::vector<ServeShape> layouts;
   for (int32_t tp = 1; tp <= std::min(gpus, cluster.devices_per_node); ++tp) {
     for (int32_t pp = 1; tp * pp <= gpus; ++pp) layouts.push_back({.tp = tp, .pp = pp});
@@ -328,9 +435,10 @@ Result<ServePlanResult> PlanServing(const ModelSpec& model, const ClusterSpec& c
       }
     }
   }
-  // Each plain layout colocated and disaggregated; each EP layout colocated.
-  result.candidates =
-      2 * static_cast<int64_t>(plain) + static_cast<int64_t>(layouts.size() - plain);
+  // Each plain layout colocated and (with the open loop) disaggregated; each EP layout
+  // colocated.
+  result.candidates = (open_loop ? 2 : 1) * static_cast<int64_t>(plain) +
+                      static_cast<int64_t>(layouts.size() - plain);
   for (size_t index = 0; index < layouts.size(); ++index) {
     const ServeShape& one = layouts[index];
     if (setup.progress) {
@@ -339,11 +447,11 @@ Result<ServePlanResult> PlanServing(const ModelSpec& model, const ClusterSpec& c
                      (one.ep > 1 ? " ep " + std::to_string(one.ep) : ""));
     }
     STAGECRAFT_RETURN_IF_ERROR(EvaluateLayout(model, cluster, engine, workload, slo, one, gpus,
-                                              /*try_disaggregated=*/true,
+                                              /*try_disaggregated=*/open_loop,
                                               /*start_rate=*/0, result));
   }
-  const auto best_first = [](const ServePlan& a, const ServePlan& b) {
-    return a.goodput_rps_per_gpu > b.goodput_rps_per_gpu;
+  const auto best_first = [&](const ServePlan& a, const ServePlan& b) {
+    return Score(a, workload) > Score(b, workload);
   };
   std::stable_sort(result.plans.begin(), result.plans.end(), best_first);
   // The engine's batch limits, for the best colocated layouts: each keeps its best variant.
@@ -375,36 +483,8 @@ Result<ServePlanResult> PlanServing(const ModelSpec& model, const ClusterSpec& c
                      std::to_string(refined.size()) + "] tp " + std::to_string(one.tp) + " x pp " +
                      std::to_string(one.pp) + (one.ep > 1 ? " ep " + std::to_string(one.ep) : ""));
     }
-    for (int64_t budget : budgets) {
-      for (int32_t seqs : max_seqs) {
-        if (budget == engine.token_budget && seqs == engine.max_seqs) continue;  // searched
-        EngineOptions variant = engine;
-        variant.token_budget = budget;
-        variant.max_seqs = seqs;
-        ++result.candidates;
-        ServePlanResult tried;
-        tried.best_ttft_p90_s = result.best_ttft_p90_s;
-        tried.best_tpot_p90_s = result.best_tpot_p90_s;
-        STAGECRAFT_RETURN_IF_ERROR(EvaluateLayout(model, cluster, variant, workload, slo, one, gpus,
-                                                  /*try_disaggregated=*/false, start_rate, tried));
-        for (const auto& [reason, count] : tried.rejections) {
-          result.rejections["batch limits: " + reason] += count;
-        }
-        for (ServePlan& plan : tried.plans) {
-          auto same =
-              std::find_if(result.plans.begin(), result.plans.end(), [&](const ServePlan& other) {
-                return !other.disaggregated && other.shape == plan.shape;
-              });
-          // The layout keeps its best batch limits; the other is a rejection counted.
-          if (same == result.plans.end()) {
-            result.plans.push_back(std::move(plan));
-            continue;
-          }
-          ++result.rejections["batch limits: slower than the layout's best"];
-          if (plan.goodput_rps_per_gpu > same->goodput_rps_per_gpu) *same = std::move(plan);
-        }
-      }
-    }
+    STAGECRAFT_RETURN_IF_ERROR(
+        RefineBatchLimits(model, cluster, setup, one, start_rate, budgets, max_seqs, result));
   }
   if (setup.progress) setup.progress("");
   std::stable_sort(result.plans.begin(), result.plans.end(), best_first);

@@ -6,10 +6,12 @@
 #include <sstream>
 
 #include "commands/serve_report.h"
+#include "commands/validated_serving.h"
 #include "core/units.h"
 #include "hardware/presets.h"
 #include "model/kv_cache.h"
 #include "report/json_writer.h"
+#include "report/summary.h"
 #include "serve/disaggregated_sim.h"
 #include "serve/serve.h"
 #include "serve/speculative.h"
@@ -83,14 +85,35 @@ void WriteSpeculationJson(JsonWriter& json, const ReplicaModel& replica, const D
   json.Key("draft_weight_bytes_per_gpu").Fixed(replica.draft->weight_bytes_per_gpu, 0);
 }
 
-std::string FormatJson(const std::string& model, const ReplicaModel& replica,
-                       const ServePlacement& placement, const Workload& workload,
-                       const DecodePoint& decode, const ServeStats& stats, const Slo& slo,
-                       const std::string& engine) {
+// What one `serve` run tells, text or JSON.
+struct ServeTold {
+  std::string label;  // the config's name
+  std::string model;
+  const ReplicaModel& replica;
+  const ServePlacement& placement;
+  const Workload& workload;
+  Routing routing;
+  const Slo& slo;
+  const DecodePoint& decode;
+  const ServeStats& stats;
+  std::string engine;         // --engine as given ("" = stagecraft's defaults)
+  ValidationInfo validation;  // the error on the nearest validated serving figures
+};
+
+std::string FormatJson(const ServeTold& told) {
+  const std::string& model = told.model;
+  const ReplicaModel& replica = told.replica;
+  const ServePlacement& placement = told.placement;
+  const Workload& workload = told.workload;
+  const DecodePoint& decode = told.decode;
+  const ServeStats& stats = told.stats;
+  const Slo& slo = told.slo;
+  const std::string& engine = told.engine;
   JsonWriter json(/*pretty=*/true);
   json.BeginObject();
   json.Key("model").String(model);
   json.Key("engine").String(engine.empty() ? "default" : engine);
+  ValidationJson(json.Key("validation"), told.validation);
   json.Key("device").String(replica.cluster.device);
   json.Key("tp").Int(replica.shape.tp);
   json.Key("pp").Int(replica.shape.pp);
@@ -190,15 +213,21 @@ std::string SloAtPercentileText(const ServeStats& stats, const Slo& slo) {
          (MeetsAtPercentile(stats, slo) ? "met" : "missed") + "\n";
 }
 
-std::string FormatText(const std::string& label, const std::string& model,
-                       const ReplicaModel& replica, const ServePlacement& placement,
-                       const Workload& workload, Routing routing, const Slo& slo,
-                       const DecodePoint& decode, const ServeStats& stats,
-                       const std::string& engine) {
+std::string FormatText(const ServeTold& told) {
+  const std::string& model = told.model;
+  const ReplicaModel& replica = told.replica;
+  const ServePlacement& placement = told.placement;
+  const Workload& workload = told.workload;
+  const Routing routing = told.routing;
+  const DecodePoint& decode = told.decode;
+  const ServeStats& stats = told.stats;
+  const Slo& slo = told.slo;
+  const std::string& engine = told.engine;
   std::ostringstream out;
-  out << "stagecraft serve: " << label << "\n";
+  out << "stagecraft serve: " << told.label << "\n";
   out << "  model " << model << " on " << replica.cluster.device << ": "
       << DescribePlacement(placement) << "\n";
+  out << ValidationText(told.validation);
   if (const auto profile = kEngineProfileNames.Parse(engine)) {
     out << "  engine: " << engine << ", " << DescribeEngineProfile(*profile) << "\n";
   }
@@ -412,10 +441,20 @@ Status RunServe(const ServeSpec& spec, Transcript& transcript) {
         spec.trace_path, FormatServeTrace(outcome.iterations, outcome.replica.shape.replicas));
     if (!saved.ok()) return Error{"--trace: " + saved.error().message};
   }
-  const Workload& workload = setup.value().workload;
-  const std::string text = FormatText(
-      run.value().label, config.model.name, outcome.replica, outcome.placement, workload,
-      setup.value().routing, setup.value().slo, outcome.decode, outcome.stats, spec.engine);
+  const ServeTold told{
+      run.value().label,
+      config.model.name,
+      outcome.replica,
+      outcome.placement,
+      setup.value().workload,
+      setup.value().routing,
+      setup.value().slo,
+      outcome.decode,
+      outcome.stats,
+      spec.engine,
+      NearestServedFigures(ServedFeaturesOf(config.model, config.cluster, setup.value()),
+                           ServedFigures())};
+  const std::string text = FormatText(told);
   if (!spec.report_path.empty()) {
     const Status saved = spec.run.files.write(
         spec.report_path,
@@ -423,10 +462,7 @@ Status RunServe(const ServeSpec& spec, Transcript& transcript) {
                         outcome.stats, outcome.iterations, text));
     if (!saved.ok()) return Error{"--report: " + saved.error().message};
   }
-  transcript.out() << (spec.json ? FormatJson(config.model.name, outcome.replica, outcome.placement,
-                                              workload, outcome.decode, outcome.stats,
-                                              setup.value().slo, spec.engine)
-                                 : text);
+  transcript.out() << (spec.json ? FormatJson(told) : text);
   return Status::Ok();
 }
 

@@ -181,8 +181,8 @@ ValidationInfo NearestServedFigures(const ServedFigure& deployment,
     break;
   }
   if (nearest.empty()) {
-    info.basis =
-        "no validated serving figure on " + generation + " with a " + deployment.client + " client";
+    info.basis = "no validated serving figure on " + generation + " with the " + deployment.client +
+                 " client";
     return info;
   }
   info.similar_runs = static_cast<int32_t>(nearest.size());

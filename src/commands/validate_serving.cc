@@ -24,8 +24,10 @@
 namespace stagecraft {
 namespace {
 
-// The largest request count a row may simulate (the suite runs in CI; SCHEMA.md).
+// The most requests a row may simulate per replica (the suite runs in CI; SCHEMA.md): enough for
+// an offline run to reach its steady batch, few enough to keep the suite short.
 constexpr int64_t kMaxRowRequests = 2000;
+constexpr int64_t kMaxRowReplicas = 64;
 
 // A metric a row can name: its kind, whether lower is faster (a latency) and its value in a
 // simulated run, in the metric's unit.
@@ -174,8 +176,8 @@ const std::map<std::string, FlagSetter>& FlagSetters() {
     };
     table["requests"] = [](const std::string& name, const std::string& value,
                            ServeSpec& spec) -> Status {
-      return SetCount(name, value, 1, kMaxRowRequests,
-                      "a whole number of requests, 1 to 2000 (the suite runs in CI)",
+      return SetCount(name, value, 1, kMaxRowRequests * kMaxRowReplicas,
+                      "a whole number of requests, 1 to 2000 per replica (the suite runs in CI)",
                       spec.requests);
     };
     table["seed"] = [](const std::string& name, const std::string& value,
@@ -233,6 +235,14 @@ Result<ServeSpec> SpecOf(const std::string& file, const MeasuredServing& row) {
     }
     const Status set = setter->second("serve." + flag.name, flag.value, spec);
     if (!set.ok()) return Error{flag.where + "run " + row.id + ": " + set.error().message};
+  }
+  const int64_t instances =
+      std::max<int64_t>(spec.replicas, int64_t{spec.prefill_instances} + spec.decode_instances);
+  if (spec.requests > kMaxRowRequests * instances) {
+    return Error{"run " + row.id + ": serve.requests " + std::to_string(spec.requests) +
+                 " is more than 2000 per replica (" + std::to_string(instances) +
+                 "; the suite runs in CI): give at most " +
+                 std::to_string(kMaxRowRequests * instances)};
   }
   return spec;
 }

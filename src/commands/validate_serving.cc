@@ -225,7 +225,9 @@ Result<ServeSpec> SpecOf(const std::string& file, const MeasuredServing& row) {
   spec.run.config_path = file;
   spec.run.config_text = row.config_text;
   const auto& setters = FlagSetters();
+  std::string requests_where;  // where serve.requests stands, for the per-replica check
   for (const MeasuredServing::Flag& flag : row.serve) {
+    if (flag.name == "requests") requests_where = flag.where;
     const auto setter = setters.find(flag.name);
     if (setter == setters.end()) {
       std::string names;
@@ -239,9 +241,9 @@ Result<ServeSpec> SpecOf(const std::string& file, const MeasuredServing& row) {
   const int64_t instances =
       std::max<int64_t>(spec.replicas, int64_t{spec.prefill_instances} + spec.decode_instances);
   if (spec.requests > kMaxRowRequests * instances) {
-    return Error{"run " + row.id + ": serve.requests " + std::to_string(spec.requests) +
-                 " is more than 2000 per replica (" + std::to_string(instances) +
-                 "; the suite runs in CI): give at most " +
+    return Error{requests_where + "run " + row.id + ": serve.requests " +
+                 std::to_string(spec.requests) + " is more than 2000 per replica (" +
+                 std::to_string(instances) + "; the suite runs in CI): give at most " +
                  std::to_string(kMaxRowRequests * instances)};
   }
   return spec;

@@ -509,7 +509,7 @@ class ServingModel {
         proposals_.push_back({static_cast<double>(request.computed + kept), proposed});
       }
     }
-    const double seconds = IterationSeconds(model_, work).total_s;
+    const double seconds = IterationSeconds(model_, work, &kernel_sums_).total_s;
     return proposals_.empty() ? seconds : seconds + DraftSeconds(*model_.draft, proposals_);
   }
 
@@ -577,6 +577,7 @@ class ServingModel {
   Routing routing_;
   SplitMix64 rng_;
   Speculator speculator_;
+  KernelSumMemo kernel_sums_;             // the replica's kernel sums by their rows (step_cost.h)
   std::vector<DraftProposal> proposals_;  // the iteration's draft proposals (BatchSeconds)
   std::vector<IterationRecord>* records_;
   std::vector<Request> requests_;

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstring>
 #include <numeric>
 
 #include "comm/collective.h"
@@ -499,16 +500,39 @@ void AddAttention(const ReplicaModel& replica, const IterationWork& work, const 
 
 }  // namespace
 
-IterationCost IterationSeconds(const ReplicaModel& replica, const IterationWork& work) {
+size_t KernelSumMemo::Slot(const IterationRows& rows) {
+  uint64_t hash = 0x9e3779b97f4a7c15ULL;
+  const auto mix = [&](double value) {
+    uint64_t bits = 0;
+    std::memcpy(&bits, &value, sizeof bits);
+    hash = (hash ^ bits) * 0xff51afd7ed558ccdULL;
+    hash ^= hash >> 33;
+  };
+  for (const double row : rows.rows) mix(row);
+  mix(rows.experts_touched);
+  return static_cast<size_t>(hash % kEntries);
+}
+
+bool KernelSumMemo::Same(const IterationRows& a, const IterationRows& b) {
+  return std::equal(std::begin(a.rows), std::end(a.rows), std::begin(b.rows)) &&
+         a.experts_touched == b.experts_touched;
+}
+
+IterationCost IterationSeconds(const ReplicaModel& replica, const IterationWork& work,
+                               KernelSumMemo* memo) {
   IterationCost cost;
   if (work.new_tokens <= 0) return cost;
   const DeviceRates rates = replica.cluster.rates();
   const IterationRows rows = RowsOf(replica, work);
-  KernelSeconds kernels;
-  for (const ServeLayerClass& layers : replica.kernels.layers) {
-    AddKernels(rates, layers.kernels, rows, layers.count, kernels);
-  }
-  AddKernels(rates, replica.kernels.once, rows, 1, kernels);
+  const auto sum = [&] {
+    KernelSeconds kernels;
+    for (const ServeLayerClass& layers : replica.kernels.layers) {
+      AddKernels(rates, layers.kernels, rows, layers.count, kernels);
+    }
+    AddKernels(rates, replica.kernels.once, rows, 1, kernels);
+    return kernels;
+  };
+  const KernelSeconds kernels = memo != nullptr ? memo->Get(rows, sum) : sum();
   cost.gemm_s = kernels.gemm_s;
   cost.memory_s = kernels.memory_s;
   cost.kernels = kernels.kernels;

@@ -294,7 +294,38 @@ double RoutedExpertsTouched(const TransformerSpec& model, double tokens);
 // FLOPs at the attention rate; CSA2: the window, top-k and indexer-key reads against the core
 // and scoring FLOPs); the embedding, final norm and LM head once. Summed, at least the launch
 // floor, plus the collectives.
-IterationCost IterationSeconds(const ReplicaModel& replica, const IterationWork& work);
+//
+// `memo`: the kernel sums already computed for this replica (KernelSumMemo), or none.
+class KernelSumMemo;
+IterationCost IterationSeconds(const ReplicaModel& replica, const IterationWork& work,
+                               KernelSumMemo* memo = nullptr);
+
+// The GEMM and memory-bound kernel sums of one replica's iterations by their rows
+// (IterationRows -> KernelSeconds): a simulation meets the same rows again and again (every
+// decode step of a batch of the same size), and the sum is a pure function of them. One per
+// simulation and replica (not shared between threads); direct-mapped, a collision recomputes.
+class KernelSumMemo {
+ public:
+  // The sum for `rows`, from the memo or computed by `compute` and kept.
+  template <typename Compute>
+  KernelSeconds Get(const IterationRows& rows, Compute compute) {
+    Entry& entry = entries_[Slot(rows)];
+    if (entry.filled && Same(entry.rows, rows)) return entry.sum;
+    entry = Entry{rows, compute(), true};
+    return entry.sum;
+  }
+
+ private:
+  static constexpr size_t kEntries = 4096;
+  struct Entry {
+    IterationRows rows;
+    KernelSeconds sum;
+    bool filled = false;
+  };
+  static size_t Slot(const IterationRows& rows);
+  static bool Same(const IterationRows& a, const IterationRows& b);
+  std::vector<Entry> entries_ = std::vector<Entry>(kEntries);
+};
 
 // One TP all-reduce of `bytes` over `tp` GPUs of a node as the engines run small ones: vLLM's
 // custom all-reduce (csrc/custom_all_reduce.cuh: one-stage, every rank reading every peer's

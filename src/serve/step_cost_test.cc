@@ -582,5 +582,27 @@ TEST(ServeStepTest, BadLayoutsAreErrors) {
   EXPECT_EQ(too_many.error().kind, ErrorKind::kBadInput);
 }
 
+// The memo of kernel sums gives exactly what the sum does, on the first call and on every
+// repeat, and keeps rows that differ apart (a decode batch of 64 and one of 65; a prefill chunk).
+TEST(ServeIterationTest, KernelSumMemoIsExact) {
+  const ReplicaModel replica = Replica(Llama3_70bSpec(), "h100", {.tp = 8, .pp = 1, .replicas = 1});
+  KernelSumMemo memo;
+  for (int repeat = 0; repeat < 3; ++repeat) {
+    for (const double batch : {1.0, 64.0, 65.0, 256.0}) {
+      IterationWork work;
+      for (int sequence = 0; sequence < static_cast<int>(batch); ++sequence) {
+        AddSequence(replica, 1, 300 + sequence + repeat, true, work);
+      }
+      AddSequence(replica, 512, 0, true, work);  // and a prefill chunk
+      const IterationCost plain = IterationSeconds(replica, work);
+      const IterationCost memoized = IterationSeconds(replica, work, &memo);
+      EXPECT_EQ(memoized.total_s, plain.total_s) << batch;
+      EXPECT_EQ(memoized.gemm_s, plain.gemm_s) << batch;
+      EXPECT_EQ(memoized.memory_s, plain.memory_s) << batch;
+      EXPECT_EQ(memoized.kernels, plain.kernels) << batch;
+    }
+  }
+}
+
 }  // namespace
 }  // namespace stagecraft

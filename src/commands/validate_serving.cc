@@ -59,11 +59,15 @@ const std::vector<Metric>& Metrics() {
                                                                    {"p90", &Percentiles::p90},
                                                                    {"p99", &Percentiles::p99}};
     static std::set<std::string> names;  // stable storage for the composed names
-    for (const auto& [latency, field] : latencies) {
-      for (const auto& [stat, member] : stats) {
-        const std::string& name = *names.insert(std::string(latency) + "_ms_" + stat).first;
+    for (const auto& latency : latencies) {
+      for (const auto& stat : stats) {
+        const std::string& name =
+            *names.insert(std::string(latency.first) + "_ms_" + stat.first).first;
         // ITL and TPOT are one kind: the pace of the tokens after the first.
-        const char* kind = std::string(latency) == "itl" ? "tpot" : latency;
+        const char* kind = std::string(latency.first) == "itl" ? "tpot" : latency.first;
+        // Copies, not structured bindings: clang 14 (the fuzz build) cannot capture those.
+        const Percentiles ServeStats::*field = latency.second;
+        const double Percentiles::*member = stat.second;
         table.push_back({name.c_str(), kind, true, [field, member](const ServeStats& s) {
                            return (s.*field).*member * 1e3;
                          }});

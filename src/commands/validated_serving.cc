@@ -31,17 +31,6 @@ const char* ClientName(Workload::Client client) {
   return "open";
 }
 
-Result<double> Number(const std::string& text, int line) {
-  char* end = nullptr;
-  const double value = std::strtod(text.c_str(), &end);
-  if (text.empty() || end != text.c_str() + text.size() || !std::isfinite(value)) {
-    return Error{"validated serving figures, line " + std::to_string(line) + ": '" + text +
-                 "' is not a number (regenerate bench/validation/serving-results.csv with "
-                 "stagecraft validate --serving --csv)"};
-  }
-  return value;
-}
-
 }  // namespace
 
 std::string ServedFigureFields(const ServedFigure& figure) {
@@ -70,33 +59,17 @@ ServedFigure ServedFeaturesOf(const ModelSpec& model, const ClusterSpec& cluster
 }
 
 Result<std::vector<ServedFigure>> ParseServedFigures(const std::string& csv) {
+  auto table =
+      ParseResultsTable(csv, kColumns, {6, 9, 10, 11, 12, 13, 14}, "validated serving figures",
+                        "stagecraft validate --serving --csv bench/validation/serving-results.csv");
+  if (!table.ok()) return table.error();
   std::vector<ServedFigure> figures;
-  std::istringstream lines(csv);
-  std::string line;
-  int number = 0;
-  while (std::getline(lines, line)) {
-    ++number;
-    if (number == 1 || line.empty()) continue;  // the header
-    std::vector<std::string> fields;
-    std::istringstream cells(line);
-    std::string cell;
-    while (std::getline(cells, cell, ',')) fields.push_back(cell);
-    if (fields.size() != kColumns) {
-      return Error{"validated serving figures, line " + std::to_string(number) + ": " +
-                   std::to_string(fields.size()) + " fields, expected " + std::to_string(kColumns) +
-                   " (validate --serving --csv's)"};
-    }
-    double values[7] = {};
-    const int columns[7] = {6, 9, 10, 11, 12, 13, 14};
-    for (int index = 0; index < 7; ++index) {
-      auto value = Number(fields[static_cast<size_t>(columns[index])], number);
-      if (!value.ok()) return value.error();
-      values[index] = value.value();
-    }
+  for (const ResultsRow& row : table.value()) {
+    const std::vector<double>& values = row.numbers;
     ServedFigure figure;
-    figure.run = fields[1];
-    figure.kind = fields[3];
-    figure.device = fields[8];
+    figure.run = row.fields[1];
+    figure.kind = row.fields[3];
+    figure.device = row.fields[8];
     figure.error = values[0];
     figure.params = values[1] * 1e9;
     figure.gpus = static_cast<int32_t>(values[2]);
@@ -104,7 +77,7 @@ Result<std::vector<ServedFigure>> ParseServedFigures(const std::string& csv) {
     figure.pp = static_cast<int32_t>(values[4]);
     figure.ep = static_cast<int32_t>(values[5]);
     figure.fp8 = values[6] != 0;
-    figure.client = fields[15];
+    figure.client = row.fields[15];
     figures.push_back(std::move(figure));
   }
   return figures;

@@ -30,18 +30,41 @@ std::string Billions(double params) {
   return FormatFixed(params / 1e9, params < 1e10 ? 1 : 0) + "B";
 }
 
-Result<double> Number(const std::string& text, int line) {
-  double value = 0;
-  const auto [end, error] = std::from_chars(text.data(), text.data() + text.size(), value);
-  if (error != std::errc() || end != text.data() + text.size() || !std::isfinite(value)) {
-    return Error{"validated runs, line " + std::to_string(line) + ": '" + text +
-                 "' is not a number (regenerate bench/validation/results.csv with stagecraft "
-                 "validate --csv)"};
-  }
-  return value;
-}
-
 }  // namespace
+
+Result<std::vector<ResultsRow>> ParseResultsTable(const std::string& csv, size_t columns,
+                                                  const std::vector<size_t>& numeric,
+                                                  const std::string& what,
+                                                  const std::string& regenerate) {
+  std::vector<ResultsRow> rows;
+  std::istringstream lines(csv);
+  std::string line;
+  int number = 0;
+  while (std::getline(lines, line)) {
+    ++number;
+    if (number == 1 || line.empty()) continue;  // the header
+    const std::string where = what + ", line " + std::to_string(number) + ": ";
+    ResultsRow row;
+    std::istringstream cells(line);
+    std::string cell;
+    while (std::getline(cells, cell, ',')) row.fields.push_back(cell);
+    if (row.fields.size() != columns) {
+      return Error{where + std::to_string(row.fields.size()) + " fields, expected " +
+                   std::to_string(columns) + " (regenerate it: " + regenerate + ")"};
+    }
+    for (const size_t index : numeric) {
+      const std::string& text = row.fields[index];
+      double value = 0;
+      const auto [end, error] = std::from_chars(text.data(), text.data() + text.size(), value);
+      if (error != std::errc() || end != text.data() + text.size() || !std::isfinite(value)) {
+        return Error{where + "'" + text + "' is not a number (regenerate it: " + regenerate + ")"};
+      }
+      row.numbers.push_back(value);
+    }
+    rows.push_back(std::move(row));
+  }
+  return rows;
+}
 
 std::string DeviceGeneration(const std::string& device) {
   if (device.rfind("a100", 0) == 0 || device == "a40") return "ampere";
@@ -75,31 +98,17 @@ ValidatedRun FeaturesOf(const PreparedRun& run) {
 }
 
 Result<std::vector<ValidatedRun>> ParseValidatedRuns(const std::string& csv) {
+  // validate --csv's columns: source,run,gpus,measured_s,predicted_s,error, then
+  // kValidatedRunColumns.
+  auto table = ParseResultsTable(csv, 14, {2, 5, 7, 8, 9, 10, 11, 12, 13}, "validated runs",
+                                 "stagecraft validate --csv bench/validation/results.csv");
+  if (!table.ok()) return table.error();
   std::vector<ValidatedRun> runs;
-  std::istringstream lines(csv);
-  std::string line;
-  int number = 0;
-  while (std::getline(lines, line)) {
-    ++number;
-    if (number == 1 || line.empty()) continue;  // the header
-    std::vector<std::string> fields;
-    std::istringstream cells(line);
-    std::string cell;
-    while (std::getline(cells, cell, ',')) fields.push_back(cell);
-    if (fields.size() != 14) {
-      return Error{"validated runs, line " + std::to_string(number) + ": " +
-                   std::to_string(fields.size()) + " fields, expected 14 (validate --csv's)"};
-    }
-    double values[10] = {};
-    const int columns[10] = {2, 5, 7, 8, 9, 10, 11, 12, 13, 3};
-    for (int index = 0; index < 10; ++index) {
-      auto value = Number(fields[static_cast<size_t>(columns[index])], number);
-      if (!value.ok()) return value.error();
-      values[index] = value.value();
-    }
+  for (const ResultsRow& row : table.value()) {
+    const std::vector<double>& values = row.numbers;
     ValidatedRun run;
-    run.run = fields[1];
-    run.device = fields[6];
+    run.run = row.fields[1];
+    run.device = row.fields[6];
     run.gpus = static_cast<int32_t>(values[0]);
     run.error = values[1];
     run.params = values[2] * 1e9;

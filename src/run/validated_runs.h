@@ -45,6 +45,20 @@ const std::vector<ValidatedRun>& ValidatedRuns();
 // The same parsed from `csv` (validate --csv's format); a malformed line is an error.
 Result<std::vector<ValidatedRun>> ParseValidatedRuns(const std::string& csv);
 
+// A results table compiled into the binary (validate --csv's, validate --serving --csv's): the
+// rows after the header, each split at commas into exactly `columns` fields, with the fields at
+// the `numeric` indices also parsed as finite numbers (in that order). `what` names the table in
+// messages ("validated runs"), `regenerate` how to rewrite it ("stagecraft validate --csv
+// bench/validation/results.csv").
+struct ResultsRow {
+  std::vector<std::string> fields;
+  std::vector<double> numbers;
+};
+Result<std::vector<ResultsRow>> ParseResultsTable(const std::string& csv, size_t columns,
+                                                  const std::vector<size_t>& numeric,
+                                                  const std::string& what,
+                                                  const std::string& regenerate);
+
 // The validated runs nearest to `run` and the model's error on them: the same device generation
 // and the same parallel features (tp, pp, cp, ep above 1, FP8), a micro-batch within a factor 2
 // and parameters within a factor 4; the size and then the micro-batch criterion are dropped when

@@ -70,5 +70,20 @@ TEST(ValidatedRunsTest, CompiledInTableParses) {
   EXPECT_FALSE(ParseValidatedRuns("header\na,b,c\n").ok());
 }
 
+// The table reader both compiled-in tables share: exact field counts, finite numbers, the line.
+TEST(ValidatedRunsTest, ResultsTableChecksFieldsAndNumbers) {
+  auto good = ParseResultsTable("h1,h2,h3\nx,1.5,2\n\ny,3,4\n", 3, {1, 2}, "t", "redo");
+  ASSERT_TRUE(good.ok()) << good.error().message;
+  ASSERT_EQ(good.value().size(), 2u);
+  EXPECT_EQ(good.value()[1].fields[0], "y");
+  EXPECT_EQ(good.value()[0].numbers, (std::vector<double>{1.5, 2}));
+  auto short_row = ParseResultsTable("h\nx,1\n", 3, {1}, "t", "redo");
+  ASSERT_FALSE(short_row.ok());
+  EXPECT_EQ(short_row.error().message, "t, line 2: 2 fields, expected 3 (regenerate it: redo)");
+  auto not_number = ParseResultsTable("h\nx,inf,2\n", 3, {1}, "t", "redo");
+  ASSERT_FALSE(not_number.ok());
+  EXPECT_EQ(not_number.error().message, "t, line 2: 'inf' is not a number (regenerate it: redo)");
+}
+
 }  // namespace
 }  // namespace stagecraft

@@ -1,5 +1,6 @@
 #include "hardware/presets.h"
 
+#include <algorithm>
 #include <charconv>
 
 #include "core/suggest.h"
@@ -235,6 +236,16 @@ Result<ClusterSpec> ClusterFromPreset(std::string_view name) {
   cluster.hbm_bytes = spec.hbm_bytes;
   cluster.hbm_bytes_per_s = spec.hbm_bytes_per_s;
   return cluster;
+}
+
+std::string LargerClusterHint(const ClusterSpec& cluster, int64_t gpus) {
+  const int64_t per_node = std::max<int64_t>(1, cluster.devices_per_node);
+  if (gpus > kMaxClusterDevices) {
+    return "at most " + std::to_string(kMaxClusterDevices) + " GPUs fit a cluster preset (e.g. " +
+           cluster.device + "x" + std::to_string(kMaxClusterDevices / per_node) + ")";
+  }
+  return "give a larger --cluster, e.g. " + cluster.device + "x" +
+         std::to_string((gpus + per_node - 1) / per_node);
 }
 
 }  // namespace stagecraft

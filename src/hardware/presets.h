@@ -57,4 +57,8 @@ Result<const DevicePreset*> FindDevicePreset(std::string_view name);
 // expected form and suggest a device.
 Result<ClusterSpec> ClusterFromPreset(std::string_view name);
 
+// What to say when `gpus` do not fit `cluster`: "give a larger --cluster, e.g. h100x16", or,
+// past the largest cluster a preset can name (kMaxClusterDevices), that limit.
+std::string LargerClusterHint(const ClusterSpec& cluster, int64_t gpus);
+
 }  // namespace stagecraft

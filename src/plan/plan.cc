@@ -11,6 +11,7 @@
 #include <tuple>
 #include <utility>
 
+#include "hardware/presets.h"
 #include "plan/plan_rules.h"
 #include "plan/plan_search.h"
 #include "plan/work_split.h"
@@ -237,10 +238,8 @@ Status CheckPlannable(const PlanSpec& spec, const Config& config) {
   const int64_t devices = int64_t{config.cluster.nodes} * config.cluster.devices_per_node;
   if (spec.gpus > devices) {
     return Error{"plan: --gpus " + std::to_string(spec.gpus) + " is more than the cluster's " +
-                 std::to_string(devices) + " GPUs (" + ClusterText(config.cluster) +
-                 "); give a larger --cluster, e.g. " + config.cluster.device + "x" +
-                 std::to_string((spec.gpus + config.cluster.devices_per_node - 1) /
-                                config.cluster.devices_per_node)};
+                 std::to_string(devices) + " GPUs (" + ClusterText(config.cluster) + "); " +
+                 LargerClusterHint(config.cluster, spec.gpus)};
   }
   return Status::Ok();
 }

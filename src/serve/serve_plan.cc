@@ -7,6 +7,7 @@
 #include <optional>
 
 #include "core/units.h"
+#include "hardware/presets.h"
 #include "serve/bisect.h"
 #include "serve/csa2_replica.h"
 #include "serve/disaggregated_sim.h"
@@ -393,13 +394,11 @@ Result<ServePlanResult> PlanServing(const ModelSpec& model, const ClusterSpec& c
         "transformer with its dimensions, model.type: layers, or --hf-config FILE)"};
   }
   if (setup.gpus > cluster.num_devices()) {
-    return Error{
-        "serve-plan: --gpus " + std::to_string(setup.gpus) +
-        " is more than the "
-        "cluster's " +
-        std::to_string(cluster.num_devices()) + " GPUs; give a larger --cluster, e.g. " +
-        cluster.device + "x" +
-        std::to_string((setup.gpus + cluster.devices_per_node - 1) / cluster.devices_per_node)};
+    return Error{"serve-plan: --gpus " + std::to_string(setup.gpus) +
+                 " is more than the "
+                 "cluster's " +
+                 std::to_string(cluster.num_devices()) + " GPUs; " +
+                 LargerClusterHint(cluster, setup.gpus)};
   }
   const PercentileSlo& slo = setup.slo;
   const EngineOptions& engine = setup.engine;

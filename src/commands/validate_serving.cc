@@ -32,7 +32,7 @@ constexpr int64_t kMaxRowReplicas = 64;
 // A metric a row can name: its kind, whether lower is faster (a latency) and its value in a
 // simulated run, in the metric's unit.
 struct Metric {
-  const char* name;
+  std::string name;
   const char* kind;
   bool latency;
   std::function<double(const ServeStats&)> value;
@@ -58,17 +58,15 @@ const std::vector<Metric>& Metrics() {
                                                                    {"p50", &Percentiles::p50},
                                                                    {"p90", &Percentiles::p90},
                                                                    {"p99", &Percentiles::p99}};
-    static std::set<std::string> names;  // stable storage for the composed names
     for (const auto& latency : latencies) {
       for (const auto& stat : stats) {
-        const std::string& name =
-            *names.insert(std::string(latency.first) + "_ms_" + stat.first).first;
+        const std::string name = std::string(latency.first) + "_ms_" + stat.first;
         // ITL and TPOT are one kind: the pace of the tokens after the first.
         const char* kind = std::string(latency.first) == "itl" ? "tpot" : latency.first;
         // Copies, not structured bindings: clang 14 (the fuzz build) cannot capture those.
         const Percentiles ServeStats::*field = latency.second;
         const double Percentiles::*member = stat.second;
-        table.push_back({name.c_str(), kind, true, [field, member](const ServeStats& s) {
+        table.push_back({name, kind, true, [field, member](const ServeStats& s) {
                            return (s.*field).*member * 1e3;
                          }});
       }
@@ -87,8 +85,7 @@ const Metric* FindMetric(const std::string& name) {
 
 std::string MetricNames() {
   std::string names;
-  for (const Metric& metric : Metrics())
-    names += (names.empty() ? "" : ", ") + std::string(metric.name);
+  for (const Metric& metric : Metrics()) names += (names.empty() ? "" : ", ") + metric.name;
   return names;
 }
 

@@ -385,7 +385,9 @@ void AddEngineFlags(CLI::App& command, EngineFlags& engine) {
   command
       .add_option("--engine", engine.engine,
                   "vllm | trtllm | sglang: that engine's defaults (limits, KV memory, block size, "
-                  "admission), which the flags below override (default: stagecraft's, vLLM-like)")
+                  "admission, batching), which the flags below override (default: stagecraft's, "
+                  "vLLM-like); trtllm-bench: TensorRT-LLM with the limits trtllm-bench sizes from "
+                  "the model, layout and lengths (serve only)")
       ->type_name("E");
   command
       .add_option("--weight-dtype", engine.weight_dtype,
@@ -398,7 +400,8 @@ void AddEngineFlags(CLI::App& command, EngineFlags& engine) {
       ->type_name("T");
   command
       .add_option("--batching", engine.batching,
-                  "chunked (default: vLLM V1, Sarathi-Serve) | prefill-first (vLLM V0: whole "
+                  "chunked (default: vLLM V1, Sarathi-Serve) | unchunked (TensorRT-LLM's "
+                  "default: whole prompts beside the decodes) | prefill-first (vLLM V0: whole "
                   "prompts, then decodes)")
       ->type_name("B");
   command

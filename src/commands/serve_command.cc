@@ -420,7 +420,9 @@ Result<ServeSetup> ServeSetupOf(const ServeSpec& spec, const PreparedRun& run) {
   auto slo = ParseSlo(spec.slo);
   if (!slo.ok()) return slo.error();
   setup.slo = slo.value();
-  STAGECRAFT_RETURN_IF_ERROR(ApplyEngineFlags(spec, config.model, config.cluster, setup.engine));
+  const EngineSizing sizing{setup.shape, setup.workload};
+  STAGECRAFT_RETURN_IF_ERROR(
+      ApplyEngineFlags(spec, config.model, config.cluster, setup.engine, &sizing));
   setup.engine.cuda_graphs = !spec.eager;
   setup.keep_iterations = !spec.trace_path.empty() || !spec.report_path.empty();
   return setup;

@@ -114,13 +114,21 @@ Result<Slo> ParseSlo(const std::string& text);
 Result<PercentileSlo> ParsePercentileSlo(const std::string& text);
 // --routing round-robin | least-outstanding | kv-aware.
 Result<Routing> ParseRouting(const std::string& text);
-// --engine vllm|trtllm|sglang; errors suggest the nearest name.
+// --engine vllm|trtllm|sglang|trtllm-bench; errors suggest the nearest name.
 Result<EngineProfile> ParseEngineProfile(const std::string& text);
+// What sizes an engine from its workload (--engine trtllm-bench): the layout and the requests.
+struct EngineSizing {
+  const ServeShape& shape;
+  const Workload& workload;
+};
 // The engine's flags into `engine`, for `model` on `cluster`: --engine's profile, --weight-dtype
 // and --kv-dtype ("" = unset: the model's own), --batching, then the limits (each checked
-// against its range), the explicit flags overriding the profile.
+// against its range), the explicit flags overriding the profile. `sizing` is the deployment
+// that trtllm-bench's limits are sized for (null where none is fixed, as in serve-plan, which
+// then refuses that profile).
 Status ApplyEngineFlags(const EngineFlags& flags, const ModelSpec& model,
-                        const ClusterSpec& cluster, EngineOptions& engine);
+                        const ClusterSpec& cluster, EngineOptions& engine,
+                        const EngineSizing* sizing);
 // A layer-list model (CSA2) with --kv-dtype is refused (exit 2): its cache keeps the model's
 // own inference formats. Everything else passes (a model with neither a transformer nor layers
 // fails later).

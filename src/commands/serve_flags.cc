@@ -126,12 +126,66 @@ Result<EngineProfile> ParseEngineProfile(const std::string& text) {
                kEngineProfileNames.DidYouMean(text)};
 }
 
+namespace {
+
+// trtllm-bench's inputs for `model` served as `sizing` says on `cluster` with `engine`'s formats.
+Result<TrtllmBenchInputs> TrtllmBenchInputsOf(const ModelSpec& model, const ClusterSpec& cluster,
+                                              const EngineOptions& engine,
+                                              const EngineSizing& sizing) {
+  if (!model.is_transformer()) {
+    return Error{
+        "--engine trtllm-bench: its limits are sized from a transformer's config "
+        "(layers, KV heads, head size); for a layer list give --engine trtllm with "
+        "--max-num-seqs and --max-num-batched-tokens"};
+  }
+  const TransformerSpec& spec = model.transformer;
+  TrtllmBenchInputs in;
+  in.params = TransformerParams(spec, model.seq_len);
+  in.weight_bytes = engine.weight_bytes;
+  in.tuned_quantization = engine.weight_bytes == 2 || engine.fp8_compute;
+  in.layers = spec.layers;
+  in.kv_heads = spec.kv_heads_or_heads();
+  in.head_dim = spec.head_dim_or_default();
+  in.kv_bytes = engine.kv_bytes;
+  in.tp = sizing.shape.tp;
+  in.pp = sizing.shape.pp;
+  in.device_gib = static_cast<double>(cluster.hbm_bytes) / (1024.0 * 1024.0 * 1024.0);
+  in.kv_fraction = engine.kv_free_fraction;
+  in.chunked_prefill = engine.batching == EngineOptions::Batching::kChunked;
+  const Workload& workload = sizing.workload;
+  if (!workload.trace.empty()) {
+    double prompts = 0;
+    double outputs = 0;
+    for (const TraceRequest& request : workload.trace) {
+      prompts += static_cast<double>(request.prompt);
+      outputs += static_cast<double>(request.output);
+      in.max_prompt = std::max(in.max_prompt, request.prompt);
+    }
+    in.mean_prompt = prompts / static_cast<double>(workload.trace.size());
+    in.mean_output = outputs / static_cast<double>(workload.trace.size());
+  } else if (!workload.length_table.empty()) {
+    return Error{
+        "--engine trtllm-bench with a length table: not supported; give --engine "
+        "trtllm with --max-num-seqs and --max-num-batched-tokens"};
+  } else {
+    in.mean_prompt = static_cast<double>(workload.prompt.low + workload.prompt.high) / 2;
+    in.mean_output = static_cast<double>(workload.output.low + workload.output.high) / 2;
+    in.max_prompt = workload.prompt.high;
+  }
+  return in;
+}
+
+}  // namespace
+
 Status ApplyEngineFlags(const EngineFlags& flags, const ModelSpec& model,
-                        const ClusterSpec& cluster, EngineOptions& engine) {
+                        const ClusterSpec& cluster, EngineOptions& engine,
+                        const EngineSizing* sizing) {
+  std::optional<EngineProfile> profile;
   if (!flags.engine.empty()) {
-    auto profile = ParseEngineProfile(flags.engine);
-    if (!profile.ok()) return profile.error();
-    ApplyEngineProfile(profile.value(), cluster, engine);
+    auto parsed = ParseEngineProfile(flags.engine);
+    if (!parsed.ok()) return parsed.error();
+    profile = parsed.value();
+    ApplyEngineProfile(*profile, cluster, engine);
   }
   ServeDtypes dtypes;
   if (!flags.weight_dtype.empty()) {
@@ -145,14 +199,36 @@ Status ApplyEngineFlags(const EngineFlags& flags, const ModelSpec& model,
     dtypes.kv = kv.value();
   }
   STAGECRAFT_RETURN_IF_ERROR(ApplyDtypes(dtypes, model.transformer, engine));
-  const std::string& batching = flags.batching;
-  if (!batching.empty() && batching != "chunked" && batching != "prefill-first") {
-    return Error{"--batching '" + batching + "': expected chunked (vLLM V1, Sarathi-Serve) or " +
-                 "prefill-first (vLLM V0)"};
+  if (!flags.batching.empty()) {
+    const auto batching = kBatchingNames.Parse(flags.batching);
+    if (!batching) {
+      return Error{"--batching '" + EscapeBytes(flags.batching) + "': expected chunked (vLLM V1, " +
+                   "Sarathi-Serve), unchunked (TensorRT-LLM: whole prompts beside the decodes) " +
+                   "or prefill-first (vLLM V0)" + kBatchingNames.DidYouMean(flags.batching)};
+    }
+    ApplyBatching(*batching, model.seq_len, engine);
   }
-  ApplyBatching(batching == "prefill-first" ? EngineOptions::Batching::kPrefillFirst
-                                            : EngineOptions::Batching::kChunked,
-                model.seq_len, engine);
+  if (flags.kv_memory_fraction.has_value()) {
+    const double fraction = *flags.kv_memory_fraction;
+    if (!(fraction > 0 && fraction <= 1)) {
+      return Error{"--kv-memory-fraction " + FormatFixed(fraction, 3) +
+                   ": expected a share in (0, 1] of the memory left after the weights and "
+                   "activations (TensorRT-LLM's default 0.9)"};
+    }
+    engine.kv_free_fraction = fraction;
+  }
+  if (profile == EngineProfile::kTrtllmBench) {
+    if (sizing == nullptr) {
+      return Error{
+          "--engine trtllm-bench: its limits are sized for one layout and one dataset, "
+          "and serve-plan searches the limits itself; give --engine trtllm"};
+    }
+    auto inputs = TrtllmBenchInputsOf(model, cluster, engine, *sizing);
+    if (!inputs.ok()) return inputs.error();
+    const TrtllmBenchLimits limits = ComputeTrtllmBenchLimits(inputs.value());
+    engine.max_seqs = static_cast<int32_t>(std::min(limits.max_batch_size, kMaxEngineSeqs));
+    engine.token_budget = std::min(limits.max_num_tokens, kMaxEngineTokens);
+  }
   if (flags.max_num_seqs.has_value()) {
     const int64_t seqs = *flags.max_num_seqs;
     if (seqs < 1 || seqs > kMaxEngineSeqs) {
@@ -170,15 +246,6 @@ Status ApplyEngineFlags(const EngineFlags& flags, const ModelSpec& model,
                    " tokens per iteration (vLLM's default 8192)"};
     }
     engine.token_budget = tokens;
-  }
-  if (flags.kv_memory_fraction.has_value()) {
-    const double fraction = *flags.kv_memory_fraction;
-    if (!(fraction > 0 && fraction <= 1)) {
-      return Error{"--kv-memory-fraction " + FormatFixed(fraction, 3) +
-                   ": expected a share in (0, 1] of the memory left after the weights and "
-                   "activations (TensorRT-LLM's default 0.9)"};
-    }
-    engine.kv_free_fraction = fraction;
   }
   return ApplySpeculation(flags.speculative_tokens, flags.acceptance_rate, model, engine);
 }

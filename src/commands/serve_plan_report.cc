@@ -282,7 +282,8 @@ Status RunServePlan(const ServePlanSpec& spec, Transcript& transcript) {
   if (!run.ok()) return run.error();
   const Config& config = run.value().config;
   STAGECRAFT_RETURN_IF_ERROR(CheckServable(config.model, spec.kv_dtype, "serve-plan"));
-  STAGECRAFT_RETURN_IF_ERROR(ApplyEngineFlags(spec, config.model, config.cluster, setup.engine));
+  STAGECRAFT_RETURN_IF_ERROR(
+      ApplyEngineFlags(spec, config.model, config.cluster, setup.engine, nullptr));
   setup.search_token_budgets = !spec.max_num_batched_tokens.has_value();
   setup.search_max_seqs = !spec.max_num_seqs.has_value();
   auto result = PlanServing(config.model, config.cluster, setup);

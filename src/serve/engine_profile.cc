@@ -18,7 +18,10 @@ constexpr double kGib = 1024.0 * kMib;
 // block_size 16 on CUDA: stagecraft's default, kept (its resolution was not re-read here).
 // Chunked prefill is on (V1: enable_chunked_prefill defaults to the model's support, arg_utils.py
 // _set_default_chunked_prefill_and_prefix_caching_args); admission greedy with recompute
-// preemption (request_sim.h).
+// preemption (request_sim.h). Attention: its FlashAttention backend runs FlashAttention-3 on
+// Hopper and FlashAttention-2 elsewhere (vllm/v1/attention/backends/fa_utils.py
+// get_flash_attn_version: "Hopper (SM90): prefer FA3"); FlashAttention-3 falls back to
+// FlashAttention-2 on a device without its rates (ResolveAttentionKernel).
 void ApplyVllm(const ClusterSpec& cluster, EngineOptions& engine) {
   std::string device = cluster.device;
   std::transform(device.begin(), device.end(), device.begin(),
@@ -32,6 +35,7 @@ void ApplyVllm(const ClusterSpec& cluster, EngineOptions& engine) {
   engine.block_tokens = 16;
   engine.batching = EngineOptions::Batching::kChunked;
   engine.admission = EngineOptions::Admission::kGreedy;
+  engine.attention_kernel = AttentionKernel::kFlash3;
 }
 
 // TensorRT-LLM: max_batch_size 2048 and max_num_tokens 8192 (tensorrt_llm/builder.py
@@ -41,16 +45,22 @@ void ApplyVllm(const ClusterSpec& cluster, EngineOptions& engine) {
 // (llm_args.py KvCacheConfig: "Default is 90%" at fcd3f316, default=0.9 in a later stored
 // version); tokens_per_block 32 (llm_args.py KvCacheConfig, the later stored version; the
 // TensorRT engine's plugin default was 64); capacity_scheduler_policy GUARANTEED_NO_EVICT
-// (llm_args.py SchedulerConfig at fcd3f316). enable_chunked_prefill is False there
-// (llm_args.py at fcd3f316), but a prompt longer than max_num_tokens then cannot run at all;
-// stagecraft keeps chunked batching (prompts cut to the token budget) for every profile.
+// (llm_args.py SchedulerConfig at fcd3f316); enable_chunked_prefill False (llm_args.py at
+// fcd3f316, and trtllm-bench's get_settings): whole prompts beside the decodes (kUnchunked).
+// Attention: its own fused kernels (fmha_v2 for the context phase, XQA for generation), costed at
+// FlashAttention-3's rates where the device has them (Hopper's warp-specialized kernels; the
+// kernel model has no rates of TensorRT-LLM's own), and the context phase in FP8 with FP8 weights
+// and an FP8 KV cache (trtllm-bench build sets use_fp8_context_fmha for FP8,
+// tensorrt_llm/bench/build/build.py).
 void ApplyTrtllm(EngineOptions& engine) {
   engine.token_budget = 8192;
   engine.max_seqs = 2048;
   engine.kv_free_fraction = 0.9;
   engine.block_tokens = 32;
-  engine.batching = EngineOptions::Batching::kChunked;
+  engine.batching = EngineOptions::Batching::kUnchunked;
   engine.admission = EngineOptions::Admission::kNoEvict;
+  engine.attention_kernel = AttentionKernel::kFlash3;
+  engine.fp8_context_attention = true;
 }
 
 // SGLang's chunked_prefill_size by the device's memory (python/sglang/srt/server_args.py
@@ -106,12 +116,56 @@ double SglangMemFractionStatic(double hbm_bytes, int32_t tp, int32_t pp, int64_t
   return std::round((mib - reserved) / mib * 1000) / 1000;
 }
 
+namespace {
+
+// Rounds `value` up to a multiple of `step`.
+double RoundUp(double value, double step) { return step * std::ceil(value / step); }
+
+}  // namespace
+
+TrtllmBenchLimits ComputeTrtllmBenchLimits(const TrtllmBenchInputs& in) {
+  if (!in.tuned_quantization) return {2048, 8192};
+  const double gib = 1024.0 * 1024.0 * 1024.0;
+  const double kv_heads = static_cast<double>(std::max<int64_t>(in.tp, in.kv_heads));
+  const double token_gib = 2.0 * static_cast<double>(in.layers) * kv_heads *
+                           static_cast<double>(in.head_dim) * in.kv_bytes / gib;
+  const double devices = static_cast<double>(in.tp) * in.pp;
+  const double available = in.device_gib * devices - in.params * in.weight_bytes / gib;
+  const double cache = available * in.kv_fraction;
+  const double requests = cache / (token_gib * (in.mean_prompt + in.mean_output));
+  const double raw_bs = std::max(0.0, std::min(requests, 4096.0)) / in.pp;
+  const double raw_tokens = std::min(raw_bs * (1 + in.mean_prompt / in.mean_output), 32768.0);
+  double batch = 0;
+  if (raw_bs < 256) {
+    batch = std::max(64.0, RoundUp(raw_bs, 32));
+  } else if (raw_bs < 1024) {
+    batch = RoundUp(raw_bs, 128);
+  } else {
+    batch = RoundUp(raw_bs, 256);
+  }
+  double tokens = 0;
+  if (raw_tokens < 4096) {
+    tokens = std::max(2048.0, RoundUp(raw_tokens, 256));
+  } else if (raw_tokens < 8192) {
+    tokens = RoundUp(raw_tokens, 512);
+  } else {
+    tokens = RoundUp(raw_tokens, 1024);
+  }
+  const auto max_batch = static_cast<int64_t>(batch);
+  const auto max_tokens = static_cast<int64_t>(tokens);
+  return {max_batch,
+          in.chunked_prefill ? max_tokens : std::max(max_tokens, in.max_prompt + max_batch)};
+}
+
 void ApplyEngineProfile(EngineProfile profile, const ClusterSpec& cluster, EngineOptions& engine) {
   engine.sglang_static_memory = false;
+  engine.attention_kernel.reset();
+  engine.fp8_context_attention = false;
   switch (profile) {
     case EngineProfile::kVllm:
       return ApplyVllm(cluster, engine);
     case EngineProfile::kTrtllm:
+    case EngineProfile::kTrtllmBench:
       return ApplyTrtllm(engine);
     case EngineProfile::kSglang:
       return ApplySglang(cluster, engine);
@@ -123,7 +177,11 @@ std::string DescribeEngineProfile(EngineProfile profile) {
     case EngineProfile::kVllm:
       return "vLLM (greedy admission, recompute preemption)";
     case EngineProfile::kTrtllm:
-      return "TensorRT-LLM (GUARANTEED_NO_EVICT: prompt + output blocks reserved at admission)";
+      return "TensorRT-LLM (GUARANTEED_NO_EVICT: prompt + output blocks reserved at admission; "
+             "whole prompts)";
+    case EngineProfile::kTrtllmBench:
+      return "TensorRT-LLM as trtllm-bench sizes it (limits from the model and the dataset; "
+             "GUARANTEED_NO_EVICT; whole prompts)";
     case EngineProfile::kSglang:
       return "SGLang (new-token ratio 0.7 of the output reserved at admission, retraction)";
   }

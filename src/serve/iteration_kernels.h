@@ -58,6 +58,7 @@ struct ServeKernels {
   // and in the decode form (MLA: decompressed MHA, and absorbed over the latent), and the KV
   // bytes one cached token adds to a decode's read.
   AttentionKernel attention = AttentionKernel::kFlash;
+  bool fp8_attention = false;  // prefill attention in FP8 (EngineOptions::fp8_context_attention)
   double prefill_flops_per_pair = 0;
   double decode_flops_per_pair = 0;
   double kv_bytes_per_token = 0;

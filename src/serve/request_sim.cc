@@ -441,13 +441,21 @@ class ServingModel {
     }
   }
 
+  // New requests after the running ones, first come first served: a prompt cut to what is left
+  // of the budget (chunked), or whole while it fits there (unchunked; a prompt longer than the
+  // whole budget runs when no other prompt is in the iteration).
   void AdmitWaiting(Replica& replica, int64_t& budget) {
+    const bool whole = model_.engine.batching == EngineOptions::Batching::kUnchunked;
+    bool prompt_admitted = false;
     int64_t held_back = HeldBack(replica);
     while (!replica.waiting.empty() && budget > 0 && RoomToAdmit(replica)) {
       const int32_t id = replica.waiting.front();
       Request& request = requests_[id];
       ReadCachedPrefix(replica, request);
-      const int64_t tokens = std::min(request.pending(), budget);
+      const int64_t pending = request.pending();
+      const bool alone = pending > model_.engine.token_budget && !prompt_admitted;
+      if (whole && pending > budget && !alone) break;
+      const int64_t tokens = whole ? pending : std::min(pending, budget);
       const int64_t need = Need(request, tokens);
       if (!Fits(replica, request, need, held_back)) break;
       replica.waiting.pop_front();
@@ -455,7 +463,8 @@ class ServingModel {
       held_back += Reserved(request);
       request.scheduled = tokens;
       if (request.first_scheduled_ns < 0) request.first_scheduled_ns = now_ns_;
-      budget -= tokens;
+      budget = std::max<int64_t>(0, budget - tokens);
+      prompt_admitted = true;
       replica.running.push_back(id);
       replica.batch.push_back(id);
     }

@@ -440,6 +440,41 @@ TEST(RequestSimTest, PrefillFirstBatchesWholePromptsBeforeDecodes) {
   EXPECT_EQ(iterations[1].prefill_tokens, 2047);
 }
 
+// TensorRT-LLM's in-flight batching without chunked context (EngineOptions::Batching::
+// kUnchunked), same requests and budget: the first prompt alone, then its decode with the first
+// two 700-token prompts whole (1 + 1,400 <= 2,048; the third would overflow and waits, first come
+// first served), then the three decodes and the third prompt. A 3,000-token prompt, longer than
+// the whole budget, runs as its iteration's only prompt.
+TEST(RequestSimTest, UnchunkedRunsWholePromptsBesideTheDecodes) {
+  EngineOptions engine;
+  engine.batching = EngineOptions::Batching::kUnchunked;
+  engine.token_budget = 2048;
+  const ReplicaModel replica = Replica(1, engine);
+  Workload workload;
+  workload.trace = {{0, 1000, 2}, {1'000'000, 700, 2}, {1'000'000, 700, 2}, {1'000'000, 700, 2}};
+  std::vector<IterationRecord> iterations;
+  auto stats = SimulateServing(replica, workload, Routing::kRoundRobin, Slo{}, &iterations);
+  ASSERT_TRUE(stats.ok()) << stats.error().message;
+  ASSERT_EQ(iterations.size(), 4u);
+  EXPECT_EQ(iterations[0].prefill_tokens, 1000);
+  EXPECT_EQ(iterations[1].decode_tokens, 1);
+  EXPECT_EQ(iterations[1].prefill_tokens, 1400);
+  EXPECT_EQ(iterations[2].decode_tokens, 2);
+  EXPECT_EQ(iterations[2].prefill_tokens, 700);
+  EXPECT_EQ(iterations[3].decode_tokens, 1);
+  EXPECT_EQ(iterations[3].prefill_tokens, 0);
+  ExpectLittlesLaw(stats.value());
+
+  workload.trace = {{0, 100, 3}, {0, 3000, 2}, {0, 100, 2}};
+  iterations.clear();
+  ASSERT_TRUE(SimulateServing(replica, workload, Routing::kRoundRobin, Slo{}, &iterations).ok());
+  ASSERT_GE(iterations.size(), 3u);
+  EXPECT_EQ(iterations[0].prefill_tokens, 100);   // the long prompt does not fit beside it
+  EXPECT_EQ(iterations[1].prefill_tokens, 3000);  // alone among the prompts, over the budget
+  EXPECT_EQ(iterations[1].decode_tokens, 1);
+  EXPECT_EQ(iterations[2].prefill_tokens, 100);
+}
+
 // Vidur's batch_size_cap (EngineOptions::max_running): with a cap of one, the second request
 // waits for the first to finish; its queueing delay is the first's whole run.
 TEST(RequestSimTest, RunningCapHoldsAdmission) {

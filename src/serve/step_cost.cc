@@ -148,6 +148,15 @@ void SizeKernels(ReplicaModel& replica) {
       .kv_bytes_per_token_per_layer =
           replica.kv_bytes_per_token_per_gpu * replica.shape.pp / model.layers};
   replica.kernels = TransformerServeKernels(model, layout, replica.cluster.kernels);
+  ServeKernels& kernels = replica.kernels;
+  const KernelModel& device = replica.cluster.kernels;
+  if (replica.engine.attention_kernel.has_value()) {
+    kernels.attention = ResolveAttentionKernel(device, *replica.engine.attention_kernel);
+  }
+  const EngineOptions& engine = replica.engine;
+  kernels.fp8_attention = engine.fp8_context_attention && engine.fp8_compute &&
+                          engine.kv_bytes == 1 &&
+                          AttentionKernelRuns(device, kernels.attention, false, true);
 }
 
 }  // namespace
@@ -477,8 +486,9 @@ void AddAttention(const ReplicaModel& replica, const IterationWork& work, const 
     if (prefill_tokens > 0 && prefill_pairs > 0) {
       // A chunk's queries meet (mean keys per query) / 128 key blocks each.
       const double key_blocks = prefill_pairs / prefill_tokens / kAttentionKeyBlock;
-      per_layer += AttentionSeconds(rates, prefill_pairs / dp * kernels.prefill_flops_per_pair,
-                                    false, key_blocks, kernels.attention);
+      per_layer += AttentionTime(rates, prefill_pairs / dp * kernels.prefill_flops_per_pair, false,
+                                 key_blocks, kernels.attention, kernels.fp8_attention)
+                       .seconds;
       ++launched;
     }
     const double decodes = work.new_tokens - prefill_tokens;

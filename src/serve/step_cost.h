@@ -13,6 +13,7 @@
 #include <string_view>
 #include <vector>
 
+#include "core/enum_table.h"
 #include "core/result.h"
 #include "hardware/cluster_spec.h"
 #include "model/kv_cache.h"
@@ -70,8 +71,12 @@ struct EngineOptions {
   // How an iteration is filled (request_sim.h): kChunked, vLLM V1's and Sarathi-Serve's running
   // requests first then new ones, prompts cut to the token budget; kPrefillFirst, vLLM V0's as
   // Vidur models it: whole new prompts first (the batch's longest prompt x its size within the
-  // token budget) and, only when none is admitted, one decode step of the running requests.
-  enum class Batching : uint8_t { kChunked, kPrefillFirst };
+  // token budget) and, only when none is admitted, one decode step of the running requests;
+  // kUnchunked, TensorRT-LLM's in-flight batching without chunked context (its default,
+  // enable_chunked_prefill False): the running requests' decodes first, then new prompts whole,
+  // first come first served, while each fits what is left of the token budget (a prompt longer
+  // than the whole budget, which TensorRT-LLM refuses, runs as the iteration's only prompt).
+  enum class Batching : uint8_t { kChunked, kPrefillFirst, kUnchunked };
   Batching batching = Batching::kChunked;
   // How a waiting request is admitted (request_sim.h). kGreedy, vLLM's: when the blocks of its
   // first chunk are free; a running request short of blocks later preempts the latest admitted
@@ -93,6 +98,13 @@ struct EngineOptions {
   // user); 0 = off.
   int32_t speculative_tokens = 0;
   double acceptance_rate = 0;
+  // The engine's attention kernel (engine_profile.h), where it is not the model's own
+  // (transformer.attn_impl): a kernel the device does not run falls back as the training side's
+  // does (ResolveAttentionKernel).
+  std::optional<AttentionKernel> attention_kernel = std::nullopt;
+  // Prefill attention in FP8 when the weights and the KV cache are FP8 and the kernel runs it
+  // (TensorRT-LLM's FP8 context FMHA).
+  bool fp8_context_attention = false;
 };
 
 // A CSA2 layer list served (doc/serving.md, "CSA2 layer lists"; doc/csa2.md's storage formats
@@ -175,11 +187,16 @@ struct ServeDtypes {
 Status ApplyDtypes(const ServeDtypes& chosen, const TransformerSpec& model, EngineOptions& engine);
 
 // How an iteration is filled: chunked (vLLM V1's and Sarathi-Serve's loop, the 8,192-token
-// budget) or prefill-first (vLLM V0 without chunked prefill, the engine of 2023-24 papers such as
-// DistServe's baseline: whole prompts first, then decodes; its max_num_batched_tokens default
-// max(max_model_len, 2048), vllm/config.py SchedulerConfig, with `max_model_len` the model's
-// sequence length).
+// budget), unchunked (TensorRT-LLM's: whole prompts beside the decodes) or prefill-first (vLLM V0
+// without chunked prefill, the engine of 2023-24 papers such as DistServe's baseline: whole prompts
+// first, then decodes; its max_num_batched_tokens default max(max_model_len, 2048), vllm/config.py
+// SchedulerConfig, with `max_model_len` the model's sequence length).
 void ApplyBatching(EngineOptions::Batching batching, int64_t max_model_len, EngineOptions& engine);
+// Their names (--batching).
+inline constexpr EnumTable<EngineOptions::Batching> kBatchingNames = {
+    {"chunked", EngineOptions::Batching::kChunked},
+    {"unchunked", EngineOptions::Batching::kUnchunked},
+    {"prefill-first", EngineOptions::Batching::kPrefillFirst}};
 
 // The layout's checks on the model's dimensions: degrees at least 1, EP on a MoE model within
 // its experts, TP within a node and dividing the heads, pp dividing the layers, the GPUs within

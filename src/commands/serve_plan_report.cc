@@ -257,8 +257,6 @@ Status RunServePlan(const ServePlanSpec& spec, Transcript& transcript) {
   ServePlanSetup setup;
   STAGECRAFT_RETURN_IF_ERROR(ApplyPlanClient(spec, setup.workload));
   if (!spec.space.empty()) return RunExplorerSearch(spec, transcript);
-  if (spec.gpus < 1)
-    return Error{"serve-plan: --gpus N is required (the GPUs to fill, e.g. --gpus 8)"};
   if (spec.slo.empty() && !spec.offline) {
     return Error{"serve-plan: --slo is required (e.g. --slo ttft_p90=0.4s,tpot_p90=40ms)"};
   }

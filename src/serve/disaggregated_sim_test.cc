@@ -6,19 +6,13 @@
 #include <numeric>
 
 #include "hardware/presets.h"
+#include "serve/llama70b_replica_test_util.h"
 #include "testing/models.h"
 
 namespace stagecraft {
 namespace {
 
-ReplicaModel Pool(int32_t instances) {
-  auto cluster = ClusterFromPreset("h100x4");
-  EXPECT_TRUE(cluster.ok());
-  auto replica = BuildReplicaModel(Llama3_70bSpec(), cluster.value(),
-                                   {.tp = 8, .pp = 1, .replicas = instances}, EngineOptions{});
-  EXPECT_TRUE(replica.ok()) << replica.error().message;
-  return replica.value();
-}
+ReplicaModel Pool(int32_t instances) { return Llama70bTp8Replica("h100x4", instances); }
 
 // One request alone: its first token comes from the prefill pool; its KV then moves (the
 // transfer's seconds, rounded to ns) and the decode pool runs its other tokens back to back.

@@ -7,18 +7,14 @@
 
 #include "core/splitmix.h"
 #include "hardware/presets.h"
+#include "serve/llama70b_replica_test_util.h"
 #include "testing/models.h"
 
 namespace stagecraft {
 namespace {
 
 ReplicaModel Replica(int32_t replicas, EngineOptions engine = {}) {
-  auto cluster = ClusterFromPreset("h100x2");
-  EXPECT_TRUE(cluster.ok());
-  auto replica = BuildReplicaModel(Llama3_70bSpec(), cluster.value(),
-                                   {.tp = 8, .pp = 1, .replicas = replicas}, engine);
-  EXPECT_TRUE(replica.ok()) << replica.error().message;
-  return replica.value();
+  return Llama70bTp8Replica("h100x2", replicas, engine);
 }
 
 // Little's law (L = lambda W) holds on every finished run over its span: the integral of the

@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "hardware/presets.h"
+#include "serve/llama70b_replica_test_util.h"
 #include "serve/request_sim.h"
 #include "testing/models.h"
 
@@ -19,14 +20,7 @@ EngineOptions Speculating(int32_t tokens, double acceptance, EngineOptions engin
   return engine;
 }
 
-ReplicaModel Replica(EngineOptions engine = {}) {
-  auto cluster = ClusterFromPreset("h100");
-  EXPECT_TRUE(cluster.ok());
-  auto replica = BuildReplicaModel(Llama3_70bSpec(), cluster.value(),
-                                   {.tp = 8, .pp = 1, .replicas = 1}, engine);
-  EXPECT_TRUE(replica.ok()) << replica.error().message;
-  return replica.value();
-}
+ReplicaModel Replica(EngineOptions engine = {}) { return Llama70bTp8Replica("h100", 1, engine); }
 
 ServeStats Simulate(const ReplicaModel& replica, const Workload& workload,
                     std::vector<IterationRecord>* records = nullptr,

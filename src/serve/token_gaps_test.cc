@@ -8,6 +8,7 @@
 
 #include "core/splitmix.h"
 #include "hardware/presets.h"
+#include "serve/llama70b_replica_test_util.h"
 #include "testing/models.h"
 
 namespace stagecraft {
@@ -65,14 +66,7 @@ TEST(TokenGapsTest, ManyRunsMergeExactly) {
   EXPECT_NEAR(summary.mean, sum / static_cast<double>(sample.size()) * 1e-9, 1e-15);
 }
 
-ReplicaModel Llama70bTp8(EngineOptions engine) {
-  auto cluster = ClusterFromPreset("h100");
-  EXPECT_TRUE(cluster.ok());
-  auto replica = BuildReplicaModel(Llama3_70bSpec(), cluster.value(),
-                                   {.tp = 8, .pp = 1, .replicas = 1}, engine);
-  EXPECT_TRUE(replica.ok()) << replica.error().message;
-  return replica.value();
-}
+ReplicaModel Llama70bTp8(EngineOptions engine) { return Llama70bTp8Replica("h100", 1, engine); }
 
 // Two requests of 512 + 3 tokens at t = 0 on one replica with a 512-token budget, by hand:
 // iteration 1 prefills A (A's first token at its end, e1); 2 decodes A and prefills 511 tokens

@@ -6,7 +6,7 @@
 #include <numeric>
 
 #include "hardware/presets.h"
-#include "serve/llama70b_replica_test_util.h"
+#include "testing/llama70b_replica.h"
 #include "testing/models.h"
 
 namespace stagecraft {

@@ -7,8 +7,8 @@
 #include <vector>
 
 #include "hardware/presets.h"
-#include "serve/llama70b_replica_test_util.h"
 #include "serve/request_sim.h"
+#include "testing/llama70b_replica.h"
 #include "testing/models.h"
 
 namespace stagecraft {

@@ -1,5 +1,5 @@
 // The serve tests' common replica: Llama-3-70B (testing/models.h) at tp 8 on a preset of H100s,
-// with `replicas` replicas and the given engine options. Test-only (the serve tests include it).
+// with `replicas` replicas and the given engine options (header-only; the serve tests link serve).
 #pragma once
 
 #include <gtest/gtest.h>

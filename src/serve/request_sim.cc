@@ -105,6 +105,7 @@ class ServingModel {
   }
 
   void OnEvent(const Event& event, EventQueue& queue) {
+    if (stopped_) return;  // the queue drains without effect
     Advance(event.time.ns());
     if (event.kind == kArrival) {
       OnArrival(static_cast<int32_t>(event.target), queue);
@@ -128,8 +129,24 @@ class ServingModel {
   int64_t decode_steps() const { return decode_steps_; }
   int64_t decode_step_tokens() const { return decode_step_tokens_; }
   const TokenGaps& token_gaps() const { return token_gaps_; }
+  bool stopped() const { return stopped_; }
 
  private:
+  // A request is scheduled for the first time: its delay is final. Past the early stop's bound
+  // (Workload::stop_past_delay_s) it counts as late; more late requests than the P99's nearest
+  // rank allows of all of them stop the run.
+  void FirstScheduled(Request& request) {
+    request.first_scheduled_ns = now_ns_;
+    if (workload_.stop_past_delay_s <= 0) return;
+    const double delay = static_cast<double>(now_ns_ - request.arrival_ns) * 1e-9;
+    if (delay <= workload_.stop_past_delay_s) return;
+    const auto total =
+        static_cast<double>(workload_.trace.empty() ? workload_.requests
+                                                    : static_cast<int64_t>(workload_.trace.size()));
+    const double allowed = total - std::max(1.0, std::ceil(0.99 * total));
+    if (static_cast<double>(++late_) > allowed) stopped_ = true;
+  }
+
   int64_t Draw(const LengthDist& dist) {
     return dist.low == dist.high ? dist.low : rng_.NextInRange(dist.low, dist.high);
   }
@@ -434,7 +451,7 @@ class ServingModel {
       Grow(replica, request, need);
       held_back += Reserved(request);
       request.scheduled = tokens;
-      if (request.first_scheduled_ns < 0) request.first_scheduled_ns = now_ns_;
+      if (request.first_scheduled_ns < 0) FirstScheduled(request);
       longest = std::max(longest, tokens);
       replica.running.push_back(id);
       replica.batch.push_back(id);
@@ -462,7 +479,7 @@ class ServingModel {
       Grow(replica, request, need);
       held_back += Reserved(request);
       request.scheduled = tokens;
-      if (request.first_scheduled_ns < 0) request.first_scheduled_ns = now_ns_;
+      if (request.first_scheduled_ns < 0) FirstScheduled(request);
       budget = std::max<int64_t>(0, budget - tokens);
       prompt_admitted = true;
       replica.running.push_back(id);
@@ -605,6 +622,8 @@ class ServingModel {
   int64_t decode_steps_ = 0;
   int64_t decode_step_tokens_ = 0;
   TokenGaps token_gaps_;
+  int64_t late_ = 0;  // requests first scheduled past Workload::stop_past_delay_s
+  bool stopped_ = false;
 };
 
 // Nearest rank: the smallest value with at least p of the sample at or below it.
@@ -800,6 +819,11 @@ Result<ServeStats> SimulateServing(const ReplicaModel& replica, const Workload& 
   EventQueue queue;
   model.Start(queue);
   const Time end = RunEvents(queue, model);
+  if (model.stopped()) {
+    ServeStats stopped;
+    stopped.stopped_late = true;
+    return stopped;
+  }
   std::vector<RequestTimes> requests;
   requests.reserve(model.requests().size());
   double prompt_tokens = 0;

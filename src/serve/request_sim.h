@@ -96,6 +96,12 @@ struct Workload {
   // Requests leave once the prefill made their first token (a prefill instance of a
   // disaggregated pair: the decode runs elsewhere).
   bool prefill_only = false;
+  // A capacity probe's early stop (serve-plan --space): when above 0, the run ends as soon as
+  // more requests have waited longer than this from arrival to first scheduled than the P99's
+  // nearest rank allows, so the P99 scheduling delay is known to exceed it whatever the rest
+  // does; ServeStats::stopped_late then says so and holds nothing else. A probe that meets the
+  // bound runs to its end as without it.
+  double stop_past_delay_s = 0;
 };
 
 // kKvAware: the cache-aware policy of SGLang's router (its model gateway's defaults: cache
@@ -144,6 +150,9 @@ struct IterationRecord {
 
 struct ServeStats {
   int64_t requests = 0;
+  // Stopped early (Workload::stop_past_delay_s): the P99 scheduling delay exceeds the bound;
+  // nothing else is filled in.
+  bool stopped_late = false;
   double span_s = 0;          // first arrival to last completion
   double throughput_rps = 0;  // requests / span
   double output_tokens_per_s = 0;

@@ -471,6 +471,38 @@ TEST(RequestSimTest, UnchunkedRunsWholePromptsBesideTheDecodes) {
   EXPECT_EQ(iterations[2].prefill_tokens, 100);
 }
 
+// The capacity probe's early stop (Workload::stop_past_delay_s): an overloaded run stops once
+// its P99 scheduling delay must exceed the bound, which the full run confirms; a run within the
+// bound is the same run with or without it.
+TEST(RequestSimTest, EarlyStopOnlyWhereTheP99DelayMissesTheBound) {
+  const ReplicaModel replica = Replica(1);
+  Workload workload;
+  workload.requests = 400;
+  workload.prompt = {2000, 2000};
+  workload.output = {200, 200};
+  workload.rate_rps = 200;  // far past one replica's capacity
+  auto full = SimulateServing(replica, workload, Routing::kRoundRobin, Slo{});
+  ASSERT_TRUE(full.ok()) << full.error().message;
+  const double bound = 1.0;
+  EXPECT_GT(full.value().queue_s.p99, bound);
+  workload.stop_past_delay_s = bound;
+  auto stopped = SimulateServing(replica, workload, Routing::kRoundRobin, Slo{});
+  ASSERT_TRUE(stopped.ok());
+  EXPECT_TRUE(stopped.value().stopped_late);
+
+  workload.rate_rps = 0.5;  // light: nothing waits a second
+  workload.stop_past_delay_s = 0;
+  auto light = SimulateServing(replica, workload, Routing::kRoundRobin, Slo{});
+  workload.stop_past_delay_s = bound;
+  auto light_stop = SimulateServing(replica, workload, Routing::kRoundRobin, Slo{});
+  ASSERT_TRUE(light.ok() && light_stop.ok());
+  EXPECT_FALSE(light_stop.value().stopped_late);
+  EXPECT_LE(light.value().queue_s.p99, bound);
+  EXPECT_EQ(light_stop.value().queue_s.p99, light.value().queue_s.p99);
+  EXPECT_EQ(light_stop.value().ttft_s.p90, light.value().ttft_s.p90);
+  EXPECT_EQ(light_stop.value().iterations, light.value().iterations);
+}
+
 // Vidur's batch_size_cap (EngineOptions::max_running): with a cap of one, the second request
 // waits for the first to finish; its queueing delay is the first's whole run.
 TEST(RequestSimTest, RunningCapHoldsAdmission) {

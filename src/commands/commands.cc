@@ -36,9 +36,11 @@ Status SimulateRun(const PreparedRun& run, RunOutcome& result, std::ostream& err
   return Status::Ok();
 }
 
-Status RunSimulate(const RunSpec& flags, const OutputSpec& output, Transcript& transcript) {
+Status RunSimulate(const RunSpec& spec, const OutputSpec& output, Transcript& transcript) {
   std::ostream& out = transcript.out();
   std::ostream& err = transcript.err();
+  RunSpec flags = spec;
+  flags.trace = output.trace_path.has_value();  // its events count in the run's size
   auto run = PrepareRun(flags);
   if (!run.ok()) return run.error();
   if (output.compare_policies && !run.value().config.model.is_layer_list()) {

@@ -25,9 +25,10 @@
 
 namespace stagecraft {
 
-Status SimulateRun(const PreparedRun& run, RunOutcome& result, std::ostream& err) {
+Status SimulateRun(const PreparedRun& run, RunOutcome& result, std::ostream& err,
+                   const ProgressSink& progress) {
   err << FormatNotes(run.notes);
-  auto outcome = SimulatePrepared(run);
+  auto outcome = SimulatePrepared(run, progress);
   if (!outcome.ok()) {
     err << FormatError(outcome.error());
     return MakeError(outcome.error().kind, "");
@@ -75,7 +76,7 @@ Status RunSimulate(const RunSpec& spec, const OutputSpec& output, Transcript& tr
     return Error{"--report: needs a file name (e.g. --report run.html)"};
   }
   RunOutcome simulated;
-  STAGECRAFT_RETURN_IF_ERROR(SimulateRun(run.value(), simulated, err));
+  STAGECRAFT_RETURN_IF_ERROR(SimulateRun(run.value(), simulated, err, output.progress));
   if (output.trace_path) {
     const MemoryTimeline memory = ComputeMemoryTimeline(
         run.value().schedule, run.value().stage_costs, simulated.graph, simulated.trace);

@@ -423,6 +423,7 @@ Result<ServeSetup> ServeSetupOf(const ServeSpec& spec, const PreparedRun& run) {
   STAGECRAFT_RETURN_IF_ERROR(ApplyEngineFlags(spec, config.model, config.cluster, setup.engine));
   setup.engine.cuda_graphs = !spec.eager;
   setup.keep_iterations = !spec.trace_path.empty() || !spec.report_path.empty();
+  setup.progress = spec.progress;
   return setup;
 }
 

@@ -65,7 +65,7 @@ Status Screen::CostNewKeys(size_t first_candidate) {
   auto costed = MapValues<Costed>(
       split_, new_keys.size(),
       [&](size_t key) { return Cost(spec_, base_, legal_[new_keys[key]]); },
-      [&](size_t taken) { progress.Update(static_cast<int64_t>(taken)); });
+      [&](size_t taken) { progress.Update(static_cast<int64_t>(taken > 0 ? taken - 1 : 0)); });
   if (!costed.ok()) return costed.error();
   costs_.insert(costs_.end(), costed.value().begin(), costed.value().end());
   return Status::Ok();
@@ -172,7 +172,13 @@ Status Screen::ProbeWaiting() {
         if (!probe.ok()) return ProbeFigures{};
         return ProbeFigures{true, probe.value().makespan.ns(), probe.value().peak_chunks};
       },
-      [&](size_t taken) { progress.Update(static_cast<int64_t>(taken)); });
+      [&](size_t taken) {
+        if (!progress.shown() || taken == 0) return;
+        const auto& key = keys[taken - 1];  // the probe now starting: one can take seconds
+        progress.Update(static_cast<int64_t>(taken - 1),
+                        std::get<0>(key) + " pp " + std::to_string(std::get<1>(key)) + " m " +
+                            std::to_string(std::get<3>(key)));
+      });
   if (!outcomes.ok()) return outcomes.error();
   for (const auto& [index, k] : probed) {
     const ProbeFigures& figures = outcomes.value()[k];

@@ -108,11 +108,16 @@ void CheckStagePlacement(const Schedule& schedule, std::vector<Violation>& out) 
   for (int32_t stage = 0; stage < schedule.num_stages; ++stage) {
     if (counts[stage].size() <= 1) continue;
     int32_t home = counts[stage].begin()->first;
+    // The list is in every violation of the stage: at most kListedRanks ranks, so that a stage
+    // on n ranks costs O(n), not O(n^2), bytes (a CSV of 20,000 rows all running stage 0).
+    constexpr size_t kListedRanks = 8;
     std::string list;
+    size_t listed = 0;
     for (const auto& [rank, count] : counts[stage]) {
-      list += (list.empty() ? "" : ", ") + std::to_string(rank);
+      if (listed++ < kListedRanks) list += (list.empty() ? "" : ", ") + std::to_string(rank);
       if (count > counts[stage][home]) home = rank;
     }
+    if (listed > kListedRanks) list += " and " + std::to_string(listed - kListedRanks) + " more";
     for (const auto& [rank, count] : counts[stage]) {
       if (rank == home) continue;
       out.push_back({ViolationKind::kStageOnTwoRanks, rank, "",

@@ -10,6 +10,7 @@
 #include "analysis/metrics.h"
 #include "cli/command_flags.h"
 #include "cli/help_footers.h"
+#include "core/progress.h"
 #include "core/suggest.h"
 
 namespace stagecraft {
@@ -112,9 +113,10 @@ std::string ExtraArgumentsMessage(const CLI::App& command, const std::vector<std
          (nested ? std::string(" (it takes flags only)") : " (it takes at most one config file)");
 }
 
-// On a terminal, a progress line redrawn in place ("" clears it); elsewhere none.
-std::function<void(const std::string&)> TerminalProgress(std::ostream& err) {
-  if (&err != &std::cerr || isatty(STDERR_FILENO) != 1) return nullptr;
+// On a terminal and without --json, a progress line redrawn in place ("" clears it); elsewhere
+// none, so piped output never changes (core/progress.h throttles and formats the line).
+ProgressSink TerminalProgress(std::ostream& err, bool json) {
+  if (json || &err != &std::cerr || isatty(STDERR_FILENO) != 1) return nullptr;
   return [&err](const std::string& line) { err << "\r" << line << "\033[K" << std::flush; };
 }
 
@@ -175,7 +177,7 @@ Status RunPlanCommand(PlanSpec& spec, const PlanConstraintText& constraints,
     return Error{"--simulate: must be at least 1, got " + std::to_string(spec.simulate)};
   }
   if (spec.max_pp && *spec.max_pp < 1) return Error{"--max-pp: must be at least 1"};
-  spec.progress = TerminalProgress(err);
+  spec.progress = TerminalProgress(err, json);
   return RunPlan(spec, json, transcript);
 }
 
@@ -207,7 +209,10 @@ const std::vector<Command>& Commands() {
       {"simulate", "simulate one training iteration",
        []() -> std::string { return MetricDefinitions(); },
        [](CLI::App* c, CliFlags& f) { AddSimulateFlags(c, f.run, f.output); },
-       [](CliFlags& f, std::ostream&, Transcript& t) { return RunSimulate(f.run, f.output, t); }},
+       [](CliFlags& f, std::ostream& err, Transcript& t) {
+         f.output.progress = TerminalProgress(err, f.output.json);
+         return RunSimulate(f.run, f.output, t);
+       }},
       {"check",
        "validate a config or a schedule CSV: every violation, deadlocks under each p2p mode",
        []() -> std::string { return CheckHelpFooter(); },
@@ -231,7 +236,7 @@ const std::vector<Command>& Commands() {
        []() -> std::string { return BenchSchedulesRule(); },
        [](CLI::App* c, CliFlags& f) { AddBenchFlags(c, f.run, f.bench); },
        [](CliFlags& f, std::ostream& err, Transcript& t) {
-         f.bench.progress = TerminalProgress(err);
+         f.bench.progress = TerminalProgress(err, false);
          return RunBenchSchedules(f.run, f.bench, t);
        }},
       {"comm", "the cost of one collective on a preset cluster (alpha-beta, nccl-tests busbw)",
@@ -283,12 +288,15 @@ const std::vector<Command>& Commands() {
       {"serve", "simulate serving a model: KV cache, step costs, requests through replicas",
        []() -> std::string { return ServeHelpFooter(); },
        [](CLI::App* c, CliFlags& f) { AddServeFlags(c, f.serve); },
-       [](CliFlags& f, std::ostream&, Transcript& t) { return RunServe(f.serve, t); }},
+       [](CliFlags& f, std::ostream& err, Transcript& t) {
+         f.serve.progress = TerminalProgress(err, f.serve.json);
+         return RunServe(f.serve, t);
+       }},
       {"serve-plan", "choose the serving layout: the most requests per GPU within the SLO",
        []() -> std::string { return ServePlanHelpFooter(); },
        [](CLI::App* c, CliFlags& f) { AddServePlanFlags(c, f.serve_plan); },
        [](CliFlags& f, std::ostream& err, Transcript& t) {
-         f.serve_plan.progress = TerminalProgress(err);
+         f.serve_plan.progress = TerminalProgress(err, f.serve_plan.json);
          return RunServePlan(f.serve_plan, t);
        }},
       {"kernel",

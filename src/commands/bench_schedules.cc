@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "commands/commands.h"
+#include "core/progress.h"
 #include "core/suggest.h"
 #include "core/units.h"
 #include "report/svg_plot.h"
@@ -179,24 +180,22 @@ void SimulatePoint(PreparedRun run, Sweep& sweep) {
   sweep.rows.push_back(MakeRow(run, simulated.value()));
 }
 
-void ShowProgress(const BenchSpec& bench, size_t done, size_t total, const std::string& schedule,
-                  const std::optional<std::string>& pp, int32_t microbatches) {
-  if (!bench.progress) return;
-  bench.progress("[" + std::to_string(done) + "/" + std::to_string(total) + "] " + schedule +
-                 (pp ? " pp=" + *pp : "") + " m=" + std::to_string(microbatches));
-}
-
 // Every point, in table order. Fails only on an error no point can avoid (a config naming a CSV).
 Result<Sweep> RunSweep(const RunSpec& flags, const std::vector<std::optional<std::string>>& pps,
                        const std::vector<int32_t>& microbatch_counts, const BenchSpec& bench) {
   Sweep sweep;
   const std::vector<std::string> names = AllScheduleNames();
   const size_t total = pps.size() * names.size() * microbatch_counts.size();
-  size_t done = 0;
+  int64_t done = 0;
+  Progress progress(bench.progress, "bench-schedules: points", static_cast<int64_t>(total));
   for (const std::optional<std::string>& pp : pps) {
     for (const std::string& name : names) {
       for (int32_t microbatches : microbatch_counts) {
-        ShowProgress(bench, ++done, total, name, pp, microbatches);
+        if (progress.shown()) {
+          progress.Update(done,
+                          name + (pp ? " pp=" + *pp : "") + " m=" + std::to_string(microbatches));
+        }
+        ++done;
         auto run = PreparePoint(flags, name, pp, microbatches);
         if (!run.ok()) {
           sweep.skips.push_back({name, pp, microbatches, run.error().message});
@@ -212,7 +211,6 @@ Result<Sweep> RunSweep(const RunSpec& flags, const std::vector<std::optional<std
       }
     }
   }
-  if (bench.progress) bench.progress("");
   return sweep;
 }
 

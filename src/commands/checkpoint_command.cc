@@ -403,7 +403,9 @@ Result<SavingIteration> SimulateSave(const CheckpointSpec& spec, const StorageTi
 Status RunCheckpoint(const CheckpointSpec& spec, Transcript& transcript) {
   auto tier = CheckSaveFlags(spec);
   if (!tier.ok()) return tier.error();
-  auto prepared = PrepareRun(spec.run);
+  RunSpec run_spec = spec.run;
+  run_spec.trace = spec.trace_path.has_value();  // the saving iteration's trace
+  auto prepared = PrepareRun(run_spec);
   if (!prepared.ok()) return prepared.error();
   const PreparedRun& run = prepared.value();
   if (spec.reshard_to) {

@@ -25,9 +25,10 @@
 
 namespace stagecraft {
 
-Status SimulateRun(const PreparedRun& run, RunOutcome& result, std::ostream& err) {
+Status SimulateRun(const PreparedRun& run, RunOutcome& result, std::ostream& err,
+                   const ProgressSink& progress) {
   err << FormatNotes(run.notes);
-  auto outcome = SimulatePrepared(run);
+  auto outcome = SimulatePrepared(run, progress);
   if (!outcome.ok()) {
     err << FormatError(outcome.error());
     return MakeError(outcome.error().kind, "");
@@ -36,9 +37,11 @@ Status SimulateRun(const PreparedRun& run, RunOutcome& result, std::ostream& err
   return Status::Ok();
 }
 
-Status RunSimulate(const RunSpec& flags, const OutputSpec& output, Transcript& transcript) {
+Status RunSimulate(const RunSpec& spec, const OutputSpec& output, Transcript& transcript) {
   std::ostream& out = transcript.out();
   std::ostream& err = transcript.err();
+  RunSpec flags = spec;
+  flags.trace = output.trace_path.has_value();  // its events count in the run's size
   auto run = PrepareRun(flags);
   if (!run.ok()) return run.error();
   if (output.compare_policies && !run.value().config.model.is_layer_list()) {
@@ -73,7 +76,7 @@ Status RunSimulate(const RunSpec& flags, const OutputSpec& output, Transcript& t
     return Error{"--report: needs a file name (e.g. --report run.html)"};
   }
   RunOutcome simulated;
-  STAGECRAFT_RETURN_IF_ERROR(SimulateRun(run.value(), simulated, err));
+  STAGECRAFT_RETURN_IF_ERROR(SimulateRun(run.value(), simulated, err, output.progress));
   if (output.trace_path) {
     const MemoryTimeline memory = ComputeMemoryTimeline(
         run.value().schedule, run.value().stage_costs, simulated.graph, simulated.trace);

@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "commands/transcript.h"
+#include "core/progress.h"
 #include "core/result.h"
 #include "run/run_setup.h"
 #include "run/simulate.h"
@@ -27,11 +28,13 @@ struct OutputSpec {
   std::string write_schedule_csv;          // --write-schedule-csv FILE
   bool compare_policies = false;           // --compare-policies
   bool compare_vision = false;             // --compare-vision
+  ProgressSink progress;                   // a long run's phases; nullptr: none (cli/app.cc)
 };
 
 // SimulatePrepared as the text commands tell it: the notes to `err` first; on failure the
 // error (FormatError) too, and an error with the same kind and no message (already said).
-Status SimulateRun(const PreparedRun& run, RunOutcome& result, std::ostream& err);
+Status SimulateRun(const PreparedRun& run, RunOutcome& result, std::ostream& err,
+                   const ProgressSink& progress = nullptr);
 
 Status RunSimulate(const RunSpec& flags, const OutputSpec& output, Transcript& transcript);
 // Violations come back as kViolation, or kDeadlock when one of them is a deadlock.
@@ -58,8 +61,8 @@ struct BenchSpec {
   std::optional<std::string> pp_list;            // --pp-list 4,8; unset = the config's (or --pp)
   std::string csv_path;                          // --csv FILE; "" = no CSV
   std::string svg_prefix;                        // --svg-prefix P: P-bubble.svg, P-pareto.svg
-  // Told "[done/total] point" before each point and "" at the end; unset = no progress.
-  std::function<void(const std::string& line)> progress;
+  // The points simulated (core/progress.h); nullptr: none (cli/app.cc).
+  ProgressSink progress;
 };
 
 // Every registered schedule x microbatch counts x pp values, each prepared and simulated as

@@ -4,10 +4,12 @@
 #include <cctype>
 #include <charconv>
 #include <cmath>
+#include <optional>
 #include <sstream>
 
 #include "commands/serve_command.h"
 #include "commands/transcript.h"
+#include "core/progress.h"
 #include "core/units.h"
 #include "core/work_split.h"
 #include "hardware/presets.h"
@@ -217,13 +219,15 @@ Status RunExplorerSearch(const ServePlanSpec& plan, Transcript& transcript) {
     spec.trace_sources[trace.name] = source;
     spec.traces[trace.name] = CutToMaxTokens(std::move(rows.value()), trace.max_tokens);
   }
+  std::optional<Progress> progress;  // sized when the search tells its total
   if (plan.progress) {
     spec.progress = [&](size_t done, size_t total) {
-      plan.progress("[" + std::to_string(done) + "/" + std::to_string(total) + "] configurations");
+      if (!progress) progress.emplace(plan.progress, "serve-plan: configurations", total);
+      progress->Update(static_cast<int64_t>(done));
     };
   }
   auto result = SearchExplorerSpace(spec);
-  if (plan.progress) plan.progress("");
+  progress.reset();
   if (!result.ok()) return result.error();
   transcript.out() << (plan.json ? FormatJson(spec, result.value())
                                  : FormatText(spec, result.value(), plan.top));

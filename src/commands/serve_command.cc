@@ -425,6 +425,7 @@ Result<ServeSetup> ServeSetupOf(const ServeSpec& spec, const PreparedRun& run) {
       ApplyEngineFlags(spec, config.model, config.cluster, setup.engine, &sizing));
   setup.engine.cuda_graphs = !spec.eager;
   setup.keep_iterations = !spec.trace_path.empty() || !spec.report_path.empty();
+  setup.progress = spec.progress;
   return setup;
 }
 

@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "commands/transcript.h"
+#include "core/progress.h"
 #include "run/run_setup.h"
 #include "serve/engine_profile.h"
 #include "serve/explorer_search.h"
@@ -75,6 +76,7 @@ struct ServeSpec : EngineFlags {
   std::string request_trace;                // --request-trace FILE: the requests, as CSV
   bool eager = false;                       // --eager: no CUDA graphs (host issues each kernel)
   bool json = false;                        // --json
+  ProgressSink progress;                    // the requests finished; nullptr: none (cli/app.cc)
 };
 
 // `serve-plan`'s flags as given.
@@ -101,8 +103,8 @@ struct ServePlanSpec : EngineFlags {
   std::string space_filter;                     // --space-filter KEY=VALUE,...
   std::string delay_slo = "5s";                 // --delay-slo: the P99 scheduling delay bound
   int32_t jobs = 1;                             // --jobs N threads
-  // Told "[done/total] tp T x pp P" before each layout and "" at the end; unset = quiet.
-  std::function<void(const std::string& line)> progress;
+  // The layouts (or configurations) evaluated (core/progress.h); nullptr: none (cli/app.cc).
+  ProgressSink progress;
 };
 
 // The flags' texts as values (serve_flags.cc); errors name the flag.

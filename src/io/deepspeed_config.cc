@@ -20,6 +20,7 @@
 
 #include "core/suggest.h"
 #include "io/megatron_args.h"
+#include "io/strict_json.h"
 
 namespace stagecraft {
 namespace {
@@ -251,6 +252,7 @@ Status SettleBatch(const YAML::Node& root, const std::string& source, int64_t dp
 }
 
 Result<YAML::Node> ParseJson(const std::string& json, const std::string& source) {
+  STAGECRAFT_RETURN_IF_ERROR(CheckStrictJson(json, source, "DeepSpeed's ds_config.json"));
   YAML::Node root;
   try {
     root = YAML::Load(json);

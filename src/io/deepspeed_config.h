@@ -5,6 +5,7 @@
 // gradient_accumulation_steps) and the ZeRO stage. Both are checked against each other and by
 // DeepSpeed's own rules, ported (deepspeed_config.cc names the files). Errors name the file, the
 // line and column (the JSON) or the line (the arguments), with "did you mean" for unknown keys.
+// The JSON must be strict JSON, as DeepSpeed's json.load reads it (io/strict_json.h).
 #pragma once
 
 #include <cstdint>

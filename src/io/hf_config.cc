@@ -11,6 +11,7 @@
 
 #include "io/hf_json.h"
 #include "io/hf_moe.h"
+#include "io/strict_json.h"
 
 namespace stagecraft {
 namespace {
@@ -361,6 +362,7 @@ Result<ModelSpec> TransformerFromConfig(const YAML::Node& root, std::string_view
 
 Result<ModelSpec> ModelFromJson(std::string_view json, std::string_view source,
                                 const ModelSpec& base) {
+  STAGECRAFT_RETURN_IF_ERROR(CheckStrictJson(json, source, "a HuggingFace config.json"));
   YAML::Node root;
   try {
     root = YAML::Load(std::string(json));

@@ -16,8 +16,9 @@
 // layer_types, sliding_window_pattern, gemma2's alternation, Qwen2's use_sliding_window and
 // max_window_layers). DeepSeek-V4.1 (model_type deepseek_v41_text, alone or as text_config; the
 // field names of NeMo AutoModel's DeepseekV41TextConfig): the CSA2 layer list from
-// compress_ratios and the KV / index source lists, dims from the config. JSON is read with the
-// YAML parser (JSON is YAML).
+// compress_ratios and the KV / index source lists, dims from the config. The text must be strict
+// JSON, as transformers' json.loads reads it (io/strict_json.h: duplicate keys refused); its values
+// are then read with the YAML parser (JSON is YAML).
 #pragma once
 
 #include <cstdint>

@@ -444,5 +444,44 @@ TEST(TorchtitanRegistryTest, ErrorsNameTheLine) {
   EXPECT_NE(no_model.error().message.find("no model_spec names the model"), std::string::npos);
 }
 
+// Python's tokenizer, not a squeeze of every space (issue 35, D14): two names or numbers side by
+// side are a syntax error; integers and strings are read only as Python writes them.
+TEST(TorchtitanRegistryTest, TokensAreReadAsPythonReadsThem) {
+  const std::string base = "    config = llama3_70b()\n";
+  struct Case {
+    std::string body;
+    std::string expected;
+  };
+  const Case cases[] = {
+      {base + "    config.parallelism.tensor_parallel_degree = 1 6\n",
+       "run.py:8: 'config.parallelism.tensor_parallel_degree = 1 6' is not valid Python: '1 6' is "
+       "two names or numbers side by side, a syntax error in Python (expected one token; did you "
+       "mean '16'?)"},
+      {base + "    ret urn config\n",
+       "run.py:8: 'ret urn config' is not valid Python: 'ret urn' is two names"},
+      {base + "    config.parallelism.tensor_parallel_degree = (\n        8\n        8)\n",
+       "run.py:8: 'config.parallelism.tensor_parallel_degree = (' is not valid Python: '8 8'"},
+      {base + "    config.parallelism.tensor_parallel_degree = 08\n",
+       "run.py:8: config.parallelism.tensor_parallel_degree = 08 (expected a literal"},
+      {base + "    config.parallelism.tensor_parallel_degree = 1__6\n",
+       "run.py:8: config.parallelism.tensor_parallel_degree = 1__6 (expected a literal"},
+      {base + "    config.parallelism.pipeline_parallel_schedule = \"1F\"\"1B\"\n",
+       "run.py:8: config.parallelism.pipeline_parallel_schedule = \"1F\"\"1B\" (expected a "
+       "literal"},
+  };
+  for (const Case& c : cases) {
+    auto config = ReadTorchtitanRegistry(Function(c.body), "run.py", Cluster(8), false);
+    ASSERT_FALSE(config.ok()) << c.body;
+    EXPECT_EQ(config.error().message.rfind(c.expected, 0), 0u)
+        << "got: " << config.error().message << "\nexpected to start with: " << c.expected;
+  }
+  // Spaces between tokens still read as none, and Python's separators stay legal.
+  auto spaced = ReadTorchtitanRegistry(
+      Function(base + "    config.parallelism.tensor_parallel_degree  =  4 * 2\n"
+                      "    config.training.max_context_length = 8_192\n"),
+      "run.py", Cluster(8), false);
+  EXPECT_TRUE(spaced.ok()) << spaced.error().message;
+}
+
 }  // namespace
 }  // namespace stagecraft

@@ -16,18 +16,29 @@ std::string Trim(const std::string& text) {
   return text.substr(begin, end - begin);
 }
 
-// Drops spaces outside string literals ("a = 1" and "a=1" read alike).
+// A byte of a Python name or number: a letter, a digit, '_', or part of a non-ASCII letter.
+bool IsWordByte(char c) {
+  return std::isalnum(static_cast<unsigned char>(c)) || c == '_' ||
+         static_cast<unsigned char>(c) >= 0x80;
+}
+
+// Drops spaces outside string literals ("a = 1" and "a=1" read alike), as Python's tokenizer
+// does between tokens, but keeps one space between two names or numbers: Python reads those as
+// two tokens ("ret urn" is not "return", "8 192" is not 8192).
 std::string Squeeze(const std::string& text) {
   std::string out;
   char quote = 0;
+  bool spaced = false;
   for (char c : text) {
     if (quote != 0) {
       out += c;
       if (c == quote) quote = 0;
-    } else if (c == '"' || c == '\'') {
-      quote = c;
-      out += c;
-    } else if (!std::isspace(static_cast<unsigned char>(c))) {
+    } else if (std::isspace(static_cast<unsigned char>(c))) {
+      spaced = true;
+    } else {
+      if (spaced && !out.empty() && IsWordByte(out.back()) && IsWordByte(c)) out += ' ';
+      spaced = false;
+      if (c == '"' || c == '\'') quote = c;
       out += c;
     }
   }
@@ -111,13 +122,14 @@ Result<std::vector<Statement>> Statements(const std::string& text, const std::st
     if (depth < 0) {
       return Error{source + ":" + std::to_string(line) + ": a closing bracket with none open"};
     }
-    if (current.text.empty() && Trim(kept).empty()) continue;
-    if (current.text.empty()) {
+    if (current.line == 0 && Trim(kept).empty()) continue;
+    if (current.line == 0) {
       current.line = line;
       current.raw = Trim(kept);
     }
-    current.text += Squeeze(kept);
+    current.text += kept + "\n";  // squeezed whole: a line break inside brackets is a space
     if (depth == 0) {
+      current.text = Squeeze(current.text);
       statements.push_back(current);
       current = Statement{};
     }
@@ -130,7 +142,39 @@ Result<std::vector<Statement>> Statements(const std::string& text, const std::st
   return statements;
 }
 
+std::string SideBySide(const std::string& text) {
+  char quote = 0;
+  for (size_t index = 0; index < text.size(); ++index) {
+    const char c = text[index];
+    if (quote != 0) {
+      if (c == quote) quote = 0;
+    } else if (c == '"' || c == '\'') {
+      quote = c;
+    } else if (c == ' ') {
+      size_t begin = index;
+      while (begin > 0 && IsWordByte(text[begin - 1])) --begin;
+      size_t end = index + 1;
+      while (end < text.size() && IsWordByte(text[end])) ++end;
+      return text.substr(begin, end - begin);
+    }
+  }
+  return "";
+}
+
 namespace {
+
+// A decimal integer as Python writes one: digits, single '_' between them, no leading zero but
+// in 0 itself ("1_000" and "0" are; "08", "1__0", "1_" and "_1" are not).
+bool IsPythonDecimal(const std::string& text) {
+  if (text.empty() || text.front() == '_' || text.back() == '_') return false;
+  for (size_t index = 0; index < text.size(); ++index) {
+    const char c = text[index];
+    if (c == '_' ? text[index + 1] == '_' : !std::isdigit(static_cast<unsigned char>(c))) {
+      return false;
+    }
+  }
+  return text.front() != '0' || text.find_first_not_of("0_") == std::string::npos;
+}
 
 // Literal at a list depth: the literals read are at most a list of lists of strings, so a
 // deeper list is refused before its items are split (a file of 20,000 nested brackets must not
@@ -149,7 +193,13 @@ std::optional<PyValue> LiteralAt(const std::string& text, int depth) {
   }
   if (text.size() >= 2 && (text.front() == '"' || text.front() == '\'') &&
       text.back() == text.front()) {
-    out.value = Str(text.substr(1, text.size() - 2));
+    // One string with no escapes: "a""b" is two (Python joins them), "a\n" an escape; neither
+    // is read.
+    const std::string inner = text.substr(1, text.size() - 2);
+    if (inner.find(text.front()) != std::string::npos || inner.find('\\') != std::string::npos) {
+      return std::nullopt;
+    }
+    out.value = Str(inner);
     return out;
   }
   if (text.size() >= 2 && text.front() == '[' && text.back() == ']') {
@@ -178,12 +228,10 @@ std::optional<PyValue> LiteralAt(const std::string& text, int depth) {
     size_t star = digits.find('*', start);
     if (star == std::string::npos) star = digits.size();
     const std::string factor = digits.substr(start, star - start);
-    if (factor.empty() || factor.size() > 12) return std::nullopt;
+    if (factor.size() > 12 || !IsPythonDecimal(factor)) return std::nullopt;
     int64_t number = 0;
     for (char c : factor) {
-      if (c == '_') continue;
-      if (!std::isdigit(static_cast<unsigned char>(c))) return std::nullopt;
-      number = number * 10 + (c - '0');
+      if (c != '_') number = number * 10 + (c - '0');
     }
     // Both factors below 2^40: the product is checked before it could overflow.
     if (number != 0 && product > (int64_t{1} << 40) / number) return std::nullopt;

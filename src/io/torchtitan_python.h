@@ -26,7 +26,7 @@ TomlValue Str(std::string value);
 
 // One statement per logical line: comments dropped, lines joined while brackets are open.
 struct Statement {
-  std::string text;  // squeezed
+  std::string text;  // squeezed: one space only between two names or numbers
   std::string raw;   // as written (first line), for messages
   int32_t line = 0;
 };
@@ -34,6 +34,10 @@ struct Statement {
 // The file's statements; errors name the line of a string or a bracket left open, or of a
 // bracket closed with none open.
 Result<std::vector<Statement>> Statements(const std::string& text, const std::string& source);
+
+// The first two names or numbers that a statement's text holds side by side outside strings
+// ("ret urn", "8 192": two tokens to Python, a syntax error), or "" when there are none.
+std::string SideBySide(const std::string& text);
 
 // A literal: an integer (a product of integers, `_` separators), True/False, None, a string, a
 // list of strings or a list of lists of strings (module_fqns_per_model_part).

@@ -56,6 +56,11 @@ const std::vector<std::string>& IgnoredFields() {
   return kFields;
 }
 
+std::string RemoveSpaces(std::string text) {
+  text.erase(std::remove(text.begin(), text.end(), ' '), text.end());
+  return text;
+}
+
 // What the function builds: the base's values, then the statements' in order.
 struct Registry {
   std::map<std::string, std::map<std::string, PyValue>> fields;  // section -> field -> value
@@ -137,7 +142,7 @@ class Reader {
                                 "' outside the function (expected imports, then one def)");
       }
       if (returned) return Fail(s.line, "a statement after `return config` is never run");
-      if (t == "returnconfig") {
+      if (t == "return config") {
         returned = true;
         continue;
       }
@@ -162,6 +167,12 @@ class Reader {
  private:
   Status Assignment(const Statement& s) {
     const std::string& t = s.text;
+    if (const std::string words = torchtitan_python::SideBySide(t); !words.empty()) {
+      return Fail(s.line, "'" + EchoInput(s.raw) + "' is not valid Python: '" + EchoInput(words) +
+                              "' is two names or numbers side by side, a syntax error in "
+                              "Python (expected one token; did you mean '" +
+                              EchoInput(RemoveSpaces(words)) + "'?)");
+    }
     const size_t equals = t.find('=');
     if (equals == std::string::npos || equals == 0 || t[equals + 1] == '=') {
       return Unread(s);

@@ -200,6 +200,7 @@ Status CheckPlanFlags(const PlanSpec& spec) {
         "plan: --global-batch-size B is required (sequences per iteration, e.g. "
         "--global-batch-size 512)"};
   }
+  STAGECRAFT_RETURN_IF_ERROR(CheckGlobalBatchSimulable(spec));
   if (spec.headroom < 0 || spec.headroom > 0.9) {
     return Error{"plan: --memory-headroom must be between 0 and 0.9 (a share of the device)"};
   }

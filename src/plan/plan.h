@@ -18,6 +18,7 @@
 #include <vector>
 
 #include "core/enum_table.h"
+#include "core/progress.h"
 #include "core/result.h"
 #include "io/config.h"
 #include "plan/plan_constraints.h"
@@ -65,8 +66,8 @@ struct PlanSpec {
   std::string layout;
   int32_t jobs = 1;            // --jobs N: threads that prepare and simulate candidates
   WorkSplit* split = nullptr;  // where the work runs (an MPI job's); unset = `jobs` threads
-  // Told "[done/total] ..." during the exact simulations and "" at the end; unset = quiet.
-  std::function<void(const std::string& line)> progress;
+  // The candidates costed, probed and simulated (core/progress.h); nullptr: none.
+  ProgressSink progress;
 };
 
 // One layout.

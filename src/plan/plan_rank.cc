@@ -14,6 +14,7 @@
 #include <string>
 #include <utility>
 
+#include "core/progress.h"
 #include "plan/plan_search.h"
 #include "run/simulate.h"
 
@@ -52,7 +53,6 @@ class Ranker {
     STAGECRAFT_RETURN_IF_ERROR(SimulateRound(first_round));
     STAGECRAFT_RETURN_IF_ERROR(Refill());
     STAGECRAFT_RETURN_IF_ERROR(SimulateRound(SecondRound()));
-    if (spec_.progress) spec_.progress("");
     std::stable_sort(
         plans_.begin(), plans_.end(),
         [](const PlannedLayout& a, const PlannedLayout& b) { return a.step < b.step; });
@@ -104,6 +104,8 @@ class Ranker {
 
   // Simulates the candidates at `positions` over the split; keeps those that fit.
   Status SimulateRound(const std::vector<size_t>& positions) {
+    Progress progress(spec_.progress, "plan: simulating candidates",
+                      static_cast<int64_t>(simulated_ + positions.size()));
     auto simulated = MapValues<SimulatedFigures>(
         split_, positions.size(),
         [&](size_t rank) {
@@ -122,10 +124,9 @@ class Ranker {
                                   p.memory};
         },
         [&](size_t taken) {
-          if (!spec_.progress || taken == 0) return;
-          spec_.progress("[" + std::to_string(simulated_ + taken) + "/" +
-                         std::to_string(simulated_ + positions.size()) + "] simulating " +
-                         CandidateAt(positions[taken - 1]).Describe());
+          if (!progress.shown() || taken == 0) return;
+          progress.Update(static_cast<int64_t>(simulated_ + taken - 1),
+                          CandidateAt(positions[taken - 1]).Describe());
         });
     if (!simulated.ok()) return simulated.error();
     for (size_t rank = 0; rank < positions.size(); ++rank) {

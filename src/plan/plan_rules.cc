@@ -31,6 +31,7 @@
 #include <numeric>
 #include <utility>
 
+#include "run/run_size.h"
 #include "schedule/partition.h"
 
 namespace stagecraft {
@@ -176,6 +177,11 @@ std::string Broken(const Candidate& c, const PlanSpec& spec, const PlanShape& sh
     return "dualpipev needs at least 2 x pp microbatches";
   }
   if (c.pp > 1 && c.microbatches < c.pp) return "fewer microbatches than pipeline stages";
+  if (EstimateRunBytes(RunSize{c.pp, int64_t{c.pp} * c.vpp, c.microbatches, false}) >
+      static_cast<long double>(kMaxRunBytes)) {
+    // What simulate would refuse (CheckRunSize); the probe and the ranking would allocate it.
+    return "too large to simulate (over the run-size limit: a smaller --global-batch-size)";
+  }
   if (c.zero_stage > 0 && c.dp * c.cp == 1) return "sharding over one data-parallel rank";
   if (deepspeed && c.pp > 1 && c.zero_stage >= 2) {
     return "deepspeed: ZeRO-2/3 with pipeline parallelism";
@@ -200,6 +206,25 @@ std::string Broken(const Candidate& c, const PlanSpec& spec, const PlanShape& sh
 }
 
 }  // namespace
+
+Status CheckGlobalBatchSimulable(const PlanSpec& spec) {
+  const int32_t largest_mbs = std::end(kPlanMicroBatchSizes)[-1];
+  const int64_t largest_step = int64_t{spec.gpus} * largest_mbs;
+  const int64_t microbatches =
+      spec.global_batch / largest_step + (spec.global_batch % largest_step != 0 ? 1 : 0);
+  const RunSize smallest{1, 1, microbatches, false};
+  const long double bytes = EstimateRunBytes(smallest);
+  if (bytes <= static_cast<long double>(kMaxRunBytes)) return Status::Ok();
+  return Error{"plan: --global-batch-size " + std::to_string(spec.global_batch) +
+               " cannot be simulated on " + std::to_string(spec.gpus) +
+               " GPUs: even the smallest layout (pp 1, dp " + std::to_string(spec.gpus) +
+               " x micro-batch size " + std::to_string(largest_mbs) + ") runs " +
+               std::to_string(microbatches) + " microbatches, about " + RunGibText(bytes) +
+               " to simulate, more than a run's limit of " + RunGibText(kMaxRunBytes) +
+               " (doc/config.md); expected at most " +
+               std::to_string(MaxMicrobatches(smallest) * largest_step) +
+               " sequences per iteration (a smaller --global-batch-size, or more --gpus)"};
+}
 
 PlanShape PlanShapeOf(const Config& config) {
   const TransformerSpec& t = config.model.transformer;
@@ -274,7 +299,7 @@ void EnumerateEngine(Engine engine, const PlanSpec& spec, const PlanShape& shape
         const int32_t dp = n / (tp * pp * cp);
         const std::vector<int32_t> eps = shape.experts > 0 ? Divisors(dp) : std::vector<int32_t>{1};
         for (int32_t ep : eps) {
-          for (int32_t mbs : {1, 2, 4, 8, 16}) {
+          for (int32_t mbs : kPlanMicroBatchSizes) {
             std::vector<std::pair<std::string, std::vector<int32_t>>> schedules = space.schedules;
             if (pp == 1) schedules = {{"1f1b", {1}}};
             for (const auto& [schedule, vpps] : schedules) {

@@ -44,6 +44,15 @@ PlanShape PlanShapeOf(const Config& config);
 std::string BrokenRule(const Candidate& c, const PlanSpec& spec, const PlanShape& shape,
                        bool schedule_csv = false);
 
+// The micro-batch sizes the planner tries (sequences per microbatch and data-parallel rank).
+inline constexpr int32_t kPlanMicroBatchSizes[] = {1, 2, 4, 8, 16};
+
+// Ok when some layout of --gpus could run --global-batch-size within the run-size limit that
+// simulate applies (run/run_size.h): the smallest, pp 1 with every GPU data-parallel at the
+// largest micro-batch size; else an error naming --global-batch-size and the largest that fits.
+// Each candidate is held to the same limit by BrokenRule ("too large to simulate").
+Status CheckGlobalBatchSimulable(const PlanSpec& spec);
+
 struct Enumeration {
   std::vector<Candidate> legal;
   std::map<std::string, int64_t> rejected;  // reason -> count

@@ -7,6 +7,7 @@
 #include <utility>
 
 #include "analysis/closed_form.h"
+#include "core/progress.h"
 #include "plan/plan_search.h"
 #include "plan/schedule_probe.h"
 
@@ -60,9 +61,11 @@ Status Screen::CostNewKeys(size_t first_candidate) {
       new_keys.push_back(index);
     }
   }
-  auto costed = MapValues<Costed>(split_, new_keys.size(), [&](size_t key) {
-    return Cost(spec_, base_, legal_[new_keys[key]]);
-  });
+  Progress progress(spec_.progress, "plan: costing layouts", static_cast<int64_t>(new_keys.size()));
+  auto costed = MapValues<Costed>(
+      split_, new_keys.size(),
+      [&](size_t key) { return Cost(spec_, base_, legal_[new_keys[key]]); },
+      [&](size_t taken) { progress.Update(static_cast<int64_t>(taken > 0 ? taken - 1 : 0)); });
   if (!costed.ok()) return costed.error();
   costs_.insert(costs_.end(), costed.value().begin(), costed.value().end());
   return Status::Ok();
@@ -159,13 +162,23 @@ Status Screen::ProbeWaiting() {
     if (added) keys.push_back(key);
     probed.emplace_back(index, found->second);
   }
-  auto outcomes = MapValues<ProbeFigures>(split_, keys.size(), [&](size_t k) {
-    const auto& [name, pp, vpp, m, forward, input_grad, weight_grad] = keys[k];
-    auto probe = ProbeSchedule(name, pp, vpp, m, Time::Nanoseconds(forward),
-                               Time::Nanoseconds(input_grad), Time::Nanoseconds(weight_grad));
-    if (!probe.ok()) return ProbeFigures{};
-    return ProbeFigures{true, probe.value().makespan.ns(), probe.value().peak_chunks};
-  });
+  Progress progress(spec_.progress, "plan: probing schedules", static_cast<int64_t>(keys.size()));
+  auto outcomes = MapValues<ProbeFigures>(
+      split_, keys.size(),
+      [&](size_t k) {
+        const auto& [name, pp, vpp, m, forward, input_grad, weight_grad] = keys[k];
+        auto probe = ProbeSchedule(name, pp, vpp, m, Time::Nanoseconds(forward),
+                                   Time::Nanoseconds(input_grad), Time::Nanoseconds(weight_grad));
+        if (!probe.ok()) return ProbeFigures{};
+        return ProbeFigures{true, probe.value().makespan.ns(), probe.value().peak_chunks};
+      },
+      [&](size_t taken) {
+        if (!progress.shown() || taken == 0) return;
+        const auto& key = keys[taken - 1];  // the probe now starting: one can take seconds
+        progress.Update(static_cast<int64_t>(taken - 1),
+                        std::get<0>(key) + " pp " + std::to_string(std::get<1>(key)) + " m " +
+                            std::to_string(std::get<3>(key)));
+      });
   if (!outcomes.ok()) return outcomes.error();
   for (const auto& [index, k] : probed) {
     const ProbeFigures& figures = outcomes.value()[k];

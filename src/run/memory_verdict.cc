@@ -18,7 +18,17 @@ MemoryReport ComputeMemory(const PreparedRun& run, const RunOutcome& simulated) 
   verdict.capacity_bytes = cluster.given ? cluster.hbm_bytes : 0;
   verdict.capacity_known = verdict.capacity_bytes > 0;
   verdict.reserve_bytes = cluster.given ? cluster.memory_reserve_bytes : 0;
+  // Recomputation's working set per rank: the largest of its stages' (one pass over the stages,
+  // not one per rank: pp 10^5 made that 10^10 steps).
+  std::vector<int64_t> recompute_of_rank(simulated.metrics.ranks.size(), 0);
   const std::vector<int32_t> stage_ranks = StageRanks(run.schedule);
+  for (size_t stage = 0; stage < stage_ranks.size() && stage < run.stage_costs.size(); ++stage) {
+    const auto rank = static_cast<size_t>(stage_ranks[stage]);
+    if (rank < recompute_of_rank.size()) {
+      recompute_of_rank[rank] =
+          std::max(recompute_of_rank[rank], run.stage_costs[stage].recompute_bytes);
+    }
+  }
   for (const RankMetrics& metrics : simulated.metrics.ranks) {
     RankMemory row;
     row.rank = metrics.rank;
@@ -29,11 +39,7 @@ MemoryReport ComputeMemory(const PreparedRun& run, const RunOutcome& simulated) 
     row.state = metrics.peak_state_bytes;
     row.transient = std::max(metrics.peak_memory_bytes, metrics.peak_activation_bytes);
     const auto index = static_cast<size_t>(metrics.rank);
-    for (size_t stage = 0; stage < stage_ranks.size() && stage < run.stage_costs.size(); ++stage) {
-      if (stage_ranks[stage] == metrics.rank) {
-        row.recompute = std::max(row.recompute, run.stage_costs[stage].recompute_bytes);
-      }
-    }
+    if (index < recompute_of_rank.size()) row.recompute = recompute_of_rank[index];
     if (index < run.parallel_plan.rank_params.size()) {
       row.params = run.parallel_plan.rank_params[index];
       row.states = RankModelStates(run.parallel_plan, parallel, index);

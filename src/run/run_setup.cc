@@ -21,6 +21,7 @@
 #include "model/model_spec.h"
 #include "run/bundled_config.h"
 #include "run/run_shape.h"
+#include "run/run_size.h"
 #include "schedule/generator.h"
 #include "schedule/schedule_csv.h"
 
@@ -255,29 +256,6 @@ std::string Plural(int64_t count, const std::string& word) {
   return std::to_string(count) + " " + word + (count == 1 ? "" : "s");
 }
 
-// The largest task graph a run may build. A run holds about 5 tasks per stage and microbatch
-// (its F, I and W actions and the two transfers across the stage's cut); simulate measured about
-// 170 B per task in a Debug build (schedule, graph, trace, metrics), so at 256 B per task the
-// limit, 2^23 tasks, keeps a run under about 2 GiB. Refused before anything is allocated.
-constexpr int64_t kMaxTasks = int64_t{1} << 23;
-constexpr int64_t kTasksPerStageMicrobatch = 5;
-
-// `shape` says where the stage and microbatch counts come from ("pp 4 x vpp 2", "a.csv");
-// `lower` which inputs to lower.
-Status CheckRunSize(int64_t stages, int64_t microbatches, const std::string& shape,
-                    const std::string& lower) {
-  const long double estimate =
-      static_cast<long double>(stages) * microbatches * kTasksPerStageMicrobatch;
-  if (estimate <= static_cast<long double>(kMaxTasks)) return Status::Ok();
-  return Error{"the run is too large: " + shape + " = " + Plural(stages, "stage") + " x " +
-               std::to_string(microbatches) +
-               (microbatches == 1 ? " microbatch" : " microbatches") + " make about " +
-               FormatFixed(static_cast<double>(estimate), 0) + " tasks (" +
-               std::to_string(kTasksPerStageMicrobatch) +
-               " per stage and microbatch), more than the limit of " + std::to_string(kMaxTasks) +
-               " (about 2 GiB of memory at 256 B per task); lower " + lower};
-}
-
 // pp x tp x cp x dp within kMaxClusterDevices, so that every device count stays in int32.
 Status CheckWorldSize(const Config& c) {
   const ParallelSpec& p = c.parallel;
@@ -289,11 +267,11 @@ Status CheckWorldSize(const Config& c) {
                std::to_string(kMaxClusterDevices) + "; lower --pp, --tp, --cp or --dp"};
 }
 
-Status CheckGeneratedRunSize(const Config& c) {
-  const int64_t stages = int64_t{c.parallel.pp} * c.parallel.vpp;
+Status CheckGeneratedRunSize(const Config& c, bool trace) {
+  const RunSize size{c.parallel.pp, int64_t{c.parallel.pp} * c.parallel.vpp,
+                     c.parallel.microbatches, trace};
   return CheckRunSize(
-      stages, c.parallel.microbatches,
-      "pp " + std::to_string(c.parallel.pp) + " x vpp " + std::to_string(c.parallel.vpp),
+      size, "pp " + std::to_string(c.parallel.pp) + " x vpp " + std::to_string(c.parallel.vpp),
       "--pp, --vpp or --microbatches");
 }
 
@@ -332,9 +310,15 @@ Result<Schedule> LoadCsvSchedule(const std::string& path, const RunSpec& flags,
   auto schedule = ParseScheduleCsv(text.value(), csv);
   if (!schedule.ok()) return schedule.error();
   Schedule loaded = std::move(schedule).value();
-  STAGECRAFT_RETURN_IF_ERROR(CheckRunSize(loaded.num_stages, loaded.num_microbatches,
-                                          csv + "'s highest indices",
-                                          "the stage and microbatch indices in " + csv));
+  if (loaded.num_ranks > kMaxClusterDevices) {
+    return Error{csv + " has " + std::to_string(loaded.num_ranks) +
+                 " rows, one per rank: more than the limit of " +
+                 std::to_string(kMaxClusterDevices) +
+                 " ranks (2^20, a cluster's most devices); expected one row per pipeline rank"};
+  }
+  STAGECRAFT_RETURN_IF_ERROR(CheckRunSize(
+      RunSize{loaded.num_ranks, loaded.num_stages, loaded.num_microbatches, flags.trace},
+      csv + "'s rows and highest indices", "the rows, stages or microbatches of " + csv));
   const ParallelSpec& parallel = config.parallel;
   auto disagree = [&](const std::optional<std::string>& flag, const char* flag_name,
                       const char* key, bool differs, const std::string& csv_has) -> Status {
@@ -361,9 +345,9 @@ Result<Schedule> LoadCsvSchedule(const std::string& path, const RunSpec& flags,
                    std::to_string(loaded.num_microbatches) + " microbatches " + csv + " uses"};
     }
     loaded.num_microbatches = parallel.microbatches;
-    STAGECRAFT_RETURN_IF_ERROR(CheckRunSize(loaded.num_stages, loaded.num_microbatches,
-                                            csv + " with --microbatches " + *flags.microbatches,
-                                            "--microbatches"));
+    STAGECRAFT_RETURN_IF_ERROR(CheckRunSize(
+        RunSize{loaded.num_ranks, loaded.num_stages, loaded.num_microbatches, flags.trace},
+        csv + " with --microbatches " + *flags.microbatches, "--microbatches"));
   } else {
     STAGECRAFT_RETURN_IF_ERROR(
         disagree(flags.microbatches, "--microbatches", "parallel.microbatches",
@@ -697,7 +681,7 @@ Result<PreparedRun> PrepareRun(const RunSpec& flags) {
     run.schedule = std::move(schedule).value();
     run.label = BaseName(path) + (flags.config_path.empty() ? "" : " (with " + run.label + ")");
   } else {
-    STAGECRAFT_RETURN_IF_ERROR(CheckGeneratedRunSize(c));
+    STAGECRAFT_RETURN_IF_ERROR(CheckGeneratedRunSize(c, flags.trace));
     auto schedule = GenerateNamedSchedule(c);
     if (!schedule.ok()) return schedule.error();
     run.schedule = std::move(schedule).value();

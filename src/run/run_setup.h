@@ -75,6 +75,9 @@ struct RunSpec {
   // keeps only orders whose links carry their messages in the receiver's order, as under
   // rendezvous.
   bool every_p2p_mode = false;
+  // A Chrome trace of the run will be written (simulate --trace, checkpoint --trace): its events
+  // count in the run's size estimate (run/run_size.h).
+  bool trace = false;
 };
 
 struct PreparedRun {

@@ -125,23 +125,32 @@ Status CheckStructure(const PreparedRun& run) {
 
 }  // namespace
 
-Result<RunOutcome> SimulatePrepared(const PreparedRun& run) {
+Result<RunOutcome> SimulatePrepared(const PreparedRun& run, const ProgressSink& progress) {
+  // The phases, and within the simulation the tasks: a run of 10^5 ranks takes seconds in each.
+  Progress phases(progress, "simulate: phases", 4);
+  phases.Update(0, "checking the schedule");
   STAGECRAFT_RETURN_IF_ERROR(CheckStructure(run));
   RunOutcome result;
   result.notes = run.notes;
+  phases.Update(1, "lowering it to tasks");
   auto graph = Lower(run.schedule, run.stage_costs, run.lower);
   if (!graph.ok()) return MakeError(ErrorKind::kViolation, graph.error().message);
   result.graph = std::move(graph).value();
   auto vision = ApplyMultimodal(run, result.graph);
   if (!vision.ok()) return MakeError(ErrorKind::kViolation, vision.error().message);
   result.vision = std::move(vision).value();
-  result.trace = Simulate(result.graph);
+  phases.Update(2, "simulating");
+  {
+    Progress tasks(progress, "simulate: tasks", static_cast<int64_t>(result.graph.num_tasks()));
+    result.trace = Simulate(result.graph, &tasks);
+  }
   if (result.trace.deadlock) {
     return MakeError(ErrorKind::kDeadlock,
                      std::string("deadlock with ") + P2pModeName(run.lower.mode) +
                          " point-to-point: no action can run and work remains",
                      FormatDeadlock(result.graph, *result.trace.deadlock));
   }
+  phases.Update(3, "metrics and memory");
   result.metrics = ComputeMetrics(run.schedule, run.stage_costs, result.graph, result.trace);
   result.info = MakeRunInfo(run);
   AddMultimodalInfo(run, result, result.info);

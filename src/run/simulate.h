@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "analysis/metrics.h"
+#include "core/progress.h"
 #include "lower/task_graph.h"
 #include "report/run_info.h"
 #include "run/run_setup.h"
@@ -28,7 +29,8 @@ struct RunOutcome {
 // Checks the schedule's structure, lowers and simulates it, then computes the metrics, the
 // run's report facts and its memory verdict. Errors: kViolation (a broken schedule: `detail`
 // holds the violations; or a lowering error), kDeadlock (`detail` holds the wait-for cycle).
-Result<RunOutcome> SimulatePrepared(const PreparedRun& run);
+// `progress`, when given, is told the phases and the tasks simulated (core/progress.h).
+Result<RunOutcome> SimulatePrepared(const PreparedRun& run, const ProgressSink& progress = nullptr);
 
 // PrepareRun then SimulatePrepared: a RunSpec to its outcome in one call.
 Result<RunOutcome> SimulateSpec(const RunSpec& spec);

@@ -79,13 +79,14 @@ struct Replica {
 class ServingModel {
  public:
   ServingModel(const ReplicaModel& replica, const Workload& workload, Routing routing,
-               std::vector<IterationRecord>* records)
+               std::vector<IterationRecord>* records, Progress* progress)
       : model_(replica),
         workload_(workload),
         routing_(routing),
         rng_(workload.seed),
         speculator_(replica.engine, workload.seed),
-        records_(records) {
+        records_(records),
+        progress_(progress) {
     capacity_blocks_ = replica.kv_capacity_tokens / replica.engine.block_tokens;
     replicas_.resize(static_cast<size_t>(replica.shape.replicas));
     for (Replica& r : replicas_) r.free_blocks = capacity_blocks_;
@@ -587,6 +588,8 @@ class ServingModel {
       if (request.first_token_ns < 0) request.first_token_ns = now_ns_;
       if (request.generated < request.output && !workload_.prefill_only) continue;
       request.finish_ns = now_ns_;
+      // Every 1024th request: the clock is read no more often than that.
+      if (++finished_ % 1024 == 0 && progress_->shown()) progress_->Update(finished_);
       Release(replica, request);
       replica.running.erase(std::find(replica.running.begin(), replica.running.end(), id));
       --replica.outstanding;
@@ -606,6 +609,8 @@ class ServingModel {
   KernelSumMemo kernel_sums_;             // the replica's kernel sums by their rows (step_cost.h)
   std::vector<DraftProposal> proposals_;  // the iteration's draft proposals (BatchSeconds)
   std::vector<IterationRecord>* records_;
+  Progress* progress_;  // told the finished requests
+  int64_t finished_ = 0;
   std::vector<Request> requests_;
   std::vector<Replica> replicas_;
   int64_t capacity_blocks_ = 0;
@@ -813,9 +818,13 @@ ServeStats SummarizeRequests(const std::vector<RequestTimes>& requests, const Sl
 Result<ServeStats> SimulateServing(const ReplicaModel& replica, const Workload& workload,
                                    Routing routing, const Slo& slo,
                                    std::vector<IterationRecord>* iterations,
-                                   std::vector<RequestTimes>* times) {
+                                   std::vector<RequestTimes>* times,
+                                   const ProgressSink& progress_sink) {
   STAGECRAFT_RETURN_IF_ERROR(CheckWorkload(replica, workload));
-  ServingModel model(replica, workload, routing, iterations);
+  const int64_t total =
+      workload.trace.empty() ? workload.requests : static_cast<int64_t>(workload.trace.size());
+  Progress progress(progress_sink, "serve: requests finished", total);
+  ServingModel model(replica, workload, routing, iterations, &progress);
   EventQueue queue;
   model.Start(queue);
   const Time end = RunEvents(queue, model);

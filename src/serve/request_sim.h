@@ -20,6 +20,7 @@
 #include <vector>
 
 #include "core/enum_table.h"
+#include "core/progress.h"
 #include "core/result.h"
 #include "serve/step_cost.h"
 
@@ -211,9 +212,11 @@ ServeStats SummarizeRequests(const std::vector<RequestTimes>& requests, const Sl
 // workload, a rate or lengths out of range.
 // `iterations`, when given, receives every iteration in start order; `times` every request's
 // times, in arrival order.
+// `progress`, when given, is told the finished requests (core/progress.h).
 Result<ServeStats> SimulateServing(const ReplicaModel& replica, const Workload& workload,
                                    Routing routing, const Slo& slo,
                                    std::vector<IterationRecord>* iterations = nullptr,
-                                   std::vector<RequestTimes>* times = nullptr);
+                                   std::vector<RequestTimes>* times = nullptr,
+                                   const ProgressSink& progress = nullptr);
 
 }  // namespace stagecraft

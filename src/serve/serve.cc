@@ -128,7 +128,8 @@ Result<ServeOutcome> SimulateDeployment(const ModelSpec& model, const ClusterSpe
     outcome.placement.transfer_max_s = result.value().transfer_max_s;
     stats = result.value().stats;
   } else {
-    stats = SimulateServing(replica.value(), setup.workload, setup.routing, setup.slo, iterations);
+    stats = SimulateServing(replica.value(), setup.workload, setup.routing, setup.slo, iterations,
+                            nullptr, setup.progress);
   }
   if (!stats.ok()) return stats.error();
   outcome.stats = std::move(stats).value();

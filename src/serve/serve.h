@@ -8,6 +8,7 @@
 #include <cstdint>
 #include <vector>
 
+#include "core/progress.h"
 #include "core/result.h"
 #include "hardware/cluster_spec.h"
 #include "model/model_spec.h"
@@ -39,6 +40,7 @@ struct ServeSetup {
   Slo slo;
   EngineOptions engine;
   bool keep_iterations = false;  // fill ServeOutcome::iterations (the trace and the report)
+  ProgressSink progress;         // told the finished requests (colocated runs); nullptr: none
   bool disaggregated() const { return prefill_instances > 0 || decode_instances > 0; }
 };
 

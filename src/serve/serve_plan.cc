@@ -438,13 +438,15 @@ Result<ServePlanResult> PlanServing(const ModelSpec& model, const ClusterSpec& c
   // colocated.
   result.candidates = (open_loop ? 2 : 1) * static_cast<int64_t>(plain) +
                       static_cast<int64_t>(layouts.size() - plain);
+  const auto describe = [](const ServeShape& one) {
+    return "tp " + std::to_string(one.tp) + " x pp " + std::to_string(one.pp) +
+           (one.ep > 1 ? " ep " + std::to_string(one.ep) : "");
+  };
+  Progress layouts_done(setup.progress, "serve-plan: layouts",
+                        static_cast<int64_t>(layouts.size()));
   for (size_t index = 0; index < layouts.size(); ++index) {
     const ServeShape& one = layouts[index];
-    if (setup.progress) {
-      setup.progress("[" + std::to_string(index + 1) + "/" + std::to_string(layouts.size()) +
-                     "] tp " + std::to_string(one.tp) + " x pp " + std::to_string(one.pp) +
-                     (one.ep > 1 ? " ep " + std::to_string(one.ep) : ""));
-    }
+    if (layouts_done.shown()) layouts_done.Update(static_cast<int64_t>(index), describe(one));
     STAGECRAFT_RETURN_IF_ERROR(EvaluateLayout(model, cluster, engine, workload, slo, one, gpus,
                                               /*try_disaggregated=*/open_loop,
                                               /*start_rate=*/0, result));
@@ -475,17 +477,14 @@ Result<ServePlanResult> PlanServing(const ModelSpec& model, const ClusterSpec& c
     budgets.assign(std::begin(kTokenBudgets), std::end(kTokenBudgets));
   std::vector<int32_t> max_seqs = {engine.max_seqs};
   if (result.max_seqs_searched) max_seqs.assign(std::begin(kMaxSeqs), std::end(kMaxSeqs));
+  Progress refined_done(setup.progress, "serve-plan: batch limits",
+                        static_cast<int64_t>(refined.size()));
   for (size_t index = 0; index < refined.size(); ++index) {
     const auto& [one, start_rate] = refined[index];
-    if (setup.progress) {
-      setup.progress("[batch limits " + std::to_string(index + 1) + "/" +
-                     std::to_string(refined.size()) + "] tp " + std::to_string(one.tp) + " x pp " +
-                     std::to_string(one.pp) + (one.ep > 1 ? " ep " + std::to_string(one.ep) : ""));
-    }
+    if (refined_done.shown()) refined_done.Update(static_cast<int64_t>(index), describe(one));
     STAGECRAFT_RETURN_IF_ERROR(
         RefineBatchLimits(model, cluster, setup, one, start_rate, budgets, max_seqs, result));
   }
-  if (setup.progress) setup.progress("");
   std::stable_sort(result.plans.begin(), result.plans.end(), best_first);
   return result;
 }

@@ -22,6 +22,7 @@
 #include <string>
 #include <vector>
 
+#include "core/progress.h"
 #include "core/result.h"
 #include "hardware/cluster_spec.h"
 #include "model/model_spec.h"
@@ -73,8 +74,8 @@ struct ServePlanSetup {
   // batching only) and max_num_seqs (kMaxSeqs); false = the engine's, as the user gave it.
   bool search_token_budgets = true;
   bool search_max_seqs = true;
-  // Told "[done/total] tp T x pp P" before each layout and "" at the end; unset = quiet.
-  std::function<void(const std::string& line)> progress;
+  // The layouts and batch limits evaluated (core/progress.h); nullptr: none.
+  ProgressSink progress;
 };
 
 // One simulated rate of a layout (all its replicas) and what it gave.

@@ -9,9 +9,12 @@ constexpr uint32_t kFinish = 0;  // event kind: a task ends
 
 }  // namespace
 
-Simulator::Simulator(const TaskGraph& graph) : graph_(graph) {}
+Simulator::Simulator(const TaskGraph& graph, Progress* progress)
+    : graph_(graph), progress_(progress) {}
 
-Trace Simulate(const TaskGraph& graph) { return Simulator(graph).Run(); }
+Trace Simulate(const TaskGraph& graph, Progress* progress) {
+  return Simulator(graph, progress).Run();
+}
 
 Trace Simulator::Run() {
   const size_t num_tasks = graph_.num_tasks();
@@ -55,6 +58,9 @@ Trace Simulator::Run() {
 
 void Simulator::OnEvent(const Event& event, EventQueue& queue) {
   ++trace_.events;
+  // Every 4096th event: the clock is read no more often than that.
+  if (progress_ != nullptr && trace_.events % 4096 == 0)
+    progress_->Update(static_cast<int64_t>(trace_.events));
   const uint32_t task_id = event.target;
   const Time now = event.time;
   const SimTask task = tasks_[task_id];

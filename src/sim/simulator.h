@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "core/event_queue.h"
+#include "core/progress.h"
 #include "lower/task_graph.h"
 #include "lower/wait_for.h"
 
@@ -31,7 +32,8 @@ struct Trace {
 // simulators never share state.
 class Simulator {
  public:
-  explicit Simulator(const TaskGraph& graph);
+  // `progress`, when given, is told the tasks finished (core/progress.h).
+  explicit Simulator(const TaskGraph& graph, Progress* progress = nullptr);
   Trace Run();
 
   // Engine callback (RunEvents).
@@ -51,6 +53,7 @@ class Simulator {
   };
 
   const TaskGraph& graph_;
+  Progress* progress_;
   Trace trace_;
   std::vector<SimTask> tasks_;        // [task]
   std::vector<uint32_t> missing_;     // [task] unmet dependencies; 0 = ready
@@ -59,7 +62,7 @@ class Simulator {
   std::vector<Time> link_free_;       // [link, then rank's collective stream] when it falls free
 };
 
-// Convenience: Simulator(graph).Run().
-Trace Simulate(const TaskGraph& graph);
+// Convenience: Simulator(graph, progress).Run().
+Trace Simulate(const TaskGraph& graph, Progress* progress = nullptr);
 
 }  // namespace stagecraft

@@ -13,6 +13,7 @@
 
 #include "commands/commands.h"
 #include "core/suggest.h"
+#include "core/text_table.h"
 #include "core/units.h"
 #include "report/svg_plot.h"
 #include "run/memory_verdict.h"
@@ -237,27 +238,17 @@ void PrintSkipsAndFailures(const Sweep& sweep, std::ostream& err) {
   }
 }
 
-// Aligned columns: the first left-aligned, the others right-aligned; row 0 is the header.
+// Aligned columns two spaces apart (TextTable): the first left-aligned, the others
+// right-aligned; row 0 is the header.
 std::string FormatTable(const std::vector<std::vector<std::string>>& cells) {
-  std::vector<size_t> widths(cells.front().size(), 0);
-  for (const auto& row : cells) {
-    for (size_t column = 0; column < row.size(); ++column) {
-      widths[column] = std::max(widths[column], row[column].size());
-    }
+  std::vector<TextColumn> columns;
+  for (size_t column = 0; column < cells.front().size(); ++column) {
+    columns.push_back(
+        {cells.front()[column], column == 0 ? TextAlign::kLeft : TextAlign::kRight, 0});
   }
-  std::string text;
-  for (const auto& row : cells) {
-    for (size_t column = 0; column < row.size(); ++column) {
-      const std::string padding(widths[column] - row[column].size(), ' ');
-      if (column == 0) {
-        text += row[column] + padding;
-      } else {
-        text += "  " + padding + row[column];
-      }
-    }
-    text += "\n";
-  }
-  return text;
+  TextTable table("", std::move(columns), /*gap=*/2);
+  for (size_t row = 1; row < cells.size(); ++row) table.AddRow(cells[row]);
+  return table.Render();
 }
 
 const std::vector<std::string> kColumns = {"schedule",

@@ -374,7 +374,8 @@ std::vector<Series> MakeSeries(const std::vector<BenchRow>& rows, bool several_p
   return series;
 }
 
-Status WritePlots(const Files& files, const std::string& prefix, const Sweep& sweep) {
+// PREFIX-bubble.svg and PREFIX-pareto.svg.
+std::vector<FileToWrite> Plots(const std::string& prefix, const Sweep& sweep) {
   const std::vector<BenchRow>& rows = sweep.rows;
   const bool several_pp = std::any_of(
       rows.begin(), rows.end(), [&](const BenchRow& row) { return row.pp != rows.front().pp; });
@@ -385,8 +386,8 @@ Status WritePlots(const Files& files, const std::string& prefix, const Sweep& sw
     return PlotPoint{static_cast<double>(row.microbatches), row.bubble_fraction,
                      "bubble " + FormatFixed(row.bubble_fraction, 6)};
   });
-  STAGECRAFT_RETURN_IF_ERROR(
-      files.write(prefix + "-bubble.svg", FormatLinePlot(bubble_series, bubble)));
+  std::vector<FileToWrite> plots = {
+      {prefix + "-bubble.svg", FormatLinePlot(bubble_series, bubble)}};
   const MemoryAxis memory = ChooseMemoryAxis(rows);
   PlotOptions pareto{"Memory vs bubble fraction (" + sweep.label + ")", "bubble fraction",
                      memory.label, false, true};
@@ -399,7 +400,8 @@ Status WritePlots(const Files& files, const std::string& prefix, const Sweep& sw
     point.over = !row.memory.fits;
     return point;
   });
-  return files.write(prefix + "-pareto.svg", FormatScatterPlot(pareto_series, pareto));
+  plots.push_back({prefix + "-pareto.svg", FormatScatterPlot(pareto_series, pareto)});
+  return plots;
 }
 
 // The pp values to run: --pp-list, else the one --pp or config value (unset = the config's).
@@ -455,13 +457,22 @@ Status RunBenchSchedules(const RunSpec& flags, const BenchSpec& bench, Transcrip
   for (const std::string& note : sweep.value().notes)
     err << "stagecraft: note: " << EscapeBytes(note) << "\n";
   PrintSkipsAndFailures(sweep.value(), err);
+  // The CSV and the plots are one output: all written or none.
+  std::vector<FileToWrite> outputs;
   if (!bench.csv_path.empty()) {
-    const Status written = flags.files.write(bench.csv_path, FormatBenchCsv(sweep.value().rows));
-    if (!written.ok()) return written.error();
+    outputs.push_back({bench.csv_path, FormatBenchCsv(sweep.value().rows)});
   }
   if (!bench.svg_prefix.empty()) {
-    const Status written = WritePlots(flags.files, bench.svg_prefix, sweep.value());
-    if (!written.ok()) return written.error();
+    for (FileToWrite& plot : Plots(bench.svg_prefix, sweep.value())) {
+      outputs.push_back(std::move(plot));
+    }
+  }
+  if (!outputs.empty()) {
+    const Status written = flags.files.write_all(outputs);
+    const std::string flag = bench.csv_path.empty()     ? "--svg-prefix"
+                             : bench.svg_prefix.empty() ? "--csv"
+                                                        : "--csv, --svg-prefix";
+    if (!written.ok()) return Error{flag + ": " + written.error().message};
   }
   out << FormatBenchTable(sweep.value().rows);
   if (sweep.value().failures.empty()) return Status::Ok();

@@ -71,7 +71,12 @@ Result<std::vector<int32_t>> ParseCountList(const std::string& text, const char*
     int64_t value = 0;
     const char* end = item.data() + item.size();
     const auto [stop, error] = std::from_chars(item.data(), end, value);
-    if (error != std::errc() || stop != end || value > std::numeric_limits<int32_t>::max()) {
+    if (error == std::errc::result_out_of_range ||
+        (error == std::errc() && stop == end && value > std::numeric_limits<int32_t>::max())) {
+      return Error{std::string(flag) + ": '" + item + "' is out of range (at most " +
+                   std::to_string(std::numeric_limits<int32_t>::max()) + ")" + expected};
+    }
+    if (error != std::errc() || stop != end) {
       return Error{std::string(flag) + ": '" + item + "' is not an integer" + expected};
     }
     if (value < 1) return Error{std::string(flag) + ": '" + item + "' is less than 1" + expected};

@@ -4,12 +4,16 @@
 
 #include <CLI/CLI.hpp>
 #include <algorithm>
+#include <cerrno>
+#include <cstdio>
+#include <cstring>
 #include <functional>
 #include <iostream>
 
 #include "analysis/metrics.h"
 #include "cli/command_flags.h"
 #include "cli/help_footers.h"
+#include "core/internal_error.h"
 #include "core/progress.h"
 #include "core/suggest.h"
 
@@ -33,6 +37,7 @@ int ExitCode(ErrorKind kind) {
 // Replays what a command said onto the two streams, then its error, and picks the exit code.
 int Finish(const Transcript& transcript, const Status& status, std::ostream& out,
            std::ostream& err) {
+  errno = 0;  // a failed write to stdout leaves its reason here for FinishStdout
   for (const Transcript::Piece& piece : transcript.pieces()) {
     (piece.channel == Transcript::Channel::kAnswer ? out : err) << piece.text;
   }
@@ -79,6 +84,9 @@ std::string PhraseParseError(const CLI::ParseError& error, const std::string& co
     if (colon != std::string::npos && message.find(" missing", colon) != std::string::npos) {
       return flag + ": expected a value after it";
     }
+  }
+  if (dynamic_cast<const CLI::ValidationError*>(&error) != nullptr) {
+    return message;  // "--report: expected a file name, ..." (command_flags.cc, OutputPath)
   }
   if (dynamic_cast<const CLI::RequiredError*>(&error) != nullptr) {
     const std::string what = Between(message, "", " is required");
@@ -354,15 +362,37 @@ int RunCli(int argc, const char* const* argv, std::ostream& out, std::ostream& e
   const auto found = std::find_if(added.begin(), added.end(),
                                   [&](const auto& one) { return one.second == chosen.front(); });
   const Command& command = *found->first;
-  if (command.run == nullptr) {
-    return DispatchMultimodal(*chosen.front(), flags.multimodal, out, err);
+  try {
+    if (command.run == nullptr) {
+      return DispatchMultimodal(*chosen.front(), flags.multimodal, out, err);
+    }
+    if (!chosen.front()->remaining().empty()) {
+      return UsageError(ExtraArgumentsMessage(*chosen.front(), chosen.front()->remaining()), err);
+    }
+    Transcript transcript;
+    const Status status = command.run(flags, err, transcript);
+    return Finish(transcript, status, out, err);
+  } catch (const InternalError& error) {
+    // Nothing of the command's answer was printed (it is replayed only when the command ends).
+    err << "stagecraft: internal error: " << error.what()
+        << " (a bug of stagecraft, not of the input: please report the command line)\n";
+    return ExitCode(ErrorKind::kBadInput);
   }
-  if (!chosen.front()->remaining().empty()) {
-    return UsageError(ExtraArgumentsMessage(*chosen.front(), chosen.front()->remaining()), err);
-  }
-  Transcript transcript;
-  const Status status = command.run(flags, err, transcript);
-  return Finish(transcript, status, out, err);
+}
+
+int FinishStdout(int code, std::ostream& err) {
+  // std::cout writes through C's stdout: a failed write sets stdout's error flag for good and
+  // errno where it happens: at this flush, or earlier where a large answer was written
+  // (Finish clears errno before it writes one).
+  int error = errno;
+  errno = 0;
+  std::cout.flush();
+  if (std::fflush(stdout) != 0 || errno != 0) error = errno != 0 ? errno : error;
+  if (!std::ferror(stdout) && std::cout.good()) return code;
+  err << "stagecraft: error: cannot write the answer to stdout: "
+      << (error != 0 ? std::strerror(error) : "a write failed")
+      << " (the output is incomplete; check the disk or the pipe it goes to)\n";
+  return ExitCode(ErrorKind::kBadInput);
 }
 
 }  // namespace stagecraft

@@ -6,6 +6,24 @@
 namespace stagecraft {
 namespace {
 
+// The type of every flag that names an output file or folder (issue 35, D17): its value must
+// name one, so an empty value (`--report ''`) and a flag taken for the value (`--report
+// --json`) are refused here, before anything runs, for every output flag at once.
+CLI::Validator OutputPath() {
+  return CLI::Validator(
+      [](std::string& value) -> std::string {
+        if (value.empty()) {
+          return "expected a file name after the flag, got an empty one (name the file to write)";
+        }
+        if (value.rfind("--", 0) == 0) {
+          return "expected a file name after the flag, got the flag '" + value +
+                 "' (name the file to write right after the flag)";
+        }
+        return "";
+      },
+      "");
+}
+
 // The commands that search or serve take a config with the model and cluster, and of the run
 // flags only the named ones (the rest are what they choose).
 void AddModelFlags(CLI::App& command, RunSpec& run, std::initializer_list<std::string> flags) {
@@ -96,16 +114,19 @@ void AddSimulateFlags(CLI::App* simulate, RunSpec& flags, OutputSpec& output) {
                      "configs with multimodal.vision: one row per vision-encoder placement "
                      "(colocated, decoupled, disaggregated, bubble-fill)");
   simulate->add_option("--trace", output.trace_path, "write a Chrome/Perfetto trace to FILE")
-      ->type_name("FILE");
+      ->type_name("FILE")
+      ->check(OutputPath());
   simulate
       ->add_option("--report", output.report_path,
                    "write a self-contained HTML report (timeline, memory, bubble split, "
                    "derivation) to FILE")
-      ->type_name("FILE");
+      ->type_name("FILE")
+      ->check(OutputPath());
   simulate
       ->add_option("--write-schedule-csv", output.write_schedule_csv,
                    "write the simulated schedule as a compute-only CSV to FILE")
-      ->type_name("FILE");
+      ->type_name("FILE")
+      ->check(OutputPath());
 }
 
 void AddDeriveFlags(CLI::App* derive, RunSpec& flags, bool& json) {
@@ -144,7 +165,8 @@ void AddValidateFlags(CLI::App* validate, ValidateSpec& flags) {
                      "each source's error with the sustained GEMM share chosen from the other "
                      "sources' runs");
   validate->add_option("--csv", flags.csv_path, "write one line per run to FILE")
-      ->type_name("FILE");
+      ->type_name("FILE")
+      ->check(OutputPath());
 }
 // bench-schedules: the run flags, less those the sweep sets itself, and the sweep's own.
 void AddBenchFlags(CLI::App* bench, RunSpec& flags, BenchSpec& bench_flags) {
@@ -163,12 +185,14 @@ void AddBenchFlags(CLI::App* bench, RunSpec& flags, BenchSpec& bench_flags) {
                    "pipeline sizes, comma-separated (default: the config's pp, or --pp)")
       ->type_name("P,...");
   bench->add_option("--csv", bench_flags.csv_path, "write the table's rows as CSV to FILE")
-      ->type_name("FILE");
+      ->type_name("FILE")
+      ->check(OutputPath());
   bench
       ->add_option("--svg-prefix", bench_flags.svg_prefix,
                    "write PREFIX-bubble.svg (bubble vs m) and PREFIX-pareto.svg (peak memory vs "
                    "bubble, Pareto front)")
-      ->type_name("PREFIX");
+      ->type_name("PREFIX")
+      ->check(OutputPath());
 }
 
 void AddKernelFlags(CLI::App* kernel, KernelSpec& flags) {
@@ -279,7 +303,8 @@ void AddPlanFlags(CLI::App* command, PlanSpec& plan, PlanConstraintText& constra
                    "write the best plan's launch files for ENGINE (megatron, torchtitan or "
                    "deepspeed) into the folder DIR (doc/plan.md)")
       ->expected(2)
-      ->type_name("ENGINE DIR");
+      ->type_name("ENGINE DIR")
+      ->check(OutputPath());
   command->add_flag("--json", json, "print one JSON object");
   command
       ->add_option("--jobs", plan.jobs,
@@ -290,7 +315,8 @@ void AddPlanFlags(CLI::App* command, PlanSpec& plan, PlanConstraintText& constra
       ->add_option("--report", plan.report_path,
                    "write a self-contained HTML report (ranked plans, Pareto front, rejections) "
                    "to FILE")
-      ->type_name("FILE");
+      ->type_name("FILE")
+      ->check(OutputPath());
   command
       ->add_option("--clusters", plan.sweep_clusters,
                    "a hardware sweep: plan once per cluster preset (DEVICExNODES, comma-"
@@ -305,7 +331,8 @@ void AddExportFlags(CLI::App* command, ExportSpec& spec, std::string& engine) {
   command->add_option("--engine", engine, "megatron, torchtitan or deepspeed (required)")
       ->type_name("ENGINE");
   command->add_option("--out", spec.dir, "the folder to write into, which must exist (required)")
-      ->type_name("DIR");
+      ->type_name("DIR")
+      ->check(OutputPath());
 }
 
 // `checkpoint`: the run flags, the manifest's own.
@@ -324,7 +351,8 @@ void AddCheckpointFlags(CLI::App* command, CheckpointSpec& spec) {
   command
       ->add_option("--trace", spec.trace_path,
                    "with --storage: Chrome trace of the saving iteration to FILE")
-      ->type_name("FILE");
+      ->type_name("FILE")
+      ->check(OutputPath());
   command->add_flag("--json", spec.json, "print one JSON object");
 }
 
@@ -372,11 +400,13 @@ void AddGoodputFlags(CLI::App* command, GoodputSpec& spec) {
   command->add_flag("--sync-save", spec.sync_save, "with --storage: the write blocks training");
   command->add_flag("--what-if", spec.what_if, "a table: failure rate x sync or async save");
   command->add_option("--plot", spec.plot_path, "write an SVG of waste vs the interval to FILE")
-      ->type_name("FILE");
+      ->type_name("FILE")
+      ->check(OutputPath());
   command
       ->add_option("--report", spec.report_path,
                    "write a self-contained HTML report (goodput vs the interval, what-if) to FILE")
-      ->type_name("FILE");
+      ->type_name("FILE")
+      ->check(OutputPath());
   command->add_flag("--json", spec.json, "print one JSON object");
 }
 
@@ -505,12 +535,14 @@ void AddServeFlags(CLI::App* command, ServeSpec& serve) {
   command->add_flag("--eager", serve.eager,
                     "no CUDA graphs: an iteration lasts at least the host's issue of its kernels");
   command->add_option("--trace", serve.trace_path, "write a Chrome trace of the batches to FILE")
-      ->type_name("FILE");
+      ->type_name("FILE")
+      ->check(OutputPath());
   command
       ->add_option("--report", serve.report_path,
                    "write a self-contained HTML report (latency CDFs against the SLO, KV cache "
                    "over time) to FILE")
-      ->type_name("FILE");
+      ->type_name("FILE")
+      ->check(OutputPath());
   command
       ->add_option("--request-trace", serve.request_trace,
                    "the requests from a CSV of arrival_s,prompt_tokens,output_tokens (instead of "
@@ -551,7 +583,8 @@ void AddServePlanFlags(CLI::App* command, ServePlanSpec& plan) {
       ->add_option("--svg", plan.svg_path,
                    "write the rates tried and their Pareto front (GPU-seconds per request vs P90 "
                    "TPOT) to FILE")
-      ->type_name("FILE");
+      ->type_name("FILE")
+      ->check(OutputPath());
   command->add_flag("--json", plan.json, "print one JSON object");
   command
       ->add_option("--space", plan.space,

@@ -3,4 +3,7 @@
 
 #include "cli/app.h"
 
-int main(int argc, char** argv) { return stagecraft::RunCli(argc, argv, std::cout, std::cerr); }
+int main(int argc, char** argv) {
+  const int code = stagecraft::RunCli(argc, argv, std::cout, std::cerr);
+  return stagecraft::FinishStdout(code, std::cerr);
+}

@@ -14,6 +14,7 @@
 #include "commands/commands.h"
 #include "core/progress.h"
 #include "core/suggest.h"
+#include "core/text_table.h"
 #include "core/units.h"
 #include "report/svg_plot.h"
 #include "run/memory_verdict.h"
@@ -71,7 +72,12 @@ Result<std::vector<int32_t>> ParseCountList(const std::string& text, const char*
     int64_t value = 0;
     const char* end = item.data() + item.size();
     const auto [stop, error] = std::from_chars(item.data(), end, value);
-    if (error != std::errc() || stop != end || value > std::numeric_limits<int32_t>::max()) {
+    if (error == std::errc::result_out_of_range ||
+        (error == std::errc() && stop == end && value > std::numeric_limits<int32_t>::max())) {
+      return Error{std::string(flag) + ": '" + item + "' is out of range (at most " +
+                   std::to_string(std::numeric_limits<int32_t>::max()) + ")" + expected};
+    }
+    if (error != std::errc() || stop != end) {
       return Error{std::string(flag) + ": '" + item + "' is not an integer" + expected};
     }
     if (value < 1) return Error{std::string(flag) + ": '" + item + "' is less than 1" + expected};
@@ -235,27 +241,17 @@ void PrintSkipsAndFailures(const Sweep& sweep, std::ostream& err) {
   }
 }
 
-// Aligned columns: the first left-aligned, the others right-aligned; row 0 is the header.
+// Aligned columns two spaces apart (TextTable): the first left-aligned, the others
+// right-aligned; row 0 is the header.
 std::string FormatTable(const std::vector<std::vector<std::string>>& cells) {
-  std::vector<size_t> widths(cells.front().size(), 0);
-  for (const auto& row : cells) {
-    for (size_t column = 0; column < row.size(); ++column) {
-      widths[column] = std::max(widths[column], row[column].size());
-    }
+  std::vector<TextColumn> columns;
+  for (size_t column = 0; column < cells.front().size(); ++column) {
+    columns.push_back(
+        {cells.front()[column], column == 0 ? TextAlign::kLeft : TextAlign::kRight, 0});
   }
-  std::string text;
-  for (const auto& row : cells) {
-    for (size_t column = 0; column < row.size(); ++column) {
-      const std::string padding(widths[column] - row[column].size(), ' ');
-      if (column == 0) {
-        text += row[column] + padding;
-      } else {
-        text += "  " + padding + row[column];
-      }
-    }
-    text += "\n";
-  }
-  return text;
+  TextTable table("", std::move(columns), /*gap=*/2);
+  for (size_t row = 1; row < cells.size(); ++row) table.AddRow(cells[row]);
+  return table.Render();
 }
 
 const std::vector<std::string> kColumns = {"schedule",
@@ -381,7 +377,8 @@ std::vector<Series> MakeSeries(const std::vector<BenchRow>& rows, bool several_p
   return series;
 }
 
-Status WritePlots(const Files& files, const std::string& prefix, const Sweep& sweep) {
+// PREFIX-bubble.svg and PREFIX-pareto.svg.
+std::vector<FileToWrite> Plots(const std::string& prefix, const Sweep& sweep) {
   const std::vector<BenchRow>& rows = sweep.rows;
   const bool several_pp = std::any_of(
       rows.begin(), rows.end(), [&](const BenchRow& row) { return row.pp != rows.front().pp; });
@@ -392,8 +389,8 @@ Status WritePlots(const Files& files, const std::string& prefix, const Sweep& sw
     return PlotPoint{static_cast<double>(row.microbatches), row.bubble_fraction,
                      "bubble " + FormatFixed(row.bubble_fraction, 6)};
   });
-  STAGECRAFT_RETURN_IF_ERROR(
-      files.write(prefix + "-bubble.svg", FormatLinePlot(bubble_series, bubble)));
+  std::vector<FileToWrite> plots = {
+      {prefix + "-bubble.svg", FormatLinePlot(bubble_series, bubble)}};
   const MemoryAxis memory = ChooseMemoryAxis(rows);
   PlotOptions pareto{"Memory vs bubble fraction (" + sweep.label + ")", "bubble fraction",
                      memory.label, false, true};
@@ -406,7 +403,8 @@ Status WritePlots(const Files& files, const std::string& prefix, const Sweep& sw
     point.over = !row.memory.fits;
     return point;
   });
-  return files.write(prefix + "-pareto.svg", FormatScatterPlot(pareto_series, pareto));
+  plots.push_back({prefix + "-pareto.svg", FormatScatterPlot(pareto_series, pareto)});
+  return plots;
 }
 
 // The pp values to run: --pp-list, else the one --pp or config value (unset = the config's).
@@ -462,13 +460,22 @@ Status RunBenchSchedules(const RunSpec& flags, const BenchSpec& bench, Transcrip
   for (const std::string& note : sweep.value().notes)
     err << "stagecraft: note: " << EscapeBytes(note) << "\n";
   PrintSkipsAndFailures(sweep.value(), err);
+  // The CSV and the plots are one output: all written or none.
+  std::vector<FileToWrite> outputs;
   if (!bench.csv_path.empty()) {
-    const Status written = flags.files.write(bench.csv_path, FormatBenchCsv(sweep.value().rows));
-    if (!written.ok()) return written.error();
+    outputs.push_back({bench.csv_path, FormatBenchCsv(sweep.value().rows)});
   }
   if (!bench.svg_prefix.empty()) {
-    const Status written = WritePlots(flags.files, bench.svg_prefix, sweep.value());
-    if (!written.ok()) return written.error();
+    for (FileToWrite& plot : Plots(bench.svg_prefix, sweep.value())) {
+      outputs.push_back(std::move(plot));
+    }
+  }
+  if (!outputs.empty()) {
+    const Status written = flags.files.write_all(outputs);
+    const std::string flag = bench.csv_path.empty()     ? "--svg-prefix"
+                             : bench.svg_prefix.empty() ? "--csv"
+                                                        : "--csv, --svg-prefix";
+    if (!written.ok()) return Error{flag + ": " + written.error().message};
   }
   out << FormatBenchTable(sweep.value().rows);
   if (sweep.value().failures.empty()) return Status::Ok();

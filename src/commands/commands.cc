@@ -67,7 +67,7 @@ Status RunSimulate(const RunSpec& spec, const OutputSpec& output, Transcript& tr
   if (!output.write_schedule_csv.empty()) {
     const Status written =
         flags.files.write(output.write_schedule_csv, WriteScheduleCsv(run.value().schedule));
-    if (!written.ok()) return written.error();
+    if (!written.ok()) return Error{"--write-schedule-csv: " + written.error().message};
   }
   if (output.trace_path && output.trace_path->empty()) {
     return Error{"--trace: needs a file name (e.g. --trace trace.json)"};
@@ -82,7 +82,7 @@ Status RunSimulate(const RunSpec& spec, const OutputSpec& output, Transcript& tr
         run.value().schedule, run.value().stage_costs, simulated.graph, simulated.trace);
     const Status written = flags.files.write(
         *output.trace_path, FormatChromeTrace(simulated.graph, simulated.trace, &memory));
-    if (!written.ok()) return written.error();
+    if (!written.ok()) return Error{"--trace: " + written.error().message};
   }
   if (output.report_path) {
     const Status written =

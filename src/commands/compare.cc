@@ -7,6 +7,7 @@
 #include <sstream>
 
 #include "commands/commands.h"
+#include "core/text_table.h"
 #include "core/units.h"
 #include "run/memory_verdict.h"
 
@@ -23,18 +24,27 @@ std::string MemoryCells(const MemoryInfo& memory) {
                                                                       6);
 }
 
-std::string Row(const std::string& name, const RunOutcome& variant) {
-  const Metrics& metrics = variant.metrics;
-  return "  " + name + std::string(name.size() < 14 ? 14 - name.size() : 1, ' ') +
-         PadLeft(FormatMs(metrics.makespan), 16) +
-         PadLeft(FormatFixed(metrics.bubble_fraction, 6), 17) +
-         PadLeft(FormatBytes(metrics.state_bytes()), 14) +
-         PadLeft(FormatMs(metrics.state_exposed), 18) + MemoryCells(variant.info.memory) + "\n";
+// The side-by-side table (TextTable: a large figure widens its column).
+TextTable VariantTable() {
+  return TextTable("  ", {{"variant", TextAlign::kLeft, 14},
+                          {"makespan_ms", TextAlign::kRight, 16},
+                          {"bubble_fraction", TextAlign::kRight, 17},
+                          {"state_bytes", TextAlign::kRight, 14},
+                          {"state_exposed_ms", TextAlign::kRight, 18},
+                          {"memory_fullest", TextAlign::kRight, 16},
+                          {"fits", TextAlign::kRight, 6}});
 }
 
-const char* kHeader =
-    "  variant            makespan_ms  bubble_fraction   state_bytes  state_exposed_ms  "
-    "memory_fullest  fits\n";
+void AddRow(TextTable& table, const std::string& name, const RunOutcome& variant) {
+  const Metrics& metrics = variant.metrics;
+  const MemoryInfo& memory = variant.info.memory;
+  table.AddRow({name, FormatMs(metrics.makespan), FormatFixed(metrics.bubble_fraction, 6),
+                FormatBytes(metrics.state_bytes()), FormatMs(metrics.state_exposed),
+                FormatGib(memory.peak_bytes) + " GiB",
+                !memory.capacity_known ? "?"
+                : memory.fits          ? "yes"
+                                       : "OVER"});
+}
 
 // `spec` with `change` applied to its config after everything else the spec does.
 RunSpec WithEdit(const RunSpec& spec, std::function<void(Config&)> change) {
@@ -53,26 +63,26 @@ Error VariantError(const Error& error) { return Error{FormatError(error)}; }
 }  // namespace
 
 Result<std::string> ComparePartitions(const RunSpec& spec) {
-  std::string text = "partitions side by side:\n" + std::string(kHeader);
+  TextTable table = VariantTable();
   for (PartitionMethod method : {PartitionMethod::kStateAware, PartitionMethod::kCost}) {
     auto variant = SimulateSpec(
         WithEdit(spec, [method](Config& config) { config.parallel.partition = method; }));
     if (!variant.ok()) return VariantError(variant.error());
-    text += Row(PartitionMethodName(method), variant.value());
+    AddRow(table, PartitionMethodName(method), variant.value());
   }
-  return text;
+  return "partitions side by side:\n" + table.Render();
 }
 
 Result<std::string> ComparePolicies(const RunSpec& spec) {
-  std::string text = "shared-state policies side by side:\n" + std::string(kHeader);
+  TextTable table = VariantTable();
   for (StatePolicy policy :
        {StatePolicy::kPayload, StatePolicy::kDirect, StatePolicy::kShadow, StatePolicy::kAuto}) {
     auto variant = SimulateSpec(
         WithEdit(spec, [policy](Config& config) { config.schedule.state_policy = policy; }));
     if (!variant.ok()) return VariantError(variant.error());
-    text += Row(StatePolicyName(policy), variant.value());
+    AddRow(table, StatePolicyName(policy), variant.value());
   }
-  return text;
+  return "shared-state policies side by side:\n" + table.Render();
 }
 
 Result<std::string> CompareVision(const RunSpec& spec, const PreparedRun& base) {

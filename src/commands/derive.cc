@@ -137,6 +137,27 @@ void WriteScheduleDerivationJson(JsonWriter& json, const PreparedRun& run,
   json.Key("explanation").String(derivation.gap.explanation);
 }
 
+namespace {
+
+// No closed form for the run's schedule, said where the schedule came from: --schedule-csv,
+// --schedule or the config's schedule key; the simulated bubble is what remains.
+Error NoClosedForm(const RunSpec& flags, const PreparedRun& run, const Error& error) {
+  const std::string& csv = run.config.schedule.csv;
+  if (!csv.empty()) {
+    const std::string where = flags.schedule_csv ? "--schedule-csv " + *flags.schedule_csv + ": "
+                                                 : run.locations.Where("schedule.csv");
+    return Error{where +
+                 "derive has no closed form for a schedule loaded from a CSV (closed forms "
+                 "cover the generated schedules; `stagecraft simulate` gives its bubble, "
+                 "`stagecraft check` its soundness)"};
+  }
+  const std::string where = flags.schedule ? "--schedule " + *flags.schedule + ": "
+                                           : run.locations.Where("schedule.name");
+  return Error{where + error.message + "; `stagecraft simulate` gives its bubble"};
+}
+
+}  // namespace
+
 Status RunDerive(const RunSpec& flags, bool json, Transcript& transcript) {
   std::ostream& out = transcript.out();
   std::ostream& err = transcript.err();
@@ -146,7 +167,7 @@ Status RunDerive(const RunSpec& flags, bool json, Transcript& transcript) {
   if (model.is_transformer()) return DeriveTransformer(run.value(), json, out, err);
   if (model.is_layer_list()) return DeriveLayerModel(run.value(), json, out, err);
   auto form = ScheduleClosedForm(run.value());
-  if (!form.ok()) return form.error();
+  if (!form.ok()) return NoClosedForm(flags, run.value(), form.error());
   RunOutcome simulated;
   STAGECRAFT_RETURN_IF_ERROR(SimulateRun(run.value(), simulated, err));
   const ScheduleDerivation derivation = DeriveSchedule(run.value(), form.value(), simulated);

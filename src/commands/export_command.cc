@@ -142,10 +142,15 @@ Status RunExport(const ExportSpec& spec, Transcript& transcript) {
   auto files = ExportPlan(config, c, rules.global_batch, spec.engine,
                           schedule_csv ? &*schedule_csv : nullptr);
   if (!files.ok()) return files.error();
+  // All the engine's files or none (a launch script without its config would mislead).
+  std::vector<FileToWrite> outputs;
   for (const ExportedFile& file : files.value()) {
-    const std::string path = spec.dir + "/" + file.name;
-    STAGECRAFT_RETURN_IF_ERROR(spec.run.files.write(path, file.text));
-    transcript.err() << "stagecraft: wrote " << path << "\n";
+    outputs.push_back({spec.dir + "/" + file.name, file.text});
+  }
+  const Status written = spec.run.files.write_all(outputs);
+  if (!written.ok()) return Error{"--out: " + written.error().message};
+  for (const FileToWrite& output : outputs) {
+    transcript.err() << "stagecraft: wrote " << output.path << "\n";
   }
   return Status::Ok();
 }

@@ -23,11 +23,24 @@ double CauseShare(const GoodputResult& result, int64_t count) {
   return total > 0 ? static_cast<double>(count) / static_cast<double>(total) : 0;
 }
 
+// The job's size as the answer's first line says it ("16384 GPUs (2048 nodes of 8)"); a job of
+// unknown size when its own MTBF was given without --gpus (nothing printed depends on it).
+std::string JobSize(const GoodputResult& result) {
+  if (result.gpus == 0) return "a job of unknown size (its own MTBF given; no answer needs it)";
+  return std::to_string(result.gpus) + " GPUs (" + std::to_string(result.nodes) + " nodes of " +
+         std::to_string(result.gpus_per_node) + ")";
+}
+
 void WriteJson(const GoodputResult& result, std::ostream& out) {
   JsonWriter writer(/*pretty=*/true);
   writer.BeginObject();
-  writer.Key("gpus").Int(result.gpus);
-  writer.Key("nodes").Int(result.nodes);
+  if (result.gpus > 0) {
+    writer.Key("gpus").Int(result.gpus);
+    writer.Key("nodes").Int(result.nodes);
+  } else {
+    writer.Key("gpus").Raw("null");  // unknown: --mtbf-hours without --gpus
+    writer.Key("nodes").Raw("null");
+  }
   writer.Key("failure_rate_source").String(result.rate_source);
   writer.Key("failures_per_1000_node_days").Fixed(result.per_1000_node_days, 4);
   writer.Key("mttf_hours").Fixed(result.mttf_s / 3600.0, 4);
@@ -105,8 +118,7 @@ void WriteSpares(const GoodputResult& result, const MonteCarloResult& simulated,
 }
 
 void WriteText(const GoodputResult& result, std::ostream& out) {
-  out << "stagecraft goodput: " << result.gpus << " GPUs (" << result.nodes << " nodes of "
-      << result.gpus_per_node << ")\n";
+  out << "stagecraft goodput: " << JobSize(result) << "\n";
   out << "  failures        ";
   if (result.per_1000_node_days > 0) {
     out << FormatFixed(result.per_1000_node_days, 3) << " per 1000 node-days ("
@@ -198,9 +210,12 @@ void WriteText(const GoodputResult& result, std::ostream& out) {
 std::string GoodputReportHtml(const GoodputResult& result) {
   std::ostringstream text;
   WriteText(result, text);
-  HtmlPage page("stagecraft goodput: " + std::to_string(result.gpus) + " GPUs",
-                std::to_string(result.nodes) + " nodes of " + std::to_string(result.gpus_per_node) +
-                    " GPUs, MTTF " + FormatFixed(result.mttf_s / 3600.0, 3) + " h");
+  const std::string mttf = "MTTF " + FormatFixed(result.mttf_s / 3600.0, 3) + " h";
+  HtmlPage page(result.gpus > 0 ? "stagecraft goodput: " + std::to_string(result.gpus) + " GPUs"
+                                : "stagecraft goodput: a job of unknown size",
+                result.gpus > 0 ? std::to_string(result.nodes) + " nodes of " +
+                                      std::to_string(result.gpus_per_node) + " GPUs, " + mttf
+                                : mttf);
   std::string summary = HtmlFacts({
       {"ETTR at the interval", FormatFixed(result.ettr, 4) + " at " +
                                    FormatFixed(result.interval_s, 1) + " s" +
@@ -248,8 +263,8 @@ Status RunGoodput(const GoodputSpec& spec, Transcript& transcript) {
     if (spec.what_if) transcript.out() << FormatWhatIfTable(result.value());
   }
   if (!spec.plot_path.empty()) {
-    STAGECRAFT_RETURN_IF_ERROR(
-        spec.files.write(spec.plot_path, FormatIntervalPlot(result.value())));
+    const Status written = spec.files.write(spec.plot_path, FormatIntervalPlot(result.value()));
+    if (!written.ok()) return Error{"--plot: " + written.error().message};
   }
   return Status::Ok();
 }

@@ -377,6 +377,7 @@ Status CheckSizes(const MultimodalTablesSpec& flags) {
       {"--tokens", flags.tokens, int64_t{1} << 40, "tokens"},
       {"--seq-len", flags.seq_len, int64_t{1} << 40, "tokens"},
       {"--images", flags.images, int64_t{1} << 20, "images"},
+      {"--compress-ratio", flags.compress_ratio, int64_t{1} << 20, "tokens per compressed entry"},
   };
   for (const auto& bound : bounds) {
     if (bound.value < 1 || bound.value > bound.high) {

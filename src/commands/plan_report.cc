@@ -510,11 +510,12 @@ Status RunPlan(const PlanSpec& given, bool json, Transcript& transcript) {
   }
   auto result = PlanLayouts(spec);
   if (!result.ok()) return result.error();
-  if (!spec.report_path.empty()) {
-    const Status written = spec.run.files.write(spec.report_path, PlanReportHtml(result.value()));
-    if (!written.ok()) return Error{"--report: " + written.error().message};
-  }
   transcript.out() << (json ? FormatPlanJson(result.value()) : FormatPlanTable(result.value()));
+  // The report and the export are one output: written together, all or none.
+  std::vector<FileToWrite> outputs;
+  if (!spec.report_path.empty()) {
+    outputs.push_back({spec.report_path, PlanReportHtml(result.value())});
+  }
   if (!result.value().plans.empty() && spec.export_engine) {
     const PlannedLayout& best = result.value().plans.front();
     // A schedule torch ships no class for goes to torchtitan as its actions (a CSV;
@@ -529,9 +530,20 @@ Status RunPlan(const PlanSpec& given, bool json, Transcript& transcript) {
                             *spec.export_engine, csv ? &*csv : nullptr);
     if (!files.ok()) return files.error();
     for (const ExportedFile& file : files.value()) {
-      const std::string path = spec.export_dir + "/" + file.name;
-      STAGECRAFT_RETURN_IF_ERROR(spec.run.files.write(path, file.text));
-      transcript.err() << "stagecraft: wrote " << path << "\n";
+      outputs.push_back({spec.export_dir + "/" + file.name, file.text});
+    }
+  }
+  if (!outputs.empty()) {
+    const Status written = spec.run.files.write_all(outputs);
+    if (!written.ok()) {
+      const bool exported = outputs.size() > (spec.report_path.empty() ? 0u : 1u);
+      const std::string flags = spec.report_path.empty() ? "--export"
+                                : exported               ? "--report, --export"
+                                                         : "--report";
+      return Error{flags + ": " + written.error().message};
+    }
+    for (size_t index = spec.report_path.empty() ? 0 : 1; index < outputs.size(); ++index) {
+      transcript.err() << "stagecraft: wrote " << outputs[index].path << "\n";
     }
   }
   if (!result.value().plans.empty()) return Status::Ok();

@@ -7,6 +7,7 @@
 
 #include "commands/serve_report.h"
 #include "commands/validated_serving.h"
+#include "core/text_table.h"
 #include "core/units.h"
 #include "hardware/presets.h"
 #include "model/kv_cache.h"
@@ -313,15 +314,19 @@ std::string FormatText(const ServeTold& told) {
     out << "from the request trace";
   }
   out << ", " << RoutingName(routing) << "\n\n";
-  out << "  latency (ms)      p50          p90          p99         mean\n";
-  const auto row = [&out](const char* name, const Percentiles& values) {
-    out << "  " << PadRight(name, 8) << PadLeft(Ms(values.p50), 13) << PadLeft(Ms(values.p90), 13)
-        << PadLeft(Ms(values.p99), 13) << PadLeft(Ms(values.mean), 13) << "\n";
+  TextTable latency("  ", {{"latency (ms)", TextAlign::kLeft, 8},
+                           {"p50", TextAlign::kRight, 13},
+                           {"p90", TextAlign::kRight, 13},
+                           {"p99", TextAlign::kRight, 13},
+                           {"mean", TextAlign::kRight, 13}});
+  const auto row = [&latency](const char* name, const Percentiles& values) {
+    latency.AddRow({name, Ms(values.p50), Ms(values.p90), Ms(values.p99), Ms(values.mean)});
   };
   row("ttft", stats.ttft_s);
   row("tpot", stats.tpot_s);
   row("itl", stats.itl_s);
   row("e2e", stats.e2e_s);
+  out << latency.Render();
   out << "\n  throughput " << FormatFixed(stats.throughput_rps, 3) << " rps, "
       << FormatFixed(stats.output_tokens_per_s, 1) << " output tokens/s\n";
   out << "  total throughput (prompt + output) " << FormatFixed(stats.total_tokens_per_s, 1)

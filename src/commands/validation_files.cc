@@ -22,7 +22,12 @@ Result<std::vector<std::string>> SuiteFiles(const std::vector<std::string>& path
     }
   }
   std::sort(files.begin(), files.end());
-  if (files.empty()) return Error{what + ": no " + extension + " files under the given paths"};
+  if (files.empty()) {
+    std::string named;
+    for (const std::string& path : paths) named += (named.empty() ? "'" : ", '") + path + "'";
+    return Error{what + ": no " + extension + " files in " + named + " (expected " + expected +
+                 " or " + extension + " files of its kind; give their folder or the files)"};
+  }
   return files;
 }
 

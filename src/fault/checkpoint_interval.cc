@@ -41,14 +41,20 @@ double ExactOptimalInterval(const CheckpointCosts& costs, double mttf, double mi
 }
 
 WasteShares ExactWasteShares(double tau, const CheckpointCosts& costs, double mttf) {
+  // Per segment, e^((tau + delta)/M) - 1 failures hit the work or its save, each followed by a
+  // restart phase of M (e^(R/M) - 1) (failed restarts included), and the work phase itself lasts
+  // M (e^((tau + delta)/M) - 1). Of E = M e^(R/M) (e^((tau + delta)/M) - 1) the restarts take
+  // 1 - e^(-R/M) and the work phase e^(-R/M), of which tau + delta is kept (a share
+  // x / (e^x - 1), x = (tau + delta)/M) and the rest redone. Each share lies in [0, 1].
   const double segment = ExpectedSegmentTime(tau, costs, mttf);
+  const double x = (tau + costs.blocking_s) / mttf;
+  const double working = std::exp(-costs.restart_s / mttf);
+  const double kept = x > 0 ? std::min(1.0, x / std::expm1(x)) : 1.0;
   WasteShares shares;
   shares.productive = tau / segment;
   shares.checkpoint = costs.blocking_s / segment;
-  // Failures arrive at 1/M over the whole wall time (E/M per segment); each costs
-  // M(e^(R/M) - 1) of restarting, restarts that fail included.
-  shares.restart = std::expm1(costs.restart_s / mttf);
-  shares.lost_work = 1.0 - shares.productive - shares.checkpoint - shares.restart;
+  shares.restart = -std::expm1(-costs.restart_s / mttf);
+  shares.lost_work = working * (1.0 - kept);
   return shares;
 }
 

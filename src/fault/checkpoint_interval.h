@@ -34,12 +34,12 @@ double ExactEttr(double tau, const CheckpointCosts& costs, double mttf);
 // asynchronous save must finish before the next one starts: tau >= persist).
 double ExactOptimalInterval(const CheckpointCosts& costs, double mttf, double min_interval);
 
-// Where the wall time goes in the exact model, as shares of it (they sum to 1).
+// Where the wall time goes in the exact model, as shares of it (each in [0, 1], they sum to 1).
 struct WasteShares {
   double productive = 0;  // tau / E
   double checkpoint = 0;  // delta / E: the blocking part of the saves that succeed
-  double restart = 0;     // e^(R/M) - 1: restarts, failed restarts included
-  double lost_work = 0;   // the rest: work (and saves) since the last checkpoint, redone
+  double restart = 0;     // 1 - e^(-R/M): restarts, failed restarts included
+  double lost_work = 0;   // e^(-R/M) (1 - x / (e^x - 1)), x = (tau + delta)/M: work redone
 };
 WasteShares ExactWasteShares(double tau, const CheckpointCosts& costs, double mttf);
 

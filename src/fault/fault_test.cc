@@ -107,6 +107,36 @@ TEST(CheckpointIntervalTest, WasteSharesSumToOne) {
   EXPECT_GT(shares.lost_work, 0);
 }
 
+// Issue 35, D9: the restart share was e^(R/M) - 1, which charged each failure of the whole wall
+// time (restarts' own failures included) a whole restart phase, counting failed restarts twice:
+// 19,271 of the wall time at R = 9.87 M, and a negative lost-work share at a 1 ms save. The
+// share is the restart phases' time per segment, (e^((tau + delta)/M) - 1) failures of the work
+// each followed by M (e^(R/M) - 1) of restarting, over E.
+TEST(CheckpointIntervalTest, WasteSharesAreSharesOfTheWallTime) {
+  const struct {
+    double tau, blocking, restart, mttf;
+  } cases[] = {{115, 0.6, 189, 3 * kHour},
+               {4.7, 0.001, 189, 3.09 * kHour},
+               {0.5, 0.001, 189, 19.15},
+               {1000, 10, 3600, 3600},
+               {1e-6, 1e-9, 1e-9, 1e8 * kHour}};
+  for (const auto& one : cases) {
+    const CheckpointCosts costs{one.blocking, 0, one.restart};
+    const WasteShares shares = ExactWasteShares(one.tau, costs, one.mttf);
+    const double segment = ExpectedSegmentTime(one.tau, costs, one.mttf);
+    const double restarting = std::expm1((one.tau + one.blocking) / one.mttf) * one.mttf *
+                              std::expm1(one.restart / one.mttf);
+    EXPECT_NEAR(shares.restart, restarting / segment, 1e-9) << one.restart / one.mttf;
+    for (const double share :
+         {shares.productive, shares.checkpoint, shares.restart, shares.lost_work}) {
+      EXPECT_GE(share, 0.0) << one.restart / one.mttf;
+      EXPECT_LE(share, 1.0) << one.restart / one.mttf;
+    }
+    EXPECT_NEAR(shares.productive + shares.checkpoint + shares.restart + shares.lost_work, 1.0,
+                1e-9);
+  }
+}
+
 // The Llama-3-scale case: the failure rate of Llama 3 405B's Table 5 (419 unexpected
 // interruptions in 54 days on 16,384 H100), ByteCheckpoint-like costs (blocking 0.6 s, persist
 // 51 s, load 129 s) and 60 s of detection and initialization: optimal interval ≈ 115 s (±1 s)

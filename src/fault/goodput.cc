@@ -144,13 +144,21 @@ Status ResolveGpus(const GoodputInputs& in, const PreparedRun* run, GoodputResul
   }
   if (in.gpus) result.gpus = *in.gpus;
   if (in.gpus_per_node) result.gpus_per_node = *in.gpus_per_node;
-  if (result.gpus == 0) {
-    return Error{
-        "goodput: the job's size is unknown: give --gpus N or a CONFIG (e.g. "
-        "'stagecraft goodput --gpus 16384 --checkpoint-blocking 0.6s --restart 189s')"};
+  // Unknown (0) is fine until an answer needs it (NeedJobSize): the job's own MTBF makes the
+  // interval and the ETTR independent of the size.
+  if (result.gpus > 0) {
+    result.nodes = (result.gpus + result.gpus_per_node - 1) / result.gpus_per_node;
   }
-  result.nodes = (result.gpus + result.gpus_per_node - 1) / result.gpus_per_node;
   return Status::Ok();
+}
+
+// An answer that depends on the job's size, asked for while it is unknown: `what` says which.
+Status NeedJobSize(const GoodputResult& result, const std::string& what) {
+  if (result.gpus > 0) return Status::Ok();
+  return Error{"goodput: the job's size is unknown and " + what +
+               ": give --gpus N or a CONFIG (e.g. 'stagecraft goodput --gpus 16384 "
+               "--checkpoint-blocking 0.6s --restart 189s'), or the job's own --mtbf-hours H, "
+               "which needs no size"};
 }
 
 // The job's mean time to failure from one of the four ways of giving it. A failure trace's
@@ -176,6 +184,13 @@ Status ResolveMttf(const GoodputInputs& in, GoodputResult& result) {
     result.mttf_s = *in.mtbf_hours * 3600.0;
     return Status::Ok();
   }
+  STAGECRAFT_RETURN_IF_ERROR(NeedJobSize(
+      result, in.failures_per_1000_node_days
+                  ? std::string("--failures-per-1000-node-days gives the job's failures by "
+                                "its nodes")
+                  : "the failure rate (the preset '" +
+                        std::string(in.failure_preset ? in.failure_preset->name : "llama3-405b") +
+                        "', per 1000 node-days) gives the job's failures by its nodes"));
   if (in.failures_per_1000_node_days) {
     result.rate_source = "--failures-per-1000-node-days";
     result.per_1000_node_days = *in.failures_per_1000_node_days;
@@ -359,6 +374,8 @@ Status ResolveSpares(const GoodputInputs& in, GoodputResult& result) {
     result.repair_s = *in.repair_s;
   }
   if (in.correlated) {
+    STAGECRAFT_RETURN_IF_ERROR(
+        NeedJobSize(result, "--correlated takes down a number of the job's nodes"));
     const CorrelatedFailures& correlated = *in.correlated;
     if (correlated.share > 1 || correlated.nodes > result.nodes) {
       return Error{"--correlated: '" + Shortest(correlated.share) + ":" +

@@ -113,8 +113,9 @@ std::vector<Series> IntervalSeries(const GoodputResult& result, bool as_goodput)
 }
 
 std::string PlotTitle(const char* what, const GoodputResult& result) {
-  return std::string(what) + " vs checkpoint interval (" + std::to_string(result.gpus) +
-         " GPUs, MTTF " + FormatFixed(result.mttf_s / 3600.0, 2) + " h)";
+  const std::string gpus = result.gpus > 0 ? std::to_string(result.gpus) + " GPUs, " : "";
+  return std::string(what) + " vs checkpoint interval (" + gpus + "MTTF " +
+         FormatFixed(result.mttf_s / 3600.0, 2) + " h)";
 }
 
 }  // namespace

@@ -19,7 +19,11 @@ double ScanLoad(int64_t begin, int64_t end, int32_t m) {
 Result<std::vector<double>> IndexerScanLoad(int64_t seq_len, int32_t compress_ratio, int32_t cp,
                                             bool zigzag) {
   if (cp < 1 || compress_ratio < 1 || seq_len < 1) {
-    return Error{"context parallelism needs cp >= 1, a compression ratio >= 1 and a sequence"};
+    return Error{
+        "context parallelism needs cp >= 1, a compression ratio >= 1 and a sequence of "
+        "at least 1 token, got cp " +
+        std::to_string(cp) + ", compression ratio " + std::to_string(compress_ratio) + ", " +
+        std::to_string(seq_len) + " tokens"};
   }
   const int64_t chunks = zigzag ? 2 * int64_t{cp} : cp;
   if (seq_len % chunks != 0 || (seq_len / chunks) % compress_ratio != 0) {

@@ -1,10 +1,45 @@
 #include "report/json_writer.h"
 
+#include <cctype>
 #include <cstdio>
+#include <string>
 
+#include "core/internal_error.h"
 #include "core/units.h"
 
 namespace stagecraft {
+
+namespace {
+
+// A value as JSON spells it without quotes (RFC 8259 §6): a number, true, false or null; not
+// inf, -nan or 1e+ (what a non-finite or garbled figure prints as).
+bool IsJsonLiteral(std::string_view text) {
+  if (text == "true" || text == "false" || text == "null") return true;
+  size_t at = 0;
+  const auto digits = [&text, &at] {
+    const size_t start = at;
+    while (at < text.size() && std::isdigit(static_cast<unsigned char>(text[at]))) ++at;
+    return at > start;
+  };
+  if (at < text.size() && text[at] == '-') ++at;
+  if (at < text.size() && text[at] == '0') {
+    ++at;
+  } else if (!digits()) {
+    return false;
+  }
+  if (at < text.size() && text[at] == '.') {
+    ++at;
+    if (!digits()) return false;
+  }
+  if (at < text.size() && (text[at] == 'e' || text[at] == 'E')) {
+    ++at;
+    if (at < text.size() && (text[at] == '+' || text[at] == '-')) ++at;
+    if (!digits()) return false;
+  }
+  return at == text.size();
+}
+
+}  // namespace
 
 std::string JsonEscape(std::string_view text) {
   std::string escaped;
@@ -85,6 +120,7 @@ JsonWriter& JsonWriter::EndArray() { return EndScope(']'); }
 JsonWriter& JsonWriter::Key(std::string_view key) {
   BeforeValue();
   text_ += '"' + JsonEscape(key) + (pretty_ ? "\": " : "\":");
+  last_key_ = std::string(key);
   after_key_ = true;
   return *this;
 }
@@ -104,6 +140,11 @@ JsonWriter& JsonWriter::Fixed(double value, int decimals) {
 JsonWriter& JsonWriter::Bool(bool value) { return Raw(value ? "true" : "false"); }
 
 JsonWriter& JsonWriter::Raw(std::string_view number) {
+  if (!IsJsonLiteral(number)) {
+    throw InternalError("the JSON writer was given '" + std::string(number) + "' for " +
+                        (last_key_.empty() ? std::string("a value") : "'" + last_key_ + "'") +
+                        ", not a finite number; no JSON was printed");
+  }
   BeforeValue();
   text_ += number;
   return *this;

@@ -23,7 +23,10 @@ class JsonWriter {
   JsonWriter& Int(int64_t value);
   JsonWriter& Fixed(double value, int decimals);  // e.g. 0.272727 with decimals = 6
   JsonWriter& Bool(bool value);
-  JsonWriter& Raw(std::string_view number);  // a pre-formatted number
+  // A pre-formatted number (or true, false, null). Anything else, such as the "inf" or "-nan" a
+  // non-finite figure formats as, is our bug: it throws InternalError (core/internal_error.h)
+  // rather than write invalid JSON. Fixed and Int go through it.
+  JsonWriter& Raw(std::string_view number);
 
   const std::string& text() const { return text_; }
 
@@ -36,6 +39,7 @@ class JsonWriter {
   std::string text_;
   std::vector<bool> first_in_scope_;  // per open scope: no member written yet
   bool after_key_ = false;
+  std::string last_key_;  // the key of the value being written, for the error above
 };
 
 std::string JsonEscape(std::string_view text);

@@ -3,7 +3,10 @@
 #include <gtest/gtest.h>
 
 #include <cstdint>
+#include <limits>
 #include <string>
+
+#include "core/internal_error.h"
 
 namespace stagecraft {
 namespace {
@@ -75,6 +78,31 @@ TEST(JsonWriterTest, IntExtremes) {
   JsonWriter json(/*pretty=*/false);
   json.BeginArray().Int(INT64_MAX).Int(INT64_MIN).Int(0).EndArray();
   EXPECT_EQ(json.text(), "[9223372036854775807,-9223372036854775808,0]");
+}
+
+// Issue 35, D10: goodput --json printed bare inf and -nan, which no JSON reader accepts. A
+// non-finite figure is our bug (the inputs that make one are refused): the writer throws.
+TEST(JsonWriterTest, RefusesWhatIsNotAJsonNumber) {
+  const double infinity = std::numeric_limits<double>::infinity();
+  JsonWriter json(/*pretty=*/false);
+  json.BeginObject().Key("ettr");
+  try {
+    json.Fixed(infinity, 4);
+    FAIL() << "inf was written: " << json.text();
+  } catch (const InternalError& error) {
+    EXPECT_EQ(std::string(error.what()),
+              "the JSON writer was given 'inf' for 'ettr', not a finite number; no JSON was "
+              "printed");
+  }
+  for (const char* bad : {"-nan", "nan", "+1", "01", "1.", ".5", "1e", "1e+", "", "--1"}) {
+    JsonWriter other(/*pretty=*/false);
+    EXPECT_THROW(other.Raw(bad), InternalError) << bad;
+  }
+  for (const char* good : {"0", "-0.000", "12.5", "1e-05", "2E+10", "-3", "true", "null"}) {
+    JsonWriter other(/*pretty=*/false);
+    EXPECT_NO_THROW(other.Raw(good)) << good;
+    EXPECT_EQ(other.text(), good);
+  }
 }
 
 }  // namespace

@@ -2,7 +2,11 @@
 
 #include <algorithm>
 #include <cstdio>
+#include <string>
+#include <utility>
+#include <vector>
 
+#include "core/text_table.h"
 #include "core/units.h"
 #include "report/json_writer.h"
 
@@ -308,19 +312,31 @@ std::string FormatSummary(const RunInfo& run, const Metrics& metrics) {
   if (!run.stages.empty()) text += FormatStages(run);
   if (!metrics.flows.empty()) text += FormatStateSummary(run, metrics);
   const bool state = !metrics.flows.empty();
-  text += "  rank      busy_ms      idle_ms      span_ms  peak_act  peak_held  peak_act_bytes";
-  text += state ? "  peak_state_bytes  peak_memory_bytes\n" : "\n";
-  for (const RankMetrics& rank : metrics.ranks) {
-    text += "  " + PadLeft(std::to_string(rank.rank), 4) + PadLeft(FormatMs(rank.busy), 13) +
-            PadLeft(FormatMs(rank.idle), 13) + PadLeft(FormatMs(rank.span), 13) +
-            PadLeft(std::to_string(rank.peak_activations), 10) +
-            PadLeft(std::to_string(rank.peak_held), 11) +
-            PadLeft(std::to_string(rank.peak_activation_bytes), 16) +
-            (state ? PadLeft(std::to_string(rank.peak_state_bytes), 18) +
-                         PadLeft(std::to_string(rank.peak_memory_bytes), 19)
-                   : "") +
-            "\n";
+  std::vector<TextColumn> columns = {
+      {"rank", TextAlign::kRight, 4},           {"busy_ms", TextAlign::kRight, 13},
+      {"idle_ms", TextAlign::kRight, 13},       {"span_ms", TextAlign::kRight, 13},
+      {"peak_act", TextAlign::kRight, 10},      {"peak_held", TextAlign::kRight, 11},
+      {"peak_act_bytes", TextAlign::kRight, 16}};
+  if (state) {
+    columns.push_back({"peak_state_bytes", TextAlign::kRight, 18});
+    columns.push_back({"peak_memory_bytes", TextAlign::kRight, 19});
   }
+  TextTable table("  ", std::move(columns));
+  for (const RankMetrics& rank : metrics.ranks) {
+    std::vector<std::string> cells = {std::to_string(rank.rank),
+                                      FormatMs(rank.busy),
+                                      FormatMs(rank.idle),
+                                      FormatMs(rank.span),
+                                      std::to_string(rank.peak_activations),
+                                      std::to_string(rank.peak_held),
+                                      std::to_string(rank.peak_activation_bytes)};
+    if (state) {
+      cells.push_back(std::to_string(rank.peak_state_bytes));
+      cells.push_back(std::to_string(rank.peak_memory_bytes));
+    }
+    table.AddRow(std::move(cells));
+  }
+  text += table.Render();
   return text;
 }
 

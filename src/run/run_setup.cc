@@ -49,9 +49,15 @@ Result<int32_t> ParseCount(const std::string& text, const char* name) {
   int64_t value = 0;
   const char* end = text.data() + text.size();
   const auto [stop, error] = std::from_chars(text.data(), end, value);
-  if (error != std::errc() || stop != end || value > std::numeric_limits<int32_t>::max()) {
+  if (error == std::errc::result_out_of_range ||
+      (error == std::errc() && stop == end && value > std::numeric_limits<int32_t>::max())) {
+    return Error{std::string(name) + ": '" + text + "' is out of range (expected a whole " +
+                 "number from 1 to " + std::to_string(std::numeric_limits<int32_t>::max()) +
+                 ", e.g. " + name + " 4)"};
+  }
+  if (error != std::errc() || stop != end) {
     return Error{std::string(name) + ": '" + text + "' is not an integer (expected a whole " +
-                 "number >= 1, e.g. " + name + " 4)"};
+                 "number >= 1 written in digits, e.g. " + name + " 4)"};
   }
   if (value < 1) {
     return Error{std::string(name) + ": must be at least 1, got " + text};
@@ -277,21 +283,23 @@ Status CheckGeneratedRunSize(const Config& c, bool trace) {
 
 // Every stage's F, I and W within the clock's per-action limit (costs derived from a model's
 // dimensions can be arbitrarily long).
-Status CheckStageCosts(const PreparedRun& run) {
+// `model` names where the model comes from, for the message.
+Status CheckStageCosts(const PreparedRun& run, const std::string& model) {
   for (size_t stage = 0; stage < run.stage_costs.size(); ++stage) {
     const StageCost& cost = run.stage_costs[stage];
     for (const auto& [name, time] :
          {std::pair{"forward", cost.forward}, std::pair{"input_grad", cost.input_grad},
           std::pair{"weight_grad", cost.weight_grad}}) {
       if (time <= kMaxInputDuration) continue;
-      return Error{"stage " + std::to_string(stage) + "'s " + name + " takes " +
+      return Error{model + ": stage " + std::to_string(stage) + "'s " + name + " takes " +
                    (time == Time::Max()
                         ? std::string("longer than int64 nanoseconds hold")
                         : FormatFixed(static_cast<double>(time.ns()) / 1e9, 0) + " s") +
                    ", more than the limit of " +
                    FormatFixed(static_cast<double>(kMaxInputDuration.ns()) / 1e9, 0) +
                    " s per action (2^42 ns); the model's dimensions, seq_len or "
-                   "micro_batch_size are too large for this device"};
+                   "micro_batch_size are too large for this device (expected a smaller "
+                   "--seq-len or --micro-batch-size, more --pp or --tp, or a faster --cluster)"};
     }
   }
   return Status::Ok();
@@ -712,7 +720,8 @@ Result<PreparedRun> PrepareRun(const RunSpec& flags) {
       }
     }
     STAGECRAFT_RETURN_IF_ERROR(PrepareLayerModel(run));
-    STAGECRAFT_RETURN_IF_ERROR(CheckStageCosts(run));
+    STAGECRAFT_RETURN_IF_ERROR(CheckStageCosts(
+        run, flags.hf_config ? "--hf-config " + BaseName(*flags.hf_config) : run.label));
     STAGECRAFT_RETURN_IF_ERROR(TimeCostAwareSchedule(run, flags.every_p2p_mode));
     run.parallel_plan = PlanParallel(c, run.partition, run.schedule);
     run.lower.collectives = run.parallel_plan.collectives;

@@ -5,6 +5,7 @@ import glob
 import json
 import os
 import subprocess
+import sys
 
 import pytest
 
@@ -225,3 +226,34 @@ def test_unknown_schedule_and_deadlock_raise_with_their_kind():
     assert deadlock.value.kind == "deadlock"
     assert "wait-for cycle:" in deadlock.value.message
     assert "rank 1 1F1 waits for activation transfer 0F1 -> 1F1" in deadlock.value.message
+
+
+def test_bundled_examples_and_the_version():
+    # From any folder: a bundled example by name (the installed package's own copy, or examples/
+    # from the repository), simulated as the CLI simulates the repository's file.
+    path = stagecraft.examples.path("deepseek-v4.1-flash.yaml")
+    assert os.path.isabs(path) and os.path.isfile(path)
+    with open(path) as bundled, open(os.path.join(ROOT, "examples", "deepseek-v4.1-flash.yaml")) as repo:
+        assert bundled.read() == repo.read()
+    assert stagecraft.simulate(path).to_dict() == \
+        cli_json("simulate", "examples/deepseek-v4.1-flash.yaml")
+    assert "vidur/chat.csv" in stagecraft.examples.names()
+    with pytest.raises(FileNotFoundError) as unknown:
+        stagecraft.examples.path("deepseek-v4-flash.yaml")
+    assert "did you mean 'deepseek-v4.1-flash.yaml'" in str(unknown.value)
+    # One version, CMakeLists.txt's project version.
+    with open(os.path.join(ROOT, "CMakeLists.txt")) as cmake:
+        assert f"project(stagecraft VERSION {stagecraft.__version__} " in cmake.read()
+
+
+@pytest.mark.skipif(not os.environ.get("STAGECRAFT_INSTALLED"),
+                    reason="the installed package only (tests/python/pip_install.sh)")
+def test_the_installed_package_is_self_contained():
+    import importlib.metadata
+    package = os.path.dirname(os.path.abspath(stagecraft.__file__))
+    assert package.startswith(sys.prefix + os.sep), package  # the venv's, not the repository's
+    assert os.path.dirname(stagecraft._native.__file__) == package
+    assert stagecraft.examples.path("uniform-study.yaml").startswith(package + os.sep)
+    for typed in ("__init__.pyi", "py.typed"):
+        assert os.path.isfile(os.path.join(package, typed))
+    assert importlib.metadata.version("stagecraft") == stagecraft.__version__

@@ -257,3 +257,43 @@ def test_the_installed_package_is_self_contained():
     for typed in ("__init__.pyi", "py.typed"):
         assert os.path.isfile(os.path.join(package, typed))
     assert importlib.metadata.version("stagecraft") == stagecraft.__version__
+
+
+def _stub_parameters(function):
+    """A stub's parameters as (name, kind, has a default), kinds as _runtime_parameters gives."""
+    arguments = function.args
+    positional = arguments.posonlyargs + arguments.args
+    first_default = len(positional) - len(arguments.defaults)
+    parameters = [(arg.arg, "positional", index >= first_default)
+                  for index, arg in enumerate(positional)]
+    if arguments.vararg:
+        parameters.append((arguments.vararg.arg, "*", False))
+    parameters += [(arg.arg, "keyword", default is not None)
+                   for arg, default in zip(arguments.kwonlyargs, arguments.kw_defaults)]
+    if arguments.kwarg:
+        parameters.append((arguments.kwarg.arg, "**", False))
+    return parameters
+
+
+def _runtime_parameters(function):
+    import inspect
+    kinds = {inspect.Parameter.POSITIONAL_ONLY: "positional",
+             inspect.Parameter.POSITIONAL_OR_KEYWORD: "positional",
+             inspect.Parameter.VAR_POSITIONAL: "*", inspect.Parameter.KEYWORD_ONLY: "keyword",
+             inspect.Parameter.VAR_KEYWORD: "**"}
+    return [(parameter.name, kinds[parameter.kind], parameter.default is not parameter.empty)
+            for parameter in inspect.signature(function).parameters.values()]
+
+
+def test_the_type_stubs_match_the_functions():
+    # __init__.pyi (shipped with py.typed) declares every name of __all__, each public function
+    # with the runtime's parameters: names, kinds and which have defaults.
+    import ast
+    with open(os.path.join(os.path.dirname(stagecraft.__file__), "__init__.pyi")) as stub:
+        tree = ast.parse(stub.read())
+    declared = {node.name: node for node in tree.body
+                if isinstance(node, (ast.FunctionDef, ast.ClassDef))}
+    assert set(stagecraft.__all__) - {"examples"} <= set(declared)
+    for name, node in declared.items():
+        if isinstance(node, ast.FunctionDef):
+            assert _stub_parameters(node) == _runtime_parameters(getattr(stagecraft, name)), name

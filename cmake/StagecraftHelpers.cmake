@@ -19,13 +19,16 @@ function(stagecraft_set_warnings target)
 endfunction()
 
 # stagecraft_add_module(NAME SOURCES... DEPS ...): one library target per module (DESIGN.md §6),
-# aliased as stagecraft::NAME, with src/ on the include path.
+# aliased as stagecraft::NAME (its name when installed, cmake/StagecraftInstall.cmake), with src/
+# on the include path.
 function(stagecraft_add_module name)
   cmake_parse_arguments(ARG "" "" "SOURCES;DEPS" ${ARGN})
   add_library(stagecraft_${name} STATIC ${ARG_SOURCES})
   add_library(stagecraft::${name} ALIAS stagecraft_${name})
-  target_include_directories(stagecraft_${name} PUBLIC ${PROJECT_SOURCE_DIR}/src
-                                                       ${PROJECT_SOURCE_DIR}/include)
+  set_target_properties(stagecraft_${name} PROPERTIES EXPORT_NAME ${name})
+  target_include_directories(stagecraft_${name} PUBLIC $<BUILD_INTERFACE:${PROJECT_SOURCE_DIR}/src>
+                                                       $<BUILD_INTERFACE:${PROJECT_SOURCE_DIR}/include>)
+  target_compile_features(stagecraft_${name} PUBLIC cxx_std_20)
   target_link_libraries(stagecraft_${name} PUBLIC ${ARG_DEPS})
   if(STAGECRAFT_SANITIZE OR STAGECRAFT_BUILD_FUZZ)
     target_link_options(stagecraft_${name} PUBLIC -fsanitize=address,undefined)

@@ -427,6 +427,7 @@ Answer PyKernel(const std::string& op, const std::vector<std::string>& extents,
 
 PYBIND11_MODULE(_native, module) {
   module.doc() = "stagecraft's run library (use the stagecraft package, not this module)";
+  module.attr("version") = STAGECRAFT_VERSION;  // CMakeLists.txt's project version
   using stagecraft::Answer;
   module.def("simulate", &stagecraft::PySimulate, py::arg("path"), py::arg("text"),
              py::arg("overrides"), py::arg("schedule_csv"), py::arg("report"));

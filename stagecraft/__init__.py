@@ -10,8 +10,12 @@ A config is a path, `text=` (YAML) or `config=` (a dict). Overrides are the run 
 Results carry the field names of the command's `--json` object (doc/json.md); `.to_dict()`
 gives the plain dict. Errors raise StagecraftError with `kind` ("bad_input", "infeasible",
 "violation", "deadlock"), `file`, `line` and `message`. simulate, plan, serve and goodput take
-`report="run.html"` to write the HTML report as `--report` does. The native half (_native) is built by
-the README's set-up (build*/python/); STAGECRAFT_PYTHON_DIR names another folder.
+`report="run.html"` to write the HTML report as `--report` does. `stagecraft.examples.path(name)`
+gives a bundled example's file; `stagecraft.__version__` is the project's version (CMakeLists.txt).
+
+Installed (`pip install .`, or the wheel of `python3 -m build --wheel --no-isolation`), the
+package holds its native half (_native) and the examples. From the repository, _native is the one
+the README's set-up builds (build*/python/); STAGECRAFT_PYTHON_DIR names another folder.
 """
 
 import glob
@@ -21,17 +25,21 @@ import os
 import re
 import sys
 
+from . import examples
+
 __all__ = ["simulate", "check", "derive", "memory", "plan", "serve", "goodput", "schedule", "kernel",
-           "StagecraftError", "Result"]
+           "StagecraftError", "Result", "examples"]
 
 
 def _load_native():
     here = os.path.dirname(os.path.abspath(__file__))
     root = os.path.dirname(here)
     folders = [os.environ["STAGECRAFT_PYTHON_DIR"]] if os.environ.get("STAGECRAFT_PYTHON_DIR") else []
+    folders.append(here)  # an installed package's own
     built = [os.path.join(root, name, "python") for name in ("build", "build-test")]
     folders += built
-    # The named folder first; else the most recently built of the set-up's two builds.
+    # The named folder first, then the package's; else the most recently built of the set-up's
+    # two builds.
     candidates = []
     for rank, folder in enumerate(folders):
         for path in sorted(glob.glob(os.path.join(folder, "_native*.so"))):
@@ -51,6 +59,7 @@ def _load_native():
 
 
 _native = _load_native()
+__version__ = _native.version  # CMakeLists.txt's project version, compiled in
 
 
 class StagecraftError(Exception):

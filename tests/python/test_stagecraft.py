@@ -5,6 +5,7 @@ import glob
 import json
 import os
 import subprocess
+import sys
 
 import pytest
 
@@ -225,3 +226,74 @@ def test_unknown_schedule_and_deadlock_raise_with_their_kind():
     assert deadlock.value.kind == "deadlock"
     assert "wait-for cycle:" in deadlock.value.message
     assert "rank 1 1F1 waits for activation transfer 0F1 -> 1F1" in deadlock.value.message
+
+
+def test_bundled_examples_and_the_version():
+    # From any folder: a bundled example by name (the installed package's own copy, or examples/
+    # from the repository), simulated as the CLI simulates the repository's file.
+    path = stagecraft.examples.path("deepseek-v4.1-flash.yaml")
+    assert os.path.isabs(path) and os.path.isfile(path)
+    with open(path) as bundled, open(os.path.join(ROOT, "examples", "deepseek-v4.1-flash.yaml")) as repo:
+        assert bundled.read() == repo.read()
+    assert stagecraft.simulate(path).to_dict() == \
+        cli_json("simulate", "examples/deepseek-v4.1-flash.yaml")
+    assert "vidur/chat.csv" in stagecraft.examples.names()
+    with pytest.raises(FileNotFoundError) as unknown:
+        stagecraft.examples.path("deepseek-v4-flash.yaml")
+    assert "did you mean 'deepseek-v4.1-flash.yaml'" in str(unknown.value)
+    # One version, CMakeLists.txt's project version.
+    with open(os.path.join(ROOT, "CMakeLists.txt")) as cmake:
+        assert f"project(stagecraft VERSION {stagecraft.__version__} " in cmake.read()
+
+
+@pytest.mark.skipif(not os.environ.get("STAGECRAFT_INSTALLED"),
+                    reason="the installed package only (tests/python/pip_install.sh)")
+def test_the_installed_package_is_self_contained():
+    import importlib.metadata
+    package = os.path.dirname(os.path.abspath(stagecraft.__file__))
+    assert package.startswith(sys.prefix + os.sep), package  # the venv's, not the repository's
+    assert os.path.dirname(stagecraft._native.__file__) == package
+    assert stagecraft.examples.path("uniform-study.yaml").startswith(package + os.sep)
+    for typed in ("__init__.pyi", "py.typed"):
+        assert os.path.isfile(os.path.join(package, typed))
+    assert importlib.metadata.version("stagecraft") == stagecraft.__version__
+
+
+def _stub_parameters(function):
+    """A stub's parameters as (name, kind, has a default), kinds as _runtime_parameters gives."""
+    arguments = function.args
+    positional = arguments.posonlyargs + arguments.args
+    first_default = len(positional) - len(arguments.defaults)
+    parameters = [(arg.arg, "positional", index >= first_default)
+                  for index, arg in enumerate(positional)]
+    if arguments.vararg:
+        parameters.append((arguments.vararg.arg, "*", False))
+    parameters += [(arg.arg, "keyword", default is not None)
+                   for arg, default in zip(arguments.kwonlyargs, arguments.kw_defaults)]
+    if arguments.kwarg:
+        parameters.append((arguments.kwarg.arg, "**", False))
+    return parameters
+
+
+def _runtime_parameters(function):
+    import inspect
+    kinds = {inspect.Parameter.POSITIONAL_ONLY: "positional",
+             inspect.Parameter.POSITIONAL_OR_KEYWORD: "positional",
+             inspect.Parameter.VAR_POSITIONAL: "*", inspect.Parameter.KEYWORD_ONLY: "keyword",
+             inspect.Parameter.VAR_KEYWORD: "**"}
+    return [(parameter.name, kinds[parameter.kind], parameter.default is not parameter.empty)
+            for parameter in inspect.signature(function).parameters.values()]
+
+
+def test_the_type_stubs_match_the_functions():
+    # __init__.pyi (shipped with py.typed) declares every name of __all__, each public function
+    # with the runtime's parameters: names, kinds and which have defaults.
+    import ast
+    with open(os.path.join(os.path.dirname(stagecraft.__file__), "__init__.pyi")) as stub:
+        tree = ast.parse(stub.read())
+    declared = {node.name: node for node in tree.body
+                if isinstance(node, (ast.FunctionDef, ast.ClassDef))}
+    assert set(stagecraft.__all__) - {"examples"} <= set(declared)
+    for name, node in declared.items():
+        if isinstance(node, ast.FunctionDef):
+            assert _stub_parameters(node) == _runtime_parameters(getattr(stagecraft, name)), name

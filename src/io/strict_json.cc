@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "core/suggest.h"
+#include "core/utf8.h"
 
 namespace stagecraft {
 namespace {
@@ -33,25 +34,6 @@ bool StartsWith(std::string_view text, size_t pos, std::string_view word) {
 
 bool IsWordByte(char c) {
   return std::isalnum(static_cast<unsigned char>(c)) || c == '_' || c == '.' || c == '-';
-}
-
-// Appends code point `cp` as UTF-8 (a lone surrogate as its three bytes, as Python keeps it).
-void AppendUtf8(uint32_t cp, std::string& out) {
-  if (cp < 0x80) {
-    out += static_cast<char>(cp);
-  } else if (cp < 0x800) {
-    out += static_cast<char>(0xC0 | (cp >> 6));
-    out += static_cast<char>(0x80 | (cp & 0x3F));
-  } else if (cp < 0x10000) {
-    out += static_cast<char>(0xE0 | (cp >> 12));
-    out += static_cast<char>(0x80 | ((cp >> 6) & 0x3F));
-    out += static_cast<char>(0x80 | (cp & 0x3F));
-  } else {
-    out += static_cast<char>(0xF0 | (cp >> 18));
-    out += static_cast<char>(0x80 | ((cp >> 12) & 0x3F));
-    out += static_cast<char>(0x80 | ((cp >> 6) & 0x3F));
-    out += static_cast<char>(0x80 | (cp & 0x3F));
-  }
 }
 
 // The length of the valid UTF-8 sequence at `pos` (0 when it is not one).

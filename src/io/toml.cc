@@ -5,6 +5,7 @@
 #include <unordered_map>
 
 #include "core/suggest.h"
+#include "core/utf8.h"
 
 namespace stagecraft {
 namespace {
@@ -15,24 +16,6 @@ bool IsBareKeyChar(char c) {
 }
 
 bool IsDigit(char c) { return c >= '0' && c <= '9'; }
-
-void AppendUtf8(uint32_t code, std::string& out) {
-  if (code < 0x80) {
-    out += static_cast<char>(code);
-  } else if (code < 0x800) {
-    out += static_cast<char>(0xC0 | (code >> 6));
-    out += static_cast<char>(0x80 | (code & 0x3F));
-  } else if (code < 0x10000) {
-    out += static_cast<char>(0xE0 | (code >> 12));
-    out += static_cast<char>(0x80 | ((code >> 6) & 0x3F));
-    out += static_cast<char>(0x80 | (code & 0x3F));
-  } else {
-    out += static_cast<char>(0xF0 | (code >> 18));
-    out += static_cast<char>(0x80 | ((code >> 12) & 0x3F));
-    out += static_cast<char>(0x80 | ((code >> 6) & 0x3F));
-    out += static_cast<char>(0x80 | (code & 0x3F));
-  }
-}
 
 // One pass over the text with the line and column of the cursor.
 class TomlParser {

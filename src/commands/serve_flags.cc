@@ -168,9 +168,12 @@ Result<TrtllmBenchInputs> TrtllmBenchInputsOf(const ModelSpec& model, const Clus
         "--engine trtllm-bench with a length table: not supported; give --engine "
         "trtllm with --max-num-seqs and --max-num-batched-tokens"};
   } else {
-    in.mean_prompt = static_cast<double>(workload.prompt.low + workload.prompt.high) / 2;
+    // A shared prefix is part of every prompt the engine sees (Workload::prefix_tokens).
+    const auto prefix =
+        static_cast<double>(workload.prefix_groups > 0 ? workload.prefix_tokens : 0);
+    in.mean_prompt = prefix + static_cast<double>(workload.prompt.low + workload.prompt.high) / 2;
     in.mean_output = static_cast<double>(workload.output.low + workload.output.high) / 2;
-    in.max_prompt = workload.prompt.high;
+    in.max_prompt = static_cast<int64_t>(prefix) + workload.prompt.high;
   }
   return in;
 }

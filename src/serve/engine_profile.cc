@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cctype>
 #include <cmath>
+#include <initializer_list>
 #include <string>
 
 namespace stagecraft {
@@ -118,8 +119,23 @@ double SglangMemFractionStatic(double hbm_bytes, int32_t tp, int32_t pp, int64_t
 
 namespace {
 
-// Rounds `value` up to a multiple of `step`.
-double RoundUp(double value, double step) { return step * std::ceil(value / step); }
+// trtllm-bench's rounding (finetune_setting): `value` up to the step of the first band it lies
+// below (the last step past every band), and at least `least` (which only binds in the first).
+struct Band {
+  double below;
+  double step;
+};
+double RoundUpInBands(double value, double least, std::initializer_list<Band> bands,
+                      double last_step) {
+  double step = last_step;
+  for (const Band& band : bands) {
+    if (value < band.below) {
+      step = band.step;
+      break;
+    }
+  }
+  return std::max(least, step * std::ceil(value / step));
+}
 
 }  // namespace
 
@@ -135,24 +151,10 @@ TrtllmBenchLimits ComputeTrtllmBenchLimits(const TrtllmBenchInputs& in) {
   const double requests = cache / (token_gib * (in.mean_prompt + in.mean_output));
   const double raw_bs = std::max(0.0, std::min(requests, 4096.0)) / in.pp;
   const double raw_tokens = std::min(raw_bs * (1 + in.mean_prompt / in.mean_output), 32768.0);
-  double batch = 0;
-  if (raw_bs < 256) {
-    batch = std::max(64.0, RoundUp(raw_bs, 32));
-  } else if (raw_bs < 1024) {
-    batch = RoundUp(raw_bs, 128);
-  } else {
-    batch = RoundUp(raw_bs, 256);
-  }
-  double tokens = 0;
-  if (raw_tokens < 4096) {
-    tokens = std::max(2048.0, RoundUp(raw_tokens, 256));
-  } else if (raw_tokens < 8192) {
-    tokens = RoundUp(raw_tokens, 512);
-  } else {
-    tokens = RoundUp(raw_tokens, 1024);
-  }
-  const auto max_batch = static_cast<int64_t>(batch);
-  const auto max_tokens = static_cast<int64_t>(tokens);
+  const auto max_batch =
+      static_cast<int64_t>(RoundUpInBands(raw_bs, 64, {{256, 32}, {1024, 128}}, 256));
+  const auto max_tokens =
+      static_cast<int64_t>(RoundUpInBands(raw_tokens, 2048, {{4096, 256}, {8192, 512}}, 1024));
   return {max_batch,
           in.chunked_prefill ? max_tokens : std::max(max_tokens, in.max_prompt + max_batch)};
 }

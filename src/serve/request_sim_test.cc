@@ -401,6 +401,14 @@ TEST(RequestSimTest, RequestTraceReplays) {
   EXPECT_FALSE(ParseRequestTrace("", "t.csv").ok());
 }
 
+// The batching tests' requests: a 1,000-token prompt at t = 0 and three of 700 tokens 1 ms later
+// (during its prefill), each with 2 output tokens.
+Workload OneThenThreePrompts() {
+  Workload workload;
+  workload.trace = {{0, 1000, 2}, {1'000'000, 700, 2}, {1'000'000, 700, 2}, {1'000'000, 700, 2}};
+  return workload;
+}
+
 // vLLM V0's batching as Vidur models it (EngineOptions::Batching::kPrefillFirst), under a
 // 2,048-token budget: a 1,000-token prompt arrives alone and starts at once; three 700-token
 // prompts arrive during its prefill. The next iteration takes two of them whole (2 x 700 <=
@@ -411,8 +419,7 @@ TEST(RequestSimTest, PrefillFirstBatchesWholePromptsBeforeDecodes) {
   engine.batching = EngineOptions::Batching::kPrefillFirst;
   engine.token_budget = 2048;
   const ReplicaModel replica = Replica(1, engine);
-  Workload workload;
-  workload.trace = {{0, 1000, 2}, {1'000'000, 700, 2}, {1'000'000, 700, 2}, {1'000'000, 700, 2}};
+  Workload workload = OneThenThreePrompts();
   std::vector<IterationRecord> iterations;
   auto stats = SimulateServing(replica, workload, Routing::kRoundRobin, Slo{}, &iterations);
   ASSERT_TRUE(stats.ok()) << stats.error().message;
@@ -446,8 +453,7 @@ TEST(RequestSimTest, UnchunkedRunsWholePromptsBesideTheDecodes) {
   engine.batching = EngineOptions::Batching::kUnchunked;
   engine.token_budget = 2048;
   const ReplicaModel replica = Replica(1, engine);
-  Workload workload;
-  workload.trace = {{0, 1000, 2}, {1'000'000, 700, 2}, {1'000'000, 700, 2}, {1'000'000, 700, 2}};
+  Workload workload = OneThenThreePrompts();
   std::vector<IterationRecord> iterations;
   auto stats = SimulateServing(replica, workload, Routing::kRoundRobin, Slo{}, &iterations);
   ASSERT_TRUE(stats.ok()) << stats.error().message;

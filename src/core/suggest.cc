@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <cctype>
 
+#include "core/utf8.h"
+
 namespace stagecraft {
 namespace {
 
@@ -76,32 +78,6 @@ std::string JoinChoices(const std::vector<std::string>& choices) {
   }
   return joined;
 }
-
-namespace {
-
-// The length of the valid UTF-8 sequence at `text[pos]` (2 to 4 bytes), or 0 when there is none
-// (RFC 3629: no overlong forms, no surrogates, nothing above U+10FFFF).
-size_t Utf8SequenceLength(std::string_view text, size_t pos) {
-  const auto byte = [&](size_t offset) {
-    return pos + offset < text.size() ? static_cast<unsigned char>(text[pos + offset]) : 0u;
-  };
-  const unsigned lead = byte(0);
-  const auto continuation = [&](size_t offset) { return (byte(offset) & 0xC0u) == 0x80u; };
-  if (lead >= 0xC2 && lead <= 0xDF) return continuation(1) ? 2 : 0;
-  if (lead >= 0xE0 && lead <= 0xEF) {
-    const unsigned second = byte(1);
-    if ((lead == 0xE0 && second < 0xA0) || (lead == 0xED && second > 0x9F)) return 0;
-    return continuation(1) && continuation(2) ? 3 : 0;
-  }
-  if (lead >= 0xF0 && lead <= 0xF4) {
-    const unsigned second = byte(1);
-    if ((lead == 0xF0 && second < 0x90) || (lead == 0xF4 && second > 0x8F)) return 0;
-    return continuation(1) && continuation(2) && continuation(3) ? 4 : 0;
-  }
-  return 0;
-}
-
-}  // namespace
 
 std::string EscapeBytes(std::string_view text) {
   static constexpr char kHex[] = "0123456789abcdef";

@@ -36,34 +36,6 @@ bool IsWordByte(char c) {
   return std::isalnum(static_cast<unsigned char>(c)) || c == '_' || c == '.' || c == '-';
 }
 
-// The length of the valid UTF-8 sequence at `pos` (0 when it is not one).
-size_t Utf8Length(std::string_view text, size_t pos) {
-  const auto byte = [&](size_t at) { return static_cast<unsigned char>(text[at]); };
-  const unsigned char lead = byte(pos);
-  size_t length = 0;
-  uint32_t cp = 0;
-  if (lead >= 0xC2 && lead <= 0xDF) {
-    length = 2;
-    cp = lead & 0x1F;
-  } else if (lead >= 0xE0 && lead <= 0xEF) {
-    length = 3;
-    cp = lead & 0x0F;
-  } else if (lead >= 0xF0 && lead <= 0xF4) {
-    length = 4;
-    cp = lead & 0x07;
-  } else {
-    return 0;
-  }
-  if (pos + length > text.size()) return 0;
-  for (size_t at = pos + 1; at < pos + length; ++at) {
-    if ((byte(at) & 0xC0) != 0x80) return 0;
-    cp = (cp << 6) | (byte(at) & 0x3F);
-  }
-  const uint32_t smallest[] = {0, 0, 0x80, 0x800, 0x10000};
-  if (cp < smallest[length] || cp > 0x10FFFF || (cp >= 0xD800 && cp <= 0xDFFF)) return 0;
-  return length;
-}
-
 int HexDigit(char c) {
   if (c >= '0' && c <= '9') return c - '0';
   if (c >= 'a' && c <= 'f') return c - 'a' + 10;
@@ -140,7 +112,8 @@ std::string Checker::Shown(size_t pos) const {
     const char* hex = "0123456789abcdef";
     return std::string("'\\x") + hex[byte >> 4] + hex[byte & 0xF] + "'";
   }
-  return "'" + EscapeBytes(text_.substr(pos, std::max<size_t>(1, Utf8Length(text_, pos)))) + "'";
+  return "'" + EscapeBytes(text_.substr(pos, std::max<size_t>(1, Utf8SequenceLength(text_, pos)))) +
+         "'";
 }
 
 void Checker::SkipSpace() {
@@ -321,7 +294,7 @@ Status Checker::String(std::string* decoded) {
       STAGECRAFT_RETURN_IF_ERROR(Escape(decoded));
       continue;
     }
-    const size_t length = c < 0x80 ? 1 : Utf8Length(text_, pos_);
+    const size_t length = c < 0x80 ? 1 : Utf8SequenceLength(text_, pos_);
     if (length == 0) {
       return Fail(pos_, "a byte " + Shown(pos_) + " that is not UTF-8 inside a string",
                   "UTF-8 text");

@@ -178,6 +178,7 @@ Status ReadParallel(const Reader& reader, const Field& field, ParallelSpec* para
        {"fp8", BoolInto(reader, &parallel->fp8)},
        {"enable_fsdp_float8_all_gather", BoolInto(reader, &parallel->fp8_all_gather)},
        {"fused_kernels", BoolInto(reader, &parallel->fused_kernels)},
+       {"engine", EnumInto(reader, "engine", kTrainingEngineNames, &parallel->engine)},
        {"cross_entropy_fusion", EnumInto(reader, "cross entropy fusion", kCrossEntropyFusionNames,
                                          &parallel->cross_entropy_fusion)},
        {"overlap_grad_reduce", BoolInto(reader, &parallel->overlap_grad_reduce)},

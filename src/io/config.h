@@ -14,6 +14,7 @@
 #include "core/time.h"
 #include "hardware/cluster_spec.h"
 #include "memory/model_states.h"
+#include "model/engine_host.h"
 #include "model/model_spec.h"
 #include "model/multimodal_spec.h"
 #include "schedule/run_modes.h"
@@ -136,6 +137,8 @@ struct ParallelSpec {
   bool hybrid_shard = false;  // FSDP hybrid: shard within a node, replicate across
   int32_t zero_stage = 0;     // 0-3: what is sharded over dp (1 optimizer, 2 +grads,
                               // 3 +params); distributed_optimizer means >= 1
+  // The engine that ran the step: its host time per kernel (model/engine_host.h).
+  TrainingEngine engine = TrainingEngine::kUnstated;
   TrainingPrecision precision = TrainingPrecision::kBf16;  // parameter, gradient and optimizer
                                                            // bytes (memory/model_states.h)
   // CSA2 layer lists' context parallelism: the sharding of the sequence, and whether the

@@ -236,7 +236,7 @@ TEST(ParseConfigErrorTest, UnknownKeyInSection) {
             "'context_parallel_rotate_method', 'cp_sharding', 'cp_overlap', 'sequence_parallel', "
             "'recompute', 'recompute_num_layers', "
             "'recompute_method', 'distributed_optimizer', 'fp8', 'enable_fsdp_float8_all_gather', "
-            "'fused_kernels', "
+            "'fused_kernels', 'engine', "
             "'cross_entropy_fusion', 'overlap_grad_reduce', "
             "'overlap_param_gather', 'tp_comm_overlap', 'async_tp', 'fsdp_reshard_after_forward', "
             "'grad_buckets', 'fsdp', 'zero_stage' or 'precision')");

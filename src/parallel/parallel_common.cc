@@ -15,6 +15,13 @@ Time RingGather(const ClusterSpec& cluster, int32_t ranks, int32_t ranks_per_nod
   return RingTime(cluster, Collective::kAllGather, ranks, ranks_per_node, bytes);
 }
 
+DeviceRates TrainingRates(const Config& config) {
+  DeviceRates rates = config.cluster.rates();
+  rates.kernels.host_seconds_per_kernel =
+      HostSecondsPerKernel(config.parallel.engine, rates.kernels);
+  return rates;
+}
+
 TransformerRun TransformerRunOf(const Config& config) {
   TransformerRun run;
   run.seq_len = config.model.seq_len;

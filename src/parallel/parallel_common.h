@@ -25,6 +25,9 @@ Time RingGather(const ClusterSpec& cluster, int32_t ranks, int32_t ranks_per_nod
 // How a transformer model's layers run on one rank (model/transformer.h): the parallel
 // degrees, recomputation (with Megatron's recompute_num_layers) and the kernels' options.
 TransformerRun TransformerRunOf(const Config& config);
+// The cluster's device rates with the host time per kernel of the engine that runs the step
+// (parallel.engine; model/engine_host.h): what every training layer is costed with.
+DeviceRates TrainingRates(const Config& config);
 
 // The ranks holding a stage's parameters: its rank (`ranks` is StageRanks(schedule)), and with
 // the dual placement (DualPipe's two model copies) the mirrored rank too. None for a stage no

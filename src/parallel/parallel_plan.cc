@@ -77,7 +77,7 @@ Status BuildTransformerModel(Config& config) {
                  " (each context-parallel rank holds s/cp tokens); pick a divisor"};
   }
   if (config.cluster.kernel_costed()) {
-    model.layers = TransformerLayers(spec, TransformerRunOf(config), config.cluster.rates());
+    model.layers = TransformerLayers(spec, TransformerRunOf(config), TrainingRates(config));
   } else {
     ComputeRate rate;
     rate.flops_per_s = config.cluster.effective_flops_per_s();
@@ -126,7 +126,9 @@ std::vector<std::pair<std::string, std::string>> CostAssumptions(const Config& c
                                                  "x slower (Dao 2023, §4.1)"
                                            : std::string()));
     out.emplace_back("memory_bound", percent(cluster.memory_efficiency) + " of HBM");
-    out.emplace_back("host", FormatFixed(k.host_seconds_per_kernel * 1e6, 1) + " us per kernel");
+    out.emplace_back("host", FormatFixed(HostSecondsPerKernel(config.parallel.engine, k) * 1e6, 1) +
+                                 " us per kernel (" + HostSecondsSource(config.parallel.engine) +
+                                 ")");
   } else {
     out.emplace_back(
         "cost_model",

@@ -60,7 +60,7 @@ TpExposure DecoderTpExposure(const Config& config, const TransformerRun& run, Ti
                              TpRecompute recomputed, bool moe_layer) {
   return ExposeTp(config, collective, recomputed,
                   TpOverlaps(config) ? DecoderKernelTimes(config.model.transformer, run,
-                                                          config.cluster.rates(), moe_layer)
+                                                          TrainingRates(config), moe_layer)
                                      : LayerKernelTimes());
 }
 
@@ -90,7 +90,7 @@ TpExposure Csa2DecoderTp(const Config& config, const LayerRun& layer_run, const 
     LayerRun one = layer_run;
     one.recompute = Recompute::kNone;  // ExposeTp adds the recomputed forward's GEMMs
     kernels = Csa2LayerKernelTimes(layer, model.dims, model.seq_len, model.micro_batch_size, one,
-                                   config.cluster.rates());
+                                   TrainingRates(config));
   }
   return ExposeTp(config, collective,
                   TpRecomputeOf(recomputes ? Recompute::kFull : Recompute::kNone, 1.0), kernels);

@@ -4,6 +4,7 @@
 
 #include "lower/layer_pipeline.h"
 #include "model/layer_costs.h"
+#include "parallel/parallel_common.h"
 #include "run/run_setup.h"
 
 namespace stagecraft {
@@ -114,7 +115,7 @@ Status PrepareLayerModel(PreparedRun& run) {
   ModelSpec& model = run.config.model;
   const ParallelSpec& parallel = run.config.parallel;
   const ClusterSpec& cluster = run.config.cluster;
-  const DeviceRates rates = cluster.rates();
+  const DeviceRates rates = TrainingRates(run.config);
   LayerRun layer_run = LayerRunOf(run.config);
   const ModelSpec given = model;  // the layers as written, before their costs are derived
   const auto estimate = [&] {

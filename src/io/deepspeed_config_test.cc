@@ -90,6 +90,7 @@ TEST(DeepSpeedConfigTest, WrittenConfigReadsBackToTheSameRun) {
     EXPECT_EQ(got.parallel.pp, run.parallel.pp);
     EXPECT_EQ(got.parallel.zero_stage, run.parallel.zero_stage);
     EXPECT_EQ(got.parallel.layer_counts, run.parallel.layer_counts);
+    EXPECT_EQ(got.parallel.engine, TrainingEngine::kMegatronDeepSpeed);
     EXPECT_EQ(WriteDeepSpeedJson(got, GlobalBatch(got)), json);
     EXPECT_EQ(ArgsText(got), args);
   }

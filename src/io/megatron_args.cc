@@ -346,6 +346,7 @@ Result<Config> ReadMegatronArgs(const std::string& text, const std::string& sour
   p = ParallelSpec();
   p.pp = 1;
   p.microbatches = 1;
+  p.engine = args.deepspeed ? TrainingEngine::kMegatronDeepSpeed : TrainingEngine::kMegatronLm;
   STAGECRAFT_RETURN_IF_ERROR(ReadLines(text, source, args));
   STAGECRAFT_RETURN_IF_ERROR(SettleRecompute(args, source));
   STAGECRAFT_RETURN_IF_ERROR(SettleAttention(args, source));

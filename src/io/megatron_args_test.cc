@@ -274,6 +274,10 @@ TEST(MegatronArgsTest, WrittenArgumentsReadBackToTheSameRun) {
     auto read = ReadMegatronArgs(Text(args), "args.txt", base, c.context.dialect);
     ASSERT_TRUE(read.ok()) << read.error().message << "\n" << Text(args);
     ExpectSameRun(c.config, read.value());
+    // The dialect names the engine, for its host time per kernel (model/engine_host.h).
+    EXPECT_EQ(read.value().parallel.engine, c.context.dialect == MegatronDialect::kMegatronDeepSpeed
+                                                ? TrainingEngine::kMegatronDeepSpeed
+                                                : TrainingEngine::kMegatronLm);
     EXPECT_EQ(WriteMegatronArgs(read.value(), c.context), args);
   }
 }

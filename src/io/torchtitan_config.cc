@@ -482,6 +482,7 @@ Result<Config> ReadTorchtitanDocument(const TomlDocument& document, const std::s
   }
   const int64_t accumulation = global / (local * dp);
   ParallelSpec& p = config.parallel;
+  p.engine = TrainingEngine::kTorchtitan;
   p.tp = static_cast<int32_t>(layout.tp);
   p.pp = static_cast<int32_t>(layout.pp);
   p.cp = static_cast<int32_t>(layout.cp);

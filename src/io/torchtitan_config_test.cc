@@ -37,6 +37,7 @@ TEST(TorchtitanConfigTest, FlavorsGiveLlama3Dimensions) {
   EXPECT_EQ(c.parallel.dp, 2);
   EXPECT_EQ(c.parallel.vpp, 2);
   EXPECT_EQ(c.parallel.microbatches, 16);
+  EXPECT_EQ(c.parallel.engine, TrainingEngine::kTorchtitan);
   EXPECT_EQ(c.parallel.zero_stage, 3);
   EXPECT_TRUE(c.parallel.sequence_parallel);
   EXPECT_EQ(c.parallel.recompute, Recompute::kFull);

@@ -94,12 +94,14 @@ void Candidate::ApplyTo(Config& config) const {
   }
   switch (engine) {
     case Engine::kMegatron:
+      p.engine = TrainingEngine::kMegatronLm;
       // The recipe Megatron's examples run: the distributed optimizer with both overlaps.
       p.distributed_optimizer = zero_stage == 1;
       p.overlap_grad_reduce = data_parallel;
       p.overlap_param_gather = zero_stage == 1;
       break;
     case Engine::kTorchtitan:
+      p.engine = TrainingEngine::kTorchtitan;
       p.zero_stage = zero_stage;  // 3: FSDP2 over dp_shard x cp
       // Compiled with the model where the candidate compiles (fused kernels), as torchtitan
       // does since e7c0cae (components/loss.py).
@@ -113,6 +115,9 @@ void Candidate::ApplyTo(Config& config) const {
       }
       break;
     case Engine::kDeepSpeed:
+      p.engine = TrainingEngine::kMegatronDeepSpeed;  // what `--export deepspeed` launches
+      p.zero_stage = zero_stage;
+      break;
     case Engine::kAny:
       p.zero_stage = zero_stage;
       break;

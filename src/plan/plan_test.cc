@@ -141,6 +141,30 @@ TEST(CandidateTest, ApplyToSetsAnEvenSplitAndTheEnginesOptions) {
   EXPECT_TRUE(config.parallel.overlap_grad_reduce);
   EXPECT_TRUE(config.parallel.sequence_parallel);
   EXPECT_EQ(config.parallel.zero_stage, 0);
+  EXPECT_EQ(config.parallel.engine, TrainingEngine::kMegatronLm);
+}
+
+// Each engine's candidates are costed with its host time per kernel: DeepSpeed's with
+// Megatron-DeepSpeed's (what `--export deepspeed` launches), measured; `any` keeps the config's.
+TEST(CandidateTest, EachEngineNamesItsHostTime) {
+  Candidate c;
+  c.tp = 2;
+  c.pp = 2;
+  c.dp = 2;
+  c.microbatches = 8;
+  c.schedule = "1f1b";
+  for (const auto& [engine, expected] : std::vector<std::pair<Engine, TrainingEngine>>{
+           {Engine::kMegatron, TrainingEngine::kMegatronLm},
+           {Engine::kTorchtitan, TrainingEngine::kTorchtitan},
+           {Engine::kDeepSpeed, TrainingEngine::kMegatronDeepSpeed},
+           {Engine::kAny, TrainingEngine::kUnstated}}) {
+    Config config;
+    config.model.transformer.layers = 8;
+    c.engine = engine;
+    c.zero_stage = engine == Engine::kTorchtitan ? 3 : 0;
+    c.ApplyTo(config);
+    EXPECT_EQ(config.parallel.engine, expected) << EngineName(engine);
+  }
 }
 
 // Each engine's own CP and loss: torchtitan runs PyTorch's context_parallel (rotate allgather

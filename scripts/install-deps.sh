@@ -7,6 +7,7 @@ set -euo pipefail
 packages=(cmake g++ ninja-build libyaml-cpp-dev nlohmann-json3-dev libcli11-dev libgtest-dev
           libgmock-dev libbenchmark-dev python3-dev pybind11-dev python3-pytest
           python3-venv python3-build  # pip install . and the wheel (tests/python/pip_install.sh)
+          python3-pandas  # Result.to_frame() (optional for users; the Python suite tests it)
           chromium      # headless, for the HTML reports' browser test (tests/html/)
           libopenmpi-dev openmpi-bin)  # `mpirun -n K stagecraft plan` (tests/plan_mpirun.sh)
 if [ "${1:-}" = "fuzz" ]; then

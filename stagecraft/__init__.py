@@ -8,7 +8,9 @@ run library.
 A config is a path, `text=` (YAML) or `config=` (a dict). Overrides are the run flags by name
 (`pp=8`, `micro_batch_size=2`, `recompute="full"`) or config keys (`**{"parallel.tp": 4}`).
 Results carry the field names of the command's `--json` object (doc/json.md); `.to_dict()`
-gives the plain dict. Errors raise StagecraftError with `kind` ("bad_input", "infeasible",
+gives the plain dict, `.to_frame()` a pandas DataFrame of the command's main table (simulate's
+ranks, plan's plans, serve's latency percentiles, goodput's failure causes; `.tables()` names the
+others). Errors raise StagecraftError with `kind` ("bad_input", "infeasible",
 "violation", "deadlock"), `file`, `line` and `message`. simulate, plan, serve and goodput take
 `report="run.html"` to write the HTML report as `--report` does. `stagecraft.examples.path(name)`
 gives a bundled example's file; `stagecraft.__version__` is the project's version (CMakeLists.txt).
@@ -74,19 +76,74 @@ class StagecraftError(Exception):
         self.line = int(match.group(2)) if match else None
 
 
+# Each command's main table, what to_frame() gives without a name: simulate's ranks, plan's
+# plans (best first), serve's latency percentiles, goodput's failure causes.
+_DEFAULT_TABLES = {"simulate": "ranks", "plan": "plans", "serve": "latency",
+                   "goodput": "failure_causes"}
+# serve's percentile objects, one row each in its "latency" table.
+_LATENCIES = ("ttft_ms", "tpot_ms", "itl_ms", "e2e_ms")
+
+
 class Result:
     """A JSON object as attributes (nested objects too); lists stay lists."""
 
-    def __init__(self, data):
+    def __init__(self, data, command=None):
         self._data = data
+        self._command = command
         for key, value in data.items():
             setattr(self, key, _wrap(value))
 
     def to_dict(self):
         return json.loads(json.dumps(self._data))
 
+    def tables(self):
+        """The names to_frame() takes: every list of objects, every object of plain values,
+        and serve's "latency" (its percentiles)."""
+        names = [key for key, value in self._data.items()
+                 if (isinstance(value, list) and value and all(isinstance(v, dict) for v in value))
+                 or (isinstance(value, dict) and value
+                     and not any(isinstance(v, (dict, list)) for v in value.values()))]
+        if any(key in self._data for key in _LATENCIES):
+            names.append("latency")
+        return sorted(names)
+
+    def to_frame(self, table=None):
+        """A table of the result as a pandas DataFrame, one row per item: `table` names it
+        (tables() lists them; a nested object's fields become "outer.inner" columns, an object
+        of plain values two columns, name and value); without it, the command's main one
+        (simulate: ranks, plan: plans, serve: latency, goodput: failure_causes)."""
+        try:
+            import pandas
+        except ImportError as error:
+            raise ImportError("to_frame needs pandas: apt-get install python3-pandas (Debian), "
+                              "or pip install pandas") from error
+        name = table if table is not None else _DEFAULT_TABLES.get(self._command)
+        if name is None:
+            raise ValueError("name the table: to_frame(table), one of " + ", ".join(self.tables()))
+        if name not in self.tables():
+            raise ValueError(f"no table {name!r} in this result; it has " +
+                             ", ".join(self.tables()))
+        if name == "latency":
+            rows = [dict(metric=key, **self._data[key]) for key in _LATENCIES if key in self._data]
+            return pandas.DataFrame(rows)
+        value = self._data[name]
+        if isinstance(value, dict):
+            return pandas.DataFrame({"name": list(value), "value": list(value.values())})
+        return pandas.DataFrame([_flatten(row) for row in value])
+
     def __repr__(self):
         return "stagecraft.Result(" + ", ".join(sorted(self._data)) + ")"
+
+
+def _flatten(row, prefix=""):
+    """An object's fields as one level: {"a": {"b": 1}} gives {"a.b": 1}; lists stay values."""
+    flat = {}
+    for key, value in row.items():
+        if isinstance(value, dict):
+            flat.update(_flatten(value, prefix + key + "."))
+        else:
+            flat[prefix + key] = value
+    return flat
 
 
 def _wrap(value):
@@ -110,11 +167,11 @@ def _overrides(values):
             for key, value in values.items()}
 
 
-def _answer(result, as_json=True):
+def _answer(result, as_json=True, command=None):
     ok, kind, message, answer, diagnostics = result
     if not ok:
         raise StagecraftError(kind, message.strip())
-    return Result(json.loads(answer)) if as_json else answer
+    return Result(json.loads(answer), command) if as_json else answer
 
 
 def _path(report):
@@ -140,7 +197,7 @@ def simulate(path=None, *, text=None, config=None, schedule=None, report=None, *
     `schedule` (rank lists or CSV text) that order instead of the generator's; with `report` a
     path, the HTML report written there (`--report`)."""
     return _answer(_native.simulate(*_source(path, text, config), _overrides(overrides),
-                                    _csv(schedule), _path(report)))
+                                    _csv(schedule), _path(report)), command="simulate")
 
 
 def derive(path=None, *, text=None, config=None, **overrides):
@@ -165,7 +222,7 @@ def plan(path=None, *, gpus, global_batch_size, engine="any", top=10, jobs=1, te
     threads share the work (the same answer); with `report` a path, the HTML report there."""
     return _answer(_native.plan(*_source(path, text, config), _overrides(overrides), int(gpus),
                                 int(global_batch_size), engine, int(top), int(jobs),
-                                _path(report)))
+                                _path(report)), command="plan")
 
 
 def serve(path=None, *, text=None, config=None, report=None, **options):
@@ -174,7 +231,7 @@ def serve(path=None, *, text=None, config=None, report=None, **options):
     prompt_tokens="128-1024", routing="least-outstanding", eager=True, ...); other names are the
     model's overrides as for simulate (cluster="h100", hf_config=...)."""
     return _answer(_native.serve(*_source(path, text, config), _overrides(options),
-                                 _path(report)))
+                                 _path(report)), command="serve")
 
 
 def kernel(op, *extents, **options):
@@ -195,4 +252,5 @@ def goodput(path=None, *, report=None, **options):
     Options are goodput's flags by name (gpus=16384, checkpoint_blocking="0.6s",
     checkpoint_persist="51s", restart="189s", monte_carlo=1000, ...); `path` is the optional
     config whose layout gives the GPUs (and, with storage=, the checkpoint's size)."""
-    return _answer(_native.goodput(path or "", _overrides(options), _path(report)))
+    return _answer(_native.goodput(path or "", _overrides(options), _path(report)),
+                   command="goodput")

@@ -297,3 +297,47 @@ def test_the_type_stubs_match_the_functions():
     for name, node in declared.items():
         if isinstance(node, ast.FunctionDef):
             assert _stub_parameters(node) == _runtime_parameters(getattr(stagecraft, name)), name
+
+
+def test_results_as_data_frames():
+    pandas = pytest.importorskip("pandas")  # scripts/install-deps.sh installs python3-pandas
+    os.chdir(ROOT)
+    example = "examples/deepseek-v4.1-flash.yaml"
+    run = stagecraft.simulate(example)
+    ranks = run.to_frame()  # simulate's main table: one row a rank
+    assert isinstance(ranks, pandas.DataFrame)
+    assert list(ranks["rank"]) == list(range(run.pp))
+    assert list(ranks["busy_ms"]) == [rank.busy_ms for rank in run.ranks]
+    # A nested object's fields as "outer.inner" columns.
+    assert list(ranks["bubble_ms.pipeline"]) == [rank.bubble_ms.pipeline for rank in run.ranks]
+    assert "stages" in run.tables() and "memory" in run.tables()
+    stages = run.to_frame("stages")
+    assert len(stages) == len(run.stages) and stages["forward_ms"][0] == run.stages[0].forward_ms
+    plan = stagecraft.plan("tests/golden/data/llama-3-70b.yaml", gpus=64, global_batch_size=512,
+                           engine="megatron", top=3, cluster="h100x8")
+    plans = plan.to_frame()
+    assert list(plans["step_ms"]) == [p.step_ms for p in plan.plans]
+    assert list(plans["step_ms"]) == sorted(plans["step_ms"])  # best first
+    rejected = plan.to_frame("rejected")  # an object of counts: name and value
+    assert list(rejected.columns) == ["name", "value"]
+    assert dict(zip(rejected["name"], rejected["value"])) == plan.to_dict()["rejected"]
+    served = stagecraft.serve("examples/llama3-70b-serve.yaml", requests=50)
+    latency = served.to_frame()  # serve's percentiles, one row a metric
+    assert list(latency["metric"]) == ["ttft_ms", "tpot_ms", "itl_ms", "e2e_ms"]
+    assert latency["p99"][0] == served.ttft_ms.p99
+    causes = stagecraft.goodput(gpus=16384, checkpoint_blocking="1s", restart="60s").to_frame()
+    assert causes["failures"].sum() == sum(c.failures for c in
+                                           stagecraft.goodput(gpus=16384,
+                                                              checkpoint_blocking="1s",
+                                                              restart="60s").failure_causes)
+    with pytest.raises(ValueError, match="no table 'rankz'"):
+        run.to_frame("rankz")
+    with pytest.raises(ValueError, match="name the table"):
+        stagecraft.derive(example).to_frame()
+
+
+def test_to_frame_without_pandas_says_how_to_get_it(monkeypatch):
+    monkeypatch.setitem(sys.modules, "pandas", None)  # import pandas now raises ImportError
+    run = stagecraft.simulate(os.path.join(ROOT, "examples", "deepseek-v4.1-flash.yaml"))
+    with pytest.raises(ImportError, match="apt-get install python3-pandas"):
+        run.to_frame()

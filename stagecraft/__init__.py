@@ -21,11 +21,13 @@ the README's set-up builds (build*/python/); STAGECRAFT_PYTHON_DIR names another
 """
 
 import glob
+import html
 import importlib.util
 import json
 import os
 import re
 import sys
+import tempfile
 
 from . import examples
 
@@ -87,14 +89,28 @@ _LATENCIES = ("ttft_ms", "tpot_ms", "itl_ms", "e2e_ms")
 class Result:
     """A JSON object as attributes (nested objects too); lists stay lists."""
 
-    def __init__(self, data, command=None):
+    def __init__(self, data, command=None, report=None):
         self._data = data
         self._command = command
+        self._report = report  # writes the run's HTML report to a path (_repr_html_)
         for key, value in data.items():
             setattr(self, key, _wrap(value))
 
     def to_dict(self):
         return json.loads(json.dumps(self._data))
+
+    def _repr_html_(self):
+        """In Jupyter: the command's HTML report (the summary and its figure, as `report=`
+        writes it; self-contained, no network) in an isolated frame."""
+        if self._report is None:
+            return None
+        with tempfile.TemporaryDirectory() as folder:
+            path = os.path.join(folder, "report.html")
+            self._report(path)
+            with open(path, encoding="utf-8") as report:
+                page = report.read()
+        return ('<iframe srcdoc="' + html.escape(page, quote=True) +
+                '" style="width: 100%; height: 640px; border: 0"></iframe>')
 
     def tables(self):
         """The names to_frame() takes: every list of objects, every object of plain values,
@@ -167,11 +183,16 @@ def _overrides(values):
             for key, value in values.items()}
 
 
-def _answer(result, as_json=True, command=None):
+def _answer(result, as_json=True, command=None, report=None):
     ok, kind, message, answer, diagnostics = result
     if not ok:
         raise StagecraftError(kind, message.strip())
-    return Result(json.loads(answer), command) if as_json else answer
+    return Result(json.loads(answer), command, report) if as_json else answer
+
+
+def _absolute(path):
+    """A config path made absolute, so a result's report can be written again from elsewhere."""
+    return os.path.abspath(path) if path else path
 
 
 def _path(report):
@@ -196,8 +217,12 @@ def simulate(path=None, *, text=None, config=None, schedule=None, report=None, *
     """`stagecraft simulate --json`: the run's metrics, memory verdict and assumptions; with
     `schedule` (rank lists or CSV text) that order instead of the generator's; with `report` a
     path, the HTML report written there (`--report`)."""
-    return _answer(_native.simulate(*_source(path, text, config), _overrides(overrides),
-                                    _csv(schedule), _path(report)), command="simulate")
+    def run(report_path):
+        return _native.simulate(*_source(path, text, config), _overrides(overrides),
+                                _csv(schedule), _path(report_path))
+    answer = run(report)  # the path as given, for its messages
+    path = _absolute(path)  # the report again (_repr_html_) from any folder
+    return _answer(answer, command="simulate", report=run)
 
 
 def derive(path=None, *, text=None, config=None, **overrides):
@@ -220,9 +245,13 @@ def plan(path=None, *, gpus, global_batch_size, engine="any", top=10, jobs=1, te
          config=None, report=None, **overrides):
     """`stagecraft plan --json`: candidates, rejections by reason, the plans best first; `jobs`
     threads share the work (the same answer); with `report` a path, the HTML report there."""
-    return _answer(_native.plan(*_source(path, text, config), _overrides(overrides), int(gpus),
-                                int(global_batch_size), engine, int(top), int(jobs),
-                                _path(report)), command="plan")
+    def run(report_path):
+        return _native.plan(*_source(path, text, config), _overrides(overrides), int(gpus),
+                            int(global_batch_size), engine, int(top), int(jobs),
+                            _path(report_path))
+    answer = run(report)  # the path as given, for its messages
+    path = _absolute(path)  # the report again (_repr_html_) from any folder
+    return _answer(answer, command="plan", report=run)
 
 
 def serve(path=None, *, text=None, config=None, report=None, **options):
@@ -230,8 +259,12 @@ def serve(path=None, *, text=None, config=None, report=None, **options):
     Options are serve's flags by name (tp=8, ep=8, rate=2, requests=500, slo="ttft=0.4s,tpot=40ms",
     prompt_tokens="128-1024", routing="least-outstanding", eager=True, ...); other names are the
     model's overrides as for simulate (cluster="h100", hf_config=...)."""
-    return _answer(_native.serve(*_source(path, text, config), _overrides(options),
-                                 _path(report)), command="serve")
+    def run(report_path):
+        return _native.serve(*_source(path, text, config), _overrides(options),
+                             _path(report_path))
+    answer = run(report)  # the path as given, for its messages
+    path = _absolute(path)  # the report again (_repr_html_) from any folder
+    return _answer(answer, command="serve", report=run)
 
 
 def kernel(op, *extents, **options):
@@ -252,5 +285,8 @@ def goodput(path=None, *, report=None, **options):
     Options are goodput's flags by name (gpus=16384, checkpoint_blocking="0.6s",
     checkpoint_persist="51s", restart="189s", monte_carlo=1000, ...); `path` is the optional
     config whose layout gives the GPUs (and, with storage=, the checkpoint's size)."""
-    return _answer(_native.goodput(path or "", _overrides(options), _path(report)),
-                   command="goodput")
+    def run(report_path):
+        return _native.goodput(path or "", _overrides(options), _path(report_path))
+    answer = run(report)  # the path as given, for its messages
+    path = _absolute(path)  # the report again (_repr_html_) from any folder
+    return _answer(answer, command="goodput", report=run)

@@ -2,8 +2,10 @@
 exceptions with their kind, file and line, and a notebook-style plan -> simulate -> memory."""
 
 import glob
+import html
 import json
 import os
+import re
 import subprocess
 import sys
 
@@ -341,3 +343,26 @@ def test_to_frame_without_pandas_says_how_to_get_it(monkeypatch):
     run = stagecraft.simulate(os.path.join(ROOT, "examples", "deepseek-v4.1-flash.yaml"))
     with pytest.raises(ImportError, match="apt-get install python3-pandas"):
         run.to_frame()
+
+
+def test_results_render_their_report_in_a_notebook(tmp_path):
+    os.chdir(ROOT)
+    example = "examples/deepseek-v4.1-flash.yaml"
+    written = tmp_path / "run.html"
+    run = stagecraft.simulate(example, report=written)
+    shown = run._repr_html_()  # what Jupyter displays: the report, isolated in a frame
+    assert shown.startswith('<iframe srcdoc="') and shown.endswith("</iframe>")
+    page = html.unescape(shown[len('<iframe srcdoc="'):shown.index('" style=')])
+    assert page == written.read_text(encoding="utf-8")  # the report as report= writes it
+    # Self-contained: nothing loaded from the network (the SVG namespace is a name, not a load).
+    assert not re.search(r'(src|href)\s*=\s*["\']?https?:', page)
+    os.chdir(tmp_path)  # the config path was made absolute: it renders from anywhere
+    assert stagecraft.plan(os.path.join(ROOT, "tests/golden/data/llama-3-70b.yaml"), gpus=64,
+                           global_batch_size=512, engine="megatron", top=2,
+                           cluster="h100x8")._repr_html_().startswith("<iframe")
+    assert "<iframe" in stagecraft.serve(os.path.join(ROOT, "examples/llama3-70b-serve.yaml"),
+                                         requests=20)._repr_html_()
+    assert "<iframe" in stagecraft.goodput(gpus=1024, checkpoint_blocking="1s",
+                                           restart="60s")._repr_html_()
+    assert stagecraft.derive(os.path.join(ROOT, example))._repr_html_() is None  # no report
+    os.chdir(ROOT)

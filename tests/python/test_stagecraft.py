@@ -366,3 +366,19 @@ def test_results_render_their_report_in_a_notebook(tmp_path):
                                            restart="60s")._repr_html_()
     assert stagecraft.derive(os.path.join(ROOT, example))._repr_html_() is None  # no report
     os.chdir(ROOT)
+
+
+def test_the_course_notebook_runs(capsys):
+    """examples/course.ipynb's code cells, run in order from the repository root in one
+    namespace (what `jupyter nbconvert --execute` does, without Jupyter)."""
+    os.chdir(ROOT)
+    with open(os.path.join(ROOT, "examples", "course.ipynb"), encoding="utf-8") as notebook:
+        cells = json.load(notebook)["cells"]
+    namespace = {}
+    for cell in cells:
+        if cell["cell_type"] == "code":
+            exec(compile("".join(cell["source"]), "course.ipynb", "exec"), namespace)
+    printed = capsys.readouterr().out
+    assert "m  4: 1f1b 0.4286  interleaved-1f1b 0.2727  zb-h1 0.2000" in printed
+    assert "rejected, by reason:" in printed and "fits True" in printed
+    assert printed.count("TTFT p50") == 3

@@ -17,7 +17,7 @@ CXX=clang++ cmake -S . -B "$dir" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo \
 targets=("$@")
 if [ ${#targets[@]} -eq 0 ]; then
   targets=(fuzz_config fuzz_schedule_csv fuzz_hf_config fuzz_torchtitan fuzz_cli fuzz_kernel_set
-    fuzz_megatron_args)
+    fuzz_megatron_args fuzz_deepspeed fuzz_layout)
 fi
 cmake --build "$dir" --target "${targets[@]}"
 
@@ -25,7 +25,7 @@ cmake --build "$dir" --target "${targets[@]}"
 corpus="$root/$dir/corpus"
 rm -rf "$corpus"
 mkdir -p "$corpus"/{fuzz_config,fuzz_schedule_csv,fuzz_hf_config,fuzz_torchtitan,fuzz_cli,fuzz_kernel_set} \
-  "$corpus/fuzz_megatron_args" \
+  "$corpus/fuzz_megatron_args" "$corpus/fuzz_deepspeed" "$corpus/fuzz_layout" \
   "$root/$dir/artifacts"
 # The kernel suite's files, cut to the fuzzer's input length, and the reader's golden cases.
 for file in bench/validation/kernels/*.csv; do
@@ -56,6 +56,15 @@ printf 'from torchtitan.models.llama3.config_registry import llama3_8b\n\n\ndef 
 printf -- '--num-layers 32\n--hidden-size 4096\n--num-attention-heads 32\n--group-query-attention\n--num-query-groups 8\n--ffn-hidden-size 14336\n--swiglu\n--seq-length 8192\n--vocab-size 128256\n--micro-batch-size 1\n--global-batch-size 64\n--tensor-model-parallel-size 2\n--pipeline-model-parallel-size 2\n--pipeline-model-parallel-layout Et*15|t*16|tL\n--recompute-granularity full\n--recompute-method block\n--recompute-num-layers 2\n--use-distributed-optimizer\n' > "$corpus/fuzz_megatron_args/dense.txt"
 printf -- '--num-layers 61\n--hidden-size 7168\n--num-attention-heads 128\n--multi-latent-attention\n--q-lora-rank 1536\n--kv-lora-rank 512\n--qk-head-dim 128\n--qk-pos-emb-head-dim 64\n--v-head-dim 128\n--ffn-hidden-size 18432\n--num-experts 256\n--moe-layer-freq ([0]*3+[1]*58)\n--moe-router-topk 8\n--moe-ffn-hidden-size 2048\n--moe-shared-expert-intermediate-size 2048\n--moe-grouped-gemm\n--moe-token-dispatcher-type alltoall\n--seq-length 4096\n--vocab-size 129280\n--micro-batch-size 1\n--global-batch-size 64\n--pipeline-model-parallel-size 8\n--expert-model-parallel-size 8\n' > "$corpus/fuzz_megatron_args/moe-mla.txt"
 printf -- '#D\n--num-layers 70\n--hidden-size 14336\n--num-attention-heads 112\n--seq-length 2048\n--vocab-size 250880\n--micro-batch-size 2\n--global-batch-size 2048\n--tensor-model-parallel-size 4\n--pipeline-model-parallel-size 2\n--zero-stage 1\n--deepspeed\n' > "$corpus/fuzz_megatron_args/deepspeed.txt"
+# fuzz_deepspeed: a ds_config.json and the Megatron-DeepSpeed arguments beside it, as
+# `plan --export deepspeed` writes them (pipeline with ZeRO-1; no pipeline with ZeRO-3).
+printf '{"train_batch_size": 64, "train_micro_batch_size_per_gpu": 1, "gradient_accumulation_steps": 16, "zero_optimization": {"stage": 1}, "bf16": {"enabled": true}}\n---\n--num-layers 32\n--hidden-size 4096\n--num-attention-heads 32\n--seq-length 4096\n--vocab-size 50304\n--micro-batch-size 1\n--global-batch-size 64\n--tensor-model-parallel-size 2\n--pipeline-model-parallel-size 2\n--zero-stage 1\n--deepspeed\n' > "$corpus/fuzz_deepspeed/pipe-zero1.txt"
+printf '{"train_batch_size": 32, "train_micro_batch_size_per_gpu": 2, "gradient_accumulation_steps": 2, "zero_optimization": {"stage": 3, "overlap_comm": true}, "bf16": {"enabled": true}}\n---\n--num-layers 24\n--hidden-size 2048\n--num-attention-heads 16\n--seq-length 2048\n--vocab-size 50304\n--micro-batch-size 2\n--global-batch-size 32\n--no-pipeline-parallel\n--zero-stage 3\n--deepspeed\n' > "$corpus/fuzz_deepspeed/zero3.txt"
+# fuzz_layout: pipeline layouts over 64 decoders ('P', then '?' selects 64) and --layout texts.
+printf 'P?Et*32|t*32L' > "$corpus/fuzz_layout/even.txt"
+printf 'P?E(t*16|)*3t*16L' > "$corpus/fuzz_layout/group.txt"
+printf 'tp 8 pp 4 vpp 2 mbs 1 schedule interleaved-1f1b' > "$corpus/fuzz_layout/megatron.txt"
+printf 'engine torchtitan, tp 4, pp 2, cp 2, zero 3, recompute full' > "$corpus/fuzz_layout/titan.txt"
 # fuzz_cli: each golden's command, one argument per line, up to the first shell operator.
 index=0
 for test in tests/golden/*/*.test; do

@@ -20,6 +20,7 @@
 
 #include "core/enum_table.h"
 #include "core/time.h"
+#include "hardware/fp8_recipe.h"
 #include "hardware/kernel_model.h"
 #include "model/layer_spec.h"
 
@@ -127,6 +128,8 @@ struct TransformerRun {
   // all N layers at once. 1 = each layer its own checkpoint.
   int32_t recompute_group = 1;
   bool fp8 = false;  // FP8 linear layers (Transformer Engine, torchao float8)
+  Fp8Recipe fp8_recipe = kDefaultFp8Recipe;  // with fp8: the scaling recipe
+  bool fp8_weights_gathered = false;         // with fp8: FSDP gathers the weights in FP8 (no cast)
   // Norms, activations and the rotary embedding as fused kernels (Transformer Engine, Apex,
   // torch.compile), or as eager PyTorch ops, each its own pass over memory.
   bool fused_kernels = true;

@@ -225,6 +225,10 @@ std::string TorchtitanToml(const Config& config, const Candidate& c, int64_t glo
   // The plan costs fused kernels (config.parallel.fused_kernels): torchtitan compiles for them.
   if (config.parallel.fused_kernels)
     toml << "\n[compile]\nenable = true\ncomponents = [\"model\", \"loss\"]\n";
+  // torchao's recipe where it is not the default (tensorwise).
+  if (config.parallel.fp8 && config.parallel.fp8_recipe != Fp8Recipe::kTensorwise) {
+    toml << "\n[float8]\nrecipe_name = \"" << Fp8RecipeName(config.parallel.fp8_recipe) << "\"\n";
+  }
   return toml.str();
 }
 
@@ -274,7 +278,11 @@ std::string TorchtitanRegistryPy(const Config& config, const Candidate& c, int64
     if (config.parallel.fp8) {
       py << ", converters=[Float8LinearConverter.Config(filter_fqns=[\"lm_head\"], "
             "model_compile_enabled="
-         << (compiles ? "True" : "False") << ")]";
+         << (compiles ? "True" : "False");
+      if (config.parallel.fp8_recipe != Fp8Recipe::kTensorwise) {
+        py << ", recipe_name=\"" << Fp8RecipeName(config.parallel.fp8_recipe) << "\"";
+      }
+      py << ")]";
     }
     py << ")\n";
   }

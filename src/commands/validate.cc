@@ -88,6 +88,7 @@ Result<Row> Predict(const std::string& file, const MeasurementSource& source,
        << t.experts_per_token << ' ' << t.kv_lora_rank << ' ' << config.model.seq_len << ' '
        << row.gpus << ' ' << run.value().parallel_plan.tokens_per_iteration << ' '
        << config.cluster.device << ' ' << config.parallel.fp8 << ' '
+       << (config.parallel.fp8 ? Fp8RecipeName(config.parallel.fp8_recipe) : "-") << ' '
        << config.parallel.fused_kernels;
   row.same = same.str();
   row.features.error = row.error();

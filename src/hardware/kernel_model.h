@@ -28,6 +28,13 @@ struct KernelModel {
   // for): fitted once per device generation on the validation suite (doc/fidelity.md).
   double gemm_sustained = 0.76;
   double fp8_gemm_efficiency = 0.0;  // the same for FP8 GEMMs; 0 = as BF16
+  // FP8 recipes' GEMMs (hardware/fp8_recipe.h) as shares of that FP8 rate: the rowwise-scaled
+  // forward GEMM (PyTorch's CUTLASS kernel against cuBLAS's tensorwise one), the blockwise
+  // weight-gradient GEMM (1x128 by 128x1 scales); whether the device has block-scaled (MX)
+  // tensor cores for mxfp8. Hopper's measured figures by default (presets.cc).
+  double fp8_rowwise_gemm_share = 0.95;
+  double fp8_blockwise_wgrad_share = 0.756;
+  bool mxfp8_gemm = false;
   // Fused (FlashAttention-style) attention: fraction of the BF16 peak, forward and backward.
   double attention_forward_efficiency = 0.55;
   double attention_backward_efficiency = 0.45;

@@ -38,6 +38,17 @@ constexpr int64_t kMiB = 1 << 20;
 // tensorwise scales: 1402.6 of 1979 TFLOP/s at 1024x9216x14336; it was 0.70 fitted on the suite
 // before). The memory-bound kernels' floor is an assumption; the GEMM latency is XLA's CUPTI
 // kernel time of its smallest GEMMs (kernel_model.h).
+// FP8 recipes' GEMMs on Hopper (hardware/fp8_recipe.h). Rowwise: PyTorch's CUTLASS rowwise
+// torch._scaled_mm with fast accumulation runs "most shapes within 90-100% of tensor-wise
+// efficiency" of cuBLAS's tensorwise kernel on H100 (pytorch/pytorch#147971): the middle, 0.95.
+// Blockwise: the forward and input-gradient GEMMs (1x128 by 128x128 scales) at the tensorwise
+// share (DeepGEMM's README rows, bench/validation/kernels, are within +1.0% of it on average);
+// the weight-gradient GEMM (1x128 by 128x1) from torch._scaled_mm on cuBLAS 12.9, H100 PCIe,
+// 16640x5120x8192: 580.38 TFLOP/s against BF16's 433.0 (pytorch/ao#3342), a speedup of 1.340
+// where the tensorwise share over the BF16 MAMF gives 1.772 on that part: 0.756 of it.
+constexpr double kHopperRowwiseShare = 0.95;
+constexpr double kHopperBlockwiseWgradShare =
+    (580.38 / 433.0) / ((1513.0 * 1402.6 / 1979.0) / (756.0 * 792.1 / 989.5));
 constexpr KernelModel kAmpere = {.sms = 108,
                                  .gemm_efficiency = 267.9 / 312.0,
                                  .gemm_best_k = 2048,
@@ -55,6 +66,8 @@ constexpr KernelModel kHopper = {.sms = 132,
                                  .gemm_best_k = 2816,
                                  .gemm_sustained = 0.76,
                                  .fp8_gemm_efficiency = 1402.6 / 1979.0,
+                                 .fp8_rowwise_gemm_share = kHopperRowwiseShare,
+                                 .fp8_blockwise_wgrad_share = kHopperBlockwiseWgradShare,
                                  .attention_forward_efficiency = 0.33,
                                  .attention_backward_efficiency = 0.29,
                                  .flash3_forward_efficiency = 616.0 / 989.5,
@@ -66,7 +79,10 @@ constexpr KernelModel kHopper = {.sms = 132,
                                  .kernel_floor_s = 5e-6};
 // Blackwell (B200), from its own measurements: the GEMM maximum from the MAMF table (BF16
 // 1745.0 of 2250 TFLOP/s at 1792x16128x3072, FP8 3432.5 of 4500 at 15360x4096x3072, torch 2.7.1,
-// CUDA 12.8), attention from NVIDIA's cudnn-frontend SDPA training benchmark on B200 (its
+// CUDA 12.8); MXFP8 GEMMs (cuBLAS, block-scaled tensor cores) at the FP8 rate: torchao measures
+// "up to ~2x" BF16 on B200 (torchao/prototype/mx_formats/README.md at 4446ad91), as the MAMF
+// table's FP8 over BF16 (1.97); the rowwise and blockwise shares are Hopper's (no B200 source
+// read); attention from NVIDIA's cudnn-frontend SDPA training benchmark on B200 (its
 // results CSV: causal, 128 query heads of dim 128, 16k: FlashAttention-2 2.7.3 428.6 forward and
 // 354.7 backward, cuDNN 9.10 1358.6 and 1074.5 TFLOP/s). FlashAttention-3 is Hopper's only.
 constexpr KernelModel kBlackwell = {.sms = 148,
@@ -74,6 +90,9 @@ constexpr KernelModel kBlackwell = {.sms = 148,
                                     .gemm_best_k = 3072,
                                     .gemm_sustained = 0.76,
                                     .fp8_gemm_efficiency = 3432.5 / 4500.0,
+                                    .fp8_rowwise_gemm_share = kHopperRowwiseShare,
+                                    .fp8_blockwise_wgrad_share = kHopperBlockwiseWgradShare,
+                                    .mxfp8_gemm = true,
                                     .attention_forward_efficiency = 428.6 / 2250.0,
                                     .attention_backward_efficiency = 354.7 / 2250.0,
                                     .cudnn_forward_efficiency = 1358.6 / 2250.0,

@@ -176,6 +176,7 @@ Status ReadParallel(const Reader& reader, const Field& field, ParallelSpec* para
         EnumInto(reader, "recompute method", kRecomputeMethodNames, &parallel->recompute_method)},
        {"distributed_optimizer", BoolInto(reader, &parallel->distributed_optimizer)},
        {"fp8", BoolInto(reader, &parallel->fp8)},
+       {"fp8_recipe", EnumInto(reader, "fp8 recipe", kFp8RecipeNames, &parallel->fp8_recipe)},
        {"enable_fsdp_float8_all_gather", BoolInto(reader, &parallel->fp8_all_gather)},
        {"fused_kernels", BoolInto(reader, &parallel->fused_kernels)},
        {"engine", EnumInto(reader, "engine", kTrainingEngineNames, &parallel->engine)},
@@ -229,6 +230,12 @@ Status ReadParallel(const Reader& reader, const Field& field, ParallelSpec* para
                                    RecomputeName(parallel->recompute) +
                                    "': set recompute: full, or drop " + key);
     }
+  }
+  const Field* recipe = Find(written, "fp8_recipe");
+  if (recipe != nullptr && !parallel->fp8) {
+    return reader.At(*recipe,
+                     "scales the FP8 linear layers, and this run has none (fp8 is "
+                     "false): add fp8: true, or drop fp8_recipe");
   }
   return CheckPartition(reader, written, parallel);
 }

@@ -13,6 +13,7 @@
 #include "core/result.h"
 #include "core/time.h"
 #include "hardware/cluster_spec.h"
+#include "hardware/fp8_recipe.h"
 #include "memory/model_states.h"
 #include "model/engine_host.h"
 #include "model/model_spec.h"
@@ -113,7 +114,10 @@ struct ParallelSpec {
   // each chunk recompute (one checkpoint each); uniform, every layer recomputes in groups of N
   // that keep only their input (DeepSpeed's activation_checkpoint_interval). Transformer models.
   RecomputeMethod recompute_method = RecomputeMethod::kBlock;
-  bool fp8 = false;             // FP8 linear layers (Transformer Engine, float8)
+  bool fp8 = false;  // FP8 linear layers (Transformer Engine, float8)
+  // With fp8: the scaling recipe (torchao's and Megatron's names; hardware/fp8_recipe.h);
+  // tensorwise, torchtitan's default, unless given.
+  Fp8Recipe fp8_recipe = kDefaultFp8Recipe;
   bool fp8_all_gather = false;  // FSDP gathers the float8 linears' weights in FP8
                                 // (torchao; torchtitan enable_fsdp_float8_all_gather)
   bool fused_kernels = true;    // norms, activations, rotary embedding fused (Transformer Engine,

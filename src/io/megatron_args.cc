@@ -142,6 +142,20 @@ Status SettleRecompute(Arguments& args, const std::string& source) {
   return Status::Ok();
 }
 
+// FP8: --fp8-format turns it on, --fp8-recipe (default delayed) says how; Megatron ignores a
+// recipe without a format, which here is an error, as parallel.fp8_recipe without fp8 is.
+Status SettleFp8(Arguments& args) {
+  ParallelSpec& p = args.parallel();
+  if (!p.fp8) {
+    if (args.fp8_recipe_where.empty()) return Status::Ok();
+    return Error{args.fp8_recipe_where + "--fp8-recipe " + args.fp8_recipe +
+                 " scales FP8 GEMMs, and no --fp8-format turns them on (expected --fp8-format "
+                 "e4m3|hybrid, or no --fp8-recipe)"};
+  }
+  p.fp8_recipe = kFp8RecipeNames.Parse(args.fp8_recipe).value_or(Fp8Recipe::kDelayed);
+  return Status::Ok();
+}
+
 // The arguments every run needs, then grouped-query and multi-head latent attention
 // (Megatron's MLATransformerConfig): the ranks and head widths without --multi-latent-attention
 // are ignored by Megatron's GPT model, so reading them would simulate attention the run does not
@@ -349,6 +363,7 @@ Result<Config> ReadMegatronArgs(const std::string& text, const std::string& sour
   p.engine = args.deepspeed ? TrainingEngine::kMegatronDeepSpeed : TrainingEngine::kMegatronLm;
   STAGECRAFT_RETURN_IF_ERROR(ReadLines(text, source, args));
   STAGECRAFT_RETURN_IF_ERROR(SettleRecompute(args, source));
+  STAGECRAFT_RETURN_IF_ERROR(SettleFp8(args));
   STAGECRAFT_RETURN_IF_ERROR(SettleAttention(args, source));
   STAGECRAFT_RETURN_IF_ERROR(SettleExperts(args, source));
   args.config.model.name = args.deepspeed ? "megatron-deepspeed-args" : "megatron-args";

@@ -371,6 +371,30 @@ constexpr MegatronArgument kArguments[] = {
      [](const ArgLine&, Arguments& args) { args.parallel().overlap_grad_reduce = true; },
      [](const WriteInput& in) { return Switch(in.p().overlap_grad_reduce); }},
     {"--bf16", Engines::kBoth, nullptr, nullptr, [](const WriteInput&) { return Switch(true); }},
+    // FP8 through Transformer Engine: the format (either runs the GEMMs in FP8) and the recipe
+    // (default delayed); settled once all is read (megatron_args.cc).
+    {"--fp8-format",
+     Engines::kMegatronLm,
+     ParseChoice,
+     [](const ArgLine&, Arguments& args) { args.parallel().fp8 = true; },
+     [](const WriteInput& in) { return in.p().fp8 ? Written("hybrid") : std::nullopt; },
+     {"e4m3", "hybrid"}},
+    {"--fp8-recipe",
+     Engines::kMegatronLm,
+     ParseChoice,
+     [](const ArgLine& line, Arguments& args) {
+       args.fp8_recipe = line.value;
+       args.fp8_recipe_where = line.where;
+     },
+     [](const WriteInput& in) -> Written {
+       // torchao's rowwise recipes have no Megatron name: none written (Megatron runs delayed).
+       const Fp8Recipe recipe = in.p().fp8_recipe;
+       if (!in.p().fp8 || recipe == Fp8Recipe::kRowwise || recipe == Fp8Recipe::kRowwiseWithGwHp) {
+         return std::nullopt;
+       }
+       return std::string(Fp8RecipeName(recipe));
+     },
+     {"tensorwise", "delayed", "mxfp8", "blockwise"}},
     {"--use-flash-attn", Engines::kBoth, nullptr,
      [](const ArgLine&, Arguments& args) { args.transformer().causal = true; },
      [](const WriteInput& in) { return Switch(in.t().causal); }},

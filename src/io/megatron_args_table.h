@@ -38,6 +38,8 @@ struct Arguments {
   int64_t recompute_num_layers = 0;  // --recompute-num-layers; 0 = not given
   std::string layout;                // --pipeline-model-parallel-layout, "" = not given
   std::string layout_where;
+  std::string fp8_recipe = "delayed";  // --fp8-recipe (Megatron's default, arguments.py)
+  std::string fp8_recipe_where;        // where --fp8-recipe was given; "" = not given
 
   TransformerSpec& transformer() { return config.model.transformer; }
   ParallelSpec& parallel() { return config.parallel; }

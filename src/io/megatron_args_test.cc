@@ -9,6 +9,7 @@
 #include <utility>
 #include <vector>
 
+#include "hardware/presets.h"
 #include "io/megatron_args_table.h"
 #include "schedule/partition.h"
 
@@ -195,6 +196,10 @@ std::vector<RoundTrip> Cases() {
       "deepspeed tp 2 pp 4 dp 2 batch 64 recompute uniform:2 zero 1");
   add("Megatron-DeepSpeed without its pipe, ZeRO-3", Llama(), 4096,
       "deepspeed tp 4 dp 4 batch 64 recompute full:4 zero 3");
+  // FP8 through Transformer Engine: --fp8-format hybrid and the recipe by Megatron's name.
+  add("FP8 blockwise", Llama(), 8192, "tp 8 pp 4 batch 32");
+  cases.back().config.parallel.fp8 = true;
+  cases.back().config.parallel.fp8_recipe = Fp8Recipe::kBlockwise;
   return cases;
 }
 
@@ -280,6 +285,31 @@ TEST(MegatronArgsTest, WrittenArgumentsReadBackToTheSameRun) {
                                                 : TrainingEngine::kMegatronLm);
     EXPECT_EQ(WriteMegatronArgs(read.value(), c.context), args);
   }
+}
+
+// --fp8-format turns FP8 on with Megatron's default recipe, delayed; --fp8-recipe names another;
+// a recipe without a format is refused (the config's rule for fp8_recipe without fp8).
+TEST(MegatronArgsTest, Fp8FormatAndRecipe) {
+  const std::string base =
+      "--num-layers 2\n--hidden-size 1024\n--num-attention-heads 16\n--seq-length 2048\n"
+      "--max-position-embeddings 2048\n--micro-batch-size 1\n--global-batch-size 8\n"
+      "--vocab-size 32000\n";
+  Config cluster;
+  cluster.cluster = ClusterFromPreset("h100").value();
+  auto delayed = ReadMegatronArgs(base + "--fp8-format hybrid\n", "a.txt", cluster);
+  ASSERT_TRUE(delayed.ok()) << delayed.error().message;
+  EXPECT_TRUE(delayed.value().parallel.fp8);
+  EXPECT_EQ(delayed.value().parallel.fp8_recipe, Fp8Recipe::kDelayed);
+  auto tensorwise =
+      ReadMegatronArgs(base + "--fp8-recipe tensorwise\n--fp8-format e4m3\n", "a.txt", cluster);
+  ASSERT_TRUE(tensorwise.ok()) << tensorwise.error().message;
+  EXPECT_EQ(tensorwise.value().parallel.fp8_recipe, Fp8Recipe::kTensorwise);
+  auto alone = ReadMegatronArgs(base + "--fp8-recipe blockwise\n", "a.txt", cluster);
+  ASSERT_FALSE(alone.ok());
+  EXPECT_NE(alone.error().message.find("no --fp8-format"), std::string::npos);
+  auto rowwise =
+      ReadMegatronArgs(base + "--fp8-format hybrid\n--fp8-recipe rowwise\n", "a.txt", cluster);
+  ASSERT_FALSE(rowwise.ok());
 }
 
 // What the exports hold for a few of them: the layout string, the interleaving, the dialect.

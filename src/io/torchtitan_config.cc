@@ -424,6 +424,24 @@ Status ReadEngineOptions(const TableValues& model, const TableValues& training,
   return Status::Ok();
 }
 
+// [float8] recipe_name (torchtitan/config/job_config.py: tensorwise, rowwise or
+// rowwise_with_gw_hp; unset builds torchao's Float8LinearConfig(), tensorwise). Read with the
+// float8 converter only, as torchtitan reads it.
+Status ReadFloat8Recipe(const TableValues& float8, ParallelSpec& p) {
+  STAGECRAFT_ASSIGN_OR_RETURN(name, float8.String("recipe_name"));
+  p.fp8_recipe = Fp8Recipe::kTensorwise;
+  if (!p.fp8 || !name) return Status::Ok();
+  const std::optional<Fp8Recipe> recipe = kFp8RecipeNames.Parse(*name);
+  if (!recipe || (*recipe != Fp8Recipe::kTensorwise && *recipe != Fp8Recipe::kRowwise &&
+                  *recipe != Fp8Recipe::kRowwiseWithGwHp)) {
+    return float8.Fail("recipe_name", "'" + EscapeBytes(*name) +
+                                          "' (expected \"tensorwise\", \"rowwise\" or "
+                                          "\"rowwise_with_gw_hp\": torchao's float8 recipes)");
+  }
+  p.fp8_recipe = *recipe;
+  return Status::Ok();
+}
+
 }  // namespace
 
 std::string Llama3FlavorOf(const TransformerSpec& t) {
@@ -539,6 +557,7 @@ Result<Config> ReadTorchtitanDocument(const TomlDocument& document, const std::s
   p.grad_buckets = GradBuckets::kNone;
   p.zero_stage = layout.shard * layout.cp > 1 ? 3 : 0;  // FSDP2 over dp_shard x cp
   STAGECRAFT_RETURN_IF_ERROR(ReadEngineOptions(model, training, parallelism, compile, p));
+  STAGECRAFT_RETURN_IF_ERROR(ReadFloat8Recipe(Table(document, source, "float8"), p));
   config.model.name = config.model.name.empty() ? source : config.model.name;
   return config;
 }

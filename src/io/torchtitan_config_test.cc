@@ -72,6 +72,28 @@ TEST(TorchtitanConfigTest, LayersPerStageCountsTheEmbeddingAndHead) {
   EXPECT_FALSE(even.ok());  // a second [parallelism] table
 }
 
+// [float8] recipe_name (torchtitan/config/job_config.py): unset is tensorwise (torchao's
+// Float8LinearConfig()); rowwise and rowwise_with_gw_hp are read; Megatron's names are not
+// torchao's and are refused. Without the float8 converter the table is not read.
+TEST(TorchtitanConfigTest, Float8RecipeName) {
+  const std::string base =
+      "[model]\nname = \"llama3\"\nflavor = \"8B\"\nconverters = [\"float8\"]\n"
+      "[training]\nlocal_batch_size = 1\nseq_len = 8192\n";
+  auto unset = ReadTorchtitanConfig(base, "t.toml", Cluster(1), false);
+  ASSERT_TRUE(unset.ok()) << unset.error().message;
+  EXPECT_TRUE(unset.value().parallel.fp8);
+  EXPECT_EQ(unset.value().parallel.fp8_recipe, Fp8Recipe::kTensorwise);
+  auto rowwise = ReadTorchtitanConfig(base + "[float8]\nrecipe_name = \"rowwise_with_gw_hp\"\n",
+                                      "t.toml", Cluster(1), false);
+  ASSERT_TRUE(rowwise.ok()) << rowwise.error().message;
+  EXPECT_EQ(rowwise.value().parallel.fp8_recipe, Fp8Recipe::kRowwiseWithGwHp);
+  auto blockwise = ReadTorchtitanConfig(base + "[float8]\nrecipe_name = \"blockwise\"\n", "t.toml",
+                                        Cluster(1), false);
+  ASSERT_FALSE(blockwise.ok());
+  EXPECT_NE(blockwise.error().message.find("torchao's float8 recipes"), std::string::npos)
+      << blockwise.error().message;
+}
+
 // DDP (replicate only) keeps the parameters whole; HSDP (replicate and shard) is refused.
 TEST(TorchtitanConfigTest, ReplicateIsDdpAndHsdpIsRefused) {
   const std::string head =

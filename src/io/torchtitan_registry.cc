@@ -67,6 +67,7 @@ struct Registry {
   std::string flavor;  // llama3 flavor from the base or model_registry("F")
   int32_t model_line = 0;
   bool fp8 = false;
+  std::string fp8_recipe;        // Float8LinearConverter.Config(recipe_name="..."); "" = unset
   std::string ac = "selective";  // "selective", "full", "none"
   int32_t ac_line = 0;
   int32_t base_line = 0;
@@ -278,6 +279,15 @@ class Reader {
       }
       registry_.fp8 = rest.find("Float8LinearConverter.Config(") != std::string::npos;
       if (!registry_.fp8 && rest != "converters=[]") return Unread(s);
+      // The recipe, read as the 0.2 job config's [float8] recipe_name (checked there).
+      const std::string key = "recipe_name=\"";
+      const size_t recipe = rest.find(key);
+      registry_.fp8_recipe.clear();
+      if (recipe != std::string::npos) {
+        const size_t end = rest.find('"', recipe + key.size());
+        if (end == std::string::npos) return Unread(s);
+        registry_.fp8_recipe = rest.substr(recipe + key.size(), end - recipe - key.size());
+      }
     }
     return Status::Ok();
   }
@@ -555,6 +565,7 @@ Status PutModel(const Registry& r, const std::string& source, bool model_given, 
     converters.kind = TomlValue::Kind::kStringArray;
     converters.strings = {"float8"};
     job.Put("model", "converters", converters, r.model_line);
+    if (!r.fp8_recipe.empty()) job.Put("float8", "recipe_name", Str(r.fp8_recipe), r.model_line);
   }
   return Status::Ok();
 }

@@ -6,9 +6,18 @@ namespace stagecraft {
 
 void KernelSum::Linear(double tokens, double n, double k, double batch) {
   if (tokens <= 0) return;
-  const double forward = GemmSeconds(device, {tokens, n, k, batch}, fp8);
-  const double input = GemmSeconds(device, {tokens, k, n, batch}, fp8);
-  const double weight = GemmSeconds(device, {k, n, tokens, batch}, fp8);
+  const GemmShape forward_shape{tokens, n, k, batch};
+  const GemmShape input_shape{tokens, k, n, batch};
+  const GemmShape weight_shape{k, n, tokens, batch};
+  const double forward =
+      fp8 ? RecipeGemmSeconds(device, forward_shape, fp8_recipe, LinearGemm::kForward)
+          : GemmSeconds(device, forward_shape);
+  const double input =
+      fp8 ? RecipeGemmSeconds(device, input_shape, fp8_recipe, LinearGemm::kInputGrad)
+          : GemmSeconds(device, input_shape);
+  const double weight =
+      fp8 ? RecipeGemmSeconds(device, weight_shape, fp8_recipe, LinearGemm::kWeightGrad)
+          : GemmSeconds(device, weight_shape);
   times.forward += forward;
   times.input_grad += input;
   times.weight_grad += weight;
@@ -18,14 +27,22 @@ void KernelSum::Linear(double tokens, double n, double k, double batch) {
   forward_kernels += 1;
   input_kernels += 1;
   weight_kernels += 1;
-  if (fp8) {
-    // Transformer Engine casts the GEMM's input to FP8 (with its transpose and amax) forward,
-    // and the output gradient backward: read BF16, write FP8 twice.
-    times.forward += MemoryBoundSeconds(device, batch * tokens * k * 4);
-    times.input_grad += MemoryBoundSeconds(device, batch * tokens * n * 4);
-    forward_kernels += 1;
-    input_kernels += 1;
-  }
+  if (fp8) Fp8Casts(tokens, n, k, batch);
+}
+
+void KernelSum::Fp8Casts(double tokens, double n, double k, double batch) {
+  const Fp8RecipeCost cost = RecipeCost(fp8_recipe);
+  const double inputs = batch * tokens * k;
+  const double grads = batch * tokens * n;
+  const double weights = fp8_weights_gathered ? 0.0 : batch * k * n * fp8_weight_casts;
+  times.forward += MemoryBoundSeconds(
+      device, inputs * cost.input_forward_bytes + weights * cost.weight_forward_bytes);
+  times.input_grad += MemoryBoundSeconds(
+      device, inputs * cost.input_backward_bytes + grads * cost.grad_output_bytes +
+                  weights * cost.weight_backward_bytes + inputs * cost.rescale_bytes);
+  times.weight_grad += MemoryBoundSeconds(device, batch * k * n * cost.rescale_bytes);
+  forward_kernels += cost.forward_kernels;
+  input_kernels += cost.backward_kernels;
 }
 
 void KernelSum::Elementwise(double bytes, int kernels) {

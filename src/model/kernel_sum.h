@@ -5,6 +5,7 @@
 // forward's FLOPs; the kernels each pass issues are counted for the host's issue rate.
 #pragma once
 
+#include "hardware/fp8_recipe.h"
 #include "hardware/kernel_model.h"
 #include "model/transformer.h"
 
@@ -25,7 +26,7 @@ struct LayerKernelTimes {
 
 struct KernelSum {
   const DeviceRates& device;
-  bool fp8 = false;  // FP8 GEMMs, with Transformer Engine's casts
+  bool fp8 = false;  // FP8 GEMMs, with the recipe's casts (fp8_recipe)
   LayerKernelTimes times;
   // The fused attention kernel's implementation (TransformerSpec::attention_kernel).
   AttentionKernel attention = AttentionKernel::kFlash;
@@ -34,9 +35,21 @@ struct KernelSum {
   double forward_kernels = 0;
   double input_kernels = 0;
   double weight_kernels = 0;
+  Fp8Recipe fp8_recipe = kDefaultFp8Recipe;  // with fp8: how the operands are scaled
+  // With fp8: FSDP gathers the weights already in FP8 (torchao's float8 all-gather casts each
+  // rank's shard before the gather), so the layer casts none of them.
+  bool fp8_weights_gathered = false;
+  // With fp8: the share of microbatches that cast the weights (1; Transformer Engine under
+  // Megatron casts them on a step's first microbatch and keeps them, TransformerRun).
+  double fp8_weight_casts = 1.0;
 
   // Y[tokens x n] = X[tokens x k] · W[k x n], `batch` times (a grouped GEMM of equal members).
+  // With fp8, the GEMMs at the recipe's rates and its casts, transposes and rescales as
+  // memory-bound kernels (hardware/fp8_recipe.h).
   void Linear(double tokens, double n, double k, double batch = 1);
+  // The recipe's memory-bound passes around one linear layer's FP8 GEMMs, each pass's bytes as
+  // one kernel's time (their count goes to the host's issue rate).
+  void Fp8Casts(double tokens, double n, double k, double batch);
   // `kernels` memory-bound kernels moving `bytes` in all forward (an eager op sequence splits
   // the bytes evenly), as many backward moving twice the bytes.
   void Elementwise(double bytes, int kernels = 1);

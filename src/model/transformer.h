@@ -20,6 +20,7 @@
 
 #include "core/enum_table.h"
 #include "core/time.h"
+#include "hardware/fp8_recipe.h"
 #include "hardware/kernel_model.h"
 #include "model/layer_spec.h"
 
@@ -127,6 +128,13 @@ struct TransformerRun {
   // all N layers at once. 1 = each layer its own checkpoint.
   int32_t recompute_group = 1;
   bool fp8 = false;  // FP8 linear layers (Transformer Engine, torchao float8)
+  Fp8Recipe fp8_recipe = kDefaultFp8Recipe;  // with fp8: the scaling recipe
+  bool fp8_weights_gathered = false;         // with fp8: FSDP gathers the weights in FP8 (no cast)
+  // With fp8: the share of microbatches that cast the weights. Megatron (parallel.engine
+  // megatron-lm) tells Transformer Engine a step's first microbatch (set_is_first_microbatch,
+  // megatron/core/pipeline_parallel/schedules.py), and TE casts each weight then and keeps the
+  // FP8 copy for the others (te.Linear's is_first_microbatch); torchao casts every microbatch.
+  double fp8_weight_casts = 1.0;
   // Norms, activations and the rotary embedding as fused kernels (Transformer Engine, Apex,
   // torch.compile), or as eager PyTorch ops, each its own pass over memory.
   bool fused_kernels = true;

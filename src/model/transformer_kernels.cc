@@ -182,6 +182,9 @@ void AddMlp(const TransformerSpec& spec, const TransformerRun& run, bool moe_lay
 LayerKernelTimes DecoderKernelTimes(const TransformerSpec& spec, const TransformerRun& run,
                                     const DeviceRates& device, bool moe_layer) {
   KernelSum acc{device, run.fp8, {}};
+  acc.fp8_recipe = run.fp8_recipe;
+  acc.fp8_weights_gathered = run.fp8_weights_gathered;
+  acc.fp8_weight_casts = run.fp8_weight_casts;
   acc.attention = spec.attention_kernel;
   const double t = std::max(1, run.tensor_parallel);
   const double tokens = Tokens(run);

@@ -148,6 +148,43 @@ TEST(TransformerKernelsTest, Fp8SpeedsUpLargeLayerOnHopper) {
             DecoderKernelTimes(LargeGpt(), TransformerRun{}, a100, false).forward);
 }
 
+// The recipes order as their kernels say, on Llama-3 8B's layer (8192 tokens, H100): TE's
+// delayed scaling (one fused cast-transpose, FP8 weights kept) is cheapest, torchao's tensorwise
+// adds an amax pass and the weights' casts, rowwise adds the BF16 transposes, the rescales and
+// a forward GEMM at 0.95 of the rate; rowwise_with_gw_hp's BF16 weight gradient is the slowest W.
+// The float8 all-gather leaves the layer no weight to cast.
+TEST(TransformerKernelsTest, Fp8RecipesOrderByTheirCasts) {
+  const DeviceRates h100 = Rates("h100");
+  TransformerRun run;
+  run.seq_len = 8192;
+  run.fp8 = true;
+  const auto layer = [&](Fp8Recipe recipe, bool gathered = false) {
+    TransformerRun r = run;
+    r.fp8_recipe = recipe;
+    r.fp8_weights_gathered = gathered;
+    const LayerKernelTimes t = DecoderKernelTimes(Llama(), r, h100, false);
+    return t.forward + t.input_grad + t.weight_grad;
+  };
+  const double delayed = layer(Fp8Recipe::kDelayed);
+  const double tensorwise = layer(Fp8Recipe::kTensorwise);
+  const double rowwise = layer(Fp8Recipe::kRowwise);
+  EXPECT_LT(delayed, tensorwise);
+  EXPECT_LT(tensorwise, rowwise);
+  EXPECT_LT(layer(Fp8Recipe::kTensorwise, true), tensorwise);
+  EXPECT_GT(layer(Fp8Recipe::kTensorwise, true), delayed);
+  // Rowwise stays faster than BF16 on this layer (torchao's 8B run measures +10% end to end).
+  TransformerRun bf16 = run;
+  bf16.fp8 = false;
+  const LayerKernelTimes b = DecoderKernelTimes(Llama(), bf16, h100, false);
+  EXPECT_LT(rowwise, b.forward + b.input_grad + b.weight_grad);
+  TransformerRun hp = run;
+  hp.fp8_recipe = Fp8Recipe::kRowwiseWithGwHp;
+  TransformerRun rw = run;
+  rw.fp8_recipe = Fp8Recipe::kRowwise;
+  EXPECT_GT(DecoderKernelTimes(Llama(), hp, h100, false).weight_grad,
+            DecoderKernelTimes(Llama(), rw, h100, false).weight_grad);
+}
+
 // At s = 2048 the fused causal core does half the score FLOPs and never writes the s x s scores;
 // the unfused path runs all of QKᵀ and ·V plus softmax and dropout over b·a·s² scores.
 TEST(TransformerKernelsTest, CausalFlashCoreCheaperThanUnfused) {
@@ -169,7 +206,9 @@ TEST(TransformerKernelsTest, CausalFlashCoreCheaperThanUnfused) {
 // GPT (biases, learned positions, unfused core), fused kernels: forward = QKV and projection
 // GEMMs 2 + core 4 (QKᵀ, softmax, dropout, ·V) + MLP 2 GEMMs and GeLU 1 + 2 norms + 2 residual
 // adds = 13; input grad = 2 + 6 (four GEMMs, softmax and dropout backward) + 3 + 2 + 2 = 15;
-// weight grad = the 4 linear layers. FP8 adds one cast per linear forward and input grad.
+// weight grad = the 4 linear layers. FP8 adds the recipe's kernels per linear: delayed one cast
+// forward and backward; tensorwise (the default) the input's and the weight's two amax stages and
+// cast forward (6), the output gradient's three and the weight's second cast backward (4).
 // Llama eager: 2 + causal core 1 + MLP 2 GEMMs and 2 activation kernels + 2 norms of 6 + 2 adds
 // + rotary 4 = 25 forward and input grad.
 TEST(TransformerKernelsTest, TinyLayerIsBoundByKernelIssue) {
@@ -187,10 +226,15 @@ TEST(TransformerKernelsTest, TinyLayerIsBoundByKernelIssue) {
   EXPECT_EQ(times.input_grad, 15.0);
   EXPECT_EQ(times.weight_grad, 4.0);
   run.fp8 = true;
+  run.fp8_recipe = Fp8Recipe::kDelayed;
   const LayerKernelTimes fp8 = DecoderKernelTimes(gpt, run, slow_host, false);
   EXPECT_EQ(fp8.forward, 13.0 + 4);
   EXPECT_EQ(fp8.input_grad, 15.0 + 4);
   EXPECT_EQ(fp8.weight_grad, 4.0);
+  run.fp8_recipe = Fp8Recipe::kTensorwise;
+  const LayerKernelTimes tensorwise = DecoderKernelTimes(gpt, run, slow_host, false);
+  EXPECT_EQ(tensorwise.forward, 13.0 + 4 * 6);
+  EXPECT_EQ(tensorwise.input_grad, 15.0 + 4 * 4);
   TransformerSpec llama = Llama();
   llama.hidden = 64;
   llama.heads = 2;
@@ -382,6 +426,35 @@ TEST(TransformerKernelsTest, PytorchRingAttentionAddsItsMergesAndAccumulation) {
   const LayerKernelTimes single = DecoderKernelTimes(spec, run, h100, false);
   run.ring_merge = false;
   EXPECT_DOUBLE_EQ(single.forward, DecoderKernelTimes(spec, run, h100, false).forward);
+}
+
+}  // namespace
+}  // namespace stagecraft
+
+namespace stagecraft {
+namespace {
+
+// Transformer Engine under Megatron casts the FP8 weights on a step's first microbatch and keeps
+// them (TransformerRun::fp8_weight_casts): a layer of 8 microbatches pays an eighth of the
+// weight casts, between casting every microbatch and gathering FP8 weights (no cast at all).
+TEST(TransformerKernelsTest, Fp8WeightCastsOncePerStepUnderTransformerEngine) {
+  const DeviceRates h100 = Rates("h100");
+  TransformerRun run;
+  run.seq_len = 4096;
+  run.fp8 = true;
+  run.fp8_recipe = Fp8Recipe::kTensorwise;
+  const LayerKernelTimes every = DecoderKernelTimes(Llama(), run, h100, false);
+  run.fp8_weight_casts = 1.0 / 8;
+  const LayerKernelTimes first = DecoderKernelTimes(Llama(), run, h100, false);
+  run.fp8_weight_casts = 1.0;
+  run.fp8_weights_gathered = true;
+  const LayerKernelTimes none = DecoderKernelTimes(Llama(), run, h100, false);
+  EXPECT_LT(first.forward, every.forward);
+  EXPECT_GT(first.forward, none.forward);
+  EXPECT_LT(first.input_grad, every.input_grad);
+  EXPECT_GT(first.input_grad, none.input_grad);
+  EXPECT_NEAR(every.forward - first.forward, 7.0 / 8 * (every.forward - none.forward),
+              1e-3 * every.forward);
 }
 
 }  // namespace

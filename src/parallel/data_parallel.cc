@@ -185,6 +185,13 @@ Status CheckFloat8AllGather(const Config& config, const ConfigLocations& locatio
                  "gathers the float8 linears' weights in FP8, and this run has none; add fp8: "
                  "true or drop it"};
   }
+  if (parallel.fp8_recipe != Fp8Recipe::kTensorwise) {
+    return Error{where +
+                 "needs fp8_recipe tensorwise (torchao gathers float8 weights with one "
+                 "scale per tensor; with '" +
+                 Fp8RecipeName(parallel.fp8_recipe) +
+                 "' torchtitan gathers in bf16): set fp8_recipe: tensorwise or drop it"};
+  }
   if (parallel.zero_stage < 3) {
     return Error{where +
                  "changes FSDP's parameter all-gathers, and this run does not shard its "

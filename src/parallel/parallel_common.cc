@@ -32,6 +32,11 @@ TransformerRun TransformerRunOf(const Config& config) {
   run.sequence_parallel = config.parallel.sequence_parallel;
   run.recompute = config.parallel.recompute;
   run.fp8 = config.parallel.fp8;
+  run.fp8_recipe = config.parallel.fp8_recipe;
+  run.fp8_weights_gathered = config.parallel.fp8_all_gather;
+  if (config.parallel.engine == TrainingEngine::kMegatronLm) {
+    run.fp8_weight_casts = 1.0 / std::max(1, config.parallel.microbatches);
+  }
   run.fused_kernels = config.parallel.fused_kernels;
   run.cross_entropy = config.parallel.cross_entropy_fusion;
   run.ring_merge = config.parallel.cp_rotate != CpRotate::kNone;

@@ -142,9 +142,12 @@ std::vector<std::pair<std::string, std::string>> CostAssumptions(const Config& c
                                   ", tp_comm " + on(parallel.tp_comm_overlap) + ", async_tp " +
                                   on(parallel.async_tp));
   out.emplace_back("fp8",
-                   on(parallel.fp8) + (parallel.fp8_all_gather ? ", FSDP all-gather in FP8 "
-                                                                 "(enable_fsdp_float8_all_gather)"
-                                                               : ""));
+                   on(parallel.fp8) +
+                       (parallel.fp8 ? std::string(", recipe ") + Fp8RecipeName(parallel.fp8_recipe)
+                                     : std::string()) +
+                       (parallel.fp8_all_gather ? ", FSDP all-gather in FP8 "
+                                                  "(enable_fsdp_float8_all_gather)"
+                                                : ""));
   out.emplace_back("fused_kernels", on(parallel.fused_kernels));
   if (parallel.cross_entropy_fusion != CrossEntropyFusion::kNone) {
     out.emplace_back("cross_entropy",

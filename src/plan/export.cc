@@ -15,6 +15,19 @@ namespace {
 
 std::string Str(int64_t value) { return std::to_string(value); }
 
+// torchao's float8 recipes other than its default, tensorwise: torchtitan's float8.recipe_name.
+bool TorchaoRecipe(Fp8Recipe recipe) {
+  return recipe == Fp8Recipe::kRowwise || recipe == Fp8Recipe::kRowwiseWithGwHp;
+}
+
+// A comment line for a recipe torchtitan's float8 converter does not run, `indent` before it.
+std::string NotTorchaoRecipe(Fp8Recipe recipe, const std::string& indent = "") {
+  return indent + "# The plan costs fp8_recipe " + Fp8RecipeName(recipe) +
+         ", which torchtitan's float8 converter does not have\n" + indent +
+         "# (torchao's recipes: tensorwise, rowwise, rowwise_with_gw_hp); this config runs "
+         "tensorwise.\n";
+}
+
 std::string Header(const Config& config, const Candidate& c, const char* comment) {
   return std::string(comment) + " stagecraft plan: " + config.model.name + ", " + c.Describe() +
          "\n" + comment + " on " + config.cluster.device + " nodes of " +
@@ -225,6 +238,13 @@ std::string TorchtitanToml(const Config& config, const Candidate& c, int64_t glo
   // The plan costs fused kernels (config.parallel.fused_kernels): torchtitan compiles for them.
   if (config.parallel.fused_kernels)
     toml << "\n[compile]\nenable = true\ncomponents = [\"model\", \"loss\"]\n";
+  // torchao's recipe where it is not the default (tensorwise); one torchao's float8 converter
+  // does not have is said.
+  if (config.parallel.fp8 && TorchaoRecipe(config.parallel.fp8_recipe)) {
+    toml << "\n[float8]\nrecipe_name = \"" << Fp8RecipeName(config.parallel.fp8_recipe) << "\"\n";
+  } else if (config.parallel.fp8 && config.parallel.fp8_recipe != Fp8Recipe::kTensorwise) {
+    toml << "\n" << NotTorchaoRecipe(config.parallel.fp8_recipe);
+  }
   return toml.str();
 }
 
@@ -274,9 +294,17 @@ std::string TorchtitanRegistryPy(const Config& config, const Candidate& c, int64
     if (config.parallel.fp8) {
       py << ", converters=[Float8LinearConverter.Config(filter_fqns=[\"lm_head\"], "
             "model_compile_enabled="
-         << (compiles ? "True" : "False") << ")]";
+         << (compiles ? "True" : "False");
+      if (TorchaoRecipe(config.parallel.fp8_recipe)) {
+        py << ", recipe_name=\"" << Fp8RecipeName(config.parallel.fp8_recipe) << "\"";
+      }
+      py << ")]";
     }
     py << ")\n";
+    const Fp8Recipe recipe = config.parallel.fp8_recipe;
+    if (config.parallel.fp8 && recipe != Fp8Recipe::kTensorwise && !TorchaoRecipe(recipe)) {
+      py << NotTorchaoRecipe(recipe, "    ");
+    }
   }
   const auto set = [&py](const std::string& field, const std::string& value) {
     py << "    config." << field << " = " << value << "\n";

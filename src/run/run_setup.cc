@@ -12,6 +12,8 @@
 
 #include "core/enum_table.h"
 #include "core/units.h"
+#include "hardware/fp8_recipe.h"
+#include "hardware/presets.h"
 #include "io/deepspeed_config.h"
 #include "io/hf_config.h"
 #include "io/megatron_args.h"
@@ -271,6 +273,24 @@ Status CheckWorldSize(const Config& c) {
                std::to_string(p.cp) + " x dp " + std::to_string(p.dp) + " = " +
                FormatFixed(static_cast<double>(world), 0) + " devices, more than the limit of " +
                std::to_string(kMaxClusterDevices) + "; lower --pp, --tp, --cp or --dp"};
+}
+
+// An FP8 recipe the device's tensor cores run: mxfp8 needs block-scaled (MX) tensor cores.
+Status CheckFp8Recipe(const Config& config, const ConfigLocations& locations) {
+  const ParallelSpec& p = config.parallel;
+  if (!p.fp8 || RecipeRuns(config.cluster.kernels, p.fp8_recipe)) return Status::Ok();
+  std::string devices;
+  for (const DevicePreset& preset : DevicePresets()) {
+    if (!RecipeRuns(preset.kernels, p.fp8_recipe)) continue;
+    devices += (devices.empty() ? "" : ", ") + std::string(preset.name);
+  }
+  const std::string device =
+      config.cluster.device == "custom" ? "a custom cluster" : "'" + config.cluster.device + "'";
+  return Error{locations.Where("parallel.fp8_recipe") + "'" + Fp8RecipeName(p.fp8_recipe) +
+               "' needs block-scaled (MX) FP8 tensor cores, which " + device +
+               " does not have (devices that have them: " + devices +
+               "); pick another recipe (tensorwise, delayed, rowwise, rowwise_with_gw_hp, "
+               "blockwise) or device"};
 }
 
 Status CheckGeneratedRunSize(const Config& c, bool trace) {
@@ -649,6 +669,7 @@ Result<PreparedRun> PrepareRun(const RunSpec& flags) {
   }
   STAGECRAFT_RETURN_IF_ERROR(CheckContextParallel(run.config, run.locations));
   STAGECRAFT_RETURN_IF_ERROR(CheckFloat8AllGather(run.config, run.locations));
+  STAGECRAFT_RETURN_IF_ERROR(CheckFp8Recipe(run.config, run.locations));
   if (csa2_layers && run.config.parallel.ep > 1 &&
       (run.config.parallel.dp % run.config.parallel.ep != 0 ||
        run.config.model.dims.routed_experts % run.config.parallel.ep != 0)) {

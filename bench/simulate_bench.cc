@@ -7,6 +7,7 @@
 #include <benchmark/benchmark.h>
 #include <sys/resource.h>
 
+#include <algorithm>
 #include <cstdint>
 #include <optional>
 #include <sstream>
@@ -18,6 +19,7 @@
 #include "check/checker.h"
 #include "commands/commands.h"
 #include "hardware/presets.h"
+#include "heap_count.h"
 #include "lower/lower.h"
 #include "model/model_spec.h"
 #include "model/transformer.h"
@@ -97,7 +99,9 @@ void BM_EndToEndOneFOneB(benchmark::State& state) {
   int64_t actions = 0;
   int64_t tasks = 0;
   uint64_t events = 0;
+  int64_t heap_peak = 0;
   for (auto _ : state) {
+    const int64_t before = ResetHeapPeak();
     auto schedule = GenerateOneFOneB(params);
     if (!schedule.ok()) {
       state.SkipWithError(schedule.error().message.c_str());
@@ -112,14 +116,60 @@ void BM_EndToEndOneFOneB(benchmark::State& state) {
     const Trace trace = Simulate(graph.value());
     const Metrics metrics = ComputeMetrics(schedule.value(), costs, graph.value(), trace);
     benchmark::DoNotOptimize(metrics.makespan);
+    heap_peak = std::max(heap_peak, HeapPeakBytes() - before);
     actions = metrics.num_compute_actions;
     tasks = static_cast<int64_t>(graph.value().num_tasks());
     events = trace.events;
   }
   ReportCounters(state, actions, tasks, events);
+  state.counters["heap_B_per_action"] =
+      benchmark::Counter(static_cast<double>(heap_peak) / static_cast<double>(actions));
 }
-// Registered first so that its peak RSS is not inflated by the benchmarks after it.
-BENCHMARK(BM_EndToEndOneFOneB)->Args({64, 4096})->Unit(benchmark::kMillisecond);
+// Registered first so that its peak RSS is not inflated by the benchmarks after it. The second
+// is issue 36's acceptance case: 1F1B p 64, m 16,384, F = I = W = 1 ms (2.1M compute actions,
+// 2.1M transfers); targets >= 10M compute actions/s on one core (items_per_second) and <= 64 B
+// per compute action at peak. heap_B_per_action: the heap's peak during one iteration, above
+// what was live when it began, per compute action (heap_count.h).
+BENCHMARK(BM_EndToEndOneFOneB)->Args({64, 4096})->Args({64, 16384})->Unit(benchmark::kMillisecond);
+
+// Issue 36's case (m 16,384) phase by phase, each on the previous phase's output: the lowering
+// (schedule prebuilt; heap: the graph and the lowering's scratch) and the simulation (graph
+// prebuilt; heap: the simulator's state and the trace).
+void BM_AcceptanceLower(benchmark::State& state) {
+  const GeneratorParams params{64, /*vpp=*/1, static_cast<int32_t>(state.range(0)), 0};
+  const auto prepared = Prepare(state, GenerateOneFOneB, params);
+  if (!prepared) return;
+  int64_t heap_peak = 0;
+  for (auto _ : state) {
+    const int64_t before = ResetHeapPeak();
+    auto graph = Lower(prepared->schedule, prepared->costs, BenchLowerOptions());
+    benchmark::DoNotOptimize(graph.ok());
+    heap_peak = std::max(heap_peak, HeapPeakBytes() - before);
+  }
+  ReportSizes(state, *prepared, 0);
+  state.counters["heap_B_per_action"] = benchmark::Counter(
+      static_cast<double>(heap_peak) / static_cast<double>(prepared->schedule.num_actions()));
+}
+BENCHMARK(BM_AcceptanceLower)->Arg(16384)->Unit(benchmark::kMillisecond);
+
+void BM_AcceptanceSimulate(benchmark::State& state) {
+  const GeneratorParams params{64, /*vpp=*/1, static_cast<int32_t>(state.range(0)), 0};
+  const auto prepared = Prepare(state, GenerateOneFOneB, params);
+  if (!prepared) return;
+  uint64_t events = 0;
+  int64_t heap_peak = 0;
+  for (auto _ : state) {
+    const int64_t before = ResetHeapPeak();
+    const Trace trace = Simulate(prepared->graph);
+    events = trace.events;
+    benchmark::DoNotOptimize(trace.timings.data());
+    heap_peak = std::max(heap_peak, HeapPeakBytes() - before);
+  }
+  ReportSizes(state, *prepared, events);
+  state.counters["heap_B_per_action"] = benchmark::Counter(
+      static_cast<double>(heap_peak) / static_cast<double>(prepared->schedule.num_actions()));
+}
+BENCHMARK(BM_AcceptanceSimulate)->Arg(16384)->Unit(benchmark::kMillisecond);
 
 // (b) Simulation alone (graph prebuilt): m grows at p = 64, so the fitted complexity (N =
 // compute actions) should come out as O(N). Args: pp, microbatches.

@@ -32,6 +32,9 @@ class Lowering {
     STAGECRAFT_RETURN_IF_ERROR(PlanStates());
     STAGECRAFT_RETURN_IF_ERROR(AddComputeTasks());
     const size_t num_compute = graph_.tasks.size();
+    // Room for the common case without regrowing: an action's inputs take one edge on its rank
+    // or two through a transfer, and a B takes two inputs (1F1B: 2.5 edges an action).
+    edges_.reserve(3 * num_compute);
     ready_task_.resize(num_compute);
     for (uint32_t task = 0; task < num_compute; ++task) ready_task_[task] = task;
     AddCollectives();

@@ -2,26 +2,31 @@
 
 namespace stagecraft {
 
+namespace {
+
+// One compressed row of `edges` into begin/items: items[begin[t] .. begin[t+1]) are the ends of
+// the edges that `row` maps to t, in edge order. Each begin[t] serves as t's fill cursor and is
+// shifted back afterwards, so no scratch array is needed.
+template <typename RowOf, typename ItemOf>
+void BuildRows(size_t num_tasks, const std::vector<std::pair<uint32_t, uint32_t>>& edges, RowOf row,
+               ItemOf item, std::vector<uint32_t>& begin, std::vector<uint32_t>& items) {
+  begin.assign(num_tasks + 1, 0);
+  for (const auto& edge : edges) ++begin[row(edge) + 1];
+  for (size_t task = 0; task < num_tasks; ++task) begin[task + 1] += begin[task];
+  items.resize(edges.size());
+  for (const auto& edge : edges) items[begin[row(edge)]++] = item(edge);
+  for (size_t task = num_tasks; task > 0; --task) begin[task] = begin[task - 1];
+  begin[0] = 0;
+}
+
+}  // namespace
+
 void BuildAdjacency(TaskGraph& graph, const std::vector<std::pair<uint32_t, uint32_t>>& edges) {
   const size_t num_tasks = graph.tasks.size();
-  graph.pred_begin.assign(num_tasks + 1, 0);
-  graph.succ_begin.assign(num_tasks + 1, 0);
-  for (const auto& [from, to] : edges) {
-    ++graph.pred_begin[to + 1];
-    ++graph.succ_begin[from + 1];
-  }
-  for (size_t task = 0; task < num_tasks; ++task) {
-    graph.pred_begin[task + 1] += graph.pred_begin[task];
-    graph.succ_begin[task + 1] += graph.succ_begin[task];
-  }
-  graph.preds.resize(edges.size());
-  graph.succs.resize(edges.size());
-  std::vector<uint32_t> pred_fill(graph.pred_begin.begin(), graph.pred_begin.end() - 1);
-  std::vector<uint32_t> succ_fill(graph.succ_begin.begin(), graph.succ_begin.end() - 1);
-  for (const auto& [from, to] : edges) {
-    graph.preds[pred_fill[to]++] = from;
-    graph.succs[succ_fill[from]++] = to;
-  }
+  const auto from = [](const std::pair<uint32_t, uint32_t>& edge) { return edge.first; };
+  const auto to = [](const std::pair<uint32_t, uint32_t>& edge) { return edge.second; };
+  BuildRows(num_tasks, edges, to, from, graph.pred_begin, graph.preds);
+  BuildRows(num_tasks, edges, from, to, graph.succ_begin, graph.succs);
 }
 
 const char* P2pModeDescription(P2pMode mode) {

@@ -1,11 +1,40 @@
 #include "sim/simulator.h"
 
 #include <algorithm>
+#include <cassert>
 
 namespace stagecraft {
 namespace {
 
-constexpr uint32_t kFinish = 0;  // event kind: a task ends
+// What a task occupies, in the top two bits of its resource word: the rank's compute stream
+// (compute and work, in program order), a first-come-first-served resource (a link, a rank's
+// collective stream) or nothing (a delay).
+enum SimResourceKind : uint32_t { kStream = 0, kFifo = 1, kNoResource = 2 };
+constexpr uint32_t kKindShift = 30;
+constexpr uint32_t kResourceMask = (uint32_t{1} << kKindShift) - 1;
+
+constexpr uint32_t KindOf(uint32_t word) { return word >> kKindShift; }
+constexpr uint32_t ResourceOf(uint32_t word) { return word & kResourceMask; }
+
+// Links and the ranks' collective streams are first-come-first-served resources, numbered links
+// first, then two collective streams per rank (task_graph.h: the TP/CP/EP one, the
+// data-parallel one). The run-size limit (run/run_size.h) keeps them far below 2^30.
+uint32_t ResourceWord(const TaskGraph& graph, const Task& task) {
+  uint32_t kind = kStream;
+  int64_t resource = task.rank;
+  if (task.kind == TaskKind::kTransfer) {
+    kind = kFifo;
+    resource = task.link;
+  } else if (task.kind == TaskKind::kCollective) {
+    kind = kFifo;
+    resource = static_cast<int64_t>(graph.links.size()) + CollectiveStream(task.rank, task.payload);
+  } else if (task.kind == TaskKind::kDelay) {
+    kind = kNoResource;
+    resource = 0;
+  }
+  assert(resource >= 0 && resource <= kResourceMask);
+  return kind << kKindShift | static_cast<uint32_t>(resource);
+}
 
 }  // namespace
 
@@ -18,37 +47,39 @@ Trace Simulate(const TaskGraph& graph, Progress* progress) {
 
 Trace Simulator::Run() {
   const size_t num_tasks = graph_.num_tasks();
+  const size_t num_ranks = graph_.programs.size();
   trace_ = Trace{};
   trace_.timings.assign(num_tasks, TaskTiming{});
   trace_.finished.assign(num_tasks, 0);
+  resource_.resize(num_tasks);
+  duration_ns_.resize(num_tasks);
   missing_.resize(num_tasks);
-  tasks_.resize(num_tasks);
   for (uint32_t task = 0; task < num_tasks; ++task) {
     const Task& info = graph_.tasks[task];
-    // Links and the ranks' collective streams are first-come-first-served resources, numbered
-    // links first, then two collective streams per rank (task_graph.h: the TP/CP/EP one, the
-    // data-parallel one).
-    const bool transfer = info.kind == TaskKind::kTransfer;
-    const bool collective = info.kind == TaskKind::kCollective;
-    const int32_t resource = transfer ? info.link
-                                      : (collective ? static_cast<int32_t>(graph_.links.size()) +
-                                                          CollectiveStream(info.rank, info.payload)
-                                                    : info.rank);
-    const uint8_t kind = info.kind == TaskKind::kDelay ? 2 : (transfer || collective ? 1 : 0);
-    tasks_[task] = SimTask{info.duration.ns(), resource, kind};
+    resource_[task] = ResourceWord(graph_, info);
+    duration_ns_[task] = info.duration.ns();
+    missing_[task] = graph_.num_preds(task);
   }
-  stream_next_.assign(graph_.programs.size(), 0);
-  stream_busy_.assign(graph_.programs.size(), 0);
-  link_free_.assign(graph_.links.size() + 2 * graph_.programs.size(), Time());
+  stream_next_.resize(num_ranks);
+  stream_end_.resize(num_ranks);
+  for (size_t rank = 0; rank < num_ranks; ++rank) {
+    const std::vector<uint32_t>& program = graph_.programs[rank];
+    stream_next_[rank] = program.data();
+    stream_end_[rank] = program.data() + program.size();
+  }
+  stream_busy_.assign(num_ranks, 0);
+  link_free_.assign(graph_.links.size() + 2 * num_ranks, Time());
 
-  EventQueue queue;
-  queue.Reserve(graph_.programs.size() + graph_.links.size() + 16);
+  queue_ = RadixEventQueue();
+  queue_.Reserve(num_ranks + graph_.links.size() + 16);
   const Time start;
-  for (uint32_t task = 0; task < num_tasks; ++task) missing_[task] = graph_.num_preds(task);
   for (uint32_t task = 0; task < num_tasks; ++task) {
-    if (missing_[task] == 0) MarkReady(task, start, queue);
+    if (missing_[task] == 0) MarkReady(task, start);
   }
-  RunEvents(queue, *this);
+  while (!queue_.empty()) {
+    const TimedTarget event = queue_.Pop();
+    Finish(event.target, event.time);
+  }
 
   size_t finished = 0;
   for (uint8_t flag : trace_.finished) finished += flag;
@@ -56,55 +87,58 @@ Trace Simulator::Run() {
   return std::move(trace_);
 }
 
-void Simulator::OnEvent(const Event& event, EventQueue& queue) {
+void Simulator::Finish(uint32_t task_id, Time now) {
   ++trace_.events;
   // Every 4096th event: the clock is read no more often than that.
   if (progress_ != nullptr && trace_.events % 4096 == 0)
     progress_->Update(static_cast<int64_t>(trace_.events));
-  const uint32_t task_id = event.target;
-  const Time now = event.time;
-  const SimTask task = tasks_[task_id];
+  const uint32_t word = resource_[task_id];
   trace_.timings[task_id].end = now;
   trace_.finished[task_id] = 1;
-  if (!task.transfer) {
-    stream_busy_[task.resource] = 0;
-    ++stream_next_[task.resource];
+  const bool on_stream = KindOf(word) == kStream;
+  if (on_stream) {
+    stream_busy_[ResourceOf(word)] = 0;
+    ++stream_next_[ResourceOf(word)];
   }
-  for (uint32_t index = graph_.succ_begin[task_id]; index < graph_.succ_begin[task_id + 1];
-       ++index) {
-    const uint32_t successor = graph_.succs[index];
-    if (--missing_[successor] == 0) MarkReady(successor, now, queue);
+  const uint32_t* successor = graph_.succs.data() + graph_.succ_begin[task_id];
+  const uint32_t* const end = graph_.succs.data() + graph_.succ_begin[task_id + 1];
+  for (; successor != end; ++successor) {
+    if (--missing_[*successor] == 0) MarkReady(*successor, now);
   }
-  if (!task.transfer) TryStartStream(task.resource, now, queue);
+  if (on_stream) TryStartStream(ResourceOf(word), now);
 }
 
-void Simulator::MarkReady(uint32_t task_id, Time now, EventQueue& queue) {
-  const SimTask& task = tasks_[task_id];
-  if (task.transfer == 2) {
-    Start(task_id, now, queue);  // a delay: no resource to wait for
-  } else if (!task.transfer) {
-    TryStartStream(task.resource, now, queue);
-  } else {
-    // Links serve transfers first come, first served. Transfers become ready in event order,
-    // so the link's queue is implicit: each starts when it is ready and the link is free.
-    const Time start = std::max(now, link_free_[task.resource]);
-    link_free_[task.resource] = start + Time::Nanoseconds(task.duration_ns);
-    Start(task_id, start, queue);
+void Simulator::MarkReady(uint32_t task_id, Time now) {
+  const uint32_t word = resource_[task_id];
+  switch (KindOf(word)) {
+    case kNoResource:
+      Start(task_id, now);  // a delay: no resource to wait for
+      return;
+    case kStream:
+      TryStartStream(ResourceOf(word), now);
+      return;
+    default: {
+      // Links serve transfers first come, first served. Transfers become ready in event order,
+      // so the link's queue is implicit: each starts when it is ready and the link is free.
+      Time& free = link_free_[ResourceOf(word)];
+      const Time start = std::max(now, free);
+      free = start + Time::Nanoseconds(duration_ns_[task_id]);
+      Start(task_id, start);
+    }
   }
 }
 
-void Simulator::TryStartStream(int32_t rank, Time now, EventQueue& queue) {
+void Simulator::TryStartStream(uint32_t rank, Time now) {
   if (stream_busy_[rank]) return;
-  const auto& program = graph_.programs[rank];
-  const size_t next = stream_next_[rank];
-  if (next >= program.size() || missing_[program[next]] != 0) return;
+  const uint32_t* next = stream_next_[rank];
+  if (next == stream_end_[rank] || missing_[*next] != 0) return;
   stream_busy_[rank] = 1;
-  Start(program[next], now, queue);
+  Start(*next, now);
 }
 
-void Simulator::Start(uint32_t task_id, Time now, EventQueue& queue) {
+void Simulator::Start(uint32_t task_id, Time now) {
   trace_.timings[task_id].start = now;
-  queue.Push(now + Time::Nanoseconds(tasks_[task_id].duration_ns), kFinish, task_id);
+  queue_.Push(now + Time::Nanoseconds(duration_ns_[task_id]), task_id);
 }
 
 }  // namespace stagecraft

@@ -8,8 +8,8 @@
 #include <optional>
 #include <vector>
 
-#include "core/event_queue.h"
 #include "core/progress.h"
+#include "core/radix_event_queue.h"
 #include "lower/task_graph.h"
 #include "lower/wait_for.h"
 
@@ -29,37 +29,35 @@ struct Trace {
 };
 
 // Owns its clock and queue; holds the graph by reference (it must outlive Run()). Two
-// simulators never share state.
+// simulators never share state. The loop reads only flat arrays indexed by 32-bit task ids
+// (structure of arrays, one resource word and one duration per task, the dependencies in the
+// graph's compressed rows) and a radix heap over integer time (core/radix_event_queue.h); it
+// allocates nothing per task beyond them and the trace, all sized before it starts.
 class Simulator {
  public:
   // `progress`, when given, is told the tasks finished (core/progress.h).
   explicit Simulator(const TaskGraph& graph, Progress* progress = nullptr);
   Trace Run();
 
-  // Engine callback (RunEvents).
-  void OnEvent(const Event& event, EventQueue& queue);
-
  private:
-  void MarkReady(uint32_t task, Time now, EventQueue& queue);
-  void Start(uint32_t task, Time now, EventQueue& queue);
-  void TryStartStream(int32_t rank, Time now, EventQueue& queue);
-
-  // What the event loop reads per task, packed (16 bytes) for cache locality.
-  struct SimTask {
-    int64_t duration_ns;
-    int32_t resource;  // compute: the rank; transfer: the link; collective: links + rank
-    uint8_t transfer;  // 1 for a transfer or a collective (a FIFO resource, not the program);
-                       // 2 for a delay (no resource)
-  };
+  void Finish(uint32_t task, Time now);
+  void MarkReady(uint32_t task, Time now);
+  void Start(uint32_t task, Time now);
+  void TryStartStream(uint32_t rank, Time now);
 
   const TaskGraph& graph_;
   Progress* progress_;
   Trace trace_;
-  std::vector<SimTask> tasks_;        // [task]
-  std::vector<uint32_t> missing_;     // [task] unmet dependencies; 0 = ready
-  std::vector<size_t> stream_next_;   // [rank] position of the next action in its program
-  std::vector<uint8_t> stream_busy_;  // [rank]
-  std::vector<Time> link_free_;       // [link, then rank's collective stream] when it falls free
+  RadixEventQueue queue_;
+  // [task] the resource in the low 30 bits (compute: the rank; transfer: the link; collective:
+  // links + its stream) and what it is in the top two (SimResourceKind in simulator.cc).
+  std::vector<uint32_t> resource_;
+  std::vector<int64_t> duration_ns_;          // [task]
+  std::vector<uint32_t> missing_;             // [task] unmet dependencies; 0 = ready
+  std::vector<const uint32_t*> stream_next_;  // [rank] its next action in graph_.programs
+  std::vector<const uint32_t*> stream_end_;   // [rank] past its last action
+  std::vector<uint8_t> stream_busy_;          // [rank]
+  std::vector<Time> link_free_;  // [link, then rank's collective stream] when it falls free
 };
 
 // Convenience: Simulator(graph, progress).Run().

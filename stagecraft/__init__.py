@@ -190,9 +190,13 @@ def _answer(result, as_json=True, command=None, report=None):
     return Result(json.loads(answer), command, report) if as_json else answer
 
 
-def _absolute(path):
-    """A config path made absolute, so a result's report can be written again from elsewhere."""
-    return os.path.abspath(path) if path else path
+def _reported(command, run, path, report):
+    """run(config_path, report_path) once with the path as given (its messages name it); the
+    result keeps run with the path made absolute, to write its report again from any folder
+    (_repr_html_)."""
+    absolute = os.path.abspath(path) if path else path
+    return _answer(run(path, report), command=command,
+                   report=lambda report_path: run(absolute, report_path))
 
 
 def _path(report):
@@ -217,12 +221,10 @@ def simulate(path=None, *, text=None, config=None, schedule=None, report=None, *
     """`stagecraft simulate --json`: the run's metrics, memory verdict and assumptions; with
     `schedule` (rank lists or CSV text) that order instead of the generator's; with `report` a
     path, the HTML report written there (`--report`)."""
-    def run(report_path):
-        return _native.simulate(*_source(path, text, config), _overrides(overrides),
+    def run(config_path, report_path):
+        return _native.simulate(*_source(config_path, text, config), _overrides(overrides),
                                 _csv(schedule), _path(report_path))
-    answer = run(report)  # the path as given, for its messages
-    path = _absolute(path)  # the report again (_repr_html_) from any folder
-    return _answer(answer, command="simulate", report=run)
+    return _reported("simulate", run, path, report)
 
 
 def derive(path=None, *, text=None, config=None, **overrides):
@@ -245,13 +247,11 @@ def plan(path=None, *, gpus, global_batch_size, engine="any", top=10, jobs=1, te
          config=None, report=None, **overrides):
     """`stagecraft plan --json`: candidates, rejections by reason, the plans best first; `jobs`
     threads share the work (the same answer); with `report` a path, the HTML report there."""
-    def run(report_path):
-        return _native.plan(*_source(path, text, config), _overrides(overrides), int(gpus),
-                            int(global_batch_size), engine, int(top), int(jobs),
+    def run(config_path, report_path):
+        return _native.plan(*_source(config_path, text, config), _overrides(overrides),
+                            int(gpus), int(global_batch_size), engine, int(top), int(jobs),
                             _path(report_path))
-    answer = run(report)  # the path as given, for its messages
-    path = _absolute(path)  # the report again (_repr_html_) from any folder
-    return _answer(answer, command="plan", report=run)
+    return _reported("plan", run, path, report)
 
 
 def serve(path=None, *, text=None, config=None, report=None, **options):
@@ -259,12 +259,10 @@ def serve(path=None, *, text=None, config=None, report=None, **options):
     Options are serve's flags by name (tp=8, ep=8, rate=2, requests=500, slo="ttft=0.4s,tpot=40ms",
     prompt_tokens="128-1024", routing="least-outstanding", eager=True, ...); other names are the
     model's overrides as for simulate (cluster="h100", hf_config=...)."""
-    def run(report_path):
-        return _native.serve(*_source(path, text, config), _overrides(options),
+    def run(config_path, report_path):
+        return _native.serve(*_source(config_path, text, config), _overrides(options),
                              _path(report_path))
-    answer = run(report)  # the path as given, for its messages
-    path = _absolute(path)  # the report again (_repr_html_) from any folder
-    return _answer(answer, command="serve", report=run)
+    return _reported("serve", run, path, report)
 
 
 def kernel(op, *extents, **options):
@@ -285,8 +283,6 @@ def goodput(path=None, *, report=None, **options):
     Options are goodput's flags by name (gpus=16384, checkpoint_blocking="0.6s",
     checkpoint_persist="51s", restart="189s", monte_carlo=1000, ...); `path` is the optional
     config whose layout gives the GPUs (and, with storage=, the checkpoint's size)."""
-    def run(report_path):
-        return _native.goodput(path or "", _overrides(options), _path(report_path))
-    answer = run(report)  # the path as given, for its messages
-    path = _absolute(path)  # the report again (_repr_html_) from any folder
-    return _answer(answer, command="goodput", report=run)
+    def run(config_path, report_path):
+        return _native.goodput(config_path or "", _overrides(options), _path(report_path))
+    return _reported("goodput", run, path, report)

@@ -428,12 +428,6 @@ TEST(TransformerKernelsTest, PytorchRingAttentionAddsItsMergesAndAccumulation) {
   EXPECT_DOUBLE_EQ(single.forward, DecoderKernelTimes(spec, run, h100, false).forward);
 }
 
-}  // namespace
-}  // namespace stagecraft
-
-namespace stagecraft {
-namespace {
-
 // Transformer Engine under Megatron casts the FP8 weights on a step's first microbatch and keeps
 // them (TransformerRun::fp8_weight_casts): a layer of 8 microbatches pays an eighth of the
 // weight casts, between casting every microbatch and gathering FP8 weights (no cast at all).
